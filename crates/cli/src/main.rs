@@ -1,0 +1,2 @@
+//! The `layoutlab` command.
+fn main() {}

@@ -1,0 +1,46 @@
+//! Device models: what a trace costs on a disk this machine does not have.
+//!
+//! This crate owns the [`Device`] trait and its models (one per file), the named presets
+//! (`presets/*.toml` at the workspace root, each parameter with its source), the import of
+//! DiskSim parameter files, the replay of a [`layoutlab_trace::Trace`] on a model, and
+//! fio-like synthetic jobs. It knows nothing of file systems.
+
+use layoutlab_trace::{Flags, Op};
+
+/// One request as a device model sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoRequest {
+    /// What it does.
+    pub op: Op,
+    /// First sector (512 bytes).
+    pub sector: u64,
+    /// Length in sectors.
+    pub sectors: u32,
+    /// Flags from the trace (sync, readahead, ...).
+    pub flags: Flags,
+}
+
+/// A device model.
+///
+/// The trait is deliberately narrow: a model services one request at a time in the order it is
+/// handed them, keeping its own state (head position, rotational phase, cache, busy-until).
+/// Queueing disciplines (FCFS, SPTF at a depth) are built on top of it by the replay engine,
+/// using [`Device::positioning_ns`] to rank candidates; composites wrap devices.
+pub trait Device {
+    /// A short human name (the preset's name).
+    fn name(&self) -> &str;
+    /// Capacity in 512-byte sectors.
+    fn capacity_sectors(&self) -> u64;
+    /// The request arrives at `arrival_ns` (model time, ns); returns when it completes.
+    /// The model starts it at `max(arrival_ns, the time it becomes free)`.
+    fn submit(&mut self, arrival_ns: f64, req: &IoRequest) -> f64;
+    /// Estimated positioning time (seek + rotation, ns) if `req` started at `at_ns`, without
+    /// changing state. Models without a notion of position return 0.
+    fn positioning_ns(&self, _at_ns: f64, _req: &IoRequest) -> f64 {
+        0.0
+    }
+    /// How many requests the device accepts at once (1 = none queued inside the device).
+    fn queue_depth(&self) -> usize {
+        1
+    }
+}

@@ -1,0 +1,1 @@
+//! Reports: tables (terminal, Markdown, CSV, JSON) and SVG plots.

@@ -1,0 +1,1 @@
+//! The rig: real kernel file systems on devices it created (loop, zram), tracefs capture, guaranteed cleanup.

@@ -44,3 +44,37 @@ pub trait Device {
         1
     }
 }
+
+/// Errors of device models, presets and device-spec parsers.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    /// A file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A spec, preset or trace line is malformed.
+    #[error("{path}:{line}: {reason}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// 1-based line (0 if not line-oriented).
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A parameter is out of range or missing.
+    #[error("invalid device parameter: {0}")]
+    Invalid(String),
+    /// No preset of that name.
+    #[error("unknown device preset '{name}'; valid presets: {valid}")]
+    UnknownPreset {
+        /// What was asked for.
+        name: String,
+        /// The names that exist, comma-separated.
+        valid: String,
+    },
+}

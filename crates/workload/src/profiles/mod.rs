@@ -1,0 +1,3 @@
+//! Built-in workload profiles, one per file.
+
+pub mod bench5;

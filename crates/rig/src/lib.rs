@@ -1,1 +1,49 @@
-//! The rig: real kernel file systems on devices it created (loop, zram), tracefs capture, guaranteed cleanup.
+//! The rig: real kernel block devices and file systems on devices it created, tracefs capture
+//! of their requests, and guaranteed teardown.
+//!
+//! It owns: loop devices over files ([`LoopDevice`]), zram devices ([`Zram`]), mkfs for
+//! ext2/3/4, XFS and btrfs ([`mkfs`]), mounts ([`Mount`]), temp files ([`TempFile`]), tracefs
+//! capture of one device's block requests ([`TracefsSession`]), the traced run of the real
+//! `e2fsck -fn -tt` ([`run_e2fsck_traced`]) and the process-wide [`cleanup`] registry that undoes
+//! all of them on drop, error, panic, SIGINT and SIGTERM. It touches only devices and mounts it
+//! created. It does not own trace file formats (the trace crate), images (the image crate) or
+//! the command line.
+//!
+//! Everything here needs root; [`require_root`] turns its absence into a clear error.
+//!
+//! ```no_run
+//! use layoutlab_rig::{LoopDevice, run_e2fsck_traced, FsckOptions};
+//! # fn main() -> Result<(), layoutlab_rig::RigError> {
+//! layoutlab_rig::cleanup::install(); // Ctrl-C and panics undo what the rig created
+//! let dev = LoopDevice::attach(std::path::Path::new("/tmp/fs.img"), true)?;
+//! dev.set_read_ahead_kb(128)?;
+//! let run = run_e2fsck_traced(dev.path(), dev.dev(), &FsckOptions::default())?;
+//! println!("{} requests, pass 1 took {:?} s", run.capture.trace.requests.len(),
+//!          run.times.pass(1).map(|p| p.real_s));
+//! # Ok(()) }
+//! ```
+
+pub mod cleanup;
+mod error;
+mod fsck;
+mod fsck_times;
+mod loopdev;
+mod mkfs;
+mod mount;
+mod system;
+mod tracefs;
+mod tracefs_text;
+mod zram;
+
+pub use error::{Result, RigError};
+pub use fsck::{run_e2fsck_traced, FsckOptions, FsckRun, ProgressChange};
+pub use fsck_times::{parse_fsck_times, FsckTimes, Section};
+pub use loopdev::LoopDevice;
+pub use mkfs::{mkfs, FsKind};
+pub use mount::Mount;
+pub use system::{
+    check_free_space, drop_caches, free_space_bytes, is_root, require_root, run_command, TempDir,
+    TempFile,
+};
+pub use tracefs::{Capture, Marker, TraceOptions, TracefsSession};
+pub use zram::Zram;

@@ -1,0 +1,228 @@
+//! The process-wide cleanup registry: every resource the rig creates registers how to undo it,
+//! and a SIGINT/SIGTERM handler or a panic hook undoes everything still registered.
+//!
+//! Each guard (loop device, zram device, mount, temp file, tracefs instance) calls [`register`]
+//! when it creates its resource and [`run`] in its `Drop`. Taking the action out of the registry
+//! under the lock decides who runs it, so a guard dropping while a signal arrives never undoes
+//! twice. Actions run last-registered first (unmount before detaching the loop device under it,
+//! detach before removing the backing file).
+//!
+//! Signals are turned into bytes on a self-pipe by an async-signal-safe handler; a watcher thread
+//! reads the pipe, runs the cleanup outside signal context (where locks and allocation are
+//! allowed) and exits with 128 + the signal number (130 for SIGINT, 143 for SIGTERM). The signal
+//! handlers are installed the first time anything registers; the panic hook only when the
+//! program asks ([`install_panic_hook`]), because a library must not turn a caught panic in one
+//! thread (a failing test among others) into the teardown of every resource in the process.
+
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, Once};
+
+type Action = Box<dyn FnOnce() + Send + 'static>;
+
+struct Entry {
+    id: u64,
+    label: String,
+    action: Action,
+}
+
+static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+static SIGNAL_PIPE_WRITE_FD: AtomicI32 = AtomicI32::new(-1);
+static SIGNALS_ONCE: Once = Once::new();
+static PANIC_ONCE: Once = Once::new();
+
+/// A handle to one registered cleanup action.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct CleanupId(u64);
+
+fn registry() -> MutexGuard<'static, Vec<Entry>> {
+    // A panic while holding the lock must not stop the cleanup of everything else.
+    REGISTRY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Registers `action` to undo the resource described by `label`; installs the signal handlers
+/// on first use. The action runs exactly once: from [`run`], [`run_all`], a signal or the panic
+/// hook, whichever comes first — or never, after [`forget`].
+pub fn register(label: impl Into<String>, action: impl FnOnce() + Send + 'static) -> CleanupId {
+    install_signal_handlers();
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    registry().push(Entry {
+        id,
+        label: label.into(),
+        action: Box::new(action),
+    });
+    CleanupId(id)
+}
+
+fn take(id: &CleanupId) -> Option<Entry> {
+    let mut reg = registry();
+    let pos = reg.iter().position(|e| e.id == id.0)?;
+    Some(reg.remove(pos))
+}
+
+/// Runs the action of `id` now if nobody ran it yet. Returns whether it ran here.
+pub fn run(id: &CleanupId) -> bool {
+    match take(id) {
+        Some(entry) => {
+            (entry.action)();
+            true
+        }
+        None => false,
+    }
+}
+
+/// Removes the action of `id` without running it (the owner undid the resource itself).
+pub fn forget(id: &CleanupId) -> bool {
+    take(id).is_some()
+}
+
+/// Runs every registered action, last registered first; returns how many ran.
+pub fn run_all() -> usize {
+    let entries: Vec<Entry> = std::mem::take(&mut *registry());
+    let count = entries.len();
+    for entry in entries.into_iter().rev() {
+        (entry.action)();
+    }
+    count
+}
+
+/// Labels of the resources still registered, oldest first.
+pub fn pending() -> Vec<String> {
+    registry().iter().map(|e| e.label.clone()).collect()
+}
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    // Only async-signal-safe work here: one write(2) of one byte.
+    let fd = SIGNAL_PIPE_WRITE_FD.load(Ordering::Relaxed);
+    if fd >= 0 {
+        let byte = signal as u8;
+        unsafe {
+            libc::write(fd, &byte as *const u8 as *const libc::c_void, 1);
+        }
+    }
+}
+
+/// Installs the SIGINT/SIGTERM handlers (idempotent). Called by [`register`]; call it yourself
+/// to have it in place before the first resource exists.
+pub fn install_signal_handlers() {
+    SIGNALS_ONCE.call_once(|| {
+        let mut fds = [-1; 2];
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            eprintln!(
+                "layoutlab-rig: cannot create the signal pipe ({}); Ctrl-C will not clean up",
+                std::io::Error::last_os_error()
+            );
+            return;
+        }
+        let (read_fd, write_fd) = (fds[0], fds[1]);
+        SIGNAL_PIPE_WRITE_FD.store(write_fd, Ordering::Relaxed);
+        let spawned = std::thread::Builder::new()
+            .name("rig-signal-cleanup".into())
+            .spawn(move || watch_signals(read_fd));
+        if let Err(e) = spawned {
+            eprintln!(
+                "layoutlab-rig: cannot start the signal watcher ({e}); Ctrl-C will not clean up"
+            );
+            return;
+        }
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+                action.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                if libc::sigaction(signal, &action, std::ptr::null_mut()) != 0 {
+                    eprintln!(
+                        "layoutlab-rig: sigaction({signal}) failed: {}",
+                        std::io::Error::last_os_error()
+                    );
+                }
+            }
+        }
+    });
+}
+
+fn watch_signals(read_fd: libc::c_int) {
+    loop {
+        let mut byte = 0u8;
+        let n = unsafe { libc::read(read_fd, &mut byte as *mut u8 as *mut libc::c_void, 1) };
+        if n == 1 {
+            let signal = byte as i32;
+            let name = if signal == libc::SIGINT {
+                "SIGINT"
+            } else {
+                "SIGTERM"
+            };
+            let labels = pending();
+            eprintln!(
+                "layoutlab: caught {name}; cleaning up {} resource(s) the rig created",
+                labels.len()
+            );
+            run_all();
+            unsafe { libc::_exit(128 + signal) };
+        }
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        if n <= 0 {
+            return;
+        }
+    }
+}
+
+/// Installs a panic hook that prints the panic as usual, undoes every registered resource and
+/// exits with status 101 (Rust's status for a panic). For programs (the CLI), not libraries:
+/// it ends the whole process on the first panic in any thread.
+pub fn install_panic_hook() {
+    PANIC_ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            let count = run_all();
+            if count > 0 {
+                eprintln!("layoutlab: panic; cleaned up {count} resource(s) the rig created");
+            }
+            std::process::exit(101);
+        }));
+    });
+}
+
+/// Installs both the signal handlers and the panic hook; the CLI calls this first thing.
+pub fn install() {
+    install_signal_handlers();
+    install_panic_hook();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    #[test]
+    fn an_action_runs_exactly_once_whoever_asks() {
+        let count = Arc::new(AtomicUsize::new(0));
+        let c = count.clone();
+        let id = register("counter", move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        });
+        assert!(run(&id));
+        assert!(!run(&id));
+        assert!(!forget(&id));
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn forget_drops_without_running() {
+        let count = Arc::new(AtomicUsize::new(0));
+        let c = count.clone();
+        let id = register("never", move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        });
+        assert!(forget(&id));
+        assert!(!run(&id));
+        assert_eq!(count.load(Ordering::SeqCst), 0);
+    }
+}

@@ -1,0 +1,275 @@
+//! Loop devices the rig attaches over a file, with their queue tuned like the modelled disk.
+//!
+//! Attach uses the kernel's ioctls directly (`LOOP_CTL_GET_FREE`, then `LOOP_CONFIGURE`) with
+//! `LO_FLAGS_AUTOCLEAR`, and the rig keeps its own descriptor open for the device's life: the
+//! kernel detaches an autoclear device at its last close, so even a `SIGKILL`ed run leaves no
+//! loop device behind. Drop asks for the detach explicitly (`LOOP_CLR_FD`, which the kernel
+//! defers while e.g. a mount still holds the device) and then closes the descriptor.
+
+use crate::cleanup::{self, CleanupId};
+use crate::error::{Result, RigError};
+use crate::system::{read_attr, require_root, write_attr};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+// <linux/loop.h>; not all of these are in the libc crate.
+const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
+const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
+const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
+const LO_FLAGS_READ_ONLY: u32 = 1;
+const LO_FLAGS_AUTOCLEAR: u32 = 4;
+const LO_NAME_SIZE: usize = 64;
+const BLKFLSBUF: libc::c_ulong = 0x1261;
+
+#[repr(C)]
+struct LoopInfo64 {
+    lo_device: u64,
+    lo_inode: u64,
+    lo_rdevice: u64,
+    lo_offset: u64,
+    lo_sizelimit: u64,
+    lo_number: u32,
+    lo_encrypt_type: u32,
+    lo_encrypt_key_size: u32,
+    lo_flags: u32,
+    lo_file_name: [u8; LO_NAME_SIZE],
+    lo_crypt_name: [u8; LO_NAME_SIZE],
+    lo_encrypt_key: [u8; 32],
+    lo_init: [u64; 2],
+}
+
+#[repr(C)]
+struct LoopConfig {
+    fd: u32,
+    block_size: u32,
+    info: LoopInfo64,
+    reserved: [u64; 8],
+}
+
+/// A loop device attached by the rig over a backing file; detached when dropped.
+#[derive(Debug)]
+pub struct LoopDevice {
+    path: PathBuf,
+    number: u32,
+    major: u32,
+    minor: u32,
+    backing_file: PathBuf,
+    fd: libc::c_int,
+    cleanup: Option<CleanupId>,
+}
+
+fn open_raw(path: &Path, flags: libc::c_int) -> Result<libc::c_int> {
+    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+        RigError::InvalidArgument(format!("path {} has a NUL byte", path.display()))
+    })?;
+    let fd = unsafe { libc::open(c_path.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(RigError::last_os(format!("open {}", path.display())));
+    }
+    Ok(fd)
+}
+
+impl LoopDevice {
+    /// Attaches a free loop device over `file` (read-only if asked). Root only.
+    pub fn attach(file: &Path, read_only: bool) -> Result<LoopDevice> {
+        require_root("attaching a loop device")?;
+        let backing_file = std::fs::canonicalize(file)
+            .map_err(|e| RigError::io(format!("resolve {}", file.display()), e))?;
+        let mode = if read_only {
+            libc::O_RDONLY
+        } else {
+            libc::O_RDWR
+        };
+        let file_fd = open_raw(&backing_file, mode)?;
+        let result = Self::attach_fd(file_fd, &backing_file, read_only);
+        unsafe { libc::close(file_fd) };
+        result
+    }
+
+    fn attach_fd(file_fd: libc::c_int, backing_file: &Path, read_only: bool) -> Result<LoopDevice> {
+        let control = open_raw(Path::new("/dev/loop-control"), libc::O_RDWR)?;
+        // Another process may take the free device between GET_FREE and CONFIGURE: retry.
+        let mut last_err = None;
+        for _ in 0..32 {
+            let number = unsafe { libc::ioctl(control, LOOP_CTL_GET_FREE as _) };
+            if number < 0 {
+                let err = RigError::last_os("LOOP_CTL_GET_FREE on /dev/loop-control");
+                unsafe { libc::close(control) };
+                return Err(err);
+            }
+            let path = PathBuf::from(format!("/dev/loop{number}"));
+            let mode = if read_only {
+                libc::O_RDONLY
+            } else {
+                libc::O_RDWR
+            };
+            let dev_fd = match open_raw(&path, mode) {
+                Ok(fd) => fd,
+                Err(e) => {
+                    last_err = Some(e);
+                    continue;
+                }
+            };
+            let mut config: LoopConfig = unsafe { std::mem::zeroed() };
+            config.fd = file_fd as u32;
+            config.info.lo_flags =
+                LO_FLAGS_AUTOCLEAR | if read_only { LO_FLAGS_READ_ONLY } else { 0 };
+            let name = backing_file.as_os_str().as_bytes();
+            let n = name.len().min(LO_NAME_SIZE - 1);
+            config.info.lo_file_name[..n].copy_from_slice(&name[..n]);
+            let rc =
+                unsafe { libc::ioctl(dev_fd, LOOP_CONFIGURE as _, &config as *const LoopConfig) };
+            if rc != 0 {
+                let os = std::io::Error::last_os_error();
+                unsafe { libc::close(dev_fd) };
+                if os.raw_os_error() == Some(libc::EBUSY) {
+                    last_err = Some(RigError::io(
+                        format!("LOOP_CONFIGURE {}", path.display()),
+                        os,
+                    ));
+                    continue;
+                }
+                unsafe { libc::close(control) };
+                return Err(RigError::io(
+                    format!("LOOP_CONFIGURE {}", path.display()),
+                    os,
+                ));
+            }
+            unsafe { libc::close(control) };
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            if unsafe { libc::fstat(dev_fd, &mut st) } != 0 {
+                let err = RigError::last_os(format!("fstat {}", path.display()));
+                unsafe {
+                    libc::ioctl(dev_fd, LOOP_CLR_FD as _, 0);
+                    libc::close(dev_fd);
+                }
+                return Err(err);
+            }
+            let (major, minor) = (libc::major(st.st_rdev), libc::minor(st.st_rdev));
+            let label = format!(
+                "loop device {} over {}",
+                path.display(),
+                backing_file.display()
+            );
+            let shown = path.clone();
+            let cleanup = cleanup::register(label, move || detach(dev_fd, &shown));
+            return Ok(LoopDevice {
+                path,
+                number: number as u32,
+                major,
+                minor,
+                backing_file: backing_file.to_path_buf(),
+                fd: dev_fd,
+                cleanup: Some(cleanup),
+            });
+        }
+        unsafe { libc::close(control) };
+        Err(last_err.unwrap_or_else(|| RigError::Unsupported("no free loop device".into())))
+    }
+
+    /// The device node, e.g. `/dev/loop3`.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The loop number (3 for `/dev/loop3`).
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// (major, minor) of the device, as tracefs filters and reports it.
+    pub fn dev(&self) -> (u32, u32) {
+        (self.major, self.minor)
+    }
+
+    /// The file it is attached over (canonical path).
+    pub fn backing_file(&self) -> &Path {
+        &self.backing_file
+    }
+
+    fn queue_attr(&self, name: &str) -> PathBuf {
+        PathBuf::from(format!("/sys/block/loop{}/queue/{name}", self.number))
+    }
+
+    /// Sets the block layer's readahead for this device (`queue/read_ahead_kb`) to the modelled
+    /// disk's; a loop device's default is large and would hide the disk's behaviour.
+    pub fn set_read_ahead_kb(&self, kb: u32) -> Result<()> {
+        write_attr(&self.queue_attr("read_ahead_kb"), &kb.to_string())?;
+        let now = self.read_ahead_kb()?;
+        if now != kb {
+            return Err(RigError::Unsupported(format!(
+                "{}: read_ahead_kb is {now} after writing {kb}",
+                self.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The current readahead in KiB.
+    pub fn read_ahead_kb(&self) -> Result<u32> {
+        let path = self.queue_attr("read_ahead_kb");
+        let text = read_attr(&path)?;
+        text.parse().map_err(|_| RigError::Parse {
+            source_name: path.display().to_string(),
+            line: 1,
+            reason: format!("not a number: {text:?}"),
+        })
+    }
+
+    /// Selects the `none` I/O scheduler when offered, so requests reach the loop driver in the
+    /// order the file system issued them. Returns whether `none` is now active.
+    pub fn set_scheduler_none(&self) -> Result<bool> {
+        let path = self.queue_attr("scheduler");
+        let offered = read_attr(&path)?;
+        if !offered
+            .split_whitespace()
+            .any(|s| s.trim_matches(|c| c == '[' || c == ']') == "none")
+        {
+            return Ok(false);
+        }
+        write_attr(&path, "none")?;
+        Ok(read_attr(&path)?.contains("[none]"))
+    }
+
+    /// Drops this device's page cache (`BLKFLSBUF`), so buffered reads reach the device again,
+    /// without touching any other device's cache.
+    pub fn flush_buffers(&self) -> Result<()> {
+        if unsafe { libc::ioctl(self.fd, BLKFLSBUF as _, 0) } != 0 {
+            return Err(RigError::last_os(format!(
+                "BLKFLSBUF {}",
+                self.path.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn detach(fd: libc::c_int, path: &Path) {
+    // LOOP_CLR_FD with other openers only marks autoclear; the close below (our last
+    // reference) then triggers the detach.
+    unsafe {
+        libc::ioctl(fd, LOOP_CLR_FD as _, 0);
+        libc::close(fd);
+    }
+    // The kernel releases the backing file as the last opener closes; wait for it so that a
+    // caller that checks right after the drop (or removes the file) sees it gone.
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let backing = PathBuf::from(format!("/sys/block/{name}/loop/backing_file"));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while backing.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        if let Some(id) = self.cleanup.take() {
+            cleanup::run(&id);
+        }
+    }
+}

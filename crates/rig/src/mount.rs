@@ -1,0 +1,108 @@
+//! Mounts the rig made, unmounted on drop (and only those: it never unmounts what it found).
+
+use crate::cleanup::{self, CleanupId};
+use crate::error::{Result, RigError};
+use crate::system::{require_root, TempDir};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A file system mounted by the rig; unmounted when dropped (its mount point too, if the rig
+/// created it).
+#[derive(Debug)]
+pub struct Mount {
+    target: PathBuf,
+    cleanup: Option<CleanupId>,
+    // Declared after `cleanup` so that it is removed after the unmount.
+    _created_dir: Option<TempDir>,
+}
+
+fn c_string(text: &[u8], what: &str) -> Result<CString> {
+    CString::new(text).map_err(|_| RigError::InvalidArgument(format!("{what} has a NUL byte")))
+}
+
+fn unmount(target: &Path) {
+    let Ok(c_target) = CString::new(target.as_os_str().as_bytes()) else {
+        return;
+    };
+    // A just-closed file can keep the mount busy for a moment; then detach lazily so that
+    // nothing stays mounted.
+    for _ in 0..20 {
+        if unsafe { libc::umount2(c_target.as_ptr(), 0) } == 0 {
+            return;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EBUSY) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    unsafe { libc::umount2(c_target.as_ptr(), libc::MNT_DETACH) };
+}
+
+impl Mount {
+    /// Mounts `source` (a device, or `nodev` for pseudo file systems) of type `fstype` with
+    /// `options` (the comma-separated data string, e.g. `"data=ordered"`), read-only if asked.
+    /// With `target` `None`, a fresh directory under the temp dir is created and removed again.
+    pub fn new(
+        source: &Path,
+        target: Option<&Path>,
+        fstype: &str,
+        read_only: bool,
+        options: &str,
+    ) -> Result<Mount> {
+        require_root("mounting a file system")?;
+        let created_dir = match target {
+            Some(_) => None,
+            None => Some(TempDir::new(&std::env::temp_dir(), "layoutlab-mnt")?),
+        };
+        let target = match (&created_dir, target) {
+            (Some(dir), _) => dir.path().to_path_buf(),
+            (None, Some(t)) => t.to_path_buf(),
+            (None, None) => unreachable!("one of the two is set above"),
+        };
+        let c_source = c_string(source.as_os_str().as_bytes(), "mount source")?;
+        let c_target = c_string(target.as_os_str().as_bytes(), "mount target")?;
+        let c_type = c_string(fstype.as_bytes(), "file-system type")?;
+        let c_options = c_string(options.as_bytes(), "mount options")?;
+        let flags = if read_only { libc::MS_RDONLY } else { 0 };
+        let rc = unsafe {
+            libc::mount(
+                c_source.as_ptr(),
+                c_target.as_ptr(),
+                c_type.as_ptr(),
+                flags,
+                c_options.as_ptr() as *const libc::c_void,
+            )
+        };
+        if rc != 0 {
+            return Err(RigError::last_os(format!(
+                "mount -t {fstype} -o {options} {} {}",
+                source.display(),
+                target.display()
+            )));
+        }
+        let owned = target.clone();
+        let cleanup = cleanup::register(format!("mount {}", target.display()), move || {
+            unmount(&owned)
+        });
+        Ok(Mount {
+            target,
+            cleanup: Some(cleanup),
+            _created_dir: created_dir,
+        })
+    }
+
+    /// Where it is mounted.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if let Some(id) = self.cleanup.take() {
+            cleanup::run(&id);
+        }
+    }
+}

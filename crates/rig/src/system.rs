@@ -1,0 +1,233 @@
+//! Small host helpers: root check, free-space check, dropping caches, temp files the rig owns,
+//! and running an external program with a useful error.
+
+use crate::cleanup::{self, CleanupId};
+use crate::error::{Result, RigError};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Whether this process runs as root.
+pub fn is_root() -> bool {
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `Ok` when root; otherwise [`RigError::NotRoot`] naming `what` needs it.
+pub fn require_root(what: &str) -> Result<()> {
+    if is_root() {
+        Ok(())
+    } else {
+        Err(RigError::NotRoot {
+            what: what.to_string(),
+        })
+    }
+}
+
+/// Bytes available to a writer in the file system holding `dir`.
+pub fn free_space_bytes(dir: &Path) -> Result<u64> {
+    let c_dir = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| RigError::InvalidArgument(format!("path {} has a NUL byte", dir.display())))?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c_dir.as_ptr(), &mut st) } != 0 {
+        return Err(RigError::last_os(format!("statvfs {}", dir.display())));
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// `Ok` when the file system of `dir` has at least `bytes` available; otherwise
+/// [`RigError::NoSpace`], before anything is written.
+pub fn check_free_space(dir: &Path, bytes: u64) -> Result<()> {
+    let available_bytes = free_space_bytes(dir)?;
+    if available_bytes < bytes {
+        return Err(RigError::NoSpace {
+            dir: dir.to_path_buf(),
+            needed_bytes: bytes,
+            available_bytes,
+        });
+    }
+    Ok(())
+}
+
+/// Writes dirty pages back and drops the page, dentry and inode caches (root), so the next
+/// read reaches the device.
+pub fn drop_caches() -> Result<()> {
+    require_root("dropping the page cache")?;
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3")
+        .map_err(|e| RigError::io("write /proc/sys/vm/drop_caches", e))
+}
+
+/// Runs `program args`, returning its standard output; a non-zero exit becomes
+/// [`RigError::Command`] with its standard error.
+pub fn run_command(program: &str, args: &[&str]) -> Result<String> {
+    let shown = format!("{program} {}", args.join(" "));
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| RigError::Command {
+            program: shown.clone(),
+            status: "not started".into(),
+            stderr: e.to_string(),
+        })?;
+    if !out.status.success() {
+        return Err(RigError::Command {
+            program: shown,
+            status: out.status.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A file (e.g. a sparse image) the rig created and removes on drop, error, panic or signal,
+/// unless [`TempFile::keep`] is called.
+#[derive(Debug)]
+pub struct TempFile {
+    path: PathBuf,
+    cleanup: Option<CleanupId>,
+}
+
+impl TempFile {
+    /// Creates a new sparse file of `len_bytes` at `path` (which must not exist). A sparse
+    /// file writes no data, so no free-space check happens here: check what you will write.
+    pub fn create_sparse(path: &Path, len_bytes: u64) -> Result<TempFile> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| RigError::io(format!("create {}", path.display()), e))?;
+        let guard = TempFile::adopt(path);
+        file.set_len(len_bytes)
+            .map_err(|e| RigError::io(format!("set length of {}", path.display()), e))?;
+        Ok(guard)
+    }
+
+    /// Takes ownership of an existing file: it is removed when the guard goes.
+    pub fn adopt(path: &Path) -> TempFile {
+        let owned = path.to_path_buf();
+        let cleanup = cleanup::register(format!("temp file {}", path.display()), move || {
+            let _ = std::fs::remove_file(&owned);
+        });
+        TempFile {
+            path: path.to_path_buf(),
+            cleanup: Some(cleanup),
+        }
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Keeps the file (e.g. `--keep`): it is no longer removed.
+    pub fn keep(mut self) -> PathBuf {
+        if let Some(id) = self.cleanup.take() {
+            cleanup::forget(&id);
+        }
+        self.path.clone()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if let Some(id) = self.cleanup.take() {
+            cleanup::run(&id);
+        }
+    }
+}
+
+/// A directory the rig created (e.g. a mount point), removed (empty only) when dropped.
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+    cleanup: Option<CleanupId>,
+}
+
+impl TempDir {
+    /// Creates a fresh directory `prefix-PID-N` under `parent`.
+    pub fn new(parent: &Path, prefix: &str) -> Result<TempDir> {
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        loop {
+            let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let path = parent.join(format!("{prefix}-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&path) {
+                Ok(()) => {
+                    let owned = path.clone();
+                    let cleanup =
+                        cleanup::register(format!("directory {}", path.display()), move || {
+                            // Only if empty: never delete what someone else put there.
+                            let _ = std::fs::remove_dir(&owned);
+                        });
+                    return Ok(TempDir {
+                        path,
+                        cleanup: Some(cleanup),
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(RigError::io(format!("mkdir {}", path.display()), e)),
+            }
+        }
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if let Some(id) = self.cleanup.take() {
+            cleanup::run(&id);
+        }
+    }
+}
+
+/// Writes `value` to a sysfs/procfs/tracefs attribute.
+pub(crate) fn write_attr(path: &Path, value: &str) -> Result<()> {
+    std::fs::write(path, value)
+        .map_err(|e| RigError::io(format!("write {value:?} to {}", path.display()), e))
+}
+
+/// Reads a sysfs/procfs/tracefs attribute, trimmed.
+pub(crate) fn read_attr(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .map_err(|e| RigError::io(format!("read {}", path.display()), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_space_check_refuses_more_than_the_disk() {
+        let dir = std::env::temp_dir();
+        check_free_space(&dir, 1).unwrap();
+        let err = check_free_space(&dir, u64::MAX).unwrap_err();
+        assert!(matches!(err, RigError::NoSpace { .. }), "{err}");
+        assert!(err.to_string().contains("need"), "{err}");
+    }
+
+    #[test]
+    fn temp_file_is_removed_on_drop_and_kept_on_keep() {
+        let dir = std::env::temp_dir();
+        let p = dir.join(format!("rig-tempfile-{}", std::process::id()));
+        let f = TempFile::create_sparse(&p, 1 << 30).unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 1 << 30);
+        drop(f);
+        assert!(!p.exists());
+        let f = TempFile::create_sparse(&p, 10).unwrap();
+        let kept = f.keep();
+        assert!(kept.exists());
+        std::fs::remove_file(kept).unwrap();
+    }
+
+    #[test]
+    fn failing_command_reports_its_stderr() {
+        let err = run_command("sh", &["-c", "echo boom >&2; exit 3"]).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("boom") && text.contains('3'), "{text}");
+    }
+}

@@ -1,0 +1,104 @@
+//! zram devices the rig creates: RAM-backed block devices for runs that must write data (zero
+//! pages cost zram no memory). zram is bio-based and shows no request events in tracefs: stack
+//! a [`crate::LoopDevice`] on it to see requests as a disk would.
+
+use crate::cleanup::{self, CleanupId};
+use crate::error::{Result, RigError};
+use crate::system::{read_attr, require_root, write_attr};
+use std::path::{Path, PathBuf};
+
+const HOT_ADD: &str = "/sys/class/zram-control/hot_add";
+const HOT_REMOVE: &str = "/sys/class/zram-control/hot_remove";
+
+/// A zram device created by the rig (`hot_add`), reset and removed (`hot_remove`) on drop.
+#[derive(Debug)]
+pub struct Zram {
+    id: u32,
+    path: PathBuf,
+    major: u32,
+    minor: u32,
+    cleanup: Option<CleanupId>,
+}
+
+fn remove(id: u32) {
+    let _ = std::fs::write(format!("/sys/block/zram{id}/reset"), "1");
+    let _ = std::fs::write(HOT_REMOVE, id.to_string());
+}
+
+impl Zram {
+    /// Creates a zram device of `bytes` (root; needs `/sys/class/zram-control`).
+    pub fn create(bytes: u64) -> Result<Zram> {
+        require_root("creating a zram device")?;
+        if !Path::new(HOT_ADD).exists() {
+            return Err(RigError::Unsupported(format!(
+                "{HOT_ADD} is missing: this kernel has no zram (CONFIG_ZRAM) or the module is not loaded"
+            )));
+        }
+        let text = read_attr(Path::new(HOT_ADD))?;
+        let id: u32 = text.parse().map_err(|_| RigError::Parse {
+            source_name: HOT_ADD.into(),
+            line: 1,
+            reason: format!("expected a device number, got {text:?}"),
+        })?;
+        let cleanup = cleanup::register(format!("zram device /dev/zram{id}"), move || remove(id));
+        let mut zram = Zram {
+            id,
+            path: PathBuf::from(format!("/dev/zram{id}")),
+            major: 0,
+            minor: 0,
+            cleanup: Some(cleanup),
+        };
+        write_attr(
+            Path::new(&format!("/sys/block/zram{id}/disksize")),
+            &bytes.to_string(),
+        )?;
+        let dev_attr = PathBuf::from(format!("/sys/block/zram{id}/dev"));
+        let dev = read_attr(&dev_attr)?;
+        let (major, minor) = parse_major_minor(&dev).ok_or_else(|| RigError::Parse {
+            source_name: dev_attr.display().to_string(),
+            line: 1,
+            reason: format!("expected MAJOR:MINOR, got {dev:?}"),
+        })?;
+        zram.major = major;
+        zram.minor = minor;
+        Ok(zram)
+    }
+
+    /// The device node, e.g. `/dev/zram1`.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// (major, minor).
+    pub fn dev(&self) -> (u32, u32) {
+        (self.major, self.minor)
+    }
+
+    /// RAM the device uses now (`mm_stat` field `mem_used_total`), in bytes.
+    pub fn mem_used_bytes(&self) -> Result<u64> {
+        let path = PathBuf::from(format!("/sys/block/zram{}/mm_stat", self.id));
+        let text = read_attr(&path)?;
+        text.split_whitespace()
+            .nth(2)
+            .and_then(|f| f.parse().ok())
+            .ok_or_else(|| RigError::Parse {
+                source_name: path.display().to_string(),
+                line: 1,
+                reason: format!("no mem_used_total field in {text:?}"),
+            })
+    }
+}
+
+/// Parses `MAJOR:MINOR` as sysfs prints it.
+pub(crate) fn parse_major_minor(text: &str) -> Option<(u32, u32)> {
+    let (major, minor) = text.trim().split_once(':')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+impl Drop for Zram {
+    fn drop(&mut self) {
+        if let Some(id) = self.cleanup.take() {
+            cleanup::run(&id);
+        }
+    }
+}

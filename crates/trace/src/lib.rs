@@ -1,18 +1,52 @@
 //! The canonical block trace of layoutlab.
 //!
 //! This crate owns [`Trace`] and [`Request`]: what reached a block device, when, and (if known)
-//! when it completed. It owns the readers and writers of the trace formats people already use
-//! (tracefs text, blktrace binary, blkparse text, fio iolog, DiskSim ascii/validate, CSV), one
-//! format per file. It does not know about devices, file systems or timing models.
+//! when it completed. It owns the readers and writers of the trace formats people already use,
+//! one format per file: [`tracefs`] text (read), [`blktrace`] binary (read), [`blkparse`] text,
+//! [`fio`] iolog v2 (read) and v3, [`disksim`] ascii and validate (read), and [`csv`]. The
+//! [`format`] module names them, detects them and dispatches; [`stats`] sums requests per tag.
+//! It does not know about devices, file systems, timing models, plotting, or how a trace is
+//! captured (the rig crate does that; the tagging convention it follows is
+//! `layoutlab tag=NAME` written into `trace_marker`, see `docs/trace-formats.md`).
+//!
+//! Readers never panic: bad input is a [`TraceError`] naming the file, the line (or byte
+//! offset) and the reason.
 //!
 //! ```
-//! use layoutlab_trace::{Trace, Request, Op, Flags};
+//! use layoutlab_trace::{Trace, Request, Op, Flags, Format};
 //! let mut t = Trace::default();
 //! let tag = t.tag("pass1");
 //! t.requests.push(Request { issue_ns: 0, complete_ns: Some(8_000_000), op: Op::Read,
 //!     sector: 2048, sectors: 8, flags: Flags::SYNC, tag });
 //! assert_eq!(t.tag_name(tag), "pass1");
+//!
+//! // Write as CSV and read it back.
+//! let text = layoutlab_trace::write_string(&t, Format::Csv).unwrap();
+//! let back = layoutlab_trace::read_bytes(text.as_bytes(), "mem.csv", Format::Csv,
+//!     &Default::default()).unwrap();
+//! assert_eq!(back, t);
+//! assert_eq!(layoutlab_trace::stats::per_tag(&back)[0].read_bytes, 4096);
 //! ```
+
+mod assemble;
+pub mod blkparse;
+pub mod blktrace;
+pub mod csv;
+pub mod disksim;
+pub mod error;
+pub mod fio;
+pub mod format;
+mod rwbs;
+pub mod stats;
+mod text;
+pub mod tracefs;
+
+pub use disksim::ValidateRecord;
+pub use error::{Location, TraceError};
+pub use format::{
+    detect, read_as, read_bytes, read_path, read_path_with, write_path, write_string, DevId,
+    Format, ReadOptions,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -112,6 +146,37 @@ impl Trace {
         }
         self.tags.push(name.to_string());
         (self.tags.len() - 1) as u16
+    }
+
+    /// The index of tag `name`, added if new; None when the table is full (65536 tags).
+    pub fn try_tag(&mut self, name: &str) -> Option<u16> {
+        if let Some(i) = self.tags.iter().position(|t| t == name) {
+            return u16::try_from(i).ok();
+        }
+        if self.tags.len() > u16::MAX as usize {
+            return None;
+        }
+        self.tags.push(name.to_string());
+        Some((self.tags.len() - 1) as u16)
+    }
+
+    /// Sorts the requests by issue time, keeping the order of requests issued at the same ns.
+    pub fn sort_by_issue(&mut self) {
+        self.requests.sort_by_key(|r| r.issue_ns);
+    }
+
+    /// From the first issue to the last issue or completion, ns (0 for an empty trace).
+    pub fn duration_ns(&self) -> u64 {
+        let Some(start) = self.requests.iter().map(|r| r.issue_ns).min() else {
+            return 0;
+        };
+        let end = self
+            .requests
+            .iter()
+            .map(|r| r.complete_ns.unwrap_or(r.issue_ns).max(r.issue_ns))
+            .max()
+            .unwrap_or(start);
+        end - start
     }
 
     /// The name of tag index `tag` ("" if out of range).

@@ -1,0 +1,718 @@
+//! The hard-disk model: zoned geometry with skews and spares, a seek table or curve, rotational
+//! position tracked through absolute time, command overheads, bus transfer and a segmented
+//! cache with read-ahead and optional write-back. See `docs/hdd-model.md`.
+//!
+//! The model follows DiskSim 4.0's disk module in what it charges and when (overheads before
+//! mechanical work, bus transfer overlapped with media transfer, read-ahead that continues
+//! after a read completes until the mechanism is wanted elsewhere), in a few hundred lines of
+//! plain arithmetic per request and with no allocation after construction.
+
+pub mod cache;
+pub mod geometry;
+pub mod preset;
+pub mod seek;
+
+use std::collections::BTreeMap;
+
+use layoutlab_trace::Op;
+use serde::{Deserialize, Serialize};
+
+use crate::{Device, DeviceError, IoRequest};
+use cache::{SegmentCache, Stream};
+use geometry::{Geometry, Pbn, Sparing, ZoneSpec};
+use seek::SeekModel;
+
+/// How far the drive reads ahead after a read (DiskSim "Buffer continuous read").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Prefetch {
+    /// No read-ahead (0).
+    None,
+    /// To the end of the track holding the request's last sector (1).
+    Track,
+    /// To the end of that cylinder (2).
+    Cylinder,
+    /// Until the segment is full (3).
+    Segment,
+    /// To the end of the next track, if the previous read touched the previous track (4).
+    NextTrack,
+}
+
+impl Prefetch {
+    /// From DiskSim's number.
+    pub fn from_disksim(n: i64) -> Option<Prefetch> {
+        Some(match n {
+            0 => Prefetch::None,
+            1 => Prefetch::Track,
+            2 => Prefetch::Cylinder,
+            3 => Prefetch::Segment,
+            4 => Prefetch::NextTrack,
+            _ => return None,
+        })
+    }
+    /// Name in preset files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Prefetch::None => "none",
+            Prefetch::Track => "track",
+            Prefetch::Cylinder => "cylinder",
+            Prefetch::Segment => "segment",
+            Prefetch::NextTrack => "next_track",
+        }
+    }
+    /// Parse a preset-file name.
+    pub fn parse(s: &str) -> Option<Prefetch> {
+        (0..=4).filter_map(Prefetch::from_disksim).find(|p| p.as_str() == s)
+    }
+}
+
+/// The drive's buffer cache.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CacheSpec {
+    /// Number of segments (0 disables the cache).
+    pub segments: usize,
+    /// Sectors per segment.
+    pub segment_sectors: u64,
+    /// Read-ahead policy.
+    pub prefetch: Prefetch,
+    /// Sectors that must be read ahead before another request may use the mechanism.
+    pub read_ahead_min_sectors: u64,
+    /// Most sectors read ahead after a request.
+    pub read_ahead_max_sectors: u64,
+    /// Read-ahead may overwrite the sectors just returned to the host (so it can run a full
+    /// segment beyond the request).
+    pub read_ahead_over_requested: bool,
+    /// Start a read-ahead after a read served entirely from the cache ("continue on hit").
+    pub read_ahead_on_hit: bool,
+    /// A read whose first sector is being read ahead (not yet in the buffer) counts as a hit.
+    pub almost_read_hits: bool,
+    /// Write-back: 0 off (complete after the media write), 1 on for sequential write
+    /// streams, 2 on for every write (DiskSim "Fast write level"; we treat 1 and 2 alike
+    /// when the write does not have to wait for earlier dirty data).
+    pub write_back_level: u8,
+    /// Data written by the host can serve later reads.
+    pub read_hits_on_write_data: bool,
+}
+
+/// Controller overheads, ms (DiskSim names in brackets).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Overheads {
+    /// Added to every request on arrival ("Per-request overhead time").
+    pub per_request_ms: f64,
+    /// Read served from the cache, previous request a read.
+    pub read_hit_after_read_ms: f64,
+    /// Read served from the cache, previous request a write.
+    pub read_hit_after_write_ms: f64,
+    /// Read from the media, previous a read.
+    pub read_miss_after_read_ms: f64,
+    /// Read from the media, previous a write.
+    pub read_miss_after_write_ms: f64,
+    /// Write reported from the cache, previous a read.
+    pub write_hit_after_read_ms: f64,
+    /// Write reported from the cache, previous a write.
+    pub write_hit_after_write_ms: f64,
+    /// Write reported after the media, previous a read.
+    pub write_miss_after_read_ms: f64,
+    /// Write reported after the media, previous a write.
+    pub write_miss_after_write_ms: f64,
+    /// Before the completion message of a read.
+    pub read_completion_ms: f64,
+    /// Before the completion message of a write.
+    pub write_completion_ms: f64,
+    /// Before a data transfer on the bus.
+    pub data_prep_ms: f64,
+    /// First reconnection to the host during a request.
+    pub first_reselect_ms: f64,
+    /// Later reconnections.
+    pub other_reselect_ms: f64,
+    /// Disconnecting a read, previous a read.
+    pub read_disconnect_after_read_ms: f64,
+    /// Disconnecting a read, previous a write.
+    pub read_disconnect_after_write_ms: f64,
+    /// Disconnecting a write after its data arrived.
+    pub write_disconnect_ms: f64,
+    /// Writes disconnect before any data moves (one SCSI drive did): these replace the write
+    /// command overheads when present.
+    pub extra_write_disconnect: Option<ExtraWriteDisconnect>,
+    /// A non-sequential write waits at least this long after its command overhead before it
+    /// touches the media.
+    pub min_seek_delay_ms: f64,
+}
+
+/// DiskSim's "Extradisc" overheads, ms.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExtraWriteDisconnect {
+    /// Command processing before the early disconnect (mechanical work waits for it).
+    pub command_ms: f64,
+    /// Disconnect processing (overlaps the seek).
+    pub disconnect_ms: f64,
+    /// From the disconnect to the reconnection attempt.
+    pub inter_disconnect_ms: f64,
+    /// Disconnect after the data has moved.
+    pub second_disconnect_ms: f64,
+    /// Extra delay before the seek starts.
+    pub seek_delta_ms: f64,
+}
+
+/// The host interface.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BusSpec {
+    /// Time to move one 512-byte sector to the host, ms.
+    pub read_sector_ms: f64,
+    /// Time to move one sector from the host, ms.
+    pub write_sector_ms: f64,
+    /// For reads from the media, the drive reconnects once this fraction of the request
+    /// (or of a segment) is buffered ("High (read) water mark").
+    pub read_water_mark: f64,
+}
+
+/// Everything that defines a drive. Plain data; [`Hdd::new`] derives the tables.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HddSpec {
+    /// Preset name.
+    pub name: String,
+    /// One-line description.
+    pub description: String,
+    /// Spindle speed.
+    pub rpm: f64,
+    /// Data surfaces (heads).
+    pub surfaces: u32,
+    /// Where spares are kept.
+    pub sparing: Sparing,
+    /// Cylinders per sparing range (for `SectorsPerRange`).
+    pub sparing_range_cylinders: u32,
+    /// DiskSim's LBN-to-PBN mapping scheme: 0 conventional, 1 or 2 serpentine.
+    pub lbn_mapping: u8,
+    /// Zones, outermost first.
+    pub zones: Vec<ZoneSpec>,
+    /// Seek time model.
+    pub seek: SeekModel,
+    /// Head switch time, ms.
+    pub head_switch_ms: f64,
+    /// Extra settling before writing after a seek or head switch, ms.
+    pub write_settle_ms: f64,
+    /// Buffer cache.
+    pub cache: CacheSpec,
+    /// Controller overheads.
+    pub overheads: Overheads,
+    /// Host interface.
+    pub bus: BusSpec,
+    /// Tagged command queue depth (1 = none).
+    pub queue_depth: usize,
+    /// Where each value comes from: key `section.key` (e.g. `rotation.rpm`), value the source.
+    pub sources: BTreeMap<String, String>,
+}
+
+/// A hard disk: the spec, its derived tables and its state (head, rotation, cache).
+#[derive(Clone, Debug)]
+pub struct Hdd {
+    spec: HddSpec,
+    geometry: Geometry,
+    rotation_ns: f64,
+    /// Sequential-read time per sector in each zone, switches included.
+    zone_stream_sector_ns: Vec<f64>,
+    cache: SegmentCache,
+    // State.
+    free_ns: f64,
+    cylinder: u32,
+    head: u32,
+    last_was_read: bool,
+    last_read_track: Option<(u32, u32)>,
+}
+
+const MS: f64 = 1e6;
+
+/// Where the media part of an access begins and ends.
+#[derive(Clone, Copy, Debug)]
+struct MediaAccess {
+    /// First sector completely read/written, ns.
+    first_ready_ns: f64,
+    /// Last sector done, ns.
+    end_ns: f64,
+    /// Time per sector on the first track, ns.
+    sector_ns: f64,
+    /// Where the head is at `end_ns`.
+    cylinder: u32,
+    head: u32,
+}
+
+/// Rotational wait, as a fraction of a revolution, from angle `now` to angle `target`
+/// (both in revolutions, [0, 1)).
+#[inline]
+pub fn rotational_wait_rev(now: f64, target: f64) -> f64 {
+    let d = target - now;
+    if d < 0.0 {
+        d + 1.0
+    } else {
+        d
+    }
+}
+
+/// One revolution in ns at `rpm`.
+#[inline]
+pub fn rotation_ns(rpm: f64) -> f64 {
+    60e9 / rpm
+}
+
+/// Media transfer time of `sectors` sectors on a track of `sectors_per_track`, ns.
+#[inline]
+pub fn media_transfer_ns(rotation_ns: f64, sectors_per_track: u32, sectors: u64) -> f64 {
+    rotation_ns * sectors as f64 / sectors_per_track as f64
+}
+
+impl Hdd {
+    /// Build a drive from its spec, checking every value.
+    pub fn new(spec: HddSpec) -> Result<Hdd, DeviceError> {
+        let bad = |m: String| DeviceError::Invalid(format!("{}: {m}", spec.name));
+        if !(spec.rpm.is_finite() && spec.rpm > 0.0) {
+            return Err(bad("rpm must be positive".into()));
+        }
+        spec.seek.validate().map_err(bad)?;
+        for (k, v) in [
+            ("head_switch_ms", spec.head_switch_ms),
+            ("write_settle_ms", spec.write_settle_ms),
+            ("bus.read_sector_ms", spec.bus.read_sector_ms),
+            ("bus.write_sector_ms", spec.bus.write_sector_ms),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(bad(format!("{k} must be finite and ≥ 0")));
+            }
+        }
+        if spec.cache.segments > 0 && spec.cache.segment_sectors == 0 {
+            return Err(bad("cache segments need a positive size".into()));
+        }
+        if spec.cache.write_back_level > 2 {
+            return Err(bad("write_back_level must be 0, 1 or 2".into()));
+        }
+        if spec.queue_depth == 0 {
+            return Err(bad("queue depth must be at least 1".into()));
+        }
+        let geometry = Geometry::new(
+            spec.surfaces,
+            spec.sparing,
+            spec.sparing_range_cylinders,
+            spec.lbn_mapping,
+            &spec.zones,
+        )
+        .map_err(bad)?;
+        let rot = rotation_ns(spec.rpm);
+        let zone_stream_sector_ns = spec
+            .zones
+            .iter()
+            .map(|z| {
+                let spt = z.sectors_per_track as f64;
+                let s = spec.surfaces as f64;
+                // Per cylinder: s tracks of spt sectors, (s−1) track skews and one cylinder skew.
+                let per_cyl = s * spt + (s - 1.0) * z.track_skew_sectors + z.cylinder_skew_sectors;
+                rot / spt * per_cyl / (s * spt)
+            })
+            .collect();
+        let cache = SegmentCache::new(spec.cache.segments, spec.cache.segment_sectors.max(1));
+        Ok(Hdd {
+            geometry,
+            rotation_ns: rot,
+            zone_stream_sector_ns,
+            cache,
+            free_ns: 0.0,
+            cylinder: 0,
+            head: 0,
+            last_was_read: true,
+            last_read_track: None,
+            spec,
+        })
+    }
+
+    /// The spec this drive was built from.
+    pub fn spec(&self) -> &HddSpec {
+        &self.spec
+    }
+    /// The mapped geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+    /// One revolution, ns.
+    pub fn rotation_ns(&self) -> f64 {
+        self.rotation_ns
+    }
+
+    /// Forget all state (head at cylinder 0, empty cache, idle at time 0).
+    pub fn reset(&mut self) {
+        self.cache = SegmentCache::new(self.spec.cache.segments, self.spec.cache.segment_sectors.max(1));
+        self.free_ns = 0.0;
+        self.cylinder = 0;
+        self.head = 0;
+        self.last_was_read = true;
+        self.last_read_track = None;
+    }
+
+    /// Seek (or head switch) time between two tracks, ns; write settle added for writes that
+    /// move. DiskSim takes the larger of the seek and the head switch.
+    #[inline]
+    pub fn reposition_ns(&self, from: (u32, u32), to: (u32, u32), write: bool) -> f64 {
+        let dist = from.0.abs_diff(to.0);
+        let seek = self.spec.seek.seek_ms(dist);
+        let hs = if from.1 != to.1 { self.spec.head_switch_ms } else { 0.0 };
+        let t = seek.max(hs);
+        if t > 0.0 && write {
+            (t + self.spec.write_settle_ms) * MS
+        } else {
+            t * MS
+        }
+    }
+
+    #[inline]
+    fn angle_at(&self, t_ns: f64) -> f64 {
+        let r = t_ns / self.rotation_ns;
+        r - r.floor()
+    }
+
+    /// Media access of `[lbn, lbn+n)` with the mechanism free from `t_ns` at (cyl, head);
+    /// `earliest_media_ns` is when the first sector may be touched (data in the buffer for
+    /// writes, minimum seek delay).
+    fn media_access(
+        &self,
+        t_ns: f64,
+        from: (u32, u32),
+        lbn: u64,
+        n: u64,
+        write: bool,
+        earliest_media_ns: f64,
+    ) -> MediaAccess {
+        let mut t = t_ns;
+        let mut pos = from;
+        let mut cur = lbn;
+        let mut left = n;
+        let mut first_ready = 0.0;
+        let mut first_sector_ns = 0.0;
+        let mut first = true;
+        while left > 0 {
+            let p: Pbn = self.geometry.lbn_to_pbn(cur);
+            let (run, span) = self.geometry.run_on_track(cur, &p, left);
+            t += self.reposition_ns(pos, (p.cylinder, p.head), write);
+            if first && t < earliest_media_ns {
+                t = earliest_media_ns;
+            }
+            pos = (p.cylinder, p.head);
+            let target = self.geometry.sector_angle(&p);
+            t += rotational_wait_rev(self.angle_at(t), target) * self.rotation_ns;
+            let spt = self.geometry.sectors_per_track(p.zone);
+            let sector_ns = self.rotation_ns / spt as f64;
+            if first {
+                first_ready = t + sector_ns;
+                first_sector_ns = sector_ns;
+                first = false;
+            }
+            t += sector_ns * span as f64;
+            cur += run;
+            left -= run;
+        }
+        MediaAccess {
+            first_ready_ns: first_ready,
+            end_ns: t,
+            sector_ns: first_sector_ns,
+            cylinder: pos.0,
+            head: pos.1,
+        }
+    }
+
+    fn clamp(&self, req: &IoRequest) -> (u64, u64) {
+        let cap = self.geometry.capacity_sectors();
+        let lbn = req.sector.min(cap.saturating_sub(1));
+        let n = (req.sectors.max(1) as u64).min(cap - lbn);
+        (lbn, n)
+    }
+
+    /// Where the head is at `t_ns`, given a possibly running read-ahead.
+    #[inline]
+    fn head_at(&self, t_ns: f64) -> (u32, u32) {
+        if let Some(s) = self.cache.stream {
+            let f = s.frontier_at(t_ns).min(self.geometry.capacity_sectors() - 1);
+            let p = self.geometry.lbn_to_pbn(f);
+            return (p.cylinder, p.head);
+        }
+        (self.cylinder, self.head)
+    }
+
+    /// Start a read-ahead after a read of `[lbn, end)` whose media access ended at `t_ns`
+    /// with the head on `end_pbn`'s track.
+    fn start_read_ahead(&mut self, segment: usize, lbn: u64, end: u64, t_ns: f64) {
+        let c = &self.spec.cache;
+        let cap = self.geometry.capacity_sectors();
+        if c.prefetch == Prefetch::None || c.read_ahead_max_sectors == 0 || end >= cap {
+            self.cache.stop_stream();
+            return;
+        }
+        let last = self.geometry.lbn_to_pbn(end - 1);
+        let spt = self.geometry.sectors_per_track(last.zone) as u64;
+        let to_track_end = spt - 1 - last.sector as u64;
+        let spc = spt * self.spec.surfaces as u64;
+        let mut ahead = match c.prefetch {
+            Prefetch::None => 0,
+            Prefetch::Track => to_track_end,
+            Prefetch::Cylinder => {
+                let h = self.head_index_on_cylinder(&last) as u64;
+                to_track_end + (self.spec.surfaces as u64 - 1 - h) * spt
+            }
+            Prefetch::Segment => {
+                if c.read_ahead_over_requested {
+                    c.segment_sectors
+                } else {
+                    c.segment_sectors.saturating_sub(end - lbn)
+                }
+            }
+            Prefetch::NextTrack => {
+                let first = self.geometry.lbn_to_pbn(lbn);
+                let sequential = self.last_read_track.is_some_and(|(cy, h)| {
+                    (cy == first.cylinder && h + 1 == first.head)
+                        || (cy + 1 == first.cylinder && first.head == 0)
+                        || (cy == first.cylinder && h == first.head)
+                });
+                if sequential {
+                    to_track_end + spt
+                } else {
+                    to_track_end
+                }
+            }
+        };
+        let _ = spc;
+        ahead = ahead.min(c.read_ahead_max_sectors).min(cap - end);
+        if !c.read_ahead_over_requested {
+            ahead = ahead.min(c.segment_sectors.saturating_sub(end - lbn));
+        }
+        if ahead == 0 {
+            self.cache.stop_stream();
+            return;
+        }
+        let sector_ns = self.zone_stream_sector_ns[last.zone as usize];
+        self.cache.stream =
+            Some(Stream { segment, next: end, t0_ns: t_ns, sector_ns, limit: end + ahead });
+    }
+
+    fn head_index_on_cylinder(&self, p: &Pbn) -> u32 {
+        p.head
+    }
+
+    fn scaled(&self, ms: f64) -> f64 {
+        ms * MS
+    }
+
+    fn read(&mut self, arrival_ns: f64, lbn: u64, n: u64) -> f64 {
+        let o = &self.spec.overheads;
+        let bus = self.spec.bus.read_sector_ms * MS;
+        let start = arrival_ns.max(self.free_ns);
+        let caching = self.spec.cache.segments > 0;
+        let end = lbn + n;
+        let per_req = self.scaled(o.per_request_ms);
+        let (hit_ovh, miss_ovh, disc_ovh) = if self.last_was_read {
+            (o.read_hit_after_read_ms, o.read_miss_after_read_ms, o.read_disconnect_after_read_ms)
+        } else {
+            (o.read_hit_after_write_ms, o.read_miss_after_write_ms, o.read_disconnect_after_write_ms)
+        };
+        let (hit_ovh, miss_ovh, disc_ovh) = (hit_ovh * MS, miss_ovh * MS, disc_ovh * MS);
+        let completion_ovh = o.read_completion_ms * MS;
+        let prep = o.data_prep_ms * MS;
+        let reselect = o.first_reselect_ms * MS;
+        self.last_was_read = true;
+        if caching {
+            self.cache.advance(start);
+            // A read-ahead running into this request: the data streams in as it is read.
+            if let Some(s) = self.cache.stream {
+                let seg = *self.cache.segment(s.segment);
+                let first_in = seg.start <= lbn && lbn < seg.end;
+                let first_coming = lbn >= seg.end && lbn == s.frontier_at(start) && self.spec.cache.almost_read_hits;
+                if (first_in || first_coming) && end > seg.end && end <= s.limit {
+                    let t_cmd = start + per_req + hit_ovh;
+                    let ready_last = s.ready_ns(end - 1);
+                    let done = (t_cmd + prep + n as f64 * bus).max(ready_last + bus);
+                    self.cache.touch(s.segment);
+                    if self.spec.cache.read_ahead_over_requested || self.spec.cache.read_ahead_on_hit {
+                        self.extend_stream(end);
+                    }
+                    self.free_ns = start;
+                    return done + completion_ovh;
+                }
+            }
+            if let Some((seg, have)) = self.cache.lookup(lbn, n) {
+                if have == n {
+                    // Full hit: the mechanism is not needed.
+                    self.cache.touch(seg);
+                    let done = start + per_req + hit_ovh + prep + n as f64 * bus + completion_ovh;
+                    if self.cache.stream.is_some_and(|s| s.segment == seg) {
+                        if self.spec.cache.read_ahead_over_requested {
+                            self.extend_stream(end);
+                        }
+                    } else if self.spec.cache.read_ahead_on_hit && self.cache.stream.is_none() {
+                        let seg_end = self.cache.segment(seg).end;
+                        let p = self.head_at(start);
+                        let _ = p;
+                        // The drive goes back to the media after the hit: the read-ahead
+                        // starts one positioning later from the segment's end.
+                        let from = (self.cylinder, self.head);
+                        let m = self.media_access(done, from, seg_end.min(self.geometry.capacity_sectors() - 1), 1, false, done);
+                        let begin = m.end_ns - m.sector_ns;
+                        self.cylinder = m.cylinder;
+                        self.head = m.head;
+                        self.start_read_ahead(seg, lbn, seg_end, begin);
+                    }
+                    self.free_ns = start;
+                    return done;
+                }
+            }
+        }
+        // Miss (or partial hit): the mechanism is needed; any read-ahead stops now.
+        let from = self.head_at(start);
+        self.cache.stop_stream();
+        let (prefix, ovh) = match if caching { self.cache.lookup(lbn, n) } else { None } {
+            Some((_, have)) if have > 0 => (have, hit_ovh),
+            _ => (0, miss_ovh),
+        };
+        let t_cmd = start + per_req + ovh;
+        let m = self.media_access(t_cmd, from, lbn + prefix, n - prefix, false, t_cmd);
+        // The drive reconnects once the water mark is buffered, then moves data no faster
+        // than the media delivers it.
+        let wm = (self.spec.bus.read_water_mark * (n - prefix) as f64).ceil().max(1.0);
+        let reconnect = (m.first_ready_ns + (wm - 1.0) * m.sector_ns).max(t_cmd + disc_ovh);
+        let bus_start = if prefix > 0 { t_cmd + prep } else { reconnect + reselect + prep };
+        let done = (bus_start + n as f64 * bus).max(m.end_ns + bus) + completion_ovh;
+        self.cylinder = m.cylinder;
+        self.head = m.head;
+        self.free_ns = start;
+        let first = self.geometry.lbn_to_pbn(lbn);
+        if caching {
+            let seg = self.cache.insert(lbn, end, false);
+            self.start_read_ahead(seg, lbn, end, m.end_ns);
+            let min_ra = self.spec.cache.read_ahead_min_sectors;
+            if let (Some(s), true) = (self.cache.stream, min_ra > 0) {
+                let until = s.next + min_ra.min(s.limit - s.next);
+                self.free_ns = s.t0_ns + (until - s.next) as f64 * s.sector_ns;
+            }
+            // A running stream moves the head; without one, it stays at the end.
+        }
+        let last = self.geometry.lbn_to_pbn(end - 1);
+        let _ = first;
+        self.last_read_track = Some((last.cylinder, last.head));
+        self.free_ns = self.free_ns.max(m.end_ns.min(done));
+        done
+    }
+
+    /// Let the running read-ahead go on past `end` (continue-on-hit).
+    fn extend_stream(&mut self, end: u64) {
+        let c = &self.spec.cache;
+        let cap = self.geometry.capacity_sectors();
+        if let Some(s) = self.cache.stream.as_mut() {
+            let want = (end + c.read_ahead_max_sectors).min(cap);
+            if want > s.limit {
+                s.limit = want;
+            }
+        }
+    }
+
+    fn write(&mut self, arrival_ns: f64, lbn: u64, n: u64) -> f64 {
+        let o = self.spec.overheads.clone();
+        let bus = self.spec.bus.write_sector_ms * MS;
+        let start = arrival_ns.max(self.free_ns);
+        let end = lbn + n;
+        let caching = self.spec.cache.segments > 0;
+        let write_back = caching && self.spec.cache.write_back_level > 0;
+        let after_read = self.last_was_read;
+        self.last_was_read = false;
+        self.cache.advance(start);
+        let from = self.head_at(start);
+        // A write stops the read-ahead ("Write hit stop prefetch" in every spec we know).
+        self.cache.stop_stream();
+        let per_req = o.per_request_ms * MS;
+        let (cmd_ms, mech_delay_ms, data_delay_ms) = match (&o.extra_write_disconnect, write_back) {
+            (Some(x), false) => (
+                x.command_ms,
+                x.seek_delta_ms,
+                x.disconnect_ms + x.inter_disconnect_ms + o.first_reselect_ms,
+            ),
+            _ => {
+                let c = match (write_back, after_read) {
+                    (true, true) => o.write_hit_after_read_ms,
+                    (true, false) => o.write_hit_after_write_ms,
+                    (false, true) => o.write_miss_after_read_ms,
+                    (false, false) => o.write_miss_after_write_ms,
+                };
+                (c, 0.0, 0.0)
+            }
+        };
+        let t_cmd = start + per_req + cmd_ms * MS;
+        let data_start = t_cmd + (data_delay_ms + o.data_prep_ms) * MS;
+        let data_end = data_start + n as f64 * bus;
+        let mech_start = t_cmd + mech_delay_ms * MS;
+        // The media may not outrun the bus: start late enough that every sector is buffered
+        // before the head reaches it.
+        let p0 = self.geometry.lbn_to_pbn(lbn);
+        let media_sector = self.rotation_ns / self.geometry.sectors_per_track(p0.zone) as f64;
+        let lag = (bus - media_sector).max(0.0) * (n as f64 - 1.0);
+        let mut earliest = data_start + bus + lag;
+        if o.min_seek_delay_ms > 0.0 {
+            earliest = earliest.max(t_cmd + o.min_seek_delay_ms * MS);
+        }
+        let m = self.media_access(mech_start, from, lbn, n, true, earliest);
+        self.cylinder = m.cylinder;
+        self.head = m.head;
+        if caching && (self.spec.cache.read_hits_on_write_data || write_back) {
+            self.cache.insert(lbn, end, true);
+        }
+        if write_back {
+            // Reported once the data is in the buffer; the media write goes on behind it.
+            self.free_ns = m.end_ns;
+            data_end + o.write_completion_ms * MS
+        } else {
+            let reselect = if o.extra_write_disconnect.is_some() {
+                o.other_reselect_ms
+            } else {
+                o.first_reselect_ms
+            };
+            let done = m.end_ns.max(data_end) + (reselect + o.write_completion_ms) * MS;
+            self.free_ns = m.end_ns;
+            done
+        }
+    }
+}
+
+impl Device for Hdd {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+    fn capacity_sectors(&self) -> u64 {
+        self.geometry.capacity_sectors()
+    }
+    fn submit(&mut self, arrival_ns: f64, req: &IoRequest) -> f64 {
+        match req.op {
+            Op::Read => {
+                let (lbn, n) = self.clamp(req);
+                self.read(arrival_ns, lbn, n)
+            }
+            Op::Write => {
+                let (lbn, n) = self.clamp(req);
+                self.write(arrival_ns, lbn, n)
+            }
+            // A flush waits for the media; a discard costs a command.
+            Op::Flush | Op::Discard => {
+                let start = arrival_ns.max(self.free_ns);
+                let done = start + self.spec.overheads.per_request_ms * MS + self.spec.overheads.write_completion_ms * MS;
+                self.free_ns = done;
+                done
+            }
+        }
+    }
+    fn positioning_ns(&self, at_ns: f64, req: &IoRequest) -> f64 {
+        let (lbn, _) = self.clamp(req);
+        let t = at_ns.max(self.free_ns);
+        let from = self.head_at(t);
+        let p = self.geometry.lbn_to_pbn(lbn);
+        let write = req.op == Op::Write;
+        let arrive = t + self.reposition_ns(from, (p.cylinder, p.head), write);
+        arrive - at_ns
+            + rotational_wait_rev(self.angle_at(arrive), self.geometry.sector_angle(&p)) * self.rotation_ns
+    }
+    fn queue_depth(&self) -> usize {
+        self.spec.queue_depth
+    }
+}
+
+#[cfg(test)]
+mod tests;

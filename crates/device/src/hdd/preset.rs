@@ -1,0 +1,1 @@
+//! Preset files (TOML) for the hard-disk model: read and write.

@@ -78,3 +78,7 @@ pub enum DeviceError {
         valid: String,
     },
 }
+
+pub mod disksim;
+pub mod hdd;
+pub mod validate;

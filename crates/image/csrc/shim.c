@@ -1,0 +1,568 @@
+/*
+ * shim.c - thin wrappers around libext2fs with plain C signatures for Rust's FFI.
+ *
+ * Every on-disk structure (inodes, bitmaps, group counts, directory entries, indirect blocks,
+ * the journal) is written by libext2fs itself; this file only decides *which* libext2fs call
+ * runs with *which* block numbers, as the layout plan says.  No on-disk format is encoded here.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <ext2fs/ext2fs.h>
+#include <et/com_err.h>
+
+typedef uint64_t u64;
+typedef uint32_t u32;
+
+/* Stable error text for a libext2fs/com_err code. */
+const char *ll_error_message(long code)
+{
+	return error_message((errcode_t)code);
+}
+
+long ll_open(const char *path, int rw, ext2_filsys *out)
+{
+	ext2_filsys fs = NULL;
+	int flags = EXT2_FLAG_64BITS | (rw ? EXT2_FLAG_RW : 0);
+	errcode_t err;
+
+	add_error_table(&et_ext2_error_table);
+	err = ext2fs_open2(path, NULL, flags, 0, 0, unix_io_manager, &fs);
+	if (err)
+		return err;
+	err = ext2fs_read_bitmaps(fs);
+	if (err) {
+		ext2fs_free(fs);
+		return err;
+	}
+	*out = fs;
+	return 0;
+}
+
+/* Flush everything (bitmaps, group descriptors, superblock) and free. */
+long ll_close(ext2_filsys fs)
+{
+	return ext2fs_close_free(&fs);
+}
+
+/* Free without writing anything back: used when a plan is rejected. */
+void ll_discard(ext2_filsys fs)
+{
+	if (fs)
+		fs->flags &= ~(EXT2_FLAG_DIRTY | EXT2_FLAG_IB_DIRTY | EXT2_FLAG_BB_DIRTY);
+	ext2fs_free(fs);
+}
+
+struct ll_super {
+	u64 blocks_count;
+	u64 free_blocks;
+	u64 first_data_block;
+	u64 reserved_blocks;
+	u32 block_size;
+	u32 blocks_per_group;
+	u32 inodes_per_group;
+	u32 inodes_count;
+	u32 free_inodes;
+	u32 group_count;
+	u32 first_ino;
+	u32 inode_size;
+	u32 feature_compat;
+	u32 feature_incompat;
+	u32 feature_ro_compat;
+	u32 journal_inum;
+	u32 mkfs_time;
+};
+
+void ll_super_info(ext2_filsys fs, struct ll_super *s)
+{
+	struct ext2_super_block *sb = fs->super;
+
+	s->blocks_count = ext2fs_blocks_count(sb);
+	s->free_blocks = ext2fs_free_blocks_count(sb);
+	s->first_data_block = sb->s_first_data_block;
+	s->reserved_blocks = ext2fs_r_blocks_count(sb);
+	s->block_size = fs->blocksize;
+	s->blocks_per_group = sb->s_blocks_per_group;
+	s->inodes_per_group = sb->s_inodes_per_group;
+	s->inodes_count = sb->s_inodes_count;
+	s->free_inodes = sb->s_free_inodes_count;
+	s->group_count = fs->group_desc_count;
+	s->first_ino = EXT2_FIRST_INO(sb);
+	s->inode_size = EXT2_INODE_SIZE(sb);
+	s->feature_compat = sb->s_feature_compat;
+	s->feature_incompat = sb->s_feature_incompat;
+	s->feature_ro_compat = sb->s_feature_ro_compat;
+	s->journal_inum = sb->s_journal_inum;
+	s->mkfs_time = sb->s_mkfs_time;
+}
+
+void ll_group_info(ext2_filsys fs, u32 group, u64 *free_blocks, u32 *free_inodes,
+		   u32 *used_dirs, u64 *first_block, u64 *inode_table)
+{
+	*free_blocks = ext2fs_bg_free_blocks_count(fs, group);
+	*free_inodes = ext2fs_bg_free_inodes_count(fs, group);
+	*used_dirs = ext2fs_bg_used_dirs_count(fs, group);
+	*first_block = ext2fs_group_first_block2(fs, group);
+	*inode_table = ext2fs_inode_table_loc(fs, group);
+}
+
+int ll_block_in_use(ext2_filsys fs, u64 blk)
+{
+	return ext2fs_test_block_bitmap2(fs->block_map, blk) != 0;
+}
+
+int ll_inode_in_use(ext2_filsys fs, u32 ino)
+{
+	return ext2fs_test_inode_bitmap2(fs->inode_map, ino) != 0;
+}
+
+/* Used blocks of [start, start+count) as runs; calls back once per run. */
+void ll_used_runs(ext2_filsys fs, u64 start, u64 count,
+		  void (*cb)(void *ctx, u64 first, u64 len), void *ctx)
+{
+	u64 end = start + count, blk = start, run = 0, len = 0;
+
+	for (; blk < end; blk++) {
+		if (ext2fs_fast_test_block_bitmap2(fs->block_map, blk)) {
+			if (!len)
+				run = blk;
+			len++;
+		} else if (len) {
+			cb(ctx, run, len);
+			len = 0;
+		}
+	}
+	if (len)
+		cb(ctx, run, len);
+}
+
+struct ll_inode_info {
+	u64 size_bytes;
+	u64 blocks_fs;		/* i_blocks in file-system blocks */
+	u32 mode;
+	u32 links;
+	u32 flags;
+	u32 block0;		/* i_block[0]: root directory block for a fresh fs */
+};
+
+long ll_read_inode(ext2_filsys fs, u32 ino, struct ll_inode_info *info)
+{
+	struct ext2_inode inode;
+	errcode_t err = ext2fs_read_inode(fs, ino, &inode);
+
+	if (err)
+		return err;
+	info->size_bytes = EXT2_I_SIZE(&inode);
+	/* stat's 512-byte units, huge_file scaling included */
+	info->blocks_fs = ext2fs_get_stat_i_blocks(fs, &inode) / (fs->blocksize / 512);
+	info->mode = inode.i_mode;
+	info->links = inode.i_links_count;
+	info->flags = inode.i_flags;
+	info->block0 = inode.i_block[0];
+	return 0;
+}
+
+/* ---------- block walking (inspect) ---------- */
+
+typedef void (*ll_block_cb)(void *ctx, int64_t blockcnt, u64 physical, u64 ref_blk,
+			    int ref_offset);
+
+struct walk_ctx {
+	ll_block_cb cb;
+	void *ctx;
+};
+
+static int walk_proc(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt, blk64_t ref_blk,
+		     int ref_offset, void *priv)
+{
+	struct walk_ctx *w = priv;
+	(void)fs;
+	w->cb(w->ctx, blockcnt, *blocknr, ref_blk, ref_offset);
+	return 0;
+}
+
+/*
+ * Every slot of a block-mapped inode's map, holes included (physical 0), mapping blocks
+ * included (blockcnt -1/-2/-3 for IND/DIND/TIND, before what they map).  Holes are reported
+ * (BLOCK_FLAG_APPEND) because without them libext2fs 1.47 gives no reliable position for an
+ * indirect block: its ref_offset skips the zero slots of a DIND/TIND block.  The caller
+ * counts logical positions from the data slots and the sizes of skipped subtrees.
+ */
+long ll_walk_blocks(ext2_filsys fs, u32 ino, ll_block_cb cb, void *ctx)
+{
+	struct walk_ctx w = { cb, ctx };
+
+	return ext2fs_block_iterate3(fs, ino, BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_APPEND, NULL,
+				     walk_proc, &w);
+}
+
+/* Extent-mapped inode: leaf extents and tree nodes (kind 0 = data extent, 1 = tree block). */
+typedef void (*ll_extent_cb)(void *ctx, int kind, u64 logical, u64 physical, u64 len,
+			     int level);
+
+long ll_walk_extents(ext2_filsys fs, u32 ino, ll_extent_cb cb, void *ctx)
+{
+	ext2_extent_handle_t handle;
+	struct ext2fs_extent extent;
+	struct ext2_extent_info info;
+	errcode_t err;
+	int op = EXT2_EXTENT_ROOT;
+
+	err = ext2fs_extent_open(fs, ino, &handle);
+	if (err)
+		return err;
+	for (;;) {
+		err = ext2fs_extent_get(handle, op, &extent);
+		if (err == EXT2_ET_EXTENT_NO_NEXT) {
+			err = 0;
+			break;
+		}
+		if (err)
+			break;
+		op = EXT2_EXTENT_NEXT;
+		if (extent.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
+			continue;
+		err = ext2fs_extent_get_info(handle, &info);
+		if (err)
+			break;
+		if (extent.e_flags & EXT2_EXTENT_FLAGS_LEAF)
+			cb(ctx, 0, extent.e_lblk, extent.e_pblk, extent.e_len, info.curr_level);
+		else
+			cb(ctx, 1, extent.e_lblk, extent.e_pblk, 1, info.curr_level);
+	}
+	ext2fs_extent_free(handle);
+	return err;
+}
+
+typedef void (*ll_dirent_cb)(void *ctx, const char *name, int name_len, u32 ino);
+
+struct dir_ctx {
+	ll_dirent_cb cb;
+	void *ctx;
+};
+
+static int dir_proc(struct ext2_dir_entry *dirent, int offset, int blocksize, char *buf,
+		    void *priv)
+{
+	struct dir_ctx *d = priv;
+	(void)offset;
+	(void)blocksize;
+	(void)buf;
+	if (dirent->inode)
+		d->cb(d->ctx, dirent->name, ext2fs_dirent_name_len(dirent), dirent->inode);
+	return 0;
+}
+
+long ll_walk_dir(ext2_filsys fs, u32 dir, ll_dirent_cb cb, void *ctx)
+{
+	struct dir_ctx d = { cb, ctx };
+
+	return ext2fs_dir_iterate(fs, dir, 0, NULL, dir_proc, &d);
+}
+
+/* ---------- writing (materialize) ---------- */
+
+/* A new inode, counted in the group (bitmap, free counts, used dirs). */
+long ll_create_inode(ext2_filsys fs, u32 ino, int is_dir, u32 timestamp)
+{
+	struct ext2_inode inode;
+	errcode_t err;
+
+	memset(&inode, 0, sizeof(inode));
+	inode.i_mode = is_dir ? (LINUX_S_IFDIR | 0755) : (LINUX_S_IFREG | 0644);
+	inode.i_links_count = is_dir ? 2 : 1;
+	inode.i_atime = inode.i_ctime = inode.i_mtime = timestamp;
+	err = ext2fs_write_new_inode(fs, ino, &inode);
+	if (err)
+		return err;
+	ext2fs_inode_alloc_stats2(fs, ino, +1, is_dir);
+	return 0;
+}
+
+/* i_size, i_blocks (in fs blocks) and an optional link-count increment. */
+long ll_finish_inode(ext2_filsys fs, u32 ino, u64 size_bytes, u64 blocks_fs, int add_links)
+{
+	struct ext2_inode inode;
+	errcode_t err;
+
+	err = ext2fs_read_inode(fs, ino, &inode);
+	if (err)
+		return err;
+	err = ext2fs_inode_size_set(fs, &inode, size_bytes);
+	if (err)
+		return err;
+	err = ext2fs_iblk_set(fs, &inode, blocks_fs);
+	if (err)
+		return err;
+	inode.i_links_count += add_links;
+	return ext2fs_write_inode(fs, ino, &inode);
+}
+
+long ll_add_links(ext2_filsys fs, u32 ino, int add_links)
+{
+	struct ext2_inode inode;
+	errcode_t err = ext2fs_read_inode(fs, ino, &inode);
+
+	if (err)
+		return err;
+	inode.i_links_count += add_links;
+	return ext2fs_write_inode(fs, ino, &inode);
+}
+
+/* Forget an inode's block map (its blocks must have been given back by the caller). */
+long ll_clear_block_map(ext2_filsys fs, u32 ino)
+{
+	struct ext2_inode inode;
+	errcode_t err = ext2fs_read_inode(fs, ino, &inode);
+
+	if (err)
+		return err;
+	memset(inode.i_block, 0, sizeof(inode.i_block));
+	inode.i_flags &= ~EXT4_EXTENTS_FL;
+	err = ext2fs_iblk_set(fs, &inode, 0);
+	if (err)
+		return err;
+	err = ext2fs_inode_size_set(fs, &inode, 0);
+	if (err)
+		return err;
+	return ext2fs_write_inode(fs, ino, &inode);
+}
+
+/* First used block in [first, first+len), or returns ENOENT when all are free. */
+long ll_find_used(ext2_filsys fs, u64 first, u64 len, u64 *found)
+{
+	blk64_t out = 0;
+	errcode_t err;
+
+	if (!len)
+		return ENOENT;
+	err = ext2fs_find_first_set_block_bitmap2(fs->block_map, first, first + len - 1, &out);
+	*found = out;
+	return err;
+}
+
+/* Account data runs in the bitmaps and group counts. */
+void ll_mark_blocks(ext2_filsys fs, u64 first, u64 len, int inuse)
+{
+	while (len) {
+		blk_t chunk = len > 0x40000000 ? 0x40000000 : (blk_t)len;
+		ext2fs_block_alloc_stats_range(fs, first, chunk, inuse);
+		first += chunk;
+		len -= chunk;
+	}
+}
+
+/* Directory block `blk`: with "." and ".." when dir_ino != 0, else one empty entry. */
+long ll_write_dir_block(ext2_filsys fs, u64 blk, u32 dir_ino, u32 parent_ino, u32 owner)
+{
+	char *buf;
+	errcode_t err = ext2fs_new_dir_block(fs, dir_ino, parent_ino, &buf);
+
+	if (err)
+		return err;
+	err = ext2fs_write_dir_block4(fs, blk, buf, 0, owner);
+	ext2fs_free_mem(&buf);
+	return err;
+}
+
+long ll_link(ext2_filsys fs, u32 dir, const char *name, u32 ino, int is_dir)
+{
+	int ft = 0;
+
+	if (ext2fs_has_feature_filetype(fs->super))
+		ft = is_dir ? EXT2_FT_DIR : EXT2_FT_REG_FILE;
+	return ext2fs_link(fs, dir, name, ino, ft);
+}
+
+/*
+ * A plan's block map for one inode: data runs (logical, physical, len) in logical order and
+ * mapping blocks (level 1..3 = IND..TIND, logical base, physical) sorted by (level, logical).
+ */
+struct ll_map {
+	const u64 *runs;	/* 3 * nruns */
+	size_t nruns;
+	const u64 *maps;	/* 3 * nmaps */
+	size_t nmaps;
+	/* iterate path state */
+	size_t run_idx;
+	u64 cursor;		/* next logical block the iteration will reach */
+	u64 end_logical;	/* one past the last planned data block */
+	u64 apb;		/* block addresses per mapping block */
+	errcode_t err;
+	/* bmap path state: mapping blocks in the order bmap2 asks for them */
+	const u64 *alloc_order;
+	size_t nalloc, alloc_next;
+	u64 mapping_placed;
+};
+
+static u64 map_lookup(struct ll_map *m, u64 level, u64 logical)
+{
+	size_t lo = 0, hi = m->nmaps;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const u64 *e = m->maps + 3 * mid;
+		if (e[0] < level || (e[0] == level && e[1] < logical))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < m->nmaps && m->maps[3 * lo] == level && m->maps[3 * lo + 1] == logical)
+		return m->maps[3 * lo + 2];
+	return 0;
+}
+
+static u64 span_of(struct ll_map *m, int level)
+{
+	u64 s = m->apb;
+	while (--level > 0)
+		s *= m->apb;
+	return s;
+}
+
+/* Called by ext2fs_block_iterate3 for every slot, holes included (BLOCK_FLAG_APPEND). */
+static int set_proc(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt, blk64_t ref_blk,
+		    int ref_offset, void *priv)
+{
+	struct ll_map *m = priv;
+	(void)ref_blk;
+	(void)ref_offset;
+
+	if (blockcnt < 0) {
+		int level = (int)-blockcnt;
+		u64 blk;
+
+		if (m->cursor >= m->end_logical)
+			return BLOCK_ABORT;
+		blk = map_lookup(m, level, m->cursor);
+		if (!blk) {
+			/* the iterator skips this whole subtree */
+			m->cursor += span_of(m, level);
+			return 0;
+		}
+		/* the iterator reads the block next: it must hold zeros (no stale pointers) */
+		m->err = ext2fs_zero_blocks2(fs, blk, 1, NULL, NULL);
+		if (m->err)
+			return BLOCK_ABORT | BLOCK_ERROR;
+		ext2fs_block_alloc_stats2(fs, blk, +1);
+		m->mapping_placed++;
+		*blocknr = blk;
+		return BLOCK_CHANGED;
+	}
+	m->cursor = (u64)blockcnt + 1;
+	while (m->run_idx < m->nruns &&
+	       m->runs[3 * m->run_idx] + m->runs[3 * m->run_idx + 2] <= (u64)blockcnt)
+		m->run_idx++;
+	if (m->run_idx < m->nruns && m->runs[3 * m->run_idx] <= (u64)blockcnt) {
+		const u64 *r = m->runs + 3 * m->run_idx;
+		*blocknr = r[1] + ((u64)blockcnt - r[0]);
+		if (m->cursor >= m->end_logical)
+			return BLOCK_CHANGED | BLOCK_ABORT;
+		return BLOCK_CHANGED;
+	}
+	return m->cursor >= m->end_logical ? BLOCK_ABORT : 0;
+}
+
+static void init_map(ext2_filsys fs, struct ll_map *m, const u64 *runs, size_t nruns,
+		     const u64 *maps, size_t nmaps)
+{
+	memset(m, 0, sizeof(*m));
+	m->runs = runs;
+	m->nruns = nruns;
+	m->maps = maps;
+	m->nmaps = nmaps;
+	m->apb = fs->blocksize / 4;
+	if (nruns)
+		m->end_logical = runs[3 * (nruns - 1)] + runs[3 * (nruns - 1) + 2];
+}
+
+/*
+ * Fast path: one ext2fs_block_iterate3 pass with BLOCK_FLAG_APPEND fills the inode's block
+ * map; each indirect block is read and written once per 1024 entries by libext2fs.
+ * Returns the number of mapping blocks placed in *placed.
+ */
+long ll_set_block_map_iterate(ext2_filsys fs, u32 ino, const u64 *runs, size_t nruns,
+			      const u64 *maps, size_t nmaps, u64 *placed)
+{
+	struct ll_map m;
+	errcode_t err;
+
+	init_map(fs, &m, runs, nruns, maps, nmaps);
+	*placed = 0;
+	if (!nruns)
+		return 0;
+	err = ext2fs_block_iterate3(fs, ino, BLOCK_FLAG_APPEND, NULL, set_proc, &m);
+	*placed = m.mapping_placed;
+	if (m.err)
+		return m.err;
+	return err;
+}
+
+static errcode_t plan_alloc_block(ext2_filsys fs, blk64_t goal, blk64_t *ret)
+{
+	struct ll_map *m = fs->priv_data;
+	(void)goal;
+
+	if (!m || m->alloc_next >= m->nalloc)
+		return EXT2_ET_BLOCK_ALLOC_FAIL;
+	*ret = m->alloc_order[m->alloc_next++];
+	m->mapping_placed++;
+	return 0;
+}
+
+/*
+ * Reference path: ext2fs_bmap2(BMAP_SET|BMAP_ALLOC) once per data block; bmap2 asks the
+ * allocator callback for each mapping block it needs, and gets the plan's blocks in the order
+ * it asks (alloc_order: physical block numbers).
+ */
+long ll_set_block_map_bmap(ext2_filsys fs, u32 ino, const u64 *runs, size_t nruns,
+			   const u64 *alloc_order, size_t nalloc, u64 *placed)
+{
+	struct ll_map m;
+	struct ext2_inode inode;
+	errcode_t err, (*old)(ext2_filsys, blk64_t, blk64_t *) = NULL;
+	void *old_priv = fs->priv_data;
+	char *buf = NULL;
+	size_t i;
+
+	init_map(fs, &m, runs, nruns, NULL, 0);
+	m.alloc_order = alloc_order;
+	m.nalloc = nalloc;
+	*placed = 0;
+	err = ext2fs_read_inode(fs, ino, &inode);
+	if (err)
+		return err;
+	err = ext2fs_get_array(2, fs->blocksize, &buf);
+	if (err)
+		return err;
+	fs->priv_data = &m;
+	ext2fs_set_alloc_block_callback(fs, plan_alloc_block, &old);
+	for (i = 0; i < nruns && !err; i++) {
+		u64 j;
+		for (j = 0; j < runs[3 * i + 2] && !err; j++) {
+			blk64_t phys = runs[3 * i + 1] + j;
+			err = ext2fs_bmap2(fs, ino, &inode, buf, BMAP_SET | BMAP_ALLOC,
+					   runs[3 * i] + j, NULL, &phys);
+		}
+	}
+	ext2fs_set_alloc_block_callback(fs, old, NULL);
+	fs->priv_data = old_priv;
+	ext2fs_free_mem(&buf);
+	*placed = m.mapping_placed;
+	if (!err && m.alloc_next != nalloc)
+		err = EXT2_ET_BLOCK_ALLOC_FAIL;
+	return err;
+}
+
+/* A journal of `blocks` blocks placed from `goal` (lazily initialised: stays sparse). */
+long ll_add_journal(ext2_filsys fs, u32 blocks, u64 goal)
+{
+	struct ext2fs_journal_params jp;
+
+	jp.num_journal_blocks = blocks;
+	jp.num_fc_blocks = 0;
+	return ext2fs_add_journal_inode3(fs, &jp, goal,
+					 EXT2_MKJOURNAL_LAZYINIT | EXT2_MKJOURNAL_NO_MNT_CHECK);
+}

@@ -1,0 +1,53 @@
+//! The real `e2fsck -fn` as the judge of an image.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::error::ImageError;
+
+/// What e2fsck said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsckVerdict {
+    /// Exit status 0: nothing to fix.
+    pub clean: bool,
+    /// e2fsck's exit status (0 clean, 4 errors left uncorrected with -n, ...).
+    pub exit_code: i32,
+    /// stdout then stderr.
+    pub output: String,
+}
+
+/// Runs `e2fsck -fn IMAGE` (forced, read-only, answers "no").
+///
+/// Errors only when e2fsck cannot run or fails operationally (exit status 8 or more);
+/// a file system with problems is an `Ok` verdict with `clean == false`.
+pub fn fsck_check(image: &Path) -> Result<FsckVerdict, ImageError> {
+    let out = Command::new("e2fsck")
+        .arg("-fn")
+        .arg(image)
+        .output()
+        .map_err(|e| ImageError::Tool {
+            tool: "e2fsck".into(),
+            path: image.to_path_buf(),
+            status: "not started".into(),
+            output: format!("{e} (install e2fsprogs)"),
+        })?;
+    let output = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exit_code = out.status.code().unwrap_or(-1);
+    if !(0..8).contains(&exit_code) {
+        return Err(ImageError::Tool {
+            tool: "e2fsck -fn".into(),
+            path: image.to_path_buf(),
+            status: out.status.to_string(),
+            output,
+        });
+    }
+    Ok(FsckVerdict {
+        clean: exit_code == 0,
+        exit_code,
+        output,
+    })
+}

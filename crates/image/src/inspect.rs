@@ -1,0 +1,395 @@
+//! Reading any ext2/3/4 image (ours or a kernel's) back into the Plan model, through libext2fs.
+
+use std::collections::{HashMap, VecDeque};
+
+use std::path::Path;
+
+use layoutlab_layout::{InodeKind, MapBlock, Plan, PlannedInode, Run};
+
+use crate::error::ImageError;
+use crate::ffi::Fs;
+use crate::geometry::{kind_of, BlockMapGeometry};
+
+/// Superblock summary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SuperSummary {
+    /// Blocks in the file system.
+    pub blocks_count: u64,
+    /// Free blocks (superblock count).
+    pub free_blocks: u64,
+    /// Blocks reserved for root.
+    pub reserved_blocks: u64,
+    /// First data block (1 for 1 KiB blocks, else 0).
+    pub first_data_block: u64,
+    /// Block size in bytes.
+    pub block_bytes: u32,
+    /// Blocks per group.
+    pub blocks_per_group: u32,
+    /// Inodes per group.
+    pub inodes_per_group: u32,
+    /// Inodes in the file system.
+    pub inodes_count: u32,
+    /// Free inodes (superblock count).
+    pub free_inodes: u32,
+    /// Block groups.
+    pub groups: u32,
+    /// First non-reserved inode.
+    pub first_ino: u32,
+    /// On-disk inode size in bytes.
+    pub inode_bytes: u32,
+    /// Journal inode (0 without a journal).
+    pub journal_ino: u32,
+    /// Feature names as dumpe2fs spells them (known bits only; see the raw masks).
+    pub features: Vec<String>,
+    /// Raw compat / incompat / ro_compat masks.
+    pub feature_masks: [u32; 3],
+}
+
+/// One block group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSummary {
+    /// Group number.
+    pub group: u32,
+    /// Its first block.
+    pub first_block: u64,
+    /// First block of its inode table.
+    pub inode_table_block: u64,
+    /// Free blocks (descriptor count).
+    pub free_blocks: u64,
+    /// Free inodes (descriptor count).
+    pub free_inodes: u32,
+    /// Directories.
+    pub used_dirs: u32,
+}
+
+/// An extent-tree block (index or leaf node below the inode) of an extent-mapped file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtentBlock {
+    /// Owner.
+    pub ino: u32,
+    /// First logical block it covers.
+    pub logical: u64,
+    /// Where it is.
+    pub physical: u64,
+    /// Tree level of the index entry pointing to it (0 = in the inode).
+    pub level: u32,
+}
+
+/// An inode as read back: the plan model plus what stat/debugfs show.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InspectedInode {
+    /// The plan view (name and parent from the first link found walking from the root).
+    pub planned: PlannedInode,
+    /// i_mode.
+    pub mode: u32,
+    /// i_links_count.
+    pub links: u32,
+    /// i_blocks in file-system blocks (data + mapping blocks).
+    pub blocks_fs: u64,
+    /// Mapped by extents (its tree blocks are in [`Inspected::extent_blocks`]).
+    pub extent_mapped: bool,
+}
+
+/// A reserved inode in use (journal, resize inode, ...), summarised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpecialInode {
+    /// Inode number (< first_ino).
+    pub ino: u32,
+    /// i_size.
+    pub size_bytes: u64,
+    /// i_blocks in file-system blocks.
+    pub blocks_fs: u64,
+}
+
+/// Everything `inspect` reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inspected {
+    /// Superblock.
+    pub superblock: SuperSummary,
+    /// Per group.
+    pub groups: Vec<GroupSummary>,
+    /// The root, lost+found and every regular file and directory, by inode number.
+    pub inodes: Vec<InspectedInode>,
+    /// Extent-tree blocks of extent-mapped inodes.
+    pub extent_blocks: Vec<ExtentBlock>,
+    /// Reserved inodes in use.
+    pub special: Vec<SpecialInode>,
+    /// Inodes in use that are neither files nor directories (symlinks, devices, ...).
+    pub other_inodes: Vec<u32>,
+    /// Used blocks as (first, len) runs, from the block bitmap.
+    pub used_runs: Vec<(u64, u64)>,
+}
+
+impl Inspected {
+    /// The inodes as a Plan (policy name as given), in inode-number order.
+    pub fn plan(&self, policy: &str) -> Plan {
+        Plan {
+            policy: policy.to_string(),
+            inodes: self.inodes.iter().map(|i| i.planned.clone()).collect(),
+        }
+    }
+
+    /// The inspected inode `ino`.
+    pub fn inode(&self, ino: u32) -> Option<&InspectedInode> {
+        self.inodes
+            .binary_search_by_key(&ino, |i| i.planned.ino)
+            .ok()
+            .map(|i| &self.inodes[i])
+    }
+}
+
+const S_IFMT: u32 = 0xF000;
+const S_IFDIR: u32 = 0x4000;
+const S_IFREG: u32 = 0x8000;
+const EXTENTS_FL: u32 = 0x0008_0000;
+const INLINE_DATA_FL: u32 = 0x1000_0000;
+
+fn feature_names(compat: u32, incompat: u32, ro: u32) -> Vec<String> {
+    // bit names as in lib/e2p/feature.c
+    const COMPAT: &[(u32, &str)] = &[
+        (0x1, "dir_prealloc"),
+        (0x2, "imagic_inodes"),
+        (0x4, "has_journal"),
+        (0x8, "ext_attr"),
+        (0x10, "resize_inode"),
+        (0x20, "dir_index"),
+        (0x200, "sparse_super2"),
+        (0x400, "fast_commit"),
+        (0x1000, "orphan_file"),
+    ];
+    const INCOMPAT: &[(u32, &str)] = &[
+        (0x1, "compression"),
+        (0x2, "filetype"),
+        (0x4, "needs_recovery"),
+        (0x8, "journal_dev"),
+        (0x10, "meta_bg"),
+        (0x40, "extent"),
+        (0x80, "64bit"),
+        (0x100, "mmp"),
+        (0x200, "flex_bg"),
+        (0x400, "ea_inode"),
+        (0x1000, "dirdata"),
+        (0x2000, "metadata_csum_seed"),
+        (0x4000, "large_dir"),
+        (0x8000, "inline_data"),
+        (0x10000, "encrypt"),
+        (0x20000, "casefold"),
+    ];
+    const RO: &[(u32, &str)] = &[
+        (0x1, "sparse_super"),
+        (0x2, "large_file"),
+        (0x8, "huge_file"),
+        (0x10, "uninit_bg"),
+        (0x20, "dir_nlink"),
+        (0x40, "extra_isize"),
+        (0x100, "quota"),
+        (0x200, "bigalloc"),
+        (0x400, "metadata_csum"),
+        (0x1000, "read-only"),
+        (0x2000, "project"),
+        (0x8000, "verity"),
+        (0x10000, "orphan_present"),
+    ];
+    let mut v = Vec::new();
+    for (mask, table) in [(compat, COMPAT), (incompat, INCOMPAT), (ro, RO)] {
+        for &(bit, name) in table {
+            if mask & bit != 0 {
+                v.push(name.to_string());
+            }
+        }
+    }
+    v
+}
+
+/// Pushes a block onto runs, merging with the last run when contiguous in both spaces.
+fn push_block(runs: &mut Vec<Run>, logical: u64, physical: u64, len: u64) {
+    if let Some(last) = runs.last_mut() {
+        if last.logical + last.len == logical && last.physical + last.len == physical {
+            last.len += len;
+            return;
+        }
+    }
+    runs.push(Run {
+        logical,
+        physical,
+        len,
+    });
+}
+
+/// Reads the image at `image` (read-only) into the plan model.
+pub fn inspect(image: &Path) -> Result<Inspected, ImageError> {
+    let fs = Fs::open(image, false)?;
+    let sb = fs.super_info();
+    let geo = BlockMapGeometry::new(sb.block_size as u64);
+    let superblock = SuperSummary {
+        blocks_count: sb.blocks_count,
+        free_blocks: sb.free_blocks,
+        reserved_blocks: sb.reserved_blocks,
+        first_data_block: sb.first_data_block,
+        block_bytes: sb.block_size,
+        blocks_per_group: sb.blocks_per_group,
+        inodes_per_group: sb.inodes_per_group,
+        inodes_count: sb.inodes_count,
+        free_inodes: sb.free_inodes,
+        groups: sb.group_count,
+        first_ino: sb.first_ino,
+        inode_bytes: sb.inode_size,
+        journal_ino: sb.journal_inum,
+        features: feature_names(sb.feature_compat, sb.feature_incompat, sb.feature_ro_compat),
+        feature_masks: [sb.feature_compat, sb.feature_incompat, sb.feature_ro_compat],
+    };
+    let groups = (0..sb.group_count)
+        .map(|g| {
+            let (free_blocks, free_inodes, used_dirs, first_block, inode_table_block) =
+                fs.group_info(g);
+            GroupSummary {
+                group: g,
+                first_block,
+                inode_table_block,
+                free_blocks,
+                free_inodes,
+                used_dirs,
+            }
+        })
+        .collect();
+
+    let mut inodes = Vec::new();
+    let mut extent_blocks = Vec::new();
+    let mut special = Vec::new();
+    let mut other_inodes = Vec::new();
+    for ino in 1..=sb.inodes_count {
+        if !fs.inode_in_use(ino) {
+            continue;
+        }
+        let info = fs.read_inode(ino)?;
+        if ino < sb.first_ino && ino != 2 {
+            special.push(SpecialInode {
+                ino,
+                size_bytes: info.size_bytes,
+                blocks_fs: info.blocks_fs,
+            });
+            continue;
+        }
+        let kind = match info.mode & S_IFMT {
+            S_IFDIR => InodeKind::Dir,
+            S_IFREG => InodeKind::File,
+            _ => {
+                other_inodes.push(ino);
+                continue;
+            }
+        };
+        let mut data = Vec::new();
+        let mut mapping = Vec::new();
+        let extent_mapped = info.flags & EXTENTS_FL != 0;
+        if info.flags & INLINE_DATA_FL != 0 {
+            // data lives in the inode: no blocks
+        } else if extent_mapped {
+            fs.walk_extents(ino, &mut |tree, logical, physical, len, level| {
+                if tree {
+                    extent_blocks.push(ExtentBlock {
+                        ino,
+                        logical,
+                        physical,
+                        level: level as u32,
+                    });
+                } else {
+                    push_block(&mut data, logical, physical, len);
+                }
+            })?;
+        } else {
+            // logical position of the next slot, counted as the iterator walks
+            let mut cursor = 0u64;
+            fs.walk_blocks(ino, &mut |cnt, physical, _, _| {
+                if cnt >= 0 {
+                    cursor = cnt as u64 + 1;
+                    if physical != 0 {
+                        push_block(&mut data, cnt as u64, physical, 1);
+                    }
+                    return;
+                }
+                let level = (-cnt) as u8;
+                if physical == 0 {
+                    // the iterator skips the whole subtree
+                    cursor += geo.span(level);
+                    return;
+                }
+                mapping.push(MapBlock {
+                    kind: kind_of(level),
+                    logical: cursor,
+                    physical,
+                });
+            })?;
+        }
+        inodes.push(InspectedInode {
+            planned: PlannedInode {
+                ino,
+                kind,
+                parent: 0,
+                name: String::new(),
+                size_bytes: info.size_bytes,
+                data,
+                mapping,
+            },
+            mode: info.mode,
+            links: info.links,
+            blocks_fs: info.blocks_fs,
+            extent_mapped,
+        });
+    }
+
+    // names and parents: breadth first from the root, first link wins
+    let index: HashMap<u32, usize> = inodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.planned.ino, i))
+        .collect();
+    let mut named = vec![false; inodes.len()];
+    let mut queue = VecDeque::new();
+    if let Some(&r) = index.get(&2) {
+        inodes[r].planned.parent = 2;
+        named[r] = true;
+        queue.push_back(2u32);
+    }
+    while let Some(dir) = queue.pop_front() {
+        for (name, child) in fs.walk_dir(dir)? {
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let Some(&i) = index.get(&child) else {
+                continue;
+            };
+            if named[i] {
+                continue;
+            }
+            named[i] = true;
+            inodes[i].planned.parent = dir;
+            inodes[i].planned.name = String::from_utf8_lossy(&name).into_owned();
+            if inodes[i].planned.kind == InodeKind::Dir {
+                queue.push_back(child);
+            }
+        }
+    }
+    let used_runs = fs.used_runs(0, sb.blocks_count);
+    Ok(Inspected {
+        superblock,
+        groups,
+        inodes,
+        extent_blocks,
+        special,
+        other_inodes,
+        used_runs,
+    })
+}
+
+/// `plan` with inodes in inode-number order and mapping blocks in tree order (by first logical
+/// block, the upper level first) — the order `inspect` reports, for comparing plans.
+pub fn normalize_plan(plan: &Plan) -> Plan {
+    let mut out = plan.clone();
+    out.inodes.sort_by_key(|i| i.ino);
+    for inode in &mut out.inodes {
+        inode
+            .mapping
+            .sort_by_key(|m| (m.logical, std::cmp::Reverse(m.kind)));
+    }
+    out
+}

@@ -1,0 +1,585 @@
+//! Writing a Plan into a fresh image: every inode, data run, indirect block and directory block
+//! exactly where the plan says, all through libext2fs.
+//!
+//! Two phases. *Check*: the whole plan is validated against the image (inode numbers, block
+//! ranges, free bits in the image's bitmaps, the indirect blocks the data runs need, directory
+//! capacity) before a byte is written; a rejected plan leaves the image untouched. *Write*:
+//! libext2fs places everything; a failure part-way removes the image.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::Path;
+use std::time::Instant;
+
+use layoutlab_layout::{InodeKind, MapKind, Plan, PlannedInode};
+
+use crate::error::ImageError;
+use crate::ffi::{Fs, RawSuper};
+use crate::geometry::{level_of, mapping_needed, BlockMapGeometry};
+
+/// How block maps are written (both produce the same image; see docs/image.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapWriter {
+    /// One `ext2fs_block_iterate3(BLOCK_FLAG_APPEND)` pass per inode: each indirect block is
+    /// read and written once. The default.
+    Iterate,
+    /// `ext2fs_bmap2(BMAP_SET | BMAP_ALLOC)` per data block with an allocator callback handing
+    /// out the plan's mapping blocks. Reads and writes an indirect block per data block.
+    Bmap,
+}
+
+/// What `materialize` did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MaterializeStats {
+    /// Inodes created (the root, when re-planned, is counted too).
+    pub inodes: u64,
+    /// Data blocks of regular files.
+    pub file_data_blocks: u64,
+    /// Directory blocks written.
+    pub dir_blocks: u64,
+    /// Indirect blocks (IND/DIND/TIND) written.
+    pub mapping_blocks: u64,
+    /// Seconds spent checking the plan.
+    pub check_seconds: f64,
+    /// Seconds spent writing block maps (the part that scales with the data).
+    pub block_map_seconds: f64,
+    /// Seconds in total, close (flush) included.
+    pub total_seconds: f64,
+}
+
+const ROOT_INO: u32 = 2;
+const FEATURE_RO_METADATA_CSUM: u32 = 0x400;
+const FEATURE_INCOMPAT_64BIT: u32 = 0x80;
+
+/// Writes `plan` into the fresh image at `image` with the default [`MapWriter::Iterate`].
+pub fn materialize(image: &Path, plan: &Plan) -> Result<MaterializeStats, ImageError> {
+    materialize_with(image, plan, MapWriter::Iterate)
+}
+
+/// One inode of the plan, checked and flattened for the shim.
+struct Checked<'a> {
+    inode: &'a PlannedInode,
+    /// (logical, physical, len) triples in logical order.
+    runs: Vec<u64>,
+    /// (level, logical, physical) triples sorted by (level, logical).
+    maps: Vec<u64>,
+    /// Physical mapping blocks in the order ext2fs_bmap2 asks for them.
+    bmap_order: Vec<u64>,
+}
+
+/// Writes `plan` into the image at `image`, choosing how block maps are written.
+pub fn materialize_with(
+    image: &Path,
+    plan: &Plan,
+    writer: MapWriter,
+) -> Result<MaterializeStats, ImageError> {
+    let start = Instant::now();
+    let fs = Fs::open(image, true)?;
+    let sb = fs.super_info();
+    // a rejected plan: fs is dropped unclosed, nothing is written back
+    let checked = check_plan(image, &fs, &sb, plan)?;
+    let check_seconds = start.elapsed().as_secs_f64();
+    let mut stats = MaterializeStats {
+        check_seconds,
+        ..Default::default()
+    };
+    match write_plan(&fs, &sb, &checked, writer, &mut stats).and_then(|()| fs.close()) {
+        Ok(()) => {
+            stats.total_seconds = start.elapsed().as_secs_f64();
+            Ok(stats)
+        }
+        Err(cause) => {
+            let _ = std::fs::remove_file(image);
+            Err(ImageError::WriteFailed {
+                path: image.to_path_buf(),
+                cause: Box::new(cause),
+            })
+        }
+    }
+}
+
+fn reject(image: &Path, ino: u32, reason: String) -> ImageError {
+    ImageError::BadPlan {
+        path: image.to_path_buf(),
+        ino,
+        reason,
+    }
+}
+
+fn kind_name(kind: MapKind) -> &'static str {
+    match kind {
+        MapKind::Ind => "IND",
+        MapKind::Dind => "DIND",
+        MapKind::Tind => "TIND",
+    }
+}
+
+/// Bytes a directory entry with a `name_len`-byte name takes (EXT2_DIR_REC_LEN).
+fn dirent_bytes(name_len: usize) -> u64 {
+    ((8 + name_len + 3) & !3) as u64
+}
+
+/// First-fit placement of entries into directory blocks, as ext2fs_link does it.
+/// Returns the index of the first entry that does not fit.
+fn dir_overflow(blocks: u64, block_bytes: u64, tail_bytes: u64, names: &[usize]) -> Option<usize> {
+    let usable = block_bytes - tail_bytes;
+    let mut free: Vec<u64> = (0..blocks).map(|_| usable).collect();
+    if let Some(first) = free.first_mut() {
+        *first = first.saturating_sub(dirent_bytes(1) + dirent_bytes(2));
+    }
+    for (i, &len) in names.iter().enumerate() {
+        let need = dirent_bytes(len);
+        match free.iter_mut().find(|f| **f >= need) {
+            Some(f) => *f -= need,
+            None => return Some(i),
+        }
+    }
+    None
+}
+
+fn check_plan<'a>(
+    image: &Path,
+    fs: &Fs,
+    sb: &RawSuper,
+    plan: &'a Plan,
+) -> Result<Vec<Checked<'a>>, ImageError> {
+    let geo = BlockMapGeometry::new(sb.block_size as u64);
+    let blocks_count = sb.blocks_count;
+    // block-mapped files hold 32-bit block numbers
+    let addressable = if sb.feature_incompat & FEATURE_INCOMPAT_64BIT != 0 {
+        blocks_count.min(1 << 32)
+    } else {
+        blocks_count
+    };
+    let mut seen_ino: HashMap<u32, usize> = HashMap::new();
+    let mut range_owner: Vec<(u64, u64, u32)> = Vec::new();
+    let mut names: HashMap<u32, HashSet<&str>> = HashMap::new();
+    let mut dir_names: HashMap<u32, Vec<usize>> = HashMap::new();
+    let mut out = Vec::with_capacity(plan.inodes.len());
+
+    // blocks the current root holds are free for a re-planned root
+    let replans_root = plan.inodes.iter().any(|i| i.ino == ROOT_INO);
+    let mut root_blocks: HashSet<u64> = HashSet::new();
+    let mut root_entries: Vec<(String, u32)> = Vec::new();
+    for (name, ino) in fs.walk_dir(ROOT_INO)? {
+        if name != b"." && name != b".." {
+            let name = String::from_utf8_lossy(&name).into_owned();
+            root_entries.push((name, ino));
+        }
+    }
+    if replans_root {
+        fs.walk_blocks(ROOT_INO, &mut |_, phys, _, _| {
+            if phys != 0 {
+                root_blocks.insert(phys);
+            }
+        })?;
+    }
+    for (name, _) in &root_entries {
+        names.entry(ROOT_INO).or_default();
+        dir_names.entry(ROOT_INO).or_default().push(name.len());
+    }
+    let root_existing_names: HashSet<String> = root_entries.iter().map(|e| e.0.clone()).collect();
+
+    for (index, node) in plan.inodes.iter().enumerate() {
+        let ino = node.ino;
+        let bad = |reason: String| reject(image, ino, reason);
+        if let Some(prev) = seen_ino.insert(ino, index) {
+            return Err(bad(format!(
+                "duplicate inode number (entries {prev} and {index} of the plan)"
+            )));
+        }
+        if ino == 0 || ino > sb.inodes_count {
+            return Err(bad(format!(
+                "inode number outside 1..={} of this file system",
+                sb.inodes_count
+            )));
+        }
+        if ino == ROOT_INO {
+            if node.kind != InodeKind::Dir || node.parent != ROOT_INO || !node.name.is_empty() {
+                return Err(bad(
+                    "the root (inode 2) must be a directory with parent 2 and an empty name".into(),
+                ));
+            }
+        } else {
+            if ino < sb.first_ino {
+                return Err(bad(format!(
+                    "inodes below {} are reserved (journal, resize, ...)",
+                    sb.first_ino
+                )));
+            }
+            if fs.inode_in_use(ino) {
+                return Err(bad(
+                    "inode is already in use in the image's inode bitmap".into()
+                ));
+            }
+            let parent = plan_parent_ok(plan, &seen_ino, node);
+            if let Err(reason) = parent {
+                return Err(bad(reason));
+            }
+            if node.name.is_empty()
+                || node.name.len() > 255
+                || node.name.contains('/')
+                || node.name.contains('\0')
+                || node.name == "."
+                || node.name == ".."
+            {
+                return Err(bad(format!("invalid name {:?}", node.name)));
+            }
+            let siblings = names.entry(node.parent).or_default();
+            let clash = !siblings.insert(node.name.as_str())
+                || (node.parent == ROOT_INO && root_existing_names.contains(&node.name));
+            if clash {
+                return Err(bad(format!(
+                    "name {:?} is used twice in directory {}",
+                    node.name, node.parent
+                )));
+            }
+            dir_names
+                .entry(node.parent)
+                .or_default()
+                .push(node.name.len());
+        }
+
+        // data runs: in logical order, not overlapping, addressable, inside the fs
+        let mut runs = Vec::with_capacity(node.data.len() * 3);
+        let mut next_logical = 0u64;
+        for run in &node.data {
+            if run.len == 0 {
+                return Err(bad(format!("empty data run at logical {}", run.logical)));
+            }
+            if run.logical < next_logical {
+                return Err(bad(format!(
+                    "data run at logical {} overlaps or is out of logical order",
+                    run.logical
+                )));
+            }
+            if node.kind == InodeKind::Dir && run.logical != next_logical {
+                return Err(bad(format!(
+                    "directory has a hole before logical block {}",
+                    run.logical
+                )));
+            }
+            if run.logical + run.len > geo.max_logical_blocks() {
+                return Err(bad(format!(
+                    "logical block {} is beyond what IND/DIND/TIND can map ({} blocks)",
+                    run.logical + run.len - 1,
+                    geo.max_logical_blocks()
+                )));
+            }
+            if run.physical < sb.first_data_block || run.physical + run.len > addressable {
+                return Err(bad(format!(
+                    "data blocks {}..{} are outside the file system's blocks {}..{}",
+                    run.physical,
+                    run.physical + run.len,
+                    sb.first_data_block,
+                    addressable
+                )));
+            }
+            next_logical = run.logical + run.len;
+            runs.extend_from_slice(&[run.logical, run.physical, run.len]);
+            range_owner.push((run.physical, run.len, ino));
+        }
+        let data_blocks = node.data_blocks();
+        let block_bytes = sb.block_size as u64;
+        match node.kind {
+            InodeKind::Dir => {
+                if data_blocks == 0 {
+                    return Err(bad("a directory needs at least one block".into()));
+                }
+                if node.size_bytes != data_blocks * block_bytes {
+                    return Err(bad(format!(
+                        "directory size {} bytes must be its {} blocks x {} bytes",
+                        node.size_bytes, data_blocks, block_bytes
+                    )));
+                }
+            }
+            InodeKind::File => {
+                let size_blocks = node.size_bytes.div_ceil(block_bytes);
+                if next_logical > size_blocks {
+                    return Err(bad(format!(
+                        "data block at logical {} lies past i_size {} bytes",
+                        next_logical - 1,
+                        node.size_bytes
+                    )));
+                }
+            }
+        }
+
+        // mapping blocks: exactly the ones the data runs need, each inside the fs
+        let needed = mapping_needed(&geo, &node.data);
+        let mut planned: BTreeSet<(u8, u64)> = BTreeSet::new();
+        let mut maps = Vec::with_capacity(node.mapping.len() * 3);
+        let mut by_key: Vec<(u8, u64, u64)> = Vec::with_capacity(node.mapping.len());
+        for m in &node.mapping {
+            let level = level_of(m.kind);
+            if !planned.insert((level, m.logical)) {
+                return Err(bad(format!(
+                    "{} block for logical {} is planned twice",
+                    kind_name(m.kind),
+                    m.logical
+                )));
+            }
+            if m.physical < sb.first_data_block || m.physical >= addressable {
+                return Err(bad(format!(
+                    "{} block {} is outside the file system's blocks {}..{}",
+                    kind_name(m.kind),
+                    m.physical,
+                    sb.first_data_block,
+                    addressable
+                )));
+            }
+            range_owner.push((m.physical, 1, ino));
+            by_key.push((level, m.logical, m.physical));
+        }
+        if let Some(&(level, logical)) = needed.difference(&planned).next() {
+            return Err(bad(format!(
+                "data needs a {} block mapping logical {logical}, the plan has none",
+                geometry_kind_name(level)
+            )));
+        }
+        if let Some(&(level, logical)) = planned.difference(&needed).next() {
+            return Err(bad(format!(
+                "the plan's {} block at logical {logical} maps no data block",
+                geometry_kind_name(level)
+            )));
+        }
+        by_key.sort_unstable();
+        for &(level, logical, physical) in &by_key {
+            maps.extend_from_slice(&[level as u64, logical, physical]);
+        }
+        // ext2fs_bmap2 asks for mapping blocks top-down as the logical position grows
+        let mut order = by_key.clone();
+        order.sort_unstable_by_key(|&(level, logical, _)| (logical, std::cmp::Reverse(level)));
+        let bmap_order = order.iter().map(|e| e.2).collect();
+        out.push(Checked {
+            inode: node,
+            runs,
+            maps,
+            bmap_order,
+        });
+    }
+
+    // every planned block used once and free in the image (the old root's blocks excepted)
+    range_owner.sort_unstable();
+    let mut prev_end = 0u64;
+    let mut prev_ino = 0u32;
+    for &(first, len, ino) in &range_owner {
+        if first < prev_end {
+            return Err(reject(
+                image,
+                ino,
+                format!("block {first} is planned for inode {prev_ino} too"),
+            ));
+        }
+        prev_end = first + len;
+        prev_ino = ino;
+        let mut from = first;
+        while let Some(blk) = fs.find_used(from, first + len - from)? {
+            if !root_blocks.contains(&blk) {
+                return Err(reject(
+                    image,
+                    ino,
+                    format!("block {blk} is already in use in the image's block bitmap"),
+                ));
+            }
+            from = blk + 1;
+            if from >= first + len {
+                break;
+            }
+        }
+    }
+
+    // every directory can hold its entries (ext2fs_link does not grow directories)
+    let tail = if sb.feature_ro_compat & FEATURE_RO_METADATA_CSUM != 0 {
+        12
+    } else {
+        0
+    };
+    for (&dir, lens) in &dir_names {
+        let blocks = match seen_ino.get(&dir) {
+            Some(&i) => plan.inodes[i].data_blocks(),
+            None => {
+                let info = fs.read_inode(dir)?;
+                info.size_bytes / sb.block_size as u64
+            }
+        };
+        if let Some(i) = dir_overflow(blocks, sb.block_size as u64, tail, lens) {
+            let what = if dir == ROOT_INO && !replans_root {
+                "the image's root directory (plan inode 2 to give it more blocks)".to_string()
+            } else {
+                format!("its {blocks} planned block(s)")
+            };
+            return Err(reject(
+                image,
+                dir,
+                format!(
+                    "directory entry {} of {} does not fit in {what}",
+                    i + 1,
+                    lens.len()
+                ),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn geometry_kind_name(level: u8) -> &'static str {
+    match level {
+        1 => "IND",
+        2 => "DIND",
+        _ => "TIND",
+    }
+}
+
+/// The parent must be the root or a directory planned earlier.
+fn plan_parent_ok(
+    plan: &Plan,
+    seen: &HashMap<u32, usize>,
+    node: &PlannedInode,
+) -> Result<(), String> {
+    if node.parent == ROOT_INO {
+        return Ok(());
+    }
+    match seen.get(&node.parent) {
+        Some(&i) if plan.inodes[i].kind == InodeKind::Dir => Ok(()),
+        Some(_) => Err(format!("parent {} is not a directory", node.parent)),
+        None => Err(format!(
+            "parent {} is not a directory planned before this inode",
+            node.parent
+        )),
+    }
+}
+
+fn write_plan(
+    fs: &Fs,
+    sb: &RawSuper,
+    checked: &[Checked<'_>],
+    writer: MapWriter,
+    stats: &mut MaterializeStats,
+) -> Result<(), ImageError> {
+    let timestamp = sb.mkfs_time;
+    let mut extra_links: HashMap<u32, i32> = HashMap::new();
+    let mut map_time = 0.0;
+
+    // a re-planned root gives back its blocks and keeps its entries
+    let mut root_entries: Vec<(String, u32, bool)> = Vec::new();
+    if checked.iter().any(|c| c.inode.ino == ROOT_INO) {
+        for (name, ino) in fs.walk_dir(ROOT_INO)? {
+            if name != b"." && name != b".." {
+                let is_dir = fs.read_inode(ino)?.mode & 0xF000 == 0x4000;
+                root_entries.push((String::from_utf8_lossy(&name).into_owned(), ino, is_dir));
+            }
+        }
+        let mut old = Vec::new();
+        fs.walk_blocks(ROOT_INO, &mut |_, phys, _, _| {
+            if phys != 0 {
+                old.push(phys);
+            }
+        })?;
+        for blk in old {
+            fs.mark_blocks(blk, 1, false);
+        }
+    }
+
+    for c in checked {
+        let node = c.inode;
+        let is_dir = node.kind == InodeKind::Dir;
+        if node.ino == ROOT_INO {
+            // a fresh map (its old blocks were given back); mode, links and times stay
+            fs.clear_block_map(ROOT_INO)?;
+        } else {
+            fs.create_inode(node.ino, is_dir, timestamp)?;
+        }
+        for run in &node.data {
+            fs.mark_blocks(run.physical, run.len, true);
+        }
+        if is_dir {
+            let mut first = true;
+            for run in &node.data {
+                for blk in run.physical..run.physical + run.len {
+                    let (dot, dotdot) = if first {
+                        (node.ino, node.parent)
+                    } else {
+                        (0, 0)
+                    };
+                    fs.write_dir_block(blk, dot, dotdot, node.ino)?;
+                    first = false;
+                }
+            }
+            stats.dir_blocks += node.data_blocks();
+            if node.ino != ROOT_INO {
+                *extra_links.entry(node.parent).or_default() += 1;
+            }
+        } else {
+            stats.file_data_blocks += node.data_blocks();
+        }
+        let t = Instant::now();
+        let placed = match writer {
+            MapWriter::Iterate => fs.set_block_map_iterate(node.ino, &c.runs, &c.maps)?,
+            MapWriter::Bmap => fs.set_block_map_bmap(node.ino, &c.runs, &c.bmap_order)?,
+        };
+        map_time += t.elapsed().as_secs_f64();
+        if placed != node.mapping.len() as u64 {
+            return Err(ImageError::Invalid {
+                path: std::path::PathBuf::from(format!("inode {}", node.ino)),
+                reason: format!(
+                    "libext2fs placed {placed} mapping blocks, the plan has {}",
+                    node.mapping.len()
+                ),
+            });
+        }
+        stats.mapping_blocks += placed;
+        stats.inodes += 1;
+        fs.finish_inode(
+            node.ino,
+            node.size_bytes,
+            node.data_blocks() + node.mapping.len() as u64,
+            0,
+        )?;
+    }
+
+    for (name, ino, is_dir) in &root_entries {
+        fs.link(ROOT_INO, name, *ino, *is_dir)?;
+    }
+    for c in checked {
+        let node = c.inode;
+        if node.ino != ROOT_INO {
+            fs.link(
+                node.parent,
+                &node.name,
+                node.ino,
+                node.kind == InodeKind::Dir,
+            )?;
+        }
+    }
+    let mut dirs: Vec<_> = extra_links.into_iter().collect();
+    dirs.sort_unstable();
+    for (dir, add) in dirs {
+        fs.add_links(dir, add)?;
+    }
+    stats.block_map_seconds = map_time;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dirent_sizes_follow_ext2_rec_len() {
+        assert_eq!(dirent_bytes(1), 12);
+        assert_eq!(dirent_bytes(2), 12);
+        assert_eq!(dirent_bytes(4), 12);
+        assert_eq!(dirent_bytes(5), 16);
+        assert_eq!(dirent_bytes(255), 264);
+    }
+
+    #[test]
+    fn first_fit_matches_link() {
+        // 4096-byte block: 24 bytes of "." and "..", then 16-byte entries
+        let names = vec![5usize; 254];
+        assert_eq!(dir_overflow(1, 4096, 0, &names), None);
+        let names = vec![5usize; 255];
+        assert_eq!(dir_overflow(1, 4096, 0, &names), Some(254));
+        assert_eq!(dir_overflow(2, 4096, 0, &names), None);
+    }
+}

@@ -1,0 +1,278 @@
+//! A fresh image: free-space check, sparse file, the real mke2fs, and an optional journal placed
+//! at a goal block through libext2fs.
+
+use std::fs::OpenOptions;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::ImageError;
+use crate::ffi::Fs;
+
+/// What `mkfs` produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MkfsReport {
+    /// The image's size (apparent bytes).
+    pub apparent_bytes: u64,
+    /// Bytes actually allocated on the host (`du`), i.e. what mke2fs wrote.
+    pub allocated_bytes: u64,
+    /// The estimate the free-space check used.
+    pub estimated_bytes: u64,
+}
+
+/// Value of a short option given either as `-x V` or `-xV`.
+fn option_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == flag {
+            return it.next().map(|s| s.as_str());
+        }
+        if let Some(v) = a.strip_prefix(flag) {
+            if !v.is_empty() {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+/// mke2fs's default journal size in blocks for a file system of `blocks` blocks
+/// (ext2fs_default_journal_size() of e2fsprogs 1.47, lib/ext2fs/mkjournal.c).
+pub fn default_journal_blocks(blocks: u64) -> u64 {
+    match blocks {
+        b if b < 2048 => 0,
+        b if b < 32_768 => 1024,
+        b if b < 256 * 1024 => 4096,
+        b if b < 512 * 1024 => 8192,
+        b if b < 4096 * 1024 => 16_384,
+        b if b < 8192 * 1024 => 32_768,
+        b if b < 16_384 * 1024 => 65_536,
+        b if b < 32_768 * 1024 => 131_072,
+        _ => 262_144,
+    }
+}
+
+/// Upper bound of what mke2fs writes into a sparse image made with `args`, and how it was
+/// reckoned. Inode tables count only when the host file system cannot punch holes: mke2fs
+/// then cannot "discard" the file and must write the tables out.
+fn estimate_written_bytes(bytes: u64, args: &[String], can_punch: bool) -> (u64, String) {
+    let block_size: u64 = option_value(args, "-b")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4096);
+    let inode_size: u64 = option_value(args, "-I")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let inode_ratio: u64 = option_value(args, "-i")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16_384)
+        .max(1024);
+    let blocks = bytes / block_size;
+    let groups = blocks.div_ceil(8 * block_size).max(1);
+    let no_journal = args.iter().any(|a| a.contains("^has_journal"))
+        || option_value(args, "-t").is_some_and(|t| t == "ext2") && !args.iter().any(|a| a == "-j");
+    let journal_bytes = if no_journal {
+        0
+    } else if let Some(mb) = option_value(args, "-J")
+        .and_then(|j| j.split(',').find_map(|kv| kv.strip_prefix("size=")))
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        mb << 20
+    } else {
+        default_journal_blocks(blocks) * block_size
+    };
+    // bitmaps and a group-descriptor/superblock copy per group, generously
+    let per_group_bytes = groups * 4 * block_size;
+    let table_bytes = if can_punch {
+        0
+    } else {
+        bytes / inode_ratio * inode_size
+    };
+    let margin = 16 << 20;
+    let total = journal_bytes + per_group_bytes + table_bytes + margin;
+    let detail = format!(
+        "journal {journal_bytes} + per-group metadata {per_group_bytes} + inode tables \
+         {table_bytes}{} + margin {margin}",
+        if can_punch {
+            " (not written: host punches holes)"
+        } else {
+            ""
+        }
+    );
+    (total, detail)
+}
+
+/// Bytes available to an unprivileged writer in `dir`.
+pub(crate) fn free_bytes(dir: &Path) -> Result<u64, ImageError> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|_| {
+        ImageError::Invalid {
+            path: dir.to_path_buf(),
+            reason: "path contains a NUL byte".into(),
+        }
+    })?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid C string and out pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(ImageError::io(dir, std::io::Error::last_os_error()));
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+fn parent_dir(image: &Path) -> PathBuf {
+    match image.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Host bytes allocated to a file (`du`).
+pub fn allocated_bytes(path: &Path) -> Result<u64, ImageError> {
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::metadata(path).map_err(|e| ImageError::io(path, e))?;
+    Ok(md.blocks() * 512)
+}
+
+/// Makes a fresh sparse image of `bytes` bytes with the real `mke2fs -F -q <mke2fs_args>`.
+///
+/// Refuses to overwrite an existing file. Checks free space before writing anything; removes
+/// the file if mke2fs fails.
+pub fn mkfs(image: &Path, bytes: u64, mke2fs_args: &[String]) -> Result<MkfsReport, ImageError> {
+    if image.exists() {
+        return Err(ImageError::Invalid {
+            path: image.to_path_buf(),
+            reason: "already exists; remove it first (mkfs never overwrites a file)".into(),
+        });
+    }
+    if bytes < (1 << 20) {
+        return Err(ImageError::Invalid {
+            path: image.to_path_buf(),
+            reason: format!("image size {bytes} bytes is below mke2fs's useful minimum (1 MiB)"),
+        });
+    }
+    let dir = parent_dir(image);
+    let free = free_bytes(&dir)?;
+    // the worst case (no hole punching) must fit before we create anything
+    let (worst, worst_detail) = estimate_written_bytes(bytes, mke2fs_args, false);
+    let (best, _) = estimate_written_bytes(bytes, mke2fs_args, true);
+    if free < best {
+        return Err(ImageError::NoSpace {
+            dir,
+            need_bytes: best,
+            free_bytes: free,
+            detail: worst_detail,
+        });
+    }
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(image)
+        .map_err(|e| ImageError::io(image, e))?;
+    let cleanup = |e: ImageError| {
+        let _ = std::fs::remove_file(image);
+        e
+    };
+    file.set_len(bytes)
+        .map_err(|e| cleanup(ImageError::io(image, e)))?;
+    // Does the host punch holes? mke2fs relies on it to skip writing inode tables.
+    // SAFETY: valid fd; punching a hole in an all-hole file changes nothing.
+    let can_punch = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            0,
+            4096,
+        )
+    } == 0;
+    drop(file);
+    let (estimated, detail) = estimate_written_bytes(bytes, mke2fs_args, can_punch);
+    if !can_punch && free < worst {
+        return Err(cleanup(ImageError::NoSpace {
+            dir,
+            need_bytes: worst,
+            free_bytes: free,
+            detail,
+        }));
+    }
+    let out = Command::new("mke2fs")
+        .arg("-F")
+        .arg("-q")
+        .args(mke2fs_args)
+        .arg(image)
+        .output()
+        .map_err(|e| {
+            cleanup(ImageError::Tool {
+                tool: "mke2fs".into(),
+                path: image.to_path_buf(),
+                status: "not started".into(),
+                output: format!("{e} (install e2fsprogs)"),
+            })
+        })?;
+    if !out.status.success() {
+        return Err(cleanup(ImageError::Tool {
+            tool: format!("mke2fs -F -q {}", mke2fs_args.join(" ")),
+            path: image.to_path_buf(),
+            status: out.status.to_string(),
+            output: format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }));
+    }
+    Ok(MkfsReport {
+        apparent_bytes: bytes,
+        allocated_bytes: allocated_bytes(image)?,
+        estimated_bytes: estimated,
+    })
+}
+
+/// Adds a journal of `blocks` blocks, placed from `goal_block` on, to an image made without
+/// one (`-O ^has_journal`), through ext2fs_add_journal_inode3. The journal is initialised
+/// lazily, so the image stays sparse.
+pub fn add_journal(image: &Path, blocks: u32, goal_block: u64) -> Result<(), ImageError> {
+    let fs = Fs::open(image, true)?;
+    let sb = fs.super_info();
+    if sb.journal_inum != 0 || sb.feature_compat & 0x4 != 0 {
+        return Err(ImageError::Invalid {
+            path: image.to_path_buf(),
+            reason: "already has a journal (make it with -O ^has_journal)".into(),
+        });
+    }
+    if goal_block >= sb.blocks_count {
+        return Err(ImageError::Invalid {
+            path: image.to_path_buf(),
+            reason: format!(
+                "journal goal block {goal_block} is beyond the file system ({} blocks)",
+                sb.blocks_count
+            ),
+        });
+    }
+    fs.add_journal(blocks, goal_block)?;
+    fs.close()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn journal_table_matches_mke2fs() {
+        assert_eq!(default_journal_blocks(26_214_400), 131_072);
+        assert_eq!(default_journal_blocks(104_857_600), 262_144);
+        assert_eq!(default_journal_blocks(1000), 0);
+    }
+
+    #[test]
+    fn estimate_reads_options() {
+        let (with, _) = estimate_written_bytes(400 << 30, &args("-t ext3 -b 4096"), true);
+        let (without, _) =
+            estimate_written_bytes(400 << 30, &args("-t ext3 -O ^has_journal"), true);
+        assert_eq!(with - without, 1 << 30);
+        let (tables, _) = estimate_written_bytes(400 << 30, &args("-I 128 -i 8192"), false);
+        assert!(tables > (6 << 30), "{tables}");
+        assert_eq!(option_value(&args("-b4096"), "-b"), Some("4096"));
+    }
+}

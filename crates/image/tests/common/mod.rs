@@ -1,0 +1,264 @@
+//! Test helpers: fresh images and a tiny plan builder that allocates from an image's real
+//! free space (read back with `inspect`).
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use layoutlab_image::geometry::{kind_of, BlockMapGeometry};
+use layoutlab_image::{inspect, mkfs};
+use layoutlab_layout::{InodeKind, MapBlock, Plan, PlannedInode, Run};
+
+pub fn args(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+/// A 2007-style ext3 (no resize inode, 128-byte inodes, 4 KiB blocks).
+pub const EXT3: &str = "-t ext3 -b 4096 -I 128 -i 16384 -O ^resize_inode";
+
+pub fn fresh(dir: &Path, name: &str, mib: u64, mkfs_args: &str) -> PathBuf {
+    let image = dir.join(name);
+    mkfs(&image, mib << 20, &args(mkfs_args)).expect("mkfs");
+    image
+}
+
+/// Where a file's indirect blocks go.
+#[derive(Clone, Copy, Debug)]
+pub enum MapPlace {
+    /// Just before the data they map (ext3 of 2007).
+    Inline,
+    /// From a separate cursor (a metacluster-like region).
+    Region,
+}
+
+/// Allocates from the real free space of a fresh image.
+pub struct Builder {
+    pub used: Vec<bool>,
+    pub cursor: u64,
+    pub region_cursor: u64,
+    pub block_bytes: u64,
+    pub geo: BlockMapGeometry,
+    pub plan: Plan,
+}
+
+impl Builder {
+    pub fn new(image: &Path) -> Builder {
+        let ins = inspect(image).expect("inspect fresh image");
+        let n = ins.superblock.blocks_count as usize;
+        let mut used = vec![false; n];
+        for b in 0..ins.superblock.first_data_block {
+            used[b as usize] = true;
+        }
+        for (first, len) in &ins.used_runs {
+            for b in *first..*first + *len {
+                used[b as usize] = true;
+            }
+        }
+        let bs = ins.superblock.block_bytes as u64;
+        Builder {
+            used,
+            cursor: 0,
+            region_cursor: n as u64 * 3 / 4,
+            block_bytes: bs,
+            geo: BlockMapGeometry::new(bs),
+            plan: Plan {
+                policy: "test".into(),
+                inodes: Vec::new(),
+            },
+        }
+    }
+
+    pub fn blocks(&self) -> u64 {
+        self.used.len() as u64
+    }
+
+    fn take_from(&mut self, region: bool) -> u64 {
+        let n = self.used.len() as u64;
+        let mut c = if region {
+            self.region_cursor
+        } else {
+            self.cursor
+        };
+        for _ in 0..n {
+            if c >= n {
+                c = 0;
+            }
+            if !self.used[c as usize] {
+                self.used[c as usize] = true;
+                if region {
+                    self.region_cursor = c + 1;
+                } else {
+                    self.cursor = c + 1;
+                }
+                return c;
+            }
+            c += 1;
+        }
+        panic!("test file system full");
+    }
+
+    /// The next free block at or after the data cursor.
+    pub fn take(&mut self) -> u64 {
+        self.take_from(false)
+    }
+
+    /// Marks `blk` used (it must be free).
+    pub fn take_at(&mut self, blk: u64) -> u64 {
+        assert!(!self.used[blk as usize], "block {blk} is not free");
+        self.used[blk as usize] = true;
+        blk
+    }
+
+    /// The mapping blocks (level, base) that contain logical block `l`, top level first.
+    fn containing(&self, l: u64) -> Vec<(u8, u64)> {
+        let g = self.geo;
+        let mut out = Vec::new();
+        for top in (1..=3u8).rev() {
+            let base = g.base(top);
+            if l >= base && l < base + g.span(top) {
+                for level in (1..=top).rev() {
+                    let span = g.span(level);
+                    out.push((level, base + (l - base) / span * span));
+                }
+                break;
+            }
+        }
+        out
+    }
+
+    /// A file with data at the given logical segments; blocks come from the cursor in logical
+    /// order, each mapping block placed when the first block it maps is allocated.
+    pub fn file(
+        &mut self,
+        ino: u32,
+        parent: u32,
+        name: &str,
+        size_bytes: u64,
+        segments: &[(u64, u64)],
+        place: MapPlace,
+    ) -> &mut PlannedInode {
+        let mut data: Vec<Run> = Vec::new();
+        let mut mapping = Vec::new();
+        let mut placed: BTreeSet<(u8, u64)> = BTreeSet::new();
+        for &(start, len) in segments {
+            for l in start..start + len {
+                for key in self.containing(l) {
+                    if placed.insert(key) {
+                        let physical = self.take_from(matches!(place, MapPlace::Region));
+                        mapping.push(MapBlock {
+                            kind: kind_of(key.0),
+                            logical: key.1,
+                            physical,
+                        });
+                    }
+                }
+                let p = self.take();
+                match data.last_mut() {
+                    Some(r) if r.logical + r.len == l && r.physical + r.len == p => r.len += 1,
+                    _ => data.push(Run {
+                        logical: l,
+                        physical: p,
+                        len: 1,
+                    }),
+                }
+            }
+        }
+        self.plan.inodes.push(PlannedInode {
+            ino,
+            kind: InodeKind::File,
+            parent,
+            name: name.into(),
+            size_bytes,
+            data,
+            mapping,
+        });
+        self.plan.inodes.last_mut().unwrap()
+    }
+
+    /// A dense file of `size_bytes`.
+    pub fn dense(&mut self, ino: u32, parent: u32, name: &str, size_bytes: u64, place: MapPlace) {
+        let blocks = size_bytes.div_ceil(self.block_bytes);
+        self.file(ino, parent, name, size_bytes, &[(0, blocks)], place);
+    }
+
+    /// A directory of `blocks` contiguous-as-available blocks.
+    pub fn dir(&mut self, ino: u32, parent: u32, name: &str, blocks: u64) {
+        let mut data: Vec<Run> = Vec::new();
+        for l in 0..blocks {
+            let p = self.take();
+            match data.last_mut() {
+                Some(r) if r.physical + r.len == p => r.len += 1,
+                _ => data.push(Run {
+                    logical: l,
+                    physical: p,
+                    len: 1,
+                }),
+            }
+        }
+        self.plan.inodes.push(PlannedInode {
+            ino,
+            kind: InodeKind::Dir,
+            parent,
+            name: name.into(),
+            size_bytes: blocks * self.block_bytes,
+            data,
+            mapping: Vec::new(),
+        });
+    }
+}
+
+/// Asserts that every plan inode reads back identically (mapping in tree order) and that
+/// i_blocks counts data plus mapping blocks.
+pub fn assert_round_trip(image: &Path, plan: &Plan) {
+    let back = inspect(image).expect("inspect");
+    let want = layoutlab_image::normalize_plan(plan);
+    for p in &want.inodes {
+        let got = back
+            .inode(p.ino)
+            .unwrap_or_else(|| panic!("inode {} missing from image", p.ino));
+        assert_eq!(&got.planned, p, "inode {} differs", p.ino);
+        assert_eq!(
+            got.blocks_fs,
+            p.data_blocks() + p.mapping.len() as u64,
+            "i_blocks of inode {}",
+            p.ino
+        );
+    }
+    // nothing else appeared: the plan's inodes plus the root and lost+found
+    for got in &back.inodes {
+        let ino = got.planned.ino;
+        assert!(
+            ino == 2 || ino == 11 || want.inodes.iter().any(|p| p.ino == ino),
+            "unexpected inode {ino}"
+        );
+    }
+}
+
+/// Runs `debugfs -R "stat <ino>"` and returns its output.
+pub fn debugfs_stat(image: &Path, ino: u32) -> String {
+    let out = std::process::Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("stat <{ino}>"))
+        .arg(image)
+        .output()
+        .expect("debugfs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// FNV-1a of a file's bytes: detects any write to an image.
+pub fn digest(path: &Path) -> u64 {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    loop {
+        let n = f.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        for &b in &buf[..n] {
+            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}

@@ -82,6 +82,8 @@ pub enum ImageError {
 }
 
 impl ImageError {
+    // c_long is i64 here but not on every target
+    #[allow(clippy::useless_conversion)]
     pub(crate) fn ext2fs(path: &Path, op: &str, code: std::ffi::c_long) -> ImageError {
         ImageError::Ext2fs {
             path: path.to_path_buf(),

@@ -7,6 +7,13 @@
 
 use layoutlab_trace::{Flags, Op};
 
+pub mod bench;
+pub mod composite;
+pub mod job;
+pub mod preset;
+pub mod replay;
+pub mod ssd;
+
 /// One request as a device model sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IoRequest {

@@ -218,6 +218,7 @@ pub struct Hdd {
     head: u32,
     last_was_read: bool,
     last_read_track: Option<(u32, u32)>,
+    last_read_end: Option<u64>,
 }
 
 const MS: f64 = 1e6;
@@ -318,6 +319,7 @@ impl Hdd {
             head: 0,
             last_was_read: true,
             last_read_track: None,
+            last_read_end: None,
             spec,
         })
     }
@@ -343,6 +345,7 @@ impl Hdd {
         self.head = 0;
         self.last_was_read = true;
         self.last_read_track = None;
+        self.last_read_end = None;
     }
 
     /// Seek (or head switch) time between two tracks, ns; write settle added for writes that
@@ -462,15 +465,18 @@ impl Hdd {
             }
             Prefetch::NextTrack => {
                 let first = self.geometry.lbn_to_pbn(lbn);
+                // "Provided that the request was preceded by a read of the previous track"
+                // (DiskSim manual): a read-ahead only for detected sequential streams,
+                // as DEC drives did; a lone read gets none.
                 let sequential = self.last_read_track.is_some_and(|(cy, h)| {
                     (cy == first.cylinder && h + 1 == first.head)
                         || (cy + 1 == first.cylinder && first.head == 0)
                         || (cy == first.cylinder && h == first.head)
-                });
+                }) && self.last_read_end.is_some_and(|e| e <= lbn && lbn - e < 2 * spt);
                 if sequential {
                     to_track_end + spt
                 } else {
-                    to_track_end
+                    0
                 }
             }
         };
@@ -502,7 +508,7 @@ impl Hdd {
         let start = arrival_ns.max(self.free_ns);
         let caching = self.spec.cache.segments > 0;
         let end = lbn + n;
-        let per_req = self.scaled(o.per_request_ms);
+        let per_req = o.per_request_ms * MS;
         let (hit_ovh, miss_ovh, disc_ovh) = if self.last_was_read {
             (o.read_hit_after_read_ms, o.read_miss_after_read_ms, o.read_disconnect_after_read_ms)
         } else {
@@ -514,49 +520,10 @@ impl Hdd {
         let reselect = o.first_reselect_ms * MS;
         self.last_was_read = true;
         if caching {
-            self.cache.advance(start);
-            // A read-ahead running into this request: the data streams in as it is read.
-            if let Some(s) = self.cache.stream {
-                let seg = *self.cache.segment(s.segment);
-                let first_in = seg.start <= lbn && lbn < seg.end;
-                let first_coming = lbn >= seg.end && lbn == s.frontier_at(start) && self.spec.cache.almost_read_hits;
-                if (first_in || first_coming) && end > seg.end && end <= s.limit {
-                    let t_cmd = start + per_req + hit_ovh;
-                    let ready_last = s.ready_ns(end - 1);
-                    let done = (t_cmd + prep + n as f64 * bus).max(ready_last + bus);
-                    self.cache.touch(s.segment);
-                    if self.spec.cache.read_ahead_over_requested || self.spec.cache.read_ahead_on_hit {
-                        self.extend_stream(end);
-                    }
-                    self.free_ns = start;
-                    return done + completion_ovh;
-                }
-            }
-            if let Some((seg, have)) = self.cache.lookup(lbn, n) {
-                if have == n {
-                    // Full hit: the mechanism is not needed.
-                    self.cache.touch(seg);
-                    let done = start + per_req + hit_ovh + prep + n as f64 * bus + completion_ovh;
-                    if self.cache.stream.is_some_and(|s| s.segment == seg) {
-                        if self.spec.cache.read_ahead_over_requested {
-                            self.extend_stream(end);
-                        }
-                    } else if self.spec.cache.read_ahead_on_hit && self.cache.stream.is_none() {
-                        let seg_end = self.cache.segment(seg).end;
-                        let p = self.head_at(start);
-                        let _ = p;
-                        // The drive goes back to the media after the hit: the read-ahead
-                        // starts one positioning later from the segment's end.
-                        let from = (self.cylinder, self.head);
-                        let m = self.media_access(done, from, seg_end.min(self.geometry.capacity_sectors() - 1), 1, false, done);
-                        let begin = m.end_ns - m.sector_ns;
-                        self.cylinder = m.cylinder;
-                        self.head = m.head;
-                        self.start_read_ahead(seg, lbn, seg_end, begin);
-                    }
-                    self.free_ns = start;
-                    return done;
-                }
+            if let Some(done) = self.read_from_cache(start, lbn, n, per_req + hit_ovh + prep, bus) {
+                self.note_read(lbn, end);
+                self.free_ns = done + completion_ovh;
+                return done + completion_ovh;
             }
         }
         // Miss (or partial hit): the mechanism is needed; any read-ahead stops now.
@@ -576,34 +543,95 @@ impl Hdd {
         let done = (bus_start + n as f64 * bus).max(m.end_ns + bus) + completion_ovh;
         self.cylinder = m.cylinder;
         self.head = m.head;
-        self.free_ns = start;
-        let first = self.geometry.lbn_to_pbn(lbn);
+        self.free_ns = done;
         if caching {
             let seg = self.cache.insert(lbn, end, false);
             self.start_read_ahead(seg, lbn, end, m.end_ns);
             let min_ra = self.spec.cache.read_ahead_min_sectors;
             if let (Some(s), true) = (self.cache.stream, min_ra > 0) {
                 let until = s.next + min_ra.min(s.limit - s.next);
-                self.free_ns = s.t0_ns + (until - s.next) as f64 * s.sector_ns;
+                self.free_ns = self.free_ns.max(s.t0_ns + (until - s.next) as f64 * s.sector_ns);
             }
-            // A running stream moves the head; without one, it stays at the end.
         }
-        let last = self.geometry.lbn_to_pbn(end - 1);
-        let _ = first;
-        self.last_read_track = Some((last.cylinder, last.head));
-        self.free_ns = self.free_ns.max(m.end_ns.min(done));
+        self.note_read(lbn, end);
         done
     }
 
-    /// Let the running read-ahead go on past `end` (continue-on-hit).
-    fn extend_stream(&mut self, end: u64) {
+    /// Serve a read from the buffer if it can be: entirely cached, or streaming in from a
+    /// running read-ahead. Returns when the data has reached the host (before the
+    /// completion overhead).
+    fn read_from_cache(&mut self, start: f64, lbn: u64, n: u64, ovh: f64, bus: f64) -> Option<f64> {
+        let end = lbn + n;
+        self.cache.advance(start);
+        // A read-ahead running into this request: the data streams in as it is read.
+        if let Some(s) = self.cache.stream {
+            let seg = *self.cache.segment(s.segment);
+            let first_in = seg.start <= lbn && lbn < seg.end;
+            let first_coming = lbn >= seg.end && lbn == s.frontier_at(start) && self.spec.cache.almost_read_hits;
+            if (first_in || first_coming) && end > seg.end && end <= s.limit {
+                let ready_last = s.ready_ns(end - 1);
+                let done = (start + ovh + n as f64 * bus).max(ready_last + bus);
+                self.cache.touch(s.segment);
+                self.extend_stream(lbn, end);
+                return Some(done);
+            }
+        }
+        let (seg, have) = self.cache.lookup(lbn, n)?;
+        if have < n {
+            return None;
+        }
+        // Full hit: the mechanism is not needed.
+        self.cache.touch(seg);
+        let done = start + ovh + n as f64 * bus;
+        if self.cache.stream.is_some_and(|s| s.segment == seg) {
+            self.extend_stream(lbn, end);
+        } else if self.spec.cache.read_ahead_on_hit && self.cache.stream.is_none() {
+            // Idle after a hit, the drive goes back to the media to read ahead from the
+            // segment's end, one positioning later.
+            let seg_end = self.cache.segment(seg).end;
+            let cap = self.geometry.capacity_sectors();
+            if seg_end < cap {
+                let m = self.media_access(done, (self.cylinder, self.head), seg_end, 1, false, done);
+                self.cylinder = m.cylinder;
+                self.head = m.head;
+                let seg_start = self.cache.segment(seg).start;
+                self.start_read_ahead(seg, seg_start.max(lbn), seg_end, m.end_ns - m.sector_ns);
+            }
+        }
+        Some(done)
+    }
+
+    fn note_read(&mut self, lbn: u64, end: u64) {
+        let _ = lbn;
+        let last = self.geometry.lbn_to_pbn(end - 1);
+        self.last_read_track = Some((last.cylinder, last.head));
+        self.last_read_end = Some(end);
+    }
+
+    /// A read served from a running read-ahead: the read-ahead limit is recomputed from
+    /// this request as if it had been read from the media (DiskSim recomputes the
+    /// segment's maximum read-ahead for every request it serves).
+    fn extend_stream(&mut self, lbn: u64, end: u64) {
+        let Some(s) = self.cache.stream else { return };
         let c = &self.spec.cache;
         let cap = self.geometry.capacity_sectors();
-        if let Some(s) = self.cache.stream.as_mut() {
-            let want = (end + c.read_ahead_max_sectors).min(cap);
-            if want > s.limit {
-                s.limit = want;
-            }
+        let mut want = (end + c.read_ahead_max_sectors).min(cap);
+        if !c.read_ahead_over_requested {
+            want = want.min(lbn + c.segment_sectors);
+        }
+        if c.prefetch == Prefetch::Track || c.prefetch == Prefetch::NextTrack || c.prefetch == Prefetch::Cylinder {
+            let last = self.geometry.lbn_to_pbn(end - 1);
+            let spt = self.geometry.sectors_per_track(last.zone) as u64;
+            let to_track_end = spt - 1 - last.sector as u64;
+            let extra = match c.prefetch {
+                Prefetch::NextTrack => spt,
+                Prefetch::Cylinder => (self.spec.surfaces - 1 - last.head) as u64 * spt,
+                _ => 0,
+            };
+            want = want.min(end + to_track_end + extra);
+        }
+        if want > s.limit {
+            self.cache.stream = Some(Stream { limit: want, ..s });
         }
     }
 

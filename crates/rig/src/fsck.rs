@@ -2,16 +2,20 @@
 //!
 //! e2fsck writes progress lines `PASS CUR MAX DEVICE` to the file descriptor given to `-C` with
 //! one write(2) each (e2fsck/unix.c `e2fsck_update_progress`), starting every pass with
-//! `CUR = 0`. A thread reads them from a pipe and writes a tracefs marker (`pass1`, `pass2`, …)
-//! the moment the pass number changes, so requests that follow carry that pass. Requests before
-//! pass 1 (superblock, group descriptors, journal) carry `setup`.
+//! `CUR = 0` before the pass reads anything. That descriptor is the tracing instance's own
+//! `trace_marker`, so each line becomes a marker event at the instant e2fsck writes it, in
+//! order with the requests it issues next: the first line of a new pass tags what follows
+//! `passN`. A first version read the lines from a pipe in a thread and wrote the marker
+//! itself; on this shared 2-core machine the thread woke 4–5 ms late and the first megabytes
+//! of pass 1 (and all of pass 2's directory reads) were tagged with the previous pass.
+//! Requests before pass 1 (superblock, group descriptors, journal) carry `setup`.
 
+use crate::cleanup;
 use crate::error::{Result, RigError};
 use crate::fsck_times::{parse_fsck_times, FsckTimes};
 use crate::system::require_root;
-use crate::tracefs::{monotonic_ns, Capture, TraceOptions, TracefsSession};
-use std::io::{BufRead, BufReader, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use crate::tracefs::{Capture, TraceOptions, TracefsSession};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -42,7 +46,7 @@ impl Default for FsckOptions {
 pub struct ProgressChange {
     /// The pass number e2fsck reported.
     pub pass: u32,
-    /// When the rig read it, ns since the trace's origin.
+    /// When e2fsck wrote it, ns since the trace's origin.
     pub at_ns: u64,
 }
 
@@ -71,15 +75,6 @@ impl FsckRun {
     }
 }
 
-/// Parses one progress line `PASS CUR MAX DEVICE`.
-fn parse_progress(line: &str) -> Option<u32> {
-    let mut fields = line.split_whitespace();
-    let pass = fields.next()?.parse().ok()?;
-    fields.next()?.parse::<u64>().ok()?;
-    fields.next()?.parse::<u64>().ok()?;
-    Some(pass)
-}
-
 /// Runs the real `e2fsck -fn -tt -C 3 [extra] DEVICE` on `device_path` while capturing the
 /// block requests of `dev` = (major, minor), the same device. Root only. An exit status of 8 or
 /// more (operational error, usage, cancelled, library error) is an error with e2fsck's output.
@@ -90,16 +85,10 @@ pub fn run_e2fsck_traced(
 ) -> Result<FsckRun> {
     require_root("tracing e2fsck's block requests")?;
     let session = TracefsSession::start(dev, &opts.trace)?;
-    let origin_ns = monotonic_ns();
     session.mark("setup")?;
 
-    let mut fds = [-1; 2];
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(RigError::last_os("pipe2 for e2fsck progress"));
-    }
-    let (read_end, write_end) =
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    let child_fd = write_end.as_raw_fd();
+    let marker_fd = session.marker_fd()?;
+    let child_fd = marker_fd.as_raw_fd();
     let mut command = Command::new(&opts.e2fsck);
     command
         .args(["-fn", "-tt", "-C", "3"])
@@ -110,7 +99,7 @@ pub fn run_e2fsck_traced(
         .stderr(Stdio::piped());
     unsafe {
         command.pre_exec(move || {
-            // dup2 gives fd 3 without close-on-exec; if the pipe already is fd 3, clear it.
+            // dup2 gives fd 3 without close-on-exec; if the marker already is fd 3, clear it.
             if child_fd == 3 {
                 let flags = libc::fcntl(3, libc::F_GETFD);
                 if flags < 0 || libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
@@ -132,47 +121,16 @@ pub fn run_e2fsck_traced(
         status: "not started".into(),
         stderr: format!("{e} (e2fsck comes with the Debian package e2fsprogs)"),
     })?;
-    drop(write_end);
-
-    let marker = session.marker();
-    let progress_thread = std::thread::Builder::new()
-        .name("rig-e2fsck-progress".into())
-        .spawn(move || -> Result<Vec<ProgressChange>> {
-            let mut changes: Vec<ProgressChange> = Vec::new();
-            let mut reader = BufReader::new(std::fs::File::from(read_end));
-            let mut line = String::new();
-            loop {
-                line.clear();
-                if reader
-                    .read_line(&mut line)
-                    .map_err(|e| RigError::io("read e2fsck progress", e))?
-                    == 0
-                {
-                    break;
-                }
-                let Some(pass) = parse_progress(&line) else {
-                    continue;
-                };
-                if changes.last().map(|c| c.pass) != Some(pass) {
-                    marker.mark(&format!("pass{pass}"))?;
-                    changes.push(ProgressChange {
-                        pass,
-                        at_ns: monotonic_ns().saturating_sub(origin_ns),
-                    });
-                }
-            }
-            let mut rest = Vec::new();
-            let _ = reader.read_to_end(&mut rest);
-            Ok(changes)
-        })
-        .map_err(|e| RigError::io("start the progress reader thread", e))?;
-
-    let output = child
-        .wait_with_output()
-        .map_err(|e| RigError::io(format!("wait for {shown}"), e))?;
-    let progress = progress_thread
-        .join()
-        .map_err(|_| RigError::Unsupported("the e2fsck progress reader panicked".into()))??;
+    drop(marker_fd);
+    // Registered after the session, so on a signal it runs first: a SIGTERM sent to us alone
+    // must not leave e2fsck holding the loop device and the tracing instance.
+    let pid = child.id() as libc::pid_t;
+    let kill_child = cleanup::register(format!("e2fsck process {pid}"), move || unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    });
+    let output = child.wait_with_output();
+    cleanup::forget(&kill_child);
+    let output = output.map_err(|e| RigError::io(format!("wait for {shown}"), e))?;
     let capture = session.stop()?;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
@@ -191,6 +149,17 @@ pub fn run_e2fsck_traced(
         });
     }
     let times = parse_fsck_times(&stdout, "e2fsck -tt output")?;
+    let progress = capture
+        .marks
+        .iter()
+        .filter_map(|(at_ns, tag)| {
+            let pass = tag.strip_prefix("pass")?.parse().ok()?;
+            Some(ProgressChange {
+                pass,
+                at_ns: *at_ns,
+            })
+        })
+        .collect();
     Ok(FsckRun {
         exit_code,
         times,
@@ -199,16 +168,4 @@ pub fn run_e2fsck_traced(
         stdout,
         stderr,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn progress_lines_parse() {
-        assert_eq!(parse_progress("1 0 32 /dev/loop0\n"), Some(1));
-        assert_eq!(parse_progress("5 65 65 /dev/loop0"), Some(5));
-        assert_eq!(parse_progress("garbage"), None);
-    }
 }

@@ -352,6 +352,18 @@ impl TracefsSession {
         self.marker.clone()
     }
 
+    /// A new write-only descriptor of the instance's `trace_marker` (close-on-exec), to hand to
+    /// a child process: whatever the child writes to it lands in the trace at the moment of
+    /// the write, in order with the requests it issues next (no reader thread in between).
+    /// The child must have exited before the session ends (the open file keeps the instance).
+    pub fn marker_fd(&self) -> Result<std::os::fd::OwnedFd> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.instance.join("trace_marker"))
+            .map_err(|e| RigError::io("open trace_marker", e))?;
+        Ok(file.into())
+    }
+
     /// Events lost so far (ring overruns plus dropped events over all CPUs).
     pub fn lost_events(&self) -> Result<u64> {
         let per_cpu = self.instance.join("per_cpu");

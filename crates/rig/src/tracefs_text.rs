@@ -7,6 +7,10 @@
 //! `  <idle>-0    [000] ..s1. 479.040801: block_rq_complete: 7,0 R () 0 + 8 none,0,4 [0]`
 //! `  e2fsck-1234 [000] ..... 479.041000: tracing_mark_write: layoutlab tag=pass1`
 //! Timestamps are seconds with microsecond digits (the text output's resolution).
+//!
+//! Markers of the form `PASS CUR MAX DEVICE` are e2fsck's progress lines (`-C FD` with FD the
+//! instance's `trace_marker`): the first line of a new pass number tags what follows
+//! `passN`, exactly where e2fsck entered the pass.
 
 use crate::error::{Result, RigError};
 use layoutlab_trace::{Flags, Op, Request, Trace};
@@ -65,6 +69,16 @@ fn parse_rwbs(s: &str) -> Option<(Op, Flags)> {
     Some((op, flags))
 }
 
+/// The pass of an e2fsck progress line `PASS CUR MAX DEVICE`.
+pub(crate) fn parse_progress(line: &str) -> Option<u32> {
+    let mut fields = line.split_whitespace();
+    let pass = fields.next()?.parse().ok()?;
+    fields.next()?.parse::<u64>().ok()?;
+    fields.next()?.parse::<u64>().ok()?;
+    fields.next()?;
+    Some(pass)
+}
+
 /// (dev, rwbs, sector, sectors) of an issue/complete payload.
 fn parse_payload(payload: &str) -> Option<((u32, u32), &str, u64, u32)> {
     let mut tokens = payload.split_whitespace();
@@ -90,6 +104,7 @@ pub(crate) fn parse(
     let mut current_tag = 0u16;
     let mut pending: HashMap<(u64, u32), VecDeque<usize>> = HashMap::new();
     let mut origin = None;
+    let mut last_progress_pass = None;
     for (index, line) in reader.lines().enumerate() {
         let line_no = index + 1;
         let line = line.map_err(|e| RigError::io(format!("read {source_name}"), e))?;
@@ -115,9 +130,19 @@ pub(crate) fn parse(
         let payload = &line[at + name.len() + 4..];
         match name {
             "tracing_mark_write" => {
-                if let Some(tag) = payload.trim().strip_prefix(MARK_PREFIX) {
-                    current_tag = parsed.trace.tag(tag);
-                    parsed.marks.push((rel_ns, tag.to_string()));
+                let payload = payload.trim();
+                let tag = match payload.strip_prefix(MARK_PREFIX) {
+                    Some(tag) => Some(tag.to_string()),
+                    None => parse_progress(payload)
+                        .filter(|pass| last_progress_pass != Some(*pass))
+                        .map(|pass| {
+                            last_progress_pass = Some(pass);
+                            format!("pass{pass}")
+                        }),
+                };
+                if let Some(tag) = tag {
+                    current_tag = parsed.trace.tag(&tag);
+                    parsed.marks.push((rel_ns, tag));
                 }
             }
             _ => {
@@ -164,7 +189,8 @@ mod tests {
           e2fsck-900     [001] .....   100.000020: block_rq_issue: 7,0 RA 4096 () 2048 + 8 none,0,4 [e2fsck]
           e2fsck-900     [001] .....   100.000025: block_rq_issue: 7,1 R 4096 () 2048 + 8 none,0,4 [e2fsck]
           <idle>-0       [000] ..s1.   100.000120: block_rq_complete: 7,0 RA () 2048 + 8 none,0,4 [0]
-          e2fsck-900     [001] .....   100.000200: tracing_mark_write: layoutlab tag=pass2
+          e2fsck-900     [001] .....   100.000200: tracing_mark_write: 2 0 5 /dev/loop0
+          e2fsck-900     [001] .....   100.000250: tracing_mark_write: 2 1 5 /dev/loop0
           e2fsck-900     [001] .....   100.000300: block_rq_issue: 7,0 FWS 0 () 0 + 0 none,0,4 [e2fsck]
 ";
 
@@ -183,7 +209,21 @@ mod tests {
         assert!(w.flags.contains(Flags::PREFLUSH | Flags::SYNC));
         assert_eq!(t.tag_name(w.tag), "pass2");
         assert_eq!(p.incomplete, 1);
-        assert_eq!(p.marks.len(), 2);
+        assert_eq!(
+            p.marks,
+            vec![
+                (10_000, "pass1".to_string()),
+                (200_000, "pass2".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn progress_lines_parse() {
+        assert_eq!(parse_progress("1 0 32 /dev/loop0"), Some(1));
+        assert_eq!(parse_progress("5 65 65 /dev/loop0"), Some(5));
+        assert_eq!(parse_progress("1 0 32"), None);
+        assert_eq!(parse_progress("garbage"), None);
     }
 
     #[test]

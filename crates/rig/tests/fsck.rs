@@ -1,0 +1,187 @@
+//! The real e2fsck, traced on a loop device: requests tagged by pass, `-tt` parsed, bytes agree.
+
+mod common;
+
+use common::*;
+use layoutlab_rig::{mkfs, run_e2fsck_traced, FsKind, FsckOptions, LoopDevice, Mount, TempFile};
+use layoutlab_trace::Op;
+
+/// A 1 GiB ext3 image with a few hundred files and directories (so pass 2 has work).
+fn populated_ext3(name: &str) -> TempFile {
+    let image = TempFile::create_sparse(&scratch(name), 1 << 30).unwrap();
+    mkfs(FsKind::Ext3, image.path(), &["-b", "4096"]).unwrap();
+    let dev = LoopDevice::attach(image.path(), false).unwrap();
+    let mount = Mount::new(dev.path(), None, "ext3", false, "").unwrap();
+    for d in 0..20 {
+        let dir = mount.target().join(format!("d{d}"));
+        std::fs::create_dir(&dir).unwrap();
+        for f in 0..20 {
+            // Up to 80 KiB: past the 12 direct blocks, so files have indirect blocks.
+            std::fs::write(dir.join(format!("f{f}")), vec![d as u8; 4096 * (f + 1)]).unwrap();
+        }
+    }
+    drop(mount);
+    drop(dev);
+    image
+}
+
+struct Traced {
+    run: layoutlab_rig::FsckRun,
+    _image: TempFile,
+}
+
+/// Runs the traced e2fsck on a fresh populated image with `extra` e2fsck arguments.
+fn traced_fsck(name: &str, extra: &[&str]) -> Traced {
+    let image = populated_ext3(name);
+    let dev = LoopDevice::attach(image.path(), true).unwrap();
+    dev.set_read_ahead_kb(128).unwrap();
+    dev.set_scheduler_none().unwrap();
+    let mut opts = FsckOptions::default();
+    opts.extra_args = extra.iter().map(|s| s.to_string()).collect();
+    if let Ok(path) = std::env::var("RIG_KEEP_TRACE") {
+        opts.trace.text_path = Some(format!("{path}.{name}").into());
+    }
+    let run = run_e2fsck_traced(dev.path(), dev.dev(), &opts).unwrap();
+    assert!(
+        run.clean(),
+        "e2fsck exit {}: {}{}",
+        run.exit_code,
+        run.stdout,
+        run.stderr
+    );
+    drop(dev);
+    assert_eq!(loops_backed_by(image.path()), "");
+    let trace = &run.capture.trace;
+    eprintln!("e2fsck {extra:?}:");
+    for tag in &trace.tags {
+        let n = trace
+            .requests
+            .iter()
+            .filter(|r| trace.tag_name(r.tag) == tag)
+            .count();
+        eprintln!("  {tag:>6}: {n} requests, {} bytes", read_bytes(&run, tag));
+    }
+    Traced { run, _image: image }
+}
+
+fn read_bytes(run: &layoutlab_rig::FsckRun, tag: &str) -> u64 {
+    let trace = &run.capture.trace;
+    trace
+        .requests
+        .iter()
+        .filter(|r| r.op == Op::Read && trace.tag_name(r.tag) == tag)
+        .map(|r| r.bytes())
+        .sum()
+}
+
+/// What holds for any traced run: every pass announced and tagged, a complete and ordered
+/// trace of reads only, `-tt` parsed for every pass, and the bytes on the device close to the
+/// bytes e2fsck says it read.
+fn check_common(run: &layoutlab_rig::FsckRun) {
+    let progress: Vec<u32> = run.progress.iter().map(|p| p.pass).collect();
+    assert_eq!(progress, vec![1, 2, 3, 4, 5], "progress {:?}", run.progress);
+    assert!(run.progress.windows(2).all(|w| w[0].at_ns <= w[1].at_ns));
+    let trace = &run.capture.trace;
+    assert_eq!(run.capture.lost_events, 0);
+    assert_eq!(run.capture.incomplete_requests, 0);
+    for pass in 1..=5 {
+        assert!(
+            trace.tags.contains(&format!("pass{pass}")),
+            "tags {:?}",
+            trace.tags
+        );
+        let section = run
+            .times
+            .pass(pass)
+            .unwrap_or_else(|| panic!("no Pass {pass} in\n{}", run.stdout));
+        assert!(section.real_s >= 0.0 && section.read_mib.is_some());
+    }
+    assert!(
+        trace.requests.iter().all(|r| r.op == Op::Read),
+        "e2fsck -n wrote"
+    );
+    assert!(trace
+        .requests
+        .windows(2)
+        .all(|w| w[0].issue_ns <= w[1].issue_ns));
+    assert!(trace
+        .requests
+        .iter()
+        .all(|r| r.complete_ns.unwrap() >= r.issue_ns));
+    let fsck_mib = run.times.total().expect("totals").read_mib.unwrap();
+    let traced: u64 = trace.requests.iter().map(|r| r.bytes()).sum();
+    let traced_mib = traced as f64 / (1 << 20) as f64;
+    eprintln!("  e2fsck says {fsck_mib} MiB read, the trace has {traced_mib:.2} MiB");
+    // e2fsck counts what libext2fs read through its I/O channel, rounded up to MiB; the
+    // device also sees block-layer readahead (128 KiB windows here), so a little more.
+    assert!(
+        traced_mib <= fsck_mib as f64 + 2.0 && traced_mib >= 0.8 * fsck_mib as f64 - 1.0,
+        "trace {traced_mib:.2} MiB vs e2fsck {fsck_mib} MiB"
+    );
+}
+
+#[test]
+fn traced_e2fsck_without_prefetch_tags_each_read_with_its_pass() {
+    if !root_or_skip("traced_e2fsck_without_prefetch_tags_each_read_with_its_pass") {
+        return;
+    }
+    // e2fsck of 2007 (1.40) had no metadata prefetch: each pass reads what it needs itself.
+    let traced = traced_fsck("fsck-nora.img", &["-E", "readahead_kb=0"]);
+    let run = &traced.run;
+    check_common(run);
+    // Pass 1 reads the inode tables (8 groups x 2 MiB), pass 2 directory blocks, pass 5 the
+    // bitmaps; before pass 1 only the superblock, descriptors and journal superblock.
+    assert!(
+        read_bytes(run, "pass1") >= 16 << 20,
+        "pass1 {}",
+        read_bytes(run, "pass1")
+    );
+    assert!(read_bytes(run, "pass2") > 0);
+    assert!(read_bytes(run, "pass5") > 0);
+    assert!(
+        read_bytes(run, "setup") < 1 << 20,
+        "setup {}",
+        read_bytes(run, "setup")
+    );
+    let pass1_mib = run.times.pass(1).unwrap().read_mib.unwrap() as f64;
+    let traced_pass1_mib = read_bytes(run, "pass1") as f64 / (1 << 20) as f64;
+    assert!(
+        (traced_pass1_mib - pass1_mib).abs() <= 2.0,
+        "{traced_pass1_mib} vs {pass1_mib}"
+    );
+}
+
+#[test]
+fn traced_e2fsck_with_its_default_prefetch_still_tags_every_pass() {
+    if !root_or_skip("traced_e2fsck_with_its_default_prefetch_still_tags_every_pass") {
+        return;
+    }
+    // e2fsck 1.47 prefetches (posix_fadvise) inode tables before announcing pass 1 and the
+    // bitmaps at the end of pass 3: those reads carry the tag of where e2fsck issued them.
+    let traced = traced_fsck("fsck-ra.img", &[]);
+    check_common(&traced.run);
+    assert!(read_bytes(&traced.run, "pass1") > 0);
+}
+
+#[test]
+fn e2fsck_on_a_corrupt_image_reports_errors_left() {
+    if !root_or_skip("e2fsck_on_a_corrupt_image_reports_errors_left") {
+        return;
+    }
+    let image = TempFile::create_sparse(&scratch("corrupt.img"), 256 << 20).unwrap();
+    mkfs(FsKind::Ext3, image.path(), &["-b", "4096"]).unwrap();
+    // Mark the root inode's directory block free in the bitmap: e2fsck -n finds and leaves it.
+    sh(&format!(
+        "debugfs -w -R 'freeb {}' {} 2>&1",
+        sh(&format!(
+            "debugfs -R 'bmap <2> 0' {} 2>/dev/null",
+            image.path().display()
+        ))
+        .trim(),
+        image.path().display()
+    ));
+    let dev = LoopDevice::attach(image.path(), true).unwrap();
+    let run = run_e2fsck_traced(dev.path(), dev.dev(), &FsckOptions::default()).unwrap();
+    assert_eq!(run.exit_code, 4, "{}", run.stdout);
+    assert!(!run.clean());
+}

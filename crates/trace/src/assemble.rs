@@ -62,7 +62,7 @@ pub(crate) fn assemble(
     opts: &ReadOptions,
     origin: Origin,
 ) -> Result<Trace, TraceError> {
-    let wanted = |dev: DevId| opts.dev.map_or(true, |d| d == dev);
+    let wanted = |dev: DevId| opts.dev.is_none() || opts.dev == Some(dev);
     // One device per trace: refuse to mix silently.
     let mut first_dev: Option<(DevId, Location)> = None;
     let mut any_issue = false;
@@ -90,7 +90,11 @@ pub(crate) fn assemble(
         }
     }
     // Bio-based devices (zram) have no request events: fall back to the queued bios.
-    let request_stage = if any_issue { Stage::Issue } else { Stage::Queue };
+    let request_stage = if any_issue {
+        Stage::Issue
+    } else {
+        Stage::Queue
+    };
 
     let mut trace = Trace::default();
     let mut tag = 0u16;
@@ -203,7 +207,10 @@ mod tests {
     #[test]
     fn marker_convention() {
         assert_eq!(parse_tag_marker("layoutlab tag=pass1"), Some("pass1"));
-        assert_eq!(parse_tag_marker("  layoutlab  tag=pass 2 \n"), Some("pass 2"));
+        assert_eq!(
+            parse_tag_marker("  layoutlab  tag=pass 2 \n"),
+            Some("pass 2")
+        );
         assert_eq!(parse_tag_marker("layoutlab tag="), Some(""));
         assert_eq!(parse_tag_marker("hello"), None);
     }

@@ -67,11 +67,12 @@ fn parse_line(line: &str) -> Result<Option<Event>, String> {
             .ok_or_else(|| format!("line ends before the {what} field (expected 'DEV CPU SEQ SECONDS PID ACTION RWBS ...')"))
     };
     let dev_text = next("device")?;
-    let dev = DevId::parse(dev_text)
-        .ok_or_else(|| format!("device '{dev_text}' is not MAJOR,MINOR"))?;
+    let dev =
+        DevId::parse(dev_text).ok_or_else(|| format!("device '{dev_text}' is not MAJOR,MINOR"))?;
     parse_u32(next("cpu")?, "cpu")?;
     parse_u64(next("sequence")?, "sequence")?;
-    let time_ns = parse_decimal_ns(next("time")?, 1_000_000_000).map_err(|r| format!("time: {r}"))?;
+    let time_ns =
+        parse_decimal_ns(next("time")?, 1_000_000_000).map_err(|r| format!("time: {r}"))?;
     parse_u32(next("pid")?, "pid")?;
     let action = next("action")?;
     let rwbs_text = next("rwbs")?;
@@ -130,9 +131,20 @@ pub fn write(trace: &Trace) -> Result<String, TraceError> {
     let mut out = String::with_capacity(lines.len() * 64);
     for (seq, &(t, i, kind)) in lines.iter().enumerate() {
         let r = &trace.requests[i];
-        let head = format!("{:>3},{:<3} {:>2} {:>8} {:>15} {:>5}", 0, 0, 0, seq, format_ns(t, 1_000_000_000), 0);
+        let head = format!(
+            "{:>3},{:<3} {:>2} {:>8} {:>15} {:>5}",
+            0,
+            0,
+            0,
+            seq,
+            format_ns(t, 1_000_000_000),
+            0
+        );
         match kind {
-            0 => out.push_str(&format!("{head}  m   N layoutlab tag={}\n", trace.tag_name(r.tag))),
+            0 => out.push_str(&format!(
+                "{head}  m   N layoutlab tag={}\n",
+                trace.tag_name(r.tag)
+            )),
             _ => {
                 let rw = rwbs::format(r.op, r.flags, b'N');
                 let action = if kind == 1 { 'D' } else { 'C' };

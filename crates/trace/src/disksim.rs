@@ -68,7 +68,11 @@ pub fn read_ascii(text: &str, file: &str, opts: &ReadOptions) -> Result<Trace, T
             }
             _ => {}
         }
-        let op = if bits & READ != 0 { Op::Read } else { Op::Write };
+        let op = if bits & READ != 0 {
+            Op::Read
+        } else {
+            Op::Write
+        };
         let mut flags = Flags::NONE;
         if bits & (TIME_CRITICAL | SYNCHRONOUS) != 0 {
             flags = flags | Flags::SYNC;
@@ -195,8 +199,10 @@ pub fn read_validate(text: &str, file: &str) -> Result<Vec<ValidateRecord>, Trac
         };
         let time = |s: &str, what: &str| -> Result<f64, TraceError> {
             match s.parse::<f64>() {
-                Ok(v) if v.is_finite() && v >= 0.0 && v < 1e15 => Ok(v),
-                _ => Err(err(format!("{what} '{s}' is not a non-negative number of µs"))),
+                Ok(v) if (0.0..1e15).contains(&v) => Ok(v),
+                _ => Err(err(format!(
+                    "{what} '{s}' is not a non-negative number of µs"
+                ))),
             }
         };
         out.push(ValidateRecord {

@@ -57,8 +57,8 @@ pub fn read(text: &str, file: &str) -> Result<Trace, TraceError> {
                 continue;
             }
             let ts = f.remove(0);
-            clock_ns = parse_decimal_ns(ts, 1_000_000)
-                .map_err(|r| err(format!("timestamp (ms): {r}")))?;
+            clock_ns =
+                parse_decimal_ns(ts, 1_000_000).map_err(|r| err(format!("timestamp (ms): {r}")))?;
         }
         let (name, action) = match f.as_slice() {
             [name, action, ..] => (*name, *action),
@@ -156,13 +156,23 @@ pub fn write_v3(trace: &Trace, file_name: &str) -> Result<String, TraceError> {
     out.push_str("fio version 3 iolog\n");
     out.push_str(&format!("0 {file_name} add\n0 {file_name} open\n"));
     let mut last_ms = 0;
-    for r in &trace.requests {
+    for (i, r) in trace.requests.iter().enumerate() {
+        let offset_bytes = r.sector.checked_mul(512).ok_or_else(|| {
+            TraceError::malformed(
+                "<fio writer>",
+                Location::Request(i),
+                format!(
+                    "sector {} is past the largest byte offset fio can log",
+                    r.sector
+                ),
+            )
+        })?;
         let ms = r.issue_ns / 1_000_000;
         last_ms = last_ms.max(ms);
         let (action, offset, length) = match r.op {
-            Op::Read => ("read", r.sector * 512, r.bytes()),
-            Op::Write => ("write", r.sector * 512, r.bytes()),
-            Op::Discard => ("trim", r.sector * 512, r.bytes()),
+            Op::Read => ("read", offset_bytes, r.bytes()),
+            Op::Write => ("write", offset_bytes, r.bytes()),
+            Op::Discard => ("trim", offset_bytes, r.bytes()),
             Op::Flush => ("sync", 0, 0),
         };
         out.push_str(&format!("{ms} {file_name} {action} {offset} {length}\n"));

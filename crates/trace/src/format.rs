@@ -166,7 +166,9 @@ pub fn detect(bytes: &[u8]) -> Option<Format> {
         }
         Err(_) => return None,
     };
-    if text.starts_with("# tracer:") || text.contains(": block_rq_") || text.contains(": block_bio_")
+    if text.starts_with("# tracer:")
+        || text.contains(": block_rq_")
+        || text.contains(": block_bio_")
     {
         return Some(Format::Tracefs);
     }
@@ -207,11 +209,18 @@ fn read_file(path: &Path) -> Result<Vec<u8>, TraceError> {
 
 fn as_text<'a>(bytes: &'a [u8], file: &str) -> Result<&'a str, TraceError> {
     std::str::from_utf8(bytes).map_err(|e| {
-        let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+        let line = bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
         TraceError::at_line(
             file,
             line,
-            format!("not UTF-8 text (byte {}): is this the right format?", e.valid_up_to()),
+            format!(
+                "not UTF-8 text (byte {}): is this the right format?",
+                e.valid_up_to()
+            ),
         )
     })
 }
@@ -323,12 +332,18 @@ mod tests {
 
     #[test]
     fn extensions() {
-        assert_eq!(Format::from_extension(Path::new("a/b.csv")), Some(Format::Csv));
+        assert_eq!(
+            Format::from_extension(Path::new("a/b.csv")),
+            Some(Format::Csv)
+        );
         assert_eq!(
             Format::from_extension(Path::new("sda.blktrace.3")),
             Some(Format::Blktrace)
         );
-        assert_eq!(Format::from_extension(Path::new("x.iolog")), Some(Format::FioV3));
+        assert_eq!(
+            Format::from_extension(Path::new("x.iolog")),
+            Some(Format::FioV3)
+        );
         assert_eq!(Format::from_extension(Path::new("noext")), None);
     }
 }

@@ -60,10 +60,14 @@ pub(crate) fn parse(s: &str) -> Result<(RwbsOp, Flags), String> {
     }
     match op {
         // A flush request is a preflush by nature; keep one canonical spelling.
-        Some(Op::Flush) => Ok((Some(Op::Flush), Flags(flags.0 & !(Flags::PREFLUSH.0 | Flags::FUA.0)))),
-        None if flags.contains(Flags::PREFLUSH) => {
-            Ok((Some(Op::Flush), Flags(flags.0 & !(Flags::PREFLUSH.0 | Flags::FUA.0))))
-        }
+        Some(Op::Flush) => Ok((
+            Some(Op::Flush),
+            Flags(flags.0 & !(Flags::PREFLUSH.0 | Flags::FUA.0)),
+        )),
+        None if flags.contains(Flags::PREFLUSH) => Ok((
+            Some(Op::Flush),
+            Flags(flags.0 & !(Flags::PREFLUSH.0 | Flags::FUA.0)),
+        )),
         _ => Ok((op, flags)),
     }
 }
@@ -114,8 +118,14 @@ mod tests {
     #[test]
     fn kernel_spellings() {
         assert_eq!(parse("WS"), Ok((Some(Op::Write), Flags::SYNC)));
-        assert_eq!(parse("FWS"), Ok((Some(Op::Write), Flags::PREFLUSH | Flags::SYNC)));
-        assert_eq!(parse("WFS"), Ok((Some(Op::Write), Flags::FUA | Flags::SYNC)));
+        assert_eq!(
+            parse("FWS"),
+            Ok((Some(Op::Write), Flags::PREFLUSH | Flags::SYNC))
+        );
+        assert_eq!(
+            parse("WFS"),
+            Ok((Some(Op::Write), Flags::FUA | Flags::SYNC))
+        );
         assert_eq!(parse("FF"), Ok((Some(Op::Flush), Flags::NONE)));
         assert_eq!(parse("FN"), Ok((Some(Op::Flush), Flags::NONE)));
         assert_eq!(parse("RA"), Ok((Some(Op::Read), Flags::READAHEAD)));

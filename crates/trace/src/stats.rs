@@ -44,7 +44,11 @@ pub fn per_tag(trace: &Trace) -> Vec<TagStats> {
         .collect();
     for r in &trace.requests {
         // A request pointing past the tag table counts as untagged, as tag_name() says.
-        let i = if (r.tag as usize) < stats.len() { r.tag as usize } else { 0 };
+        let i = if (r.tag as usize) < stats.len() {
+            r.tag as usize
+        } else {
+            0
+        };
         let s = &mut stats[i];
         s.requests += 1;
         match r.op {

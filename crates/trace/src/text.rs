@@ -29,7 +29,8 @@ pub(crate) fn parse_decimal_ns(s: &str, unit_ns: u64) -> Result<u64, String> {
     if int_part.is_empty() && frac_part.is_empty() {
         return Err(bad());
     }
-    if !int_part.bytes().all(|b| b.is_ascii_digit()) || !frac_part.bytes().all(|b| b.is_ascii_digit())
+    if !int_part.bytes().all(|b| b.is_ascii_digit())
+        || !frac_part.bytes().all(|b| b.is_ascii_digit())
     {
         return Err(bad());
     }
@@ -96,7 +97,10 @@ mod tests {
 
     #[test]
     fn parses_seconds_exactly() {
-        assert_eq!(parse_decimal_ns("477.285816", 1_000_000_000), Ok(477_285_816_000));
+        assert_eq!(
+            parse_decimal_ns("477.285816", 1_000_000_000),
+            Ok(477_285_816_000)
+        );
         assert_eq!(parse_decimal_ns("0.000000001", 1_000_000_000), Ok(1));
         assert_eq!(parse_decimal_ns("12", 1_000_000), Ok(12_000_000));
         assert_eq!(parse_decimal_ns("1.5e3", 1_000_000), Ok(1_500_000_000));

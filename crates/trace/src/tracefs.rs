@@ -115,7 +115,10 @@ fn parse_line(line: &str) -> Result<Option<Event>, String> {
             from += p + 1;
         }
         found.ok_or_else(|| {
-            format!("{name}: expected '(CMD) SECTOR + SECTORS' after rwbs, found '{}'", after_rwbs.trim())
+            format!(
+                "{name}: expected '(CMD) SECTOR + SECTORS' after rwbs, found '{}'",
+                after_rwbs.trim()
+            )
         })?
     };
     let (sector, sectors) = sector_and_count(tail).map_err(|r| format!("{name}: {r}"))?;
@@ -165,7 +168,10 @@ mod tests {
         assert_eq!(t.requests.len(), 1);
         let r = t.requests[0];
         assert_eq!((r.issue_ns, r.complete_ns), (0, Some(100_000)));
-        assert_eq!((r.op, r.sector, r.sectors, r.flags), (Op::Read, 40000, 8, Flags::READAHEAD));
+        assert_eq!(
+            (r.op, r.sector, r.sectors, r.flags),
+            (Op::Read, 40000, 8, Flags::READAHEAD)
+        );
         assert_eq!(t.tag_name(r.tag), "pass1");
     }
 

@@ -129,6 +129,16 @@ impl SegmentCache {
         best
     }
 
+    /// Forget the sectors of segment `i` before `lbn` (they were handed to the host and may
+    /// be overwritten by read-ahead).
+    #[inline]
+    pub fn drop_before(&mut self, i: usize, lbn: u64) {
+        let s = &mut self.segments[i];
+        if s.start < lbn {
+            s.start = lbn.min(s.end);
+        }
+    }
+
     /// Mark segment `i` used now.
     #[inline]
     pub fn touch(&mut self, i: usize) {

@@ -219,6 +219,10 @@ pub struct Hdd {
     last_was_read: bool,
     last_read_track: Option<(u32, u32)>,
     last_read_end: Option<u64>,
+    /// When the controller can take the next command (the mechanism may still be busy).
+    accept_ns: f64,
+    /// End of the dirty data being written behind, for appending writes.
+    dirty_end: Option<u64>,
 }
 
 const MS: f64 = 1e6;
@@ -320,6 +324,8 @@ impl Hdd {
             last_was_read: true,
             last_read_track: None,
             last_read_end: None,
+            accept_ns: 0.0,
+            dirty_end: None,
             spec,
         })
     }
@@ -346,6 +352,8 @@ impl Hdd {
         self.last_was_read = true;
         self.last_read_track = None;
         self.last_read_end = None;
+        self.accept_ns = 0.0;
+        self.dirty_end = None;
     }
 
     /// Seek (or head switch) time between two tracks, ns; write settle added for writes that
@@ -572,6 +580,9 @@ impl Hdd {
                 let ready_last = s.ready_ns(end - 1);
                 let done = (start + ovh + n as f64 * bus).max(ready_last + bus);
                 self.cache.touch(s.segment);
+                if self.spec.cache.read_ahead_over_requested {
+                    self.cache.drop_before(s.segment, end);
+                }
                 self.extend_stream(lbn, end);
                 return Some(done);
             }
@@ -582,6 +593,11 @@ impl Hdd {
         }
         // Full hit: the mechanism is not needed.
         self.cache.touch(seg);
+        if self.spec.cache.read_ahead_over_requested {
+            // Data returned to the host is free space for read-ahead: the drive no longer
+            // counts on it (measured drives with this setting miss on re-reads).
+            self.cache.drop_before(seg, end);
+        }
         let done = start + ovh + n as f64 * bus;
         if self.cache.stream.is_some_and(|s| s.segment == seg) {
             self.extend_stream(lbn, end);
@@ -603,6 +619,7 @@ impl Hdd {
 
     fn note_read(&mut self, lbn: u64, end: u64) {
         let _ = lbn;
+        self.dirty_end = None;
         let last = self.geometry.lbn_to_pbn(end - 1);
         self.last_read_track = Some((last.cylinder, last.head));
         self.last_read_end = Some(end);
@@ -638,10 +655,13 @@ impl Hdd {
     fn write(&mut self, arrival_ns: f64, lbn: u64, n: u64) -> f64 {
         let o = self.spec.overheads.clone();
         let bus = self.spec.bus.write_sector_ms * MS;
-        let start = arrival_ns.max(self.free_ns);
         let end = lbn + n;
         let caching = self.spec.cache.segments > 0;
         let write_back = caching && self.spec.cache.write_back_level > 0;
+        // A write that appends to the dirty data still being written is taken into the
+        // buffer at once (DiskSim's BUFFER_APPEND); any other request waits for the media.
+        let appends = write_back && self.dirty_end == Some(lbn) && arrival_ns < self.free_ns;
+        let start = if appends { arrival_ns.max(self.accept_ns) } else { arrival_ns.max(self.free_ns) };
         let after_read = self.last_was_read;
         self.last_was_read = false;
         self.cache.advance(start);
@@ -678,16 +698,19 @@ impl Hdd {
         if o.min_seek_delay_ms > 0.0 {
             earliest = earliest.max(t_cmd + o.min_seek_delay_ms * MS);
         }
-        let m = self.media_access(mech_start, from, lbn, n, true, earliest);
+        let m = self.media_access(mech_start.max(self.free_ns), from, lbn, n, true, earliest);
         self.cylinder = m.cylinder;
         self.head = m.head;
         if caching && (self.spec.cache.read_hits_on_write_data || write_back) {
             self.cache.insert(lbn, end, true);
         }
+        self.dirty_end = if write_back { Some(end) } else { None };
         if write_back {
             // Reported once the data is in the buffer; the media write goes on behind it.
             self.free_ns = m.end_ns;
-            data_end + o.write_completion_ms * MS
+            let done = data_end + o.write_completion_ms * MS;
+            self.accept_ns = done;
+            done
         } else {
             let reselect = if o.extra_write_disconnect.is_some() {
                 o.other_reselect_ms

@@ -169,6 +169,25 @@ impl SegmentCache {
     /// replace one. Returns the segment used.
     #[inline]
     pub fn insert(&mut self, start: u64, end: u64, written: bool) -> usize {
+        if written {
+            // A write lands in the segment that held (part of) those sectors, and that
+            // segment now holds only the written run (DiskSim hands the whole segment to
+            // the write).
+            if let Some(i) = self.segments.iter().position(|s| s.start < end && start < s.end) {
+                if self.stream.is_some_and(|st| st.segment == i) {
+                    self.stream = None;
+                }
+                for (j, s) in self.segments.iter_mut().enumerate() {
+                    if j != i && s.start < end && start < s.end {
+                        s.end = s.start;
+                    }
+                }
+                let keep_from = end.saturating_sub(self.segment_sectors).max(start);
+                self.segments[i] = Segment { start: keep_from, end, last_use: 0, written };
+                self.touch(i);
+                return i;
+            }
+        }
         // Drop stale copies of these sectors elsewhere so a lookup never finds old data.
         for s in self.segments.iter_mut() {
             if s.start < end && start < s.end {
@@ -240,8 +259,9 @@ mod tests {
         let a = c.insert(0, 32, false);
         let b = c.insert(40, 48, true);
         c.insert(16, 24, true);
-        // The old copy of 16..32 in segment a is dropped; the new data appends to 0..16.
-        assert_eq!(c.lookup(0, 32), Some((a, 24)));
+        // The write takes over the segment that held those sectors; its old run is gone.
+        assert_eq!(c.lookup(16, 8), Some((a, 8)));
+        assert_eq!(c.lookup(0, 16), None);
         assert_eq!(c.lookup(24, 8), None);
         assert_eq!(c.lookup(40, 8), Some((b, 8)));
     }

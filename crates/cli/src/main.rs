@@ -1,2 +1,68 @@
-//! The `layoutlab` command.
-fn main() {}
+//! `layoutlab`: a laboratory for file-system layout.
+//!
+//! The binary is thin glue: every command parses its arguments, calls the library crates, and
+//! prints a table (or `--json`). See `layoutlab --help` and the README.
+
+mod cmd;
+mod experiment;
+mod fsck_experiment;
+
+use clap::{Parser, Subcommand};
+
+/// layoutlab — how a layout choice changes what fsck, delete, read and write cost on real disks.
+///
+/// It writes real ext images through libext2fs, runs the real e2fsck and kernel on loop
+/// devices under block tracing, and prices the traces on calibrated device models.
+#[derive(Parser)]
+#[command(
+    name = "layoutlab",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a named experiment end to end and print ours beside the published numbers.
+    ///
+    /// Example: layoutlab reproduce metacluster-fsck --scale 1 --json result.json
+    Reproduce(cmd::reproduce::Args),
+    /// List the named experiments.
+    Experiments(cmd::reproduce::ListArgs),
+    /// Plan a workload with a layout policy (no I/O) and summarise where things went.
+    Plan(cmd::plan::Args),
+    /// Write an ext image through libext2fs from a plan, or inspect any ext image.
+    #[command(subcommand)]
+    Image(cmd::image::Command),
+    /// Device models: list presets, import DiskSim specs, validate against measured drives, run
+    /// fio-like jobs.
+    #[command(subcommand)]
+    Device(cmd::device::Command),
+    /// Block traces: convert between formats, replay on a device model, plot.
+    #[command(subcommand)]
+    Trace(cmd::trace::Command),
+    /// Benchmarks of layoutlab itself (performance targets live here, not in tests).
+    #[command(subcommand)]
+    Bench(cmd::bench::Command),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Reproduce(a) => cmd::reproduce::run(a),
+        Command::Experiments(a) => cmd::reproduce::list(a),
+        Command::Plan(a) => cmd::plan::run(a),
+        Command::Image(c) => cmd::image::run(c),
+        Command::Device(c) => cmd::device::run(c),
+        Command::Trace(c) => cmd::trace::run(c),
+        Command::Bench(c) => cmd::bench::run(c),
+    };
+    if let Err(e) = result {
+        eprintln!("layoutlab: error: {e:#}");
+        std::process::exit(2);
+    }
+}

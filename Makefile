@@ -1,0 +1,39 @@
+# layoutlab — one Makefile for a fresh Debian machine: every target installs what it needs.
+SHELL := /bin/bash
+CARGO ?= cargo
+DEBS := e2fsprogs libext2fs-dev comerr-dev pkg-config gcc make fio xfsprogs btrfs-progs util-linux
+BIN := target/release/layoutlab
+
+.PHONY: all deps build demo test lint bench clean-work
+
+all: build
+
+# Debian packages the rig and the image writer need (real mke2fs/e2fsck/debugfs, libext2fs
+# headers for the C shim, fio, mkfs.xfs, mkfs.btrfs). apt-get runs only if something is missing.
+deps:
+	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install:$$missing" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@command -v $(CARGO) >/dev/null || { echo "installing Rust (Debian cargo)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo rustc; }
+
+build: deps
+	$(CARGO) build --release --locked -p layoutlab-cli
+
+# The main job: the first headline result, at the experiment's default scale (~1 minute).
+demo: build
+	$(BIN) reproduce metacluster-fsck
+
+test: deps
+	$(CARGO) test --workspace --locked
+
+lint: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+# Performance targets live here, not in timed tests.
+bench: build
+	$(BIN) bench replay

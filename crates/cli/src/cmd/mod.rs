@@ -1,0 +1,66 @@
+//! One module per command group.
+
+pub mod bench;
+pub mod device;
+pub mod image;
+pub mod plan;
+pub mod reproduce;
+pub mod trace;
+
+use anyhow::{Context, Result};
+use std::path::Path;
+
+/// Write `value` as pretty JSON to `path` ("-" = stdout).
+pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    if path == Path::new("-") {
+        println!("{text}");
+        return Ok(());
+    }
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+}
+
+/// Parse a size such as `4k`, `16g`, `512`, `1.5M` (binary units) into bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        None => (t, 1u64),
+        Some((i, _)) => {
+            let unit = t[i..].to_ascii_lowercase();
+            let m = match unit.trim_end_matches("ib").trim_end_matches('b') {
+                "" => 1,
+                "k" => 1 << 10,
+                "m" => 1 << 20,
+                "g" => 1 << 30,
+                "t" => 1 << 40,
+                _ => return Err(format!("unknown size unit in '{s}' (use k, m, g, t)")),
+            };
+            (&t[..i], m)
+        }
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 4k, 16g)"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("'{s}' is not a size"));
+    }
+    Ok((v * mult as f64).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_are_binary_units() {
+        assert_eq!(parse_size("4k"), Ok(4096));
+        assert_eq!(parse_size("16g"), Ok(16 << 30));
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("1.5M"), Ok(1_572_864));
+        assert_eq!(parse_size("256KiB"), Ok(256 << 10));
+        assert!(parse_size("4q").is_err());
+        assert!(parse_size("x").is_err());
+        assert!(parse_size("-1k").is_err());
+    }
+}

@@ -1,0 +1,102 @@
+//! `layoutlab plan`: lay out a workload with a policy, in memory, and summarise it.
+
+use super::write_json;
+use anyhow::{Context, Result};
+use clap::Args as ClapArgs;
+use layoutlab_layout::geometry::Geometry;
+use layoutlab_layout::mkfs::MkfsProfile;
+use layoutlab_layout::policy::{self, PolicyParams};
+use layoutlab_layout::Plan;
+use layoutlab_report::{Cell, Column, Table};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Arguments of `plan` (shared by `image make`).
+#[derive(ClapArgs, Clone)]
+pub struct Args {
+    /// Workload profile (e.g. bench5).
+    #[arg(long, default_value = "bench5")]
+    pub workload: String,
+    /// Layout policy (e.g. ext3-2007, ext3-metacluster).
+    #[arg(long, default_value = "ext3-2007")]
+    pub policy: String,
+    /// A policy parameter NAME=VALUE (repeatable), e.g. --param region_start=1/2.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
+    /// mkfs profile.
+    #[arg(long, default_value = "ext3-2007")]
+    pub mkfs_profile: String,
+    /// Shrink the disk and every file together (1.0 = the profile's full size).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 2007)]
+    pub seed: u64,
+    /// Write the whole plan (every inode, run and indirect block) as JSON to PATH ("-" = stdout).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+}
+
+/// Parse NAME=VALUE parameters.
+pub fn parse_params(params: &[String]) -> Result<PolicyParams> {
+    let mut out = PolicyParams::new();
+    for p in params {
+        let (k, v) = p
+            .split_once('=')
+            .with_context(|| format!("policy parameter '{p}' is not NAME=VALUE"))?;
+        out.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(out)
+}
+
+/// Plan a workload: returns the geometry, the profile and the plan.
+pub fn make_plan(a: &Args) -> Result<(MkfsProfile, Geometry, Plan)> {
+    let pop = layoutlab_workload::profile_by_name(&a.workload)?.scale(a.scale)?;
+    let profile = MkfsProfile::by_name(&a.mkfs_profile)?;
+    let pol = policy::by_name(&a.policy, &parse_params(&a.params)?)?;
+    let geo = Geometry::new(&profile, pop.fs_bytes)?;
+    let plan = pol.plan(&geo, &pop, a.seed)?;
+    plan.check(&geo)
+        .map_err(|e| anyhow::anyhow!("policy {} made an inconsistent plan: {e}", a.policy))?;
+    Ok((profile, geo, plan))
+}
+
+/// Run `plan`.
+pub fn run(a: Args) -> Result<()> {
+    let t = Instant::now();
+    let (_, geo, plan) = make_plan(&a)?;
+    let secs = t.elapsed().as_secs_f64();
+    if let Some(p) = &a.json {
+        return write_json(p, &plan);
+    }
+    let mut t = Table::new(
+        &format!(
+            "{} on {} at scale {} (planned in {secs:.2} s)",
+            a.policy, a.workload, a.scale
+        ),
+        vec![Column::text("quantity"), Column::number("value", None)],
+    );
+    let frags = plan.fragments_per_file();
+    let rows: Vec<(&str, f64, usize)> = vec![
+        ("file-system blocks", geo.blocks_count as f64, 0),
+        ("block groups", geo.group_count() as f64, 0),
+        ("inodes planned", plan.inodes.len() as f64, 0),
+        ("file data blocks", plan.file_data_blocks() as f64, 0),
+        ("indirect blocks", plan.mapping_blocks() as f64, 0),
+        (
+            "files with >1 fragment",
+            frags.iter().filter(|(_, f)| *f > 1).count() as f64,
+            0,
+        ),
+        (
+            "fragments in all",
+            frags.iter().map(|(_, f)| *f).sum::<u64>() as f64,
+            0,
+        ),
+    ];
+    for (k, v, p) in rows {
+        t.push_row(vec![Cell::text(k), Cell::num(v, p)])?;
+    }
+    print!("{}", t.to_terminal(None)?);
+    Ok(())
+}

@@ -1,0 +1,410 @@
+//! `layoutlab reproduce NAME`: run a named experiment and print ours beside the published numbers.
+
+use super::device::load_device;
+use super::{parse_size, write_json};
+use crate::experiment::{self, Experiment};
+use crate::fsck_experiment::{self, PolicyRun, RunOptions};
+use anyhow::{Context, Result};
+use clap::Args as ClapArgs;
+use layoutlab_device::job::{run_job, JobReport, JobSpec, Rw};
+use layoutlab_device::replay::Discipline;
+use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, IoPoint, OffsetSeries, Table};
+use layoutlab_trace::Op;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `reproduce`.
+#[derive(ClapArgs)]
+pub struct Args {
+    /// Experiment name (see `layoutlab experiments`) or path to an experiment TOML file.
+    name: String,
+    /// Shrink the disk and every file together (1.0 = as published). Default: the experiment's.
+    #[arg(long)]
+    scale: Option<f64>,
+    /// Device preset (name or .toml file) to price the traces on. Default: the experiment's.
+    #[arg(long)]
+    device: Option<String>,
+    /// Write the results as JSON to PATH ("-" for stdout).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Where images are made while the experiment runs (sparse files; default: a fresh
+    /// directory under $TMPDIR, removed afterwards).
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<PathBuf>,
+    /// Keep the images (and the captured traces as CSV) in the work directory.
+    #[arg(long)]
+    keep: bool,
+    /// Where the report (Markdown, HTML, SVG) is written.
+    #[arg(long, value_name = "DIR", default_value = "results")]
+    out: PathBuf,
+    /// Multiply the CPU time measured between requests (2.0 = a CPU half as fast as this one).
+    #[arg(long)]
+    cpu_scale: Option<f64>,
+}
+
+/// Arguments of `experiments`.
+#[derive(ClapArgs)]
+pub struct ListArgs {
+    /// Write the list as JSON to PATH ("-" for stdout).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+}
+
+/// List the shipped experiments.
+pub fn list(a: ListArgs) -> Result<()> {
+    let mut rows = Vec::new();
+    for n in experiment::names() {
+        let e = experiment::load(n)?;
+        rows.push(serde_json::json!({"name": e.name, "operation": e.operation, "device": e.device, "title": e.title}));
+        if a.json.is_none() {
+            println!("{:<20} {}", e.name, e.title);
+        }
+    }
+    if let Some(p) = a.json {
+        write_json(&p, &rows)?;
+    }
+    Ok(())
+}
+
+/// Run an experiment.
+pub fn run(a: Args) -> Result<()> {
+    layoutlab_rig::cleanup::install();
+    let exp = experiment::load(&a.name)?;
+    let device = a.device.clone().unwrap_or_else(|| exp.device.clone());
+    // Fail on a bad preset before any work.
+    load_device(&device)?;
+    let out_dir = a.out.join(&exp.name);
+    match exp.operation.as_str() {
+        "fsck" => run_fsck(&exp, &a, &device, &out_dir),
+        _ => run_fio(&exp, &a, &device, &out_dir),
+    }
+}
+
+/// The JSON of an fsck experiment (the contract of `--json`).
+#[derive(Serialize)]
+struct FsckJson<'a> {
+    experiment: &'a str,
+    scale: f64,
+    device: &'a str,
+    cpu_scale: f64,
+    runs: &'a [PolicyRun],
+    reduction: Option<f64>,
+    published: PublishedJson,
+}
+
+#[derive(Serialize)]
+struct PublishedJson {
+    source: String,
+    total_seconds: std::collections::BTreeMap<String, f64>,
+    reduction: Option<f64>,
+}
+
+fn reduction(base: f64, new: f64) -> Option<f64> {
+    (base > 0.0).then(|| 1.0 - new / base)
+}
+
+fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<()> {
+    let spec = exp.fsck.as_ref().context("no [fsck] table")?;
+    let scale = a.scale.unwrap_or(spec.default_scale);
+    let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
+    let tmp;
+    let workdir = match &a.workdir {
+        Some(d) => d.clone(),
+        None => {
+            tmp = layoutlab_rig::TempDir::new(&std::env::temp_dir(), "layoutlab")?;
+            tmp.path().to_path_buf()
+        }
+    };
+    eprintln!(
+        "{} — scale {scale} on {device}; images in {}",
+        exp.title,
+        workdir.display()
+    );
+    let opts = RunOptions {
+        scale,
+        device: device.to_string(),
+        workdir: workdir.clone(),
+        keep: a.keep,
+        cpu_scale,
+    };
+    let runs = fsck_experiment::run(exp, &opts)?;
+
+    let mut tables = Vec::new();
+    for r in &runs {
+        let mut t = Table::new(
+            &format!("e2fsck -fn per pass, {} (predicted on {device})", r.policy),
+            vec![
+                Column::text("pass"),
+                Column::number("time", Some("s")),
+                Column::number("read", Some("MB")),
+                Column::number("requests", None),
+                Column::number("rate", Some("MB/s")),
+            ],
+        );
+        for p in &r.passes {
+            t.push_row(vec![
+                Cell::text(if p.pass == 0 {
+                    "setup".to_string()
+                } else {
+                    p.pass.to_string()
+                }),
+                Cell::num(p.seconds, 2),
+                Cell::num(p.mb_read, 1),
+                Cell::num(p.requests as f64, 0),
+                rate_cell(p.mb_read, p.seconds),
+            ])?;
+        }
+        t.push_total(vec![
+            Cell::text("total"),
+            Cell::num(r.total_seconds, 2),
+            Cell::num(r.mb_read, 1),
+            Cell::num(r.requests as f64, 0),
+            rate_cell(r.mb_read, r.total_seconds),
+        ])?;
+        tables.push(t);
+    }
+    let published = &exp.published;
+    let mut summary = Table::new(
+        &format!("{} at scale {scale} on {device}", exp.name),
+        vec![
+            Column::text("policy"),
+            Column::number("predicted", Some("s")),
+            Column::published("published", Some("s")),
+            Column::number("disk busy", Some("s")),
+            Column::number("CPU", Some("s")),
+            Column::number("indirect blocks", None),
+            Column::number("read by e2fsck", None),
+            Column::number("e2fsck here", Some("s")),
+        ],
+    );
+    for r in &runs {
+        summary.push_row(vec![
+            Cell::text(&r.policy),
+            Cell::num(r.total_seconds, 1),
+            published_cell(published.total_seconds.get(&r.policy).copied()),
+            Cell::num(r.io_seconds, 1),
+            Cell::num(r.cpu_seconds, 1),
+            Cell::num(r.indirect_blocks as f64, 0),
+            Cell::num(r.indirect_blocks_read as f64, 0),
+            Cell::num(r.measured_here.real_seconds, 2),
+        ])?;
+    }
+    let ours = (runs.len() >= 2)
+        .then(|| reduction(runs[0].total_seconds, runs[runs.len() - 1].total_seconds))
+        .flatten();
+    let theirs = match (runs.first(), runs.last()) {
+        (Some(f), Some(l)) if runs.len() >= 2 => published
+            .total_seconds
+            .get(&f.policy)
+            .zip(published.total_seconds.get(&l.policy))
+            .and_then(|(b, n)| reduction(*b, *n)),
+        _ => None,
+    };
+    for t in &tables {
+        println!("{}", t.to_terminal(Some(110))?);
+    }
+    println!("{}", summary.to_terminal(Some(110))?);
+    if let Some(o) = ours {
+        print!(
+            "reduction of e2fsck time, {} → {}: {:.0}%",
+            runs[0].policy,
+            runs[runs.len() - 1].policy,
+            o * 100.0
+        );
+        match theirs {
+            Some(p) => println!(" (published, at scale 1: {:.0}%)", p * 100.0),
+            None => println!(),
+        }
+    }
+    if scale != 1.0 {
+        println!("note: published numbers are for the full 400 GB file system (scale 1); use --scale 1 to compare like with like.");
+    }
+    if !published.source.is_empty() {
+        println!("published: {}", published.source);
+    }
+
+    // Report files: Markdown, an HTML bundle and the seekwatcher-style plot of the modelled runs.
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let series: Vec<OffsetSeries> = runs
+        .iter()
+        .map(|r| OffsetSeries {
+            name: r.policy.clone(),
+            points: r
+                .trace
+                .requests
+                .iter()
+                .zip(&r.replayed.requests)
+                .filter(|(q, _)| matches!(q.op, Op::Read | Op::Write))
+                .map(|(q, m)| IoPoint {
+                    time_s: m.start_ns / 1e9,
+                    offset_bytes: q.sector as f64 * 512.0,
+                    length_bytes: q.bytes() as f64,
+                    is_write: q.op == Op::Write,
+                })
+                .collect(),
+        })
+        .collect();
+    let svg = offset_plot(
+        &format!("{}: e2fsck -fn on {device} (modelled time)", exp.name),
+        &series,
+    );
+    let svg_path = out_dir.join("fsck-offset.svg");
+    std::fs::write(&svg_path, &svg).with_context(|| format!("writing {}", svg_path.display()))?;
+    let mut md = format!("# {}\n\n{}\n\n", exp.name, exp.title);
+    for t in tables.iter().chain(std::iter::once(&summary)) {
+        md.push_str(&t.to_markdown()?);
+        md.push('\n');
+    }
+    std::fs::write(out_dir.join("report.md"), md)?;
+    let mut html = HtmlBundle::new(&exp.title);
+    html.heading(&exp.name);
+    for t in tables.iter().chain(std::iter::once(&summary)) {
+        html.table(t.clone());
+    }
+    html.svg("disk offset over modelled time, both layouts", svg);
+    html.write(&out_dir.join("index.html"))?;
+    eprintln!(
+        "report: {}/{{report.md,index.html,fsck-offset.svg}}",
+        out_dir.display()
+    );
+    if a.keep {
+        for r in &runs {
+            let p = workdir.join(format!("{}-{}.trace.csv", exp.name, r.policy));
+            layoutlab_trace::format::write_path(&r.trace, &p, layoutlab_trace::Format::Csv)?;
+            eprintln!(
+                "kept {} and {}",
+                r.image
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                p.display()
+            );
+        }
+    }
+    if let Some(path) = &a.json {
+        write_json(
+            path,
+            &FsckJson {
+                experiment: &exp.name,
+                scale,
+                device,
+                cpu_scale,
+                runs: &runs,
+                reduction: ours,
+                published: PublishedJson {
+                    source: published.source.clone(),
+                    total_seconds: published.total_seconds.clone(),
+                    reduction: theirs,
+                },
+            },
+        )?;
+    }
+    Ok(())
+}
+
+fn rate_cell(mb: f64, s: f64) -> Cell {
+    if s > 0.0 && mb > 0.0 {
+        Cell::num(mb / s, 2)
+    } else {
+        Cell::Empty
+    }
+}
+
+/// A published number, or an empty cell. (They are for scale 1; the summary says so.)
+fn published_cell(v: Option<f64>) -> Cell {
+    v.map(|v| Cell::published(v, 1)).unwrap_or(Cell::Empty)
+}
+
+/// One block size of a fio experiment.
+#[derive(Serialize)]
+struct FioRun {
+    bs: String,
+    bs_bytes: u64,
+    #[serde(flatten)]
+    report: JobReport,
+}
+
+fn run_fio(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<()> {
+    let spec = exp.fio.as_ref().context("no [fio] table")?;
+    let span = parse_size(&spec.span).map_err(anyhow::Error::msg)?;
+    let rw: Rw = spec.rw.parse()?;
+    let mut runs = Vec::new();
+    for bs in &spec.bs {
+        let bs_bytes = parse_size(bs).map_err(anyhow::Error::msg)?;
+        let mut dev = load_device(device)?;
+        let job = JobSpec {
+            rw,
+            bs_bytes,
+            span_bytes: span,
+            offset_bytes: 0,
+            runtime_s: Some(spec.runtime_s),
+            number: None,
+            iodepth: spec.iodepth,
+            discipline: Discipline::Fcfs,
+            seed: exp.seed,
+        };
+        let report = run_job(dev.as_mut(), &job)?;
+        runs.push(FioRun {
+            bs: bs.clone(),
+            bs_bytes,
+            report,
+        });
+    }
+    let mut t = Table::new(
+        &format!(
+            "{} on {device}: {} qd{} span {}",
+            exp.name, spec.rw, spec.iodepth, spec.span
+        ),
+        vec![
+            Column::text("bs"),
+            Column::number("IOPS", None),
+            Column::published("IOPS", None),
+            Column::number("vs published", Some("%")),
+            Column::number("mean", Some("ms")),
+            Column::published("mean", Some("ms")),
+            Column::number("min", Some("ms")),
+            Column::number("max", Some("ms")),
+            Column::number("stdev", Some("ms")),
+        ],
+    );
+    for r in &runs {
+        let p = exp.published.iops.get(&r.bs).copied();
+        t.push_row(vec![
+            Cell::text(&r.bs),
+            Cell::num(r.report.iops, 1),
+            p.map(|v| Cell::published(v, 0)).unwrap_or(Cell::Empty),
+            p.map(|v| Cell::num(100.0 * (r.report.iops / v - 1.0), 1))
+                .unwrap_or(Cell::Empty),
+            Cell::num(r.report.mean_ms, 3),
+            exp.published
+                .mean_ms
+                .get(&r.bs)
+                .map(|v| Cell::published(*v, 3))
+                .unwrap_or(Cell::Empty),
+            Cell::num(r.report.min_ms, 3),
+            Cell::num(r.report.max_ms, 3),
+            Cell::num(r.report.stdev_ms, 3),
+        ])?;
+    }
+    println!("{}", t.to_terminal(Some(110))?);
+    if !exp.published.source.is_empty() {
+        println!("published: {}", exp.published.source);
+    }
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    std::fs::write(
+        out_dir.join("report.md"),
+        format!("# {}\n\n{}\n\n{}", exp.name, exp.title, t.to_markdown()?),
+    )?;
+    if let Some(path) = &a.json {
+        write_json(
+            path,
+            &serde_json::json!({
+                "experiment": exp.name,
+                "device": device,
+                "runs": runs,
+                "published": exp.published,
+            }),
+        )?;
+    }
+    Ok(())
+}

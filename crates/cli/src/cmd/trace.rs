@@ -1,0 +1,268 @@
+//! `layoutlab trace ...`: convert between trace formats, replay on a device model, plot.
+
+use super::device::{load_device, parse_discipline};
+use super::write_json;
+use anyhow::{Context, Result};
+use clap::{Args as ClapArgs, Subcommand};
+use layoutlab_device::replay::{replay, ReplayOptions};
+use layoutlab_report::{offset_plot, Cell, Column, IoPoint, OffsetSeries, Table};
+use layoutlab_trace::{format as tformat, stats, Format, Op, Trace};
+use std::path::{Path, PathBuf};
+
+/// Trace commands.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Convert a trace between formats (detected from content/extension unless given).
+    ///
+    /// Readers: tracefs, blktrace (per-CPU binary), blkparse, disksim (ascii), disksim-validate,
+    /// fio (iolog v2/v3), csv. Writers: fio (iolog v3), disksim, blkparse, csv.
+    /// Example: layoutlab trace convert sda.blktrace.0 out.iolog --to fio
+    Convert {
+        /// Input trace.
+        input: PathBuf,
+        /// Output file.
+        output: PathBuf,
+        /// Input format (default: detected).
+        #[arg(long)]
+        from: Option<String>,
+        /// Output format (default: from the output's extension).
+        #[arg(long)]
+        to: Option<String>,
+    },
+    /// Summarise a trace: requests and bytes per tag.
+    Stats {
+        /// The trace.
+        input: PathBuf,
+        /// Input format (default: detected).
+        #[arg(long)]
+        from: Option<String>,
+        /// Write the summary as JSON to PATH ("-" for stdout).
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+    },
+    /// Replay a trace on a device model, keeping the application's think time.
+    ///
+    /// Example: layoutlab trace replay fsck.csv --device sata-400g-2007 --json -
+    Replay(ReplayArgs),
+    /// Plot one or more traces seekwatcher-style: offset over time, MB/s, seeks/s (SVG).
+    ///
+    /// Example: layoutlab trace plot a.csv b.csv -o compare.svg
+    Plot {
+        /// Traces to overlay.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// Output SVG.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Title.
+        #[arg(long, default_value = "I/O over time")]
+        title: String,
+    },
+}
+
+/// Arguments of `trace replay`.
+#[derive(ClapArgs)]
+pub struct ReplayArgs {
+    /// The trace.
+    input: PathBuf,
+    /// Input format (default: detected).
+    #[arg(long)]
+    from: Option<String>,
+    /// Device preset name or preset file.
+    #[arg(long)]
+    device: String,
+    /// Multiply the trace's CPU time between requests (2.0 = a CPU half as fast).
+    #[arg(long, default_value_t = 1.0)]
+    cpu_scale: f64,
+    /// Queue discipline: fcfs or sptf.
+    #[arg(long, default_value = "fcfs")]
+    scheduler: String,
+    /// Queue depth (default: the device's).
+    #[arg(long)]
+    depth: Option<usize>,
+    /// Write the result as JSON to PATH ("-" for stdout).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+}
+
+/// Read a trace, in `from` format if given.
+pub fn read_trace(path: &Path, from: Option<&str>) -> Result<Trace> {
+    let t = match from {
+        Some(f) => tformat::read_as(path, Format::from_name(f)?)?,
+        None => tformat::read_path(path)?,
+    };
+    Ok(t)
+}
+
+/// The points of a trace for an offset plot, from its own (captured) times.
+pub fn io_points(trace: &Trace) -> Vec<IoPoint> {
+    let t0 = trace.requests.first().map(|r| r.issue_ns).unwrap_or(0);
+    trace
+        .requests
+        .iter()
+        .filter(|r| matches!(r.op, Op::Read | Op::Write))
+        .map(|r| IoPoint {
+            time_s: (r.issue_ns - t0) as f64 / 1e9,
+            offset_bytes: r.sector as f64 * 512.0,
+            length_bytes: r.bytes() as f64,
+            is_write: r.op == Op::Write,
+        })
+        .collect()
+}
+
+/// Run a trace command.
+pub fn run(cmd: Command) -> Result<()> {
+    match cmd {
+        Command::Convert {
+            input,
+            output,
+            from,
+            to,
+        } => {
+            let trace = read_trace(&input, from.as_deref())?;
+            let fmt = match to {
+                Some(t) => Format::from_name(&t)?,
+                None => Format::from_extension(&output).with_context(|| {
+                    format!(
+                        "cannot tell the output format from '{}'; give --to",
+                        output.display()
+                    )
+                })?,
+            };
+            tformat::write_path(&trace, &output, fmt)?;
+            eprintln!(
+                "wrote {} requests to {} ({})",
+                trace.requests.len(),
+                output.display(),
+                fmt.name()
+            );
+            Ok(())
+        }
+        Command::Stats { input, from, json } => {
+            let trace = read_trace(&input, from.as_deref())?;
+            let per = stats::per_tag(&trace);
+            if let Some(path) = json {
+                #[derive(serde::Serialize)]
+                struct Row<'a> {
+                    tag: &'a str,
+                    requests: u64,
+                    read_bytes: u64,
+                    write_bytes: u64,
+                }
+                let rows: Vec<Row> = per
+                    .iter()
+                    .map(|s| Row {
+                        tag: &s.tag,
+                        requests: s.requests,
+                        read_bytes: s.read_bytes,
+                        write_bytes: s.write_bytes,
+                    })
+                    .collect();
+                return write_json(&path, &rows);
+            }
+            let mut t = Table::new(
+                &format!("{} ({} requests)", input.display(), trace.requests.len()),
+                vec![
+                    Column::text("tag"),
+                    Column::number("requests", None),
+                    Column::number("read", Some("MB")),
+                    Column::number("written", Some("MB")),
+                ],
+            );
+            for s in &per {
+                t.push_row(vec![
+                    Cell::text(if s.tag.is_empty() { "-" } else { &s.tag }),
+                    Cell::num(s.requests as f64, 0),
+                    Cell::num(s.read_bytes as f64 / 1e6, 1),
+                    Cell::num(s.write_bytes as f64 / 1e6, 1),
+                ])?;
+            }
+            print!("{}", t.to_terminal(None)?);
+            Ok(())
+        }
+        Command::Replay(a) => {
+            let trace = read_trace(&a.input, a.from.as_deref())?;
+            let mut dev = load_device(&a.device)?;
+            let opts = ReplayOptions {
+                cpu_scale: a.cpu_scale,
+                discipline: parse_discipline(&a.scheduler)?,
+                depth: a.depth,
+            };
+            let r = replay(dev.as_mut(), &trace, &opts);
+            let mut t = Table::new(
+                &format!("{} on {}", a.input.display(), a.device),
+                vec![
+                    Column::text("tag"),
+                    Column::number("time", Some("s")),
+                    Column::number("requests", None),
+                    Column::number("read", Some("MB")),
+                ],
+            );
+            for s in &r.tags {
+                t.push_row(vec![
+                    Cell::text(if s.tag.is_empty() { "-" } else { &s.tag }),
+                    Cell::num(s.seconds, 3),
+                    Cell::num(s.requests as f64, 0),
+                    Cell::num(s.bytes_read as f64 / 1e6, 1),
+                ])?;
+            }
+            t.push_total(vec![
+                Cell::text("total"),
+                Cell::num(r.wall_ns / 1e9, 3),
+                Cell::num(trace.requests.len() as f64, 0),
+                Cell::num(
+                    r.tags.iter().map(|s| s.bytes_read).sum::<u64>() as f64 / 1e6,
+                    1,
+                ),
+            ])?;
+            print!("{}", t.to_terminal(None)?);
+            println!(
+                "I/O busy {:.3} s, CPU not overlapped with I/O {:.3} s",
+                r.io_busy_ns / 1e9,
+                r.cpu_not_overlapped_ns / 1e9
+            );
+            if let Some(path) = a.json {
+                #[derive(serde::Serialize)]
+                struct Out<'a> {
+                    device: &'a str,
+                    requests: usize,
+                    wall_seconds: f64,
+                    io_busy_seconds: f64,
+                    cpu_not_overlapped_seconds: f64,
+                    tags: &'a [layoutlab_device::replay::TagSummary],
+                }
+                write_json(
+                    &path,
+                    &Out {
+                        device: &a.device,
+                        requests: trace.requests.len(),
+                        wall_seconds: r.wall_ns / 1e9,
+                        io_busy_seconds: r.io_busy_ns / 1e9,
+                        cpu_not_overlapped_seconds: r.cpu_not_overlapped_ns / 1e9,
+                        tags: &r.tags,
+                    },
+                )?;
+            }
+            Ok(())
+        }
+        Command::Plot {
+            inputs,
+            output,
+            title,
+        } => {
+            let mut series = Vec::new();
+            for p in &inputs {
+                let trace = read_trace(p, None)?;
+                series.push(OffsetSeries {
+                    name: p.display().to_string(),
+                    points: io_points(&trace),
+                });
+            }
+            let svg = offset_plot(&title, &series);
+            std::fs::write(&output, svg)
+                .with_context(|| format!("writing {}", output.display()))?;
+            eprintln!("wrote {}", output.display());
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! The "fsck" operation of an experiment: for every policy, plan the workload, write the image
+//! through libext2fs, run the real `e2fsck -fn -tt` on it through a loop device under block
+//! tracing, and replay the trace on the experiment's device model.
+//!
+//! Every number reported comes from the replay of a real e2fsck trace; the published numbers
+//! are carried along only to be printed beside ours.
+
+use crate::experiment::Experiment;
+use anyhow::{bail, Context, Result};
+use layoutlab_device::replay::{replay, ReplayOptions, Replayed};
+use layoutlab_layout::geometry::Geometry;
+use layoutlab_layout::mkfs::MkfsProfile;
+use layoutlab_layout::policy::{self, PolicyParams};
+use layoutlab_layout::Plan;
+use layoutlab_rig::{FsckOptions, LoopDevice};
+use layoutlab_trace::{Op, Trace};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// How to run the experiment (from the command line).
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Scale of disk and files (1.0 = as published).
+    pub scale: f64,
+    /// Device preset (name or file) the traces are replayed on.
+    pub device: String,
+    /// Where images live while the experiment runs.
+    pub workdir: PathBuf,
+    /// Keep images and traces after the run.
+    pub keep: bool,
+    /// Multiplier of CPU time between requests.
+    pub cpu_scale: f64,
+}
+
+/// One e2fsck pass as the model predicts it.
+#[derive(Clone, Debug, Serialize)]
+pub struct PassResult {
+    /// 1..5 (0 = before pass 1: superblock, descriptors, journal).
+    pub pass: u32,
+    /// Predicted wall seconds on the device model.
+    pub seconds: f64,
+    /// MB (10^6 bytes) read from the device.
+    pub mb_read: f64,
+    /// Requests issued.
+    pub requests: u64,
+}
+
+/// e2fsck's own `-tt` figures on this machine (loop device over a sparse image): context
+/// only, the prediction does not use them.
+#[derive(Clone, Debug, Serialize)]
+pub struct MeasuredHere {
+    /// Real seconds of the whole run.
+    pub real_seconds: f64,
+    /// User CPU seconds.
+    pub user_seconds: f64,
+    /// System CPU seconds.
+    pub sys_seconds: f64,
+}
+
+/// One policy's run.
+#[derive(Clone, Debug, Serialize)]
+pub struct PolicyRun {
+    /// Policy name.
+    pub policy: String,
+    /// Whether the real `e2fsck -fn` found the image clean.
+    pub fsck_clean: bool,
+    /// Indirect (IND/DIND/TIND) blocks in the plan.
+    pub indirect_blocks: u64,
+    /// How many of them the traced e2fsck read.
+    pub indirect_blocks_read: u64,
+    /// Per pass, predicted on the device model.
+    pub passes: Vec<PassResult>,
+    /// Predicted wall seconds of the whole e2fsck run.
+    pub total_seconds: f64,
+    /// Predicted seconds the disk was busy.
+    pub io_seconds: f64,
+    /// CPU seconds (measured here, times cpu_scale) not overlapped with I/O.
+    pub cpu_seconds: f64,
+    /// MB read in total.
+    pub mb_read: f64,
+    /// Requests in total.
+    pub requests: u64,
+    /// e2fsck's own timing on this machine.
+    pub measured_here: MeasuredHere,
+    /// Files with more than one fragment.
+    pub fragmented_files: u64,
+    /// Where the image was kept (with --keep).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<PathBuf>,
+    /// The captured trace (not serialized).
+    #[serde(skip)]
+    pub trace: Trace,
+    /// Its replay (not serialized).
+    #[serde(skip)]
+    pub replayed: Replayed,
+}
+
+/// Say what is happening on long work (stderr, so --json - stays clean).
+fn progress(msg: &str) {
+    eprintln!("  {msg}");
+}
+
+/// Run the fsck operation for every policy of `exp`.
+pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
+    let Some(spec) = exp.fsck.as_ref() else {
+        bail!("experiment '{}' has no [fsck] table", exp.name);
+    };
+    if !(opts.scale > 0.0 && opts.scale <= 1.0) {
+        bail!("--scale must be in (0, 1], got {}", opts.scale);
+    }
+    // Resolve every name before any work, so a typo fails at once and changes nothing.
+    let population = layoutlab_workload::profile_by_name(&spec.workload)
+        .with_context(|| format!("workload of experiment '{}'", exp.name))?
+        .scale(opts.scale)?;
+    let profile = MkfsProfile::by_name(&spec.mkfs_profile)?;
+    let policies = spec
+        .policies
+        .iter()
+        .map(|p| policy::by_name(p, &PolicyParams::new()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let device_check = crate::cmd::device::load_device(&opts.device)?;
+    layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
+    let geometry = Geometry::new(&profile, population.fs_bytes)?;
+    if device_check.capacity_sectors() * 512 < population.fs_bytes {
+        bail!(
+            "device '{}' holds {:.1} GB, less than the {:.1} GB file system",
+            opts.device,
+            device_check.capacity_sectors() as f64 * 512.0 / 1e9,
+            population.fs_bytes as f64 / 1e9
+        );
+    }
+    drop(device_check);
+    std::fs::create_dir_all(&opts.workdir)
+        .with_context(|| format!("creating work directory {}", opts.workdir.display()))?;
+
+    let mut runs = Vec::new();
+    for (i, pol) in policies.iter().enumerate() {
+        eprintln!("[{}/{}] {}", i + 1, policies.len(), pol.name());
+        let t = Instant::now();
+        let plan = pol.plan(&geometry, &population, exp.seed)?;
+        plan.check(&geometry)
+            .map_err(|e| anyhow::anyhow!("policy {} made an inconsistent plan: {e}", pol.name()))?;
+        progress(&format!(
+            "planned {} inodes, {} indirect blocks in {:.1} s",
+            plan.inodes.len(),
+            plan.mapping_blocks(),
+            t.elapsed().as_secs_f64()
+        ));
+        let image_path = opts
+            .workdir
+            .join(format!("{}-{}.img", exp.name, pol.name()));
+        let image = ImageFile::new(&image_path, opts.keep)?;
+        let run = run_one(
+            spec.os_read_ahead_kb,
+            opts,
+            &profile,
+            &geometry,
+            &plan,
+            image.path(),
+        )?;
+        runs.push(PolicyRun {
+            image: opts.keep.then(|| image_path.clone()),
+            ..run
+        });
+    }
+    Ok(runs)
+}
+
+/// An image file that is removed when dropped (also on SIGINT/SIGTERM through the rig's
+/// cleanup registry) unless kept.
+struct ImageFile {
+    path: PathBuf,
+    cleanup: Option<layoutlab_rig::cleanup::CleanupId>,
+}
+
+impl ImageFile {
+    fn new(path: &Path, keep: bool) -> Result<ImageFile> {
+        if path.exists() {
+            bail!(
+                "{} already exists (from a --keep run?); remove it or choose another --workdir",
+                path.display()
+            );
+        }
+        let owned = path.to_path_buf();
+        let cleanup = (!keep).then(|| {
+            layoutlab_rig::cleanup::register(format!("image {}", owned.display()), move || {
+                let _ = std::fs::remove_file(&owned);
+            })
+        });
+        Ok(ImageFile {
+            path: path.to_path_buf(),
+            cleanup,
+        })
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ImageFile {
+    fn drop(&mut self) {
+        if let Some(id) = self.cleanup.take() {
+            layoutlab_rig::cleanup::run(&id);
+        }
+    }
+}
+
+fn run_one(
+    os_read_ahead_kb: u32,
+    opts: &RunOptions,
+    profile: &MkfsProfile,
+    geometry: &Geometry,
+    plan: &Plan,
+    image: &Path,
+) -> Result<PolicyRun> {
+    let t = Instant::now();
+    let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
+    layoutlab_image::mkfs(image, fs_bytes, &profile.mke2fs_args(fs_bytes))?;
+    let stats = layoutlab_image::materialize(image, plan)?;
+    progress(&format!(
+        "image written through libext2fs in {:.1} s ({} data blocks, {} indirect blocks)",
+        t.elapsed().as_secs_f64(),
+        stats.file_data_blocks,
+        stats.mapping_blocks
+    ));
+    let verdict = layoutlab_image::fsck_check(image)?;
+    if !verdict.clean {
+        bail!(
+            "the real e2fsck -fn does not find the {} image clean — a bug in layoutlab, please report:\n{}",
+            plan.policy,
+            verdict.output
+        );
+    }
+    progress("e2fsck -fn: clean");
+
+    let t = Instant::now();
+    let run = {
+        let loopdev = LoopDevice::attach(image, true)?;
+        loopdev.set_read_ahead_kb(os_read_ahead_kb)?;
+        loopdev.set_scheduler_none()?;
+        loopdev.flush_buffers()?;
+        layoutlab_rig::drop_caches()?;
+        layoutlab_rig::run_e2fsck_traced(loopdev.path(), loopdev.dev(), &FsckOptions::default())?
+    };
+    if run.exit_code != 0 {
+        bail!(
+            "traced e2fsck exited {} on the {} image:\n{}",
+            run.exit_code,
+            plan.policy,
+            run.stdout
+        );
+    }
+    if run.capture.lost_events > 0 {
+        bail!(
+            "the kernel lost {} trace events; the trace is incomplete (raise the tracefs buffer)",
+            run.capture.lost_events
+        );
+    }
+    let e2fsck_clean = run.clean();
+    let trace = run.capture.trace;
+    progress(&format!(
+        "traced e2fsck -fn -tt: {} requests in {:.1} s here",
+        trace.requests.len(),
+        t.elapsed().as_secs_f64()
+    ));
+
+    let read = indirect_blocks_read(plan, &trace, geometry.block_size_bytes);
+    let mut device = crate::cmd::device::load_device(&opts.device)?;
+    let replayed = replay(
+        device.as_mut(),
+        &trace,
+        &ReplayOptions {
+            cpu_scale: opts.cpu_scale,
+            ..ReplayOptions::default()
+        },
+    );
+    let passes: Vec<PassResult> = replayed
+        .tags
+        .iter()
+        .map(|s| PassResult {
+            pass: pass_number(&s.tag),
+            seconds: s.seconds,
+            mb_read: s.bytes_read as f64 / 1e6,
+            requests: s.requests,
+        })
+        .collect();
+    let total = run.times.total();
+    Ok(PolicyRun {
+        policy: plan.policy.clone(),
+        fsck_clean: verdict.clean && e2fsck_clean,
+        indirect_blocks: plan.mapping_blocks(),
+        indirect_blocks_read: read,
+        total_seconds: replayed.wall_ns / 1e9,
+        io_seconds: replayed.io_busy_ns / 1e9,
+        cpu_seconds: replayed.cpu_not_overlapped_ns / 1e9,
+        mb_read: passes.iter().map(|p| p.mb_read).sum(),
+        requests: trace.requests.len() as u64,
+        measured_here: MeasuredHere {
+            real_seconds: total.map(|s| s.real_s).unwrap_or(0.0),
+            user_seconds: total.map(|s| s.user_s).unwrap_or(0.0),
+            sys_seconds: total.map(|s| s.sys_s).unwrap_or(0.0),
+        },
+        fragmented_files: plan
+            .fragments_per_file()
+            .iter()
+            .filter(|(_, f)| *f > 1)
+            .count() as u64,
+        passes,
+        image: None,
+        trace,
+        replayed,
+    })
+}
+
+/// "pass3" → 3; "setup" (before pass 1) → 0.
+fn pass_number(tag: &str) -> u32 {
+    tag.strip_prefix("pass")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// How many of the plan's indirect blocks some read request of the trace covered.
+pub fn indirect_blocks_read(plan: &Plan, trace: &Trace, block_size_bytes: u32) -> u64 {
+    let sectors_per_block = u64::from(block_size_bytes) / 512;
+    let mut wanted: HashSet<u64> = plan
+        .inodes
+        .iter()
+        .flat_map(|i| i.mapping.iter().map(|m| m.physical))
+        .collect();
+    let total = wanted.len() as u64;
+    for r in trace.requests.iter().filter(|r| r.op == Op::Read) {
+        let first = r.sector / sectors_per_block;
+        let last = (r.sector + u64::from(r.sectors)).div_ceil(sectors_per_block);
+        for b in first..last {
+            wanted.remove(&b);
+        }
+        if wanted.is_empty() {
+            break;
+        }
+    }
+    total - wanted.len() as u64
+}

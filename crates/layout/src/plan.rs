@@ -1,5 +1,7 @@
 //! The product of a layout policy: every inode and every block it owns.
 
+use crate::geometry::{addr_per_block, Geometry};
+use layoutlab_workload::{NsOp, Population};
 use serde::{Deserialize, Serialize};
 
 /// What an inode is.
@@ -68,6 +70,47 @@ impl PlannedInode {
     pub fn data_blocks(&self) -> u64 {
         self.data.iter().map(|r| r.len).sum()
     }
+
+    /// Physically contiguous pieces of the data (runs that continue each other on disk and
+    /// in the file count as one).
+    pub fn fragments(&self) -> u64 {
+        let mut n = 0;
+        let mut prev: Option<&Run> = None;
+        for r in &self.data {
+            match prev {
+                Some(p) if p.physical + p.len == r.physical && p.logical + p.len == r.logical => {}
+                _ => n += 1,
+            }
+            prev = Some(r);
+        }
+        n
+    }
+}
+
+/// Blocks a plan puts in one group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupSummary {
+    /// Group number.
+    pub group: u64,
+    /// Regular-file data blocks.
+    pub data_blocks: u64,
+    /// Indirect (mapping) blocks.
+    pub mapping_blocks: u64,
+    /// Directory blocks.
+    pub dir_blocks: u64,
+}
+
+/// A file the plan could not give all the bytes the population asked for (ENOSPC).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShortFile {
+    /// Inode number.
+    pub ino: u32,
+    /// Name.
+    pub name: String,
+    /// Bytes asked for.
+    pub requested_bytes: u64,
+    /// Bytes planned.
+    pub planned_bytes: u64,
 }
 
 /// Where a policy put everything.
@@ -83,5 +126,161 @@ impl Plan {
     /// Total number of indirect (mapping) blocks in the plan.
     pub fn mapping_blocks(&self) -> u64 {
         self.inodes.iter().map(|i| i.mapping.len() as u64).sum()
+    }
+
+    /// Total regular-file data blocks.
+    pub fn file_data_blocks(&self) -> u64 {
+        self.inodes
+            .iter()
+            .filter(|i| i.kind == InodeKind::File)
+            .map(|i| i.data_blocks())
+            .sum()
+    }
+
+    /// (inode, fragments) of every regular file.
+    pub fn fragments_per_file(&self) -> Vec<(u32, u64)> {
+        self.inodes
+            .iter()
+            .filter(|i| i.kind == InodeKind::File)
+            .map(|i| (i.ino, i.fragments()))
+            .collect()
+    }
+
+    /// Data, mapping and directory blocks per group.
+    pub fn group_summary(&self, geo: &Geometry) -> Vec<GroupSummary> {
+        let mut out: Vec<GroupSummary> = (0..geo.group_count())
+            .map(|group| GroupSummary {
+                group,
+                ..Default::default()
+            })
+            .collect();
+        let bpg = geo.blocks_per_group;
+        let fdb = geo.first_data_block;
+        for inode in &self.inodes {
+            for run in &inode.data {
+                // A run may cross group boundaries: split it.
+                let mut b = run.physical;
+                let end = run.physical + run.len;
+                while b < end {
+                    let g = (b - fdb) / bpg;
+                    let stop = (fdb + (g + 1) * bpg).min(end);
+                    let s = &mut out[g as usize];
+                    match inode.kind {
+                        InodeKind::File => s.data_blocks += stop - b,
+                        InodeKind::Dir => s.dir_blocks += stop - b,
+                    }
+                    b = stop;
+                }
+            }
+            for m in &inode.mapping {
+                out[((m.physical - fdb) / bpg) as usize].mapping_blocks += 1;
+            }
+        }
+        out
+    }
+
+    /// Files whose planned size is below the size the population asked for, matched by name
+    /// in the root directory.
+    pub fn short_files(&self, pop: &Population) -> Vec<ShortFile> {
+        let asked: std::collections::HashMap<&str, u64> = pop
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                NsOp::Create { path, bytes } => Some((path.as_str(), *bytes)),
+                NsOp::Mkdir { .. } => None,
+            })
+            .collect();
+        self.inodes
+            .iter()
+            .filter(|i| i.kind == InodeKind::File)
+            .filter_map(|i| {
+                let requested = *asked.get(i.name.as_str())?;
+                (i.size_bytes < requested).then(|| ShortFile {
+                    ino: i.ino,
+                    name: i.name.clone(),
+                    requested_bytes: requested,
+                    planned_bytes: i.size_bytes,
+                })
+            })
+            .collect()
+    }
+
+    /// Checks the plan against the file system it is for: every block inside the file
+    /// system, used once, never one of mke2fs's (except the root directory's own first
+    /// block); every file block mapped exactly once from 0; mapping blocks exactly those the
+    /// block-map tree needs, each at the first logical block it maps. Returns the first
+    /// violation found.
+    pub fn check(&self, geo: &Geometry) -> Result<(), String> {
+        let mut used = geo.free_map();
+        let root_block = geo.root_dir_block();
+        let addr = addr_per_block(geo.block_size_bytes);
+        let mut claim = |start: u64, len: u64, what: &str| -> Result<(), String> {
+            if start + len > geo.blocks_count || start < geo.first_data_block {
+                return Err(format!(
+                    "{what}: blocks {start}+{len} outside the file system"
+                ));
+            }
+            let clash = used.next_used(start, start + len);
+            if clash < start + len {
+                let whose = if geo.is_meta(clash) {
+                    "mke2fs metadata"
+                } else {
+                    "another inode"
+                };
+                return Err(format!("{what}: block {clash} already used by {whose}"));
+            }
+            used.mark_used(start, len);
+            Ok(())
+        };
+        for inode in &self.inodes {
+            let mut next_logical = 0;
+            for run in &inode.data {
+                if run.logical != next_logical || run.len == 0 {
+                    return Err(format!(
+                        "inode {}: run {:?} does not continue logical block {next_logical}",
+                        inode.ino, run
+                    ));
+                }
+                next_logical += run.len;
+                let what = format!("inode {} data", inode.ino);
+                if inode.ino == 2 && run.physical == root_block {
+                    if run.len > 1 {
+                        claim(run.physical + 1, run.len - 1, &what)?;
+                    }
+                } else {
+                    claim(run.physical, run.len, &what)?;
+                }
+            }
+            let bs = u64::from(geo.block_size_bytes);
+            if inode.size_bytes.div_ceil(bs) != next_logical {
+                return Err(format!(
+                    "inode {}: size {} bytes but {next_logical} blocks",
+                    inode.ino, inode.size_bytes
+                ));
+            }
+            let mut want: Vec<(MapKind, u64)> = (0..next_logical)
+                .flat_map(|l| crate::alloc::writer::mapping_needed_at(l, addr))
+                .collect();
+            let mut have: Vec<(MapKind, u64)> =
+                inode.mapping.iter().map(|m| (m.kind, m.logical)).collect();
+            want.sort();
+            have.sort();
+            if want != have {
+                return Err(format!(
+                    "inode {}: mapping blocks {:?} but the tree needs {:?}",
+                    inode.ino,
+                    have.iter().take(8).collect::<Vec<_>>(),
+                    want.iter().take(8).collect::<Vec<_>>()
+                ));
+            }
+            for m in &inode.mapping {
+                claim(
+                    m.physical,
+                    1,
+                    &format!("inode {} {:?} at {}", inode.ino, m.kind, m.logical),
+                )?;
+            }
+        }
+        Ok(())
     }
 }

@@ -1,0 +1,10 @@
+//! Allocation machinery shared by the policies: it keeps free space and answers searches,
+//! and decides nothing (the policies decide where).
+
+pub mod bitmap;
+pub mod ext3_alloc;
+pub mod ext3_fs;
+pub mod ialloc;
+pub mod writer;
+
+pub use bitmap::FreeMap;

@@ -1,0 +1,262 @@
+//! Writing one regular file sequentially through the 2.6.23 ext3 block-mapping path
+//! (fs/ext3/inode.c): one `ext3_get_blocks_handle()` call per 4 KiB page — a buffered
+//! write maps each page with `block_prepare_write()` → `ext3_get_block()`, one block at a
+//! time — whose goal comes from `ext3_find_goal()`, and which allocates any missing indirect
+//! blocks in the same `ext3_alloc_blocks()` call as the data block, ahead of it.
+//!
+//! Calls that would each take the next free block inside the current reservation window
+//! are done as one run: they are exactly what the per-block calls would do (the goal is
+//! free and inside the window, so `ext3_try_to_allocate()` claims it), which is what lets a
+//! 400 GB plan run in seconds. Every other call goes through [`Ext3Alloc::new_blocks`].
+
+use crate::alloc::ext3_alloc::{Ext3Alloc, Rsv};
+use crate::geometry::DIRECT_BLOCKS;
+use crate::plan::{MapBlock, MapKind, Run};
+
+/// Where a policy puts indirect blocks.
+pub trait IndirectPlacer {
+    /// True when mapping blocks are allocated in the same `ext3_new_blocks()` call as the
+    /// data block they lead to, just before it (vanilla ext3).
+    fn inline(&self) -> bool;
+
+    /// For non-inline placers: `count` mapping blocks for the data block just allocated at
+    /// `data_block`, in allocation order; None on ENOSPC.
+    fn place(&mut self, alloc: &mut Ext3Alloc, data_block: u64, count: usize) -> Option<Vec<u64>>;
+}
+
+/// Mapping blocks the write of logical block `l` must allocate, outermost first, each with
+/// the first logical block it maps (`addr` pointers per block).
+pub fn mapping_needed_at(l: u64, addr: u64) -> Vec<(MapKind, u64)> {
+    let base2 = DIRECT_BLOCKS + addr;
+    let base3 = base2 + addr * addr;
+    if l == DIRECT_BLOCKS {
+        vec![(MapKind::Ind, l)]
+    } else if l < base2 {
+        vec![]
+    } else if l < base3 {
+        let off = l - base2;
+        match (off == 0, off % addr == 0) {
+            (true, _) => vec![(MapKind::Dind, l), (MapKind::Ind, l)],
+            (false, true) => vec![(MapKind::Ind, l)],
+            _ => vec![],
+        }
+    } else {
+        let off = l - base3;
+        if off == 0 {
+            vec![(MapKind::Tind, l), (MapKind::Dind, l), (MapKind::Ind, l)]
+        } else if off % (addr * addr) == 0 {
+            vec![(MapKind::Dind, l), (MapKind::Ind, l)]
+        } else if off % addr == 0 {
+            vec![(MapKind::Ind, l)]
+        } else {
+            vec![]
+        }
+    }
+}
+
+/// The first logical block after `l` whose write needs a mapping block.
+pub fn next_mapping_event(l: u64, addr: u64) -> u64 {
+    let base2 = DIRECT_BLOCKS + addr;
+    let base3 = base2 + addr * addr;
+    if l < DIRECT_BLOCKS {
+        DIRECT_BLOCKS
+    } else if l < base2 {
+        base2
+    } else if l < base3 {
+        (base2 + ((l - base2) / addr + 1) * addr).min(base3)
+    } else {
+        base3 + ((l - base3) / addr + 1) * addr
+    }
+}
+
+/// What writing one file produced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileOutcome {
+    /// Data runs in logical order.
+    pub data: Vec<Run>,
+    /// Mapping blocks in allocation order.
+    pub mapping: Vec<MapBlock>,
+    /// Data blocks written (less than asked on ENOSPC).
+    pub blocks_written: u64,
+}
+
+fn push_data(runs: &mut Vec<Run>, logical: u64, physical: u64, len: u64) {
+    if let Some(last) = runs.last_mut() {
+        if last.logical + last.len == logical && last.physical + last.len == physical {
+            last.len += len;
+            return;
+        }
+    }
+    runs.push(Run {
+        logical,
+        physical,
+        len,
+    });
+}
+
+/// Writes `blocks` data blocks of a new regular file whose first block's goal is
+/// `first_goal` (the caller's `ext3_find_near()` for an empty inode).
+pub fn write_file(
+    alloc: &mut Ext3Alloc,
+    placer: &mut dyn IndirectPlacer,
+    first_goal: u64,
+    blocks: u64,
+    addr: u64,
+) -> FileOutcome {
+    let mut out = FileOutcome::default();
+    let mut rsv = Rsv::new();
+    let mut last_phys: Option<u64> = None;
+    let mut l = 0;
+    while l < blocks {
+        // ext3_find_goal(): sequential heuristic (last allocated logical + 1), else
+        // ext3_find_near() which, for the first block, is the caller's coloured goal.
+        let goal = last_phys.map_or(first_goal, |p| p + 1);
+        let need = mapping_needed_at(l, addr);
+        if need.is_empty() {
+            if rsv.contains(goal) && goal < alloc.map.blocks_count() && alloc.allocatable(goal) {
+                let group_end = alloc.map.group_end(alloc.map.group_of(goal));
+                let want = next_mapping_event(l, addr).min(blocks) - l;
+                let limit = (rsv.end + 1).min(group_end).min(goal + want);
+                let stop = alloc.next_unallocatable(goal, limit);
+                let n = stop - goal;
+                alloc.map.mark_used(goal, n);
+                rsv.hit += n;
+                push_data(&mut out.data, l, goal, n);
+                l += n;
+                last_phys = Some(stop - 1);
+                continue;
+            }
+            let Some((b, _)) = alloc.new_blocks(goal, 1, Some(&mut rsv)) else {
+                break;
+            };
+            push_data(&mut out.data, l, b, 1);
+            last_phys = Some(b);
+            l += 1;
+            continue;
+        }
+        if placer.inline() {
+            // ext3_alloc_blocks(): indirect blocks first, then at least one data block,
+            // calling ext3_new_blocks() with the same goal until a data block comes.
+            let mut maps: Vec<u64> = Vec::with_capacity(need.len());
+            let mut target = need.len() as u64 + 1;
+            let data = loop {
+                let Some((start, n)) = alloc.new_blocks(goal, target, Some(&mut rsv)) else {
+                    break None;
+                };
+                target -= n;
+                let mut b = start;
+                let mut left = n;
+                while maps.len() < need.len() && left > 0 {
+                    maps.push(b);
+                    b += 1;
+                    left -= 1;
+                }
+                if left > 0 {
+                    break Some(b);
+                }
+            };
+            let Some(d) = data else {
+                // failed_out: the indirect blocks just taken are given back.
+                for b in maps {
+                    alloc.map.mark_free(b, 1);
+                }
+                break;
+            };
+            for ((kind, logical), physical) in need.iter().zip(maps) {
+                out.mapping.push(MapBlock {
+                    kind: *kind,
+                    logical: *logical,
+                    physical,
+                });
+            }
+            push_data(&mut out.data, l, d, 1);
+            last_phys = Some(d);
+            l += 1;
+        } else {
+            let Some((d, _)) = alloc.new_blocks(goal, 1, Some(&mut rsv)) else {
+                break;
+            };
+            let Some(maps) = placer.place(alloc, d, need.len()) else {
+                alloc.map.mark_free(d, 1);
+                break;
+            };
+            for ((kind, logical), physical) in need.iter().zip(maps) {
+                out.mapping.push(MapBlock {
+                    kind: *kind,
+                    logical: *logical,
+                    physical,
+                });
+            }
+            push_data(&mut out.data, l, d, 1);
+            last_phys = Some(d);
+            l += 1;
+        }
+    }
+    out.blocks_written = l;
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alloc::FreeMap;
+
+    struct Inline;
+    impl IndirectPlacer for Inline {
+        fn inline(&self) -> bool {
+            true
+        }
+        fn place(&mut self, _: &mut Ext3Alloc, _: u64, _: usize) -> Option<Vec<u64>> {
+            None
+        }
+    }
+
+    #[test]
+    fn events() {
+        assert_eq!(mapping_needed_at(12, 1024), vec![(MapKind::Ind, 12)]);
+        assert_eq!(
+            mapping_needed_at(1036, 1024),
+            vec![(MapKind::Dind, 1036), (MapKind::Ind, 1036)]
+        );
+        assert_eq!(mapping_needed_at(2060, 1024), vec![(MapKind::Ind, 2060)]);
+        assert!(mapping_needed_at(2061, 1024).is_empty());
+        assert_eq!(next_mapping_event(0, 1024), 12);
+        assert_eq!(next_mapping_event(12, 1024), 1036);
+        assert_eq!(next_mapping_event(1036, 1024), 2060);
+        let base3 = 12 + 1024 + 1024 * 1024;
+        assert_eq!(next_mapping_event(base3 - 5, 1024), base3);
+        assert_eq!(mapping_needed_at(base3, 1024).len(), 3);
+        assert_eq!(mapping_needed_at(base3 + 1024 * 1024, 1024).len(), 2);
+    }
+
+    #[test]
+    fn inline_indirect_precedes_its_data() {
+        let mut a = Ext3Alloc::new(FreeMap::new(1 << 16, 0, 1 << 15));
+        let out = write_file(&mut a, &mut Inline, 100, 3000, 1024);
+        assert_eq!(out.blocks_written, 3000);
+        assert_eq!(out.mapping.len(), 4);
+        // 100..112 data, 112 IND, 113.. data; DIND+IND before block 1036.
+        assert_eq!(
+            out.mapping[0],
+            MapBlock {
+                kind: MapKind::Ind,
+                logical: 12,
+                physical: 112
+            }
+        );
+        assert_eq!(
+            out.data[0],
+            Run {
+                logical: 0,
+                physical: 100,
+                len: 12
+            }
+        );
+        assert_eq!(out.data[1].physical, 113);
+        assert_eq!(out.mapping[1].physical, 113 + 1024);
+        assert_eq!(out.mapping[2].physical, 113 + 1025);
+        let total: u64 = out.data.iter().map(|r| r.len).sum();
+        assert_eq!(total, 3000);
+        assert_eq!(a.map.total_free(), (1 << 16) - 3004);
+    }
+}

@@ -1,0 +1,483 @@
+//! The layout mke2fs makes: groups, superblock backups, descriptor and reserved descriptor
+//! blocks, bitmaps, inode tables, and the blocks mke2fs itself allocates (root directory,
+//! lost+found, resize inode, journal).
+//!
+//! Computed as e2fsprogs does (lib/ext2fs/initialize.c `ext2fs_initialize()` and
+//! `calc_reserved_gdt_blocks()`, alloc_tables.c `ext2fs_allocate_group_table()`,
+//! closefs.c `ext2fs_bg_has_super()`, misc/mke2fs.c `create_root_dir()`,
+//! `create_lost_and_found()`, res_gdt.c `ext2fs_create_resize_inode()`, mkjournal.c);
+//! the arithmetic is the same in 1.40 and 1.47, and an oracle test compares the result with
+//! the real mke2fs 1.47 + dumpe2fs.
+
+use crate::mkfs::MkfsProfile;
+use crate::LayoutError;
+use serde::{Deserialize, Serialize};
+
+/// What a reserved (metadata) extent holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MetaKind {
+    /// Superblock (primary or backup).
+    Superblock,
+    /// Group descriptor blocks.
+    Gdt,
+    /// Reserved GDT blocks (online resize).
+    ReservedGdt,
+    /// Block bitmap.
+    BlockBitmap,
+    /// Inode bitmap.
+    InodeBitmap,
+    /// Inode table.
+    InodeTable,
+    /// Root directory's first block.
+    RootDir,
+    /// lost+found's blocks.
+    LostFound,
+    /// The resize inode's double-indirect block.
+    ResizeDind,
+    /// Journal blocks (data and its indirect blocks).
+    Journal,
+}
+
+/// A run of blocks mke2fs used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetaExtent {
+    /// What it holds.
+    pub kind: MetaKind,
+    /// First block.
+    pub start: u64,
+    /// Length in blocks.
+    pub blocks: u64,
+}
+
+/// One block group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupLayout {
+    /// First block of the group.
+    pub first_block: u64,
+    /// Blocks in the group (the last group may be short).
+    pub blocks: u64,
+    /// Whether it holds a superblock and descriptor copy.
+    pub has_super: bool,
+    /// Block bitmap location.
+    pub block_bitmap: u64,
+    /// Inode bitmap location.
+    pub inode_bitmap: u64,
+    /// First inode-table block.
+    pub inode_table: u64,
+}
+
+/// The whole mke2fs layout of one file system.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Geometry {
+    /// Profile it was made with.
+    pub profile: String,
+    /// mke2fs features (profile features and kernel features).
+    pub features: Vec<String>,
+    /// Block size.
+    pub block_size_bytes: u32,
+    /// Blocks in the file system.
+    pub blocks_count: u64,
+    /// First data block (1 for 1 KiB blocks, else 0).
+    pub first_data_block: u64,
+    /// Blocks per group.
+    pub blocks_per_group: u64,
+    /// Inodes per group.
+    pub inodes_per_group: u32,
+    /// Inodes in the file system.
+    pub inodes_count: u64,
+    /// Inode-table blocks per group.
+    pub inode_table_blocks: u64,
+    /// Group descriptor blocks.
+    pub gdt_blocks: u64,
+    /// Reserved GDT blocks (per copy).
+    pub reserved_gdt_blocks: u64,
+    /// Root-reserved blocks.
+    pub reserved_blocks: u64,
+    /// Journal data blocks (0 without journal).
+    pub journal_blocks: u64,
+    /// Journal blocks including its indirect blocks.
+    pub journal_total_blocks: u64,
+    /// Per-group layout.
+    pub groups: Vec<GroupLayout>,
+    /// Every block mke2fs used, in allocation order within each kind.
+    pub meta: Vec<MetaExtent>,
+}
+
+/// Pointers per indirect block.
+pub fn addr_per_block(block_size_bytes: u32) -> u64 {
+    u64::from(block_size_bytes) / 4
+}
+
+/// Direct block slots in an ext2/3 inode.
+pub const DIRECT_BLOCKS: u64 = 12;
+
+/// Indirect (mapping) blocks a block-mapped file of `data_blocks` blocks needs.
+pub fn mapping_blocks_for(data_blocks: u64, addr: u64) -> u64 {
+    let mut n = 0;
+    let mut rest = data_blocks.saturating_sub(DIRECT_BLOCKS);
+    // IND
+    if rest > 0 {
+        n += 1;
+        rest = rest.saturating_sub(addr);
+    }
+    // DIND and its INDs
+    if rest > 0 {
+        let here = rest.min(addr * addr);
+        n += 1 + here.div_ceil(addr);
+        rest -= here;
+    }
+    // TIND, its DINDs and their INDs
+    if rest > 0 {
+        n += 1 + rest.div_ceil(addr * addr) + rest.div_ceil(addr);
+    }
+    n
+}
+
+/// sparse_super: groups 0, 1 and powers of 3, 5 and 7 hold backups
+/// (lib/ext2fs/closefs.c `ext2fs_bg_has_super()`).
+pub fn group_has_super(group: u64, sparse_super: bool) -> bool {
+    if group <= 1 || !sparse_super {
+        return true;
+    }
+    if group % 2 == 0 {
+        return false;
+    }
+    [3u64, 5, 7].iter().any(|&base| {
+        let mut p = base;
+        while p < group {
+            p *= base;
+        }
+        p == group
+    })
+}
+
+impl Geometry {
+    /// What mke2fs (1.40 arithmetic; checked against 1.47) makes on `fs_bytes` bytes.
+    pub fn new(profile: &MkfsProfile, fs_bytes: u64) -> Result<Geometry, LayoutError> {
+        let bs = u64::from(profile.block_size_bytes);
+        let bad = |reason: String| LayoutError::BadSize { fs_bytes, reason };
+        let requested_blocks = fs_bytes / bs;
+        if requested_blocks > u64::from(u32::MAX) {
+            return Err(bad("more than 2^32 blocks (ext3 without 64bit)".into()));
+        }
+        let first_data_block = u64::from(bs == 1024);
+        let mut bpg = u64::from(profile.blocks_per_group);
+        let mut blocks = requested_blocks;
+        // misc/mke2fs.c: s_inodes_count = blocks * blocksize / inode_ratio.
+        let inodes_wanted = (blocks * bs / profile.bytes_per_inode).max(12);
+        let isz = u64::from(profile.inode_size_bytes);
+        let desc_per_block = bs / 32;
+        let sparse = profile.has_feature("sparse_super");
+        let (groups, gdt_blocks, ipg, itb, rsv_gdt) = loop {
+            if blocks <= first_data_block {
+                return Err(bad("no room for one block group".into()));
+            }
+            let groups = (blocks - first_data_block).div_ceil(bpg);
+            let gdt_blocks = groups.div_ceil(desc_per_block);
+            let mut ipg = inodes_wanted.div_ceil(groups);
+            if ipg > bs * 8 {
+                if bpg >= 256 {
+                    bpg -= 8;
+                    blocks = requested_blocks;
+                    continue;
+                }
+                return Err(bad("too many inodes per group".into()));
+            }
+            let inodes_per_block = bs / isz;
+            ipg = ipg.min((1 << 16) - inodes_per_block);
+            let (ipg, itb) = loop {
+                let itb = (ipg * isz).div_ceil(bs);
+                let mut fitted = (itb * bs / isz).max(8);
+                fitted &= !7;
+                let itb = (fitted * isz).div_ceil(bs);
+                if fitted * groups > u64::from(u32::MAX) {
+                    ipg -= 1;
+                    continue;
+                }
+                break (fitted, itb);
+            };
+            let rsv_gdt = if profile.has_feature("resize_inode") {
+                // initialize.c calc_reserved_gdt_blocks(): room to grow 1024x or to 2^32.
+                let max_blocks: u64 = if blocks < 0xffff_ffff / 1024 {
+                    blocks * 1024
+                } else {
+                    0xffff_ffff
+                };
+                let rsv_groups = (max_blocks - first_data_block).div_ceil(bpg);
+                (rsv_groups.div_ceil(desc_per_block) - gdt_blocks).min(bs / 4)
+            } else {
+                0
+            };
+            if rsv_gdt + gdt_blocks > bpg * 3 / 4 {
+                return Err(LayoutError::Unsupported(
+                    "meta_bg (descriptors larger than 3/4 of a group)".into(),
+                ));
+            }
+            let mut overhead = 2 + itb;
+            if group_has_super(groups - 1, sparse) {
+                overhead += 1 + gdt_blocks + rsv_gdt;
+            }
+            let rem = (blocks - first_data_block) % bpg;
+            if groups == 1 && rem != 0 && rem < overhead {
+                return Err(bad("smaller than one group's metadata".into()));
+            }
+            if rem != 0 && rem < overhead + 50 {
+                blocks -= rem;
+                continue;
+            }
+            break (groups, gdt_blocks, ipg, itb, rsv_gdt);
+        };
+
+        let mut geo = Geometry {
+            profile: profile.name.clone(),
+            features: profile
+                .features
+                .iter()
+                .chain(&profile.kernel_features)
+                .cloned()
+                .collect(),
+            block_size_bytes: profile.block_size_bytes,
+            blocks_count: blocks,
+            first_data_block,
+            blocks_per_group: bpg,
+            inodes_per_group: ipg as u32,
+            inodes_count: ipg * groups,
+            inode_table_blocks: itb,
+            gdt_blocks,
+            reserved_gdt_blocks: rsv_gdt,
+            // misc/mke2fs.c: r_blocks = reserved_ratio * blocks / 100 (truncated).
+            reserved_blocks: (profile.reserved_percent * blocks as f64 / 100.0) as u64,
+            journal_blocks: 0,
+            journal_total_blocks: 0,
+            groups: Vec::with_capacity(groups as usize),
+            meta: Vec::new(),
+        };
+        for group in 0..groups {
+            let first = first_data_block + group * bpg;
+            let len = bpg.min(blocks - first);
+            let has_super = group_has_super(group, sparse);
+            let mut next = first;
+            if has_super {
+                geo.meta.push(MetaExtent {
+                    kind: MetaKind::Superblock,
+                    start: next,
+                    blocks: 1,
+                });
+                geo.meta.push(MetaExtent {
+                    kind: MetaKind::Gdt,
+                    start: next + 1,
+                    blocks: gdt_blocks,
+                });
+                next += 1 + gdt_blocks;
+                if rsv_gdt > 0 {
+                    geo.meta.push(MetaExtent {
+                        kind: MetaKind::ReservedGdt,
+                        start: next,
+                        blocks: rsv_gdt,
+                    });
+                    next += rsv_gdt;
+                }
+            }
+            if next + 2 + itb > first + len {
+                return Err(bad(format!("group {group} is too short for its metadata")));
+            }
+            geo.meta.push(MetaExtent {
+                kind: MetaKind::BlockBitmap,
+                start: next,
+                blocks: 1,
+            });
+            geo.meta.push(MetaExtent {
+                kind: MetaKind::InodeBitmap,
+                start: next + 1,
+                blocks: 1,
+            });
+            geo.meta.push(MetaExtent {
+                kind: MetaKind::InodeTable,
+                start: next + 2,
+                blocks: itb,
+            });
+            geo.groups.push(GroupLayout {
+                first_block: first,
+                blocks: len,
+                has_super,
+                block_bitmap: next,
+                inode_bitmap: next + 1,
+                inode_table: next + 2,
+            });
+        }
+        geo.add_mke2fs_allocations(profile)?;
+        Ok(geo)
+    }
+
+    /// Root directory, lost+found, resize inode and journal, each taking the first free
+    /// blocks after its goal, in mke2fs's order (misc/mke2fs.c main()).
+    fn add_mke2fs_allocations(&mut self, profile: &MkfsProfile) -> Result<(), LayoutError> {
+        let bs = u64::from(self.block_size_bytes);
+        let mut used = crate::alloc::FreeMap::new(
+            self.blocks_count,
+            self.first_data_block,
+            self.blocks_per_group,
+        );
+        for m in &self.meta {
+            used.mark_used(m.start, m.blocks);
+        }
+        let fs_bytes = self.blocks_count * bs;
+        let mut take = |geo: &mut Geometry,
+                        kind: MetaKind,
+                        goal: u64,
+                        count: u64|
+         -> Result<(), LayoutError> {
+            let mut at = goal;
+            let mut left = count;
+            while left > 0 {
+                let start =
+                    used.next_free(at, geo.blocks_count)
+                        .ok_or_else(|| LayoutError::BadSize {
+                            fs_bytes,
+                            reason: format!("no room for mke2fs's {kind:?} blocks"),
+                        })?;
+                let end = used.next_used(start, geo.blocks_count).min(start + left);
+                used.mark_used(start, end - start);
+                match geo.meta.last_mut() {
+                    Some(last) if last.kind == kind && last.start + last.blocks == start => {
+                        last.blocks += end - start
+                    }
+                    _ => geo.meta.push(MetaExtent {
+                        kind,
+                        start,
+                        blocks: end - start,
+                    }),
+                }
+                left -= end - start;
+                at = end;
+            }
+            Ok(())
+        };
+        // ext2fs_mkdir(): goal is the first block of the inode's group (group 0).
+        let group0 = self.first_data_block;
+        take(self, MetaKind::RootDir, group0, 1)?;
+        // create_lost_and_found(): grows the directory until 16 KiB and 2 blocks, within
+        // the 12 direct blocks.
+        let lf_blocks = (16384 / bs).clamp(2, DIRECT_BLOCKS);
+        take(self, MetaKind::LostFound, group0, lf_blocks)?;
+        if profile.has_feature("resize_inode") {
+            // res_gdt.c: goal just past group 0's inode table, taken by the blocks above.
+            let goal = self.groups[0].inode_table + self.inode_table_blocks;
+            take(self, MetaKind::ResizeDind, goal, 1)?;
+        }
+        self.journal_blocks = profile.journal_blocks(self.blocks_count);
+        if self.journal_blocks > 0 {
+            self.journal_total_blocks = self.journal_blocks
+                + mapping_blocks_for(self.journal_blocks, addr_per_block(self.block_size_bytes));
+            let total = self.journal_total_blocks;
+            take(self, MetaKind::Journal, profile.journal_goal_block(), total)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the file system has `feature`.
+    pub fn has_feature(&self, feature: &str) -> bool {
+        self.features.iter().any(|f| f == feature)
+    }
+
+    /// Number of groups.
+    pub fn group_count(&self) -> u64 {
+        self.groups.len() as u64
+    }
+
+    /// Group holding `block`.
+    pub fn group_of(&self, block: u64) -> u64 {
+        (block - self.first_data_block) / self.blocks_per_group
+    }
+
+    /// The root directory's first block (made by mke2fs).
+    pub fn root_dir_block(&self) -> u64 {
+        self.meta
+            .iter()
+            .find(|m| m.kind == MetaKind::RootDir)
+            .map(|m| m.start)
+            .expect("Geometry::new always places the root directory")
+    }
+
+    /// A free-space map with every block mke2fs used marked.
+    pub fn free_map(&self) -> crate::alloc::FreeMap {
+        let mut map = crate::alloc::FreeMap::new(
+            self.blocks_count,
+            self.first_data_block,
+            self.blocks_per_group,
+        );
+        for m in &self.meta {
+            map.mark_used(m.start, m.blocks);
+        }
+        map
+    }
+
+    /// Free blocks per group right after mke2fs, as dumpe2fs reports them.
+    pub fn free_blocks_per_group(&self) -> Vec<u64> {
+        let map = self.free_map();
+        (0..self.group_count()).map(|g| map.group_free(g)).collect()
+    }
+
+    /// Free block ranges (first, last inclusive) of `group` after mke2fs.
+    pub fn free_ranges(&self, group: u64) -> Vec<(u64, u64)> {
+        let map = self.free_map();
+        let g = &self.groups[group as usize];
+        let end = g.first_block + g.blocks;
+        let mut out = Vec::new();
+        let mut at = g.first_block;
+        while let Some(s) = map.next_free(at, end) {
+            let e = map.next_used(s, end);
+            out.push((s, e - 1));
+            at = e;
+        }
+        out
+    }
+
+    /// Block where the journal search starts (the profile's goal; 1.40 used 0).
+    pub fn journal_goal_block(&self, profile: &MkfsProfile) -> u64 {
+        profile.journal_goal_block()
+    }
+
+    /// Whether `block` lies in any extent mke2fs used.
+    pub fn is_meta(&self, block: u64) -> bool {
+        self.meta
+            .iter()
+            .any(|m| block >= m.start && block < m.start + m.blocks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparse_super_groups() {
+        let with: Vec<u64> = (0..100).filter(|&g| group_has_super(g, true)).collect();
+        assert_eq!(with, vec![0, 1, 3, 5, 7, 9, 25, 27, 49, 81]);
+    }
+
+    #[test]
+    fn mapping_counts() {
+        assert_eq!(mapping_blocks_for(12, 1024), 0);
+        assert_eq!(mapping_blocks_for(13, 1024), 1);
+        assert_eq!(mapping_blocks_for(12 + 1024, 1024), 1);
+        assert_eq!(mapping_blocks_for(12 + 1025, 1024), 3);
+        assert_eq!(mapping_blocks_for(32768, 1024), 33);
+        let tind_start = 12 + 1024 + 1024 * 1024;
+        assert_eq!(
+            mapping_blocks_for(tind_start + 1, 1024),
+            1 + 1 + 1024 + 1 + 1 + 1
+        );
+    }
+
+    #[test]
+    fn bench5_geometry() {
+        let p = MkfsProfile::by_name("ext3-2007").unwrap();
+        let g = Geometry::new(&p, 400_088_457_216).unwrap();
+        assert_eq!(g.blocks_count, 97_677_846);
+        assert_eq!(g.group_count(), 2981);
+        assert_eq!(g.gdt_blocks, 24);
+        assert_eq!(g.reserved_gdt_blocks, 1000);
+        assert_eq!(g.journal_total_blocks, 32801);
+    }
+}

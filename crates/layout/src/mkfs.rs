@@ -1,0 +1,282 @@
+//! mkfs profiles: the mke2fs defaults of an era, and the arguments that make today's mke2fs
+//! (1.47) reproduce them.
+
+use crate::LayoutError;
+use serde::{Deserialize, Serialize};
+
+/// How the journal size is chosen.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JournalSize {
+    /// No journal.
+    #[serde(rename = "none")]
+    None,
+    /// e2fsprogs 1.40's `ext2fs_default_journal_size()` (lib/ext2fs/mkjournal.c).
+    #[serde(rename = "default-1.40")]
+    Default140,
+    /// A fixed number of journal blocks.
+    #[serde(untagged)]
+    Blocks(u64),
+}
+
+/// The mke2fs options of an era (see docs/mkfs-profiles.md and profiles/mkfs/*.toml).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MkfsProfile {
+    /// Profile name, e.g. "ext3-2007".
+    pub name: String,
+    /// One line for humans.
+    pub description: String,
+    /// File-system block size.
+    pub block_size_bytes: u32,
+    /// Blocks per block group.
+    pub blocks_per_group: u32,
+    /// On-disk inode size.
+    pub inode_size_bytes: u32,
+    /// One inode per this many bytes of file system (mke2fs `-i`).
+    pub bytes_per_inode: u64,
+    /// Blocks reserved for root, in percent (mke2fs `-m`).
+    pub reserved_percent: f64,
+    /// Feature names as mke2fs spells them (`-O`).
+    pub features: Vec<String>,
+    /// Features the kernel of the era set at run time (kept in the image so that it looks
+    /// like the file system the era's kernel left behind).
+    #[serde(default)]
+    pub kernel_features: Vec<String>,
+    /// Journal size rule.
+    pub journal: JournalSize,
+    /// Block the journal allocation starts searching from (first free block at or after it).
+    #[serde(default)]
+    pub journal_goal_block: u64,
+}
+
+/// Names of the embedded profiles.
+pub const MKFS_PROFILE_NAMES: &[&str] = &["ext3-2007"];
+
+const EXT3_2007_TOML: &str = include_str!("../../../profiles/mkfs/ext3-2007.toml");
+
+/// Features this model knows the on-disk consequences of.
+const KNOWN_FEATURES: &[&str] = &[
+    "sparse_super",
+    "filetype",
+    "resize_inode",
+    "dir_index",
+    "has_journal",
+    "large_file",
+    "ext_attr",
+];
+
+impl MkfsProfile {
+    /// An embedded profile by name; the error lists the valid names.
+    pub fn by_name(name: &str) -> Result<MkfsProfile, LayoutError> {
+        match name {
+            "ext3-2007" => MkfsProfile::from_toml_str(EXT3_2007_TOML, "embedded ext3-2007"),
+            _ => Err(LayoutError::UnknownProfile {
+                name: name.to_string(),
+                valid: MKFS_PROFILE_NAMES.iter().map(|s| s.to_string()).collect(),
+            }),
+        }
+    }
+
+    /// Parses and checks a profile; `source_name` names the file in errors.
+    pub fn from_toml_str(text: &str, source_name: &str) -> Result<MkfsProfile, LayoutError> {
+        let bad = |reason: String| LayoutError::BadProfile {
+            source_name: source_name.to_string(),
+            reason,
+        };
+        let profile: MkfsProfile = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        if ![1024, 2048, 4096].contains(&profile.block_size_bytes) {
+            return Err(bad(format!(
+                "block_size_bytes = {} (want 1024, 2048 or 4096)",
+                profile.block_size_bytes
+            )));
+        }
+        let max_bpg = 8 * profile.block_size_bytes;
+        if profile.blocks_per_group < 256
+            || profile.blocks_per_group > max_bpg
+            || profile.blocks_per_group % 8 != 0
+        {
+            return Err(bad(format!(
+                "blocks_per_group = {} (want a multiple of 8 in 256..={max_bpg})",
+                profile.blocks_per_group
+            )));
+        }
+        let isz = profile.inode_size_bytes;
+        if isz < 128 || isz > profile.block_size_bytes || !isz.is_power_of_two() {
+            return Err(bad(format!(
+                "inode_size_bytes = {isz} (want a power of two >= 128)"
+            )));
+        }
+        if profile.bytes_per_inode < 1024 || profile.bytes_per_inode > 64 * 1024 * 1024 {
+            return Err(bad(format!(
+                "bytes_per_inode = {}",
+                profile.bytes_per_inode
+            )));
+        }
+        if !(0.0..=50.0).contains(&profile.reserved_percent) {
+            return Err(bad(format!(
+                "reserved_percent = {}",
+                profile.reserved_percent
+            )));
+        }
+        for f in profile.features.iter().chain(&profile.kernel_features) {
+            if !KNOWN_FEATURES.contains(&f.as_str()) {
+                return Err(bad(format!(
+                    "feature '{f}' is not modelled (known: {})",
+                    KNOWN_FEATURES.join(", ")
+                )));
+            }
+        }
+        if profile.has_feature("has_journal") == (profile.journal == JournalSize::None) {
+            return Err(bad("has_journal and journal disagree".to_string()));
+        }
+        Ok(profile)
+    }
+
+    /// Reads a profile file.
+    pub fn from_file(path: &std::path::Path) -> Result<MkfsProfile, LayoutError> {
+        let text = std::fs::read_to_string(path).map_err(|e| LayoutError::BadProfile {
+            source_name: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        MkfsProfile::from_toml_str(&text, &path.display().to_string())
+    }
+
+    /// Whether mke2fs sets `feature` (kernel features not included).
+    pub fn has_feature(&self, feature: &str) -> bool {
+        self.features.iter().any(|f| f == feature)
+    }
+
+    /// Journal data blocks for a file system of `blocks_count` blocks (0: no journal).
+    ///
+    /// `Default140` is e2fsprogs 1.40 lib/ext2fs/mkjournal.c `ext2fs_default_journal_size()`:
+    /// < 2048 blocks: none; < 32768: 1024; < 256Ki: 4096; < 512Ki: 8192; < 1Mi: 16384;
+    /// else 32768. (Today's e2fsprogs gives up to 262144 blocks, hence the explicit size.)
+    pub fn journal_blocks(&self, blocks_count: u64) -> u64 {
+        match self.journal {
+            JournalSize::None => 0,
+            JournalSize::Blocks(n) => n,
+            JournalSize::Default140 => match blocks_count {
+                0..=2047 => 0,
+                2048..=32767 => 1024,
+                32768..=262_143 => 4096,
+                262_144..=524_287 => 8192,
+                524_288..=1_048_575 => 16384,
+                _ => 32768,
+            },
+        }
+    }
+
+    /// Block the journal's first-free search starts at (see the profile's citation).
+    pub fn journal_goal_block(&self) -> u64 {
+        self.journal_goal_block
+    }
+
+    /// Arguments for e2fsprogs 1.47's `mke2fs` (without the program name and the device)
+    /// that make the same layout on an image of `image_bytes` bytes: everything that shapes
+    /// the layout is explicit (`-O none,...` clears the installed mke2fs.conf's features),
+    /// the journal gets the era's size and search start (`-J size=,location=`), and the block
+    /// count is given so that mke2fs cannot round differently. Append the device path, then
+    /// the block count argument last is already included.
+    pub fn mke2fs_args(&self, image_bytes: u64) -> Vec<String> {
+        let blocks = image_bytes / u64::from(self.block_size_bytes);
+        let mut features = vec!["none".to_string()];
+        features.extend(
+            self.features
+                .iter()
+                .chain(&self.kernel_features)
+                .filter(|f| f.as_str() != "has_journal")
+                .cloned(),
+        );
+        let mut args = vec![
+            "-F".to_string(),
+            "-q".to_string(),
+            "-t".to_string(),
+            if self.has_feature("has_journal") {
+                "ext3"
+            } else {
+                "ext2"
+            }
+            .to_string(),
+            "-b".to_string(),
+            self.block_size_bytes.to_string(),
+            "-g".to_string(),
+            self.blocks_per_group.to_string(),
+            "-I".to_string(),
+            self.inode_size_bytes.to_string(),
+            "-i".to_string(),
+            self.bytes_per_inode.to_string(),
+            "-m".to_string(),
+            format!("{}", self.reserved_percent),
+            "-O".to_string(),
+            features.join(","),
+            "-E".to_string(),
+            "nodiscard".to_string(),
+        ];
+        let journal = self.journal_blocks(blocks);
+        if journal > 0 {
+            // -J size= is in MiB; every tier of the 1.40 table is a whole number of MiB for
+            // 1, 2 and 4 KiB blocks, and the profile check keeps fixed sizes so.
+            let mib = journal * u64::from(self.block_size_bytes) / (1 << 20);
+            args.push("-J".to_string());
+            args.push(format!("size={mib},location={}", self.journal_goal_block));
+        }
+        args
+    }
+
+    /// The device-size argument mke2fs expects after the device path (in blocks).
+    pub fn mke2fs_blocks_arg(&self, image_bytes: u64) -> String {
+        (image_bytes / u64::from(self.block_size_bytes)).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_profile_parses() {
+        let p = MkfsProfile::by_name("ext3-2007").unwrap();
+        assert_eq!(p.block_size_bytes, 4096);
+        assert_eq!(p.inode_size_bytes, 128);
+        assert_eq!(p.bytes_per_inode, 8192);
+        assert!(p.has_feature("resize_inode") && p.has_feature("has_journal"));
+        assert_eq!(p.journal_blocks(97_677_846), 32768);
+        assert_eq!(p.journal_blocks(100_000), 4096);
+    }
+
+    #[test]
+    fn unknown_profile_lists_names() {
+        let e = MkfsProfile::by_name("ext9").unwrap_err().to_string();
+        assert!(e.contains("ext3-2007"), "{e}");
+    }
+
+    #[test]
+    fn bad_profile_says_where() {
+        let text = EXT3_2007_TOML.replace("block_size_bytes = 4096", "block_size_bytes = 3000");
+        let e = MkfsProfile::from_toml_str(&text, "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("x.toml") && e.contains("block_size_bytes"),
+            "{e}"
+        );
+        let e = MkfsProfile::from_toml_str("name = 3", "y.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("y.toml") && e.contains("line 1"), "{e}");
+        let text = EXT3_2007_TOML.replace("\"dir_index\"", "\"flex_bg\"");
+        assert!(MkfsProfile::from_toml_str(&text, "z").is_err());
+    }
+
+    #[test]
+    fn args_are_explicit() {
+        let p = MkfsProfile::by_name("ext3-2007").unwrap();
+        let a = p.mke2fs_args(400_088_457_216).join(" ");
+        assert!(
+            a.contains("-b 4096") && a.contains("-I 128") && a.contains("-i 8192"),
+            "{a}"
+        );
+        assert!(a.contains("-O none,sparse_super,filetype,resize_inode,dir_index,large_file"));
+        assert!(a.contains("-J size=128,location=0"), "{a}");
+    }
+}

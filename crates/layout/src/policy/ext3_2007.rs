@@ -1,0 +1,64 @@
+//! `ext3-2007`: Linux 2.6.23 ext3 laying out files written sequentially.
+//!
+//! Read from fs/ext3/balloc.c, ialloc.c, inode.c and namei.c of 2.6.2x (see
+//! docs/policies.md for the function-by-function account):
+//! - inodes: `find_group_other()` (the root's group while it has a free inode and a free
+//!   block, then a quadratic hash) — [`crate::alloc::ialloc`];
+//! - first block: `ext3_find_near()` with the writer's pid colour; then
+//!   `ext3_find_goal()`'s "last allocated + 1";
+//! - blocks: `ext3_new_blocks()` with reservation windows (8 blocks, doubling to 1027 while
+//!   more than half of a window was used) — [`crate::alloc::ext3_alloc`];
+//! - each IND/DIND/TIND block in the same `ext3_alloc_blocks()` call as the data block it
+//!   leads to, just before it — this file's [`IndirectPlacer`].
+
+use crate::alloc::ext3_alloc::Ext3Alloc;
+use crate::alloc::ext3_fs::plan_ext3;
+use crate::alloc::writer::IndirectPlacer;
+use crate::geometry::Geometry;
+use crate::plan::Plan;
+use crate::policy::{check_known, Policy, PolicyParams};
+use crate::LayoutError;
+use layoutlab_workload::Population;
+
+/// The vanilla 2.6.23 ext3 allocator.
+#[derive(Clone, Debug, Default)]
+pub struct Ext3_2007;
+
+impl Ext3_2007 {
+    /// Takes no parameters.
+    pub fn from_params(params: &PolicyParams) -> Result<Ext3_2007, LayoutError> {
+        check_known("ext3-2007", params, &[])?;
+        Ok(Ext3_2007)
+    }
+}
+
+struct InlineIndirect;
+
+impl IndirectPlacer for InlineIndirect {
+    fn inline(&self) -> bool {
+        true
+    }
+
+    fn place(&mut self, _: &mut Ext3Alloc, _: u64, _: usize) -> Option<Vec<u64>> {
+        unreachable!("inline placers allocate indirect blocks with the data")
+    }
+}
+
+impl Policy for Ext3_2007 {
+    fn name(&self) -> &str {
+        "ext3-2007"
+    }
+
+    fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
+        let alloc = Ext3Alloc::new(geo.free_map());
+        plan_ext3(
+            self.name(),
+            geo,
+            pop,
+            seed,
+            alloc,
+            &mut InlineIndirect,
+            geo.has_feature("dir_index"),
+        )
+    }
+}

@@ -1,0 +1,118 @@
+//! Layout policies: one allocator per file, behind the [`Policy`] trait.
+
+pub mod ext3_2007;
+pub mod ext3_metacluster;
+
+use crate::geometry::Geometry;
+use crate::plan::Plan;
+use crate::LayoutError;
+use layoutlab_workload::Population;
+use std::collections::BTreeMap;
+
+/// Policy parameters as `name -> value` text (from a command line or a TOML table).
+pub type PolicyParams = BTreeMap<String, String>;
+
+/// An allocator: decides where every inode, data block, mapping block and directory block
+/// of a population goes on a freshly made file system. Pure: no I/O, deterministic in
+/// (geometry, population, seed).
+pub trait Policy {
+    /// The policy's name, e.g. "ext3-2007".
+    fn name(&self) -> &str;
+    /// Lays out `pop` on `geo`; `seed` drives every random choice.
+    fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError>;
+}
+
+/// Names of the built-in policies.
+pub const POLICY_NAMES: &[&str] = &["ext3-2007", "ext3-metacluster"];
+
+/// A built-in policy by name with its parameters; unknown names or parameters give an
+/// error listing what is valid.
+pub fn by_name(name: &str, params: &PolicyParams) -> Result<Box<dyn Policy>, LayoutError> {
+    match name {
+        "ext3-2007" => Ok(Box::new(ext3_2007::Ext3_2007::from_params(params)?)),
+        "ext3-metacluster" => Ok(Box::new(ext3_metacluster::Ext3Metacluster::from_params(
+            params,
+        )?)),
+        _ => Err(LayoutError::UnknownPolicy {
+            name: name.to_string(),
+            valid: POLICY_NAMES.to_vec(),
+        }),
+    }
+}
+
+/// Rejects parameters a policy does not know.
+pub(crate) fn check_known(
+    policy: &str,
+    params: &PolicyParams,
+    known: &[&str],
+) -> Result<(), LayoutError> {
+    for key in params.keys() {
+        if !known.contains(&key.as_str()) {
+            return Err(LayoutError::BadParam {
+                policy: policy.to_string(),
+                param: key.clone(),
+                reason: if known.is_empty() {
+                    "this policy takes no parameters".to_string()
+                } else {
+                    format!("unknown; valid: {}", known.join(", "))
+                },
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Parses a fraction written as a decimal ("0.5") or a ratio ("1/128").
+pub(crate) fn parse_fraction(policy: &str, param: &str, text: &str) -> Result<f64, LayoutError> {
+    let bad = |reason: &str| LayoutError::BadParam {
+        policy: policy.to_string(),
+        param: param.to_string(),
+        reason: format!("'{text}': {reason}"),
+    };
+    let value = match text.split_once('/') {
+        Some((n, d)) => {
+            let n: f64 = n.trim().parse().map_err(|_| bad("not a ratio a/b"))?;
+            let d: f64 = d.trim().parse().map_err(|_| bad("not a ratio a/b"))?;
+            n / d
+        }
+        None => text.trim().parse().map_err(|_| bad("not a number"))?,
+    };
+    if !(0.0..1.0).contains(&value) || !value.is_finite() {
+        return Err(bad("must be in [0, 1)"));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_policy_lists_names() {
+        let e = by_name("ext5", &PolicyParams::new())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("ext3-2007") && e.contains("ext3-metacluster"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_param_is_an_error() {
+        let mut p = PolicyParams::new();
+        p.insert("colour".into(), "1".into());
+        assert!(by_name("ext3-2007", &p).is_err());
+        let e = by_name("ext3-metacluster", &p).err().unwrap().to_string();
+        assert!(e.contains("position"), "{e}");
+    }
+
+    #[test]
+    fn fractions() {
+        assert_eq!(parse_fraction("p", "x", "1/128").unwrap(), 1.0 / 128.0);
+        assert_eq!(parse_fraction("p", "x", "0.5").unwrap(), 0.5);
+        assert!(parse_fraction("p", "x", "2").is_err());
+        assert!(parse_fraction("p", "x", "a/b").is_err());
+    }
+}

@@ -53,13 +53,51 @@ pub fn thin(series: &[Marks], max_marks: usize) -> (Vec<Marks>, f64) {
     }
 }
 
+/// Largest grid handled with a bitmap (bits); wider spreads of coordinates use a hash set.
+const MAX_BITMAP_CELLS: f64 = 64e6;
+
 fn dedupe(points: &[(f64, f64)], cell: f64) -> Vec<(f64, f64)> {
-    let mut seen = HashSet::with_capacity(points.len().min(1 << 20));
-    points
-        .iter()
-        .copied()
-        .filter(|&(x, y)| seen.insert(((x / cell).floor() as i64, (y / cell).floor() as i64)))
-        .collect()
+    let (min_x, min_y, max_x, max_y) = points.iter().fold(
+        (
+            f64::INFINITY,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NEG_INFINITY,
+        ),
+        |(a, b, c, d), &(x, y)| (a.min(x), b.min(y), c.max(x), d.max(y)),
+    );
+    if points.is_empty() || !(max_x - min_x).is_finite() || !(max_y - min_y).is_finite() {
+        return points.to_vec();
+    }
+    let columns = ((max_x - min_x) / cell).floor() + 1.0;
+    let rows = ((max_y - min_y) / cell).floor() + 1.0;
+    let key = |x: f64, y: f64| (((x - min_x) / cell).floor(), ((y - min_y) / cell).floor());
+    if columns * rows <= MAX_BITMAP_CELLS {
+        // Plots are a few hundred pixels on a side: a bitmap beats hashing by far.
+        let columns = columns as usize;
+        let mut seen = vec![0u64; (columns * rows as usize).div_ceil(64)];
+        points
+            .iter()
+            .copied()
+            .filter(|&(x, y)| {
+                let (cx, cy) = key(x, y);
+                let bit = cy as usize * columns + cx as usize;
+                let fresh = seen[bit / 64] & (1 << (bit % 64)) == 0;
+                seen[bit / 64] |= 1 << (bit % 64);
+                fresh
+            })
+            .collect()
+    } else {
+        let mut seen = HashSet::with_capacity(points.len().min(1 << 20));
+        points
+            .iter()
+            .copied()
+            .filter(|&(x, y)| {
+                let (cx, cy) = key(x, y);
+                seen.insert((cx as i64, cy as i64))
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -97,5 +135,27 @@ mod tests {
             out[0].dots.contains(&(500.0, 300.0)),
             "the outlier survives"
         );
+    }
+
+    #[test]
+    fn bitmap_and_hash_paths_agree() {
+        let points: Vec<(f64, f64)> = (0..5000)
+            .map(|i| ((i * 7 % 113) as f64 * 0.37, (i * 13 % 97) as f64 * 0.29))
+            .collect();
+        let by_bitmap = dedupe(&points, 1.0);
+        assert!(by_bitmap.len() < points.len() && by_bitmap.len() > 100);
+        // One point far away makes the grid too big for a bitmap: the hash path runs. Its
+        // origin moves with the far point's bounding box only on the far side, so both paths
+        // see the same cells (all coordinates here are >= 0 and the minimum is 0).
+        let mut far = points.clone();
+        far.push((1e9, 1e9));
+        let by_hash = dedupe(&far, 1.0);
+        assert_eq!(&by_hash[..by_hash.len() - 1], &by_bitmap[..]);
+        // Kept points are in distinct cells.
+        let cells: HashSet<(i64, i64)> = by_bitmap
+            .iter()
+            .map(|&(x, y)| (x.floor() as i64, y.floor() as i64))
+            .collect();
+        assert_eq!(cells.len(), by_bitmap.len());
     }
 }

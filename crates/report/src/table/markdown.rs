@@ -56,7 +56,7 @@ fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
-            '|' | '*' | '_' | '`' | '\\' | '[' | ']' | '<' | '>' => {
+            '|' | '*' | '_' | '`' | '\\' | '<' | '>' => {
                 out.push('\\');
                 out.push(c);
             }
@@ -95,7 +95,7 @@ mod tests {
         table.note("a_b");
         let text = render(&table).unwrap();
         let expected = "**fsck \\| ext3**\n\n\
-            | pass | seconds \\[s\\] | seconds \\[s\\] (published) |\n\
+            | pass | seconds [s] | seconds [s] (published) |\n\
             |:---|---:|---:|\n\
             | 1 | 6.70 | *6.69* |\n\
             | **total** | **6.70** |  |\n\

@@ -9,14 +9,15 @@
 //! 20 /dev/sdb close                /dev/sdb write 0 65536
 //! ```
 //!
-//! v3 lines start with a timestamp in ms from the start of the run (fio prints whole ms);
-//! v2 has none, and time advances only through `wait OFFSET_US` actions. Actions `read`,
+//! v3 lines start with a timestamp in µs from the start of the run: fio's `log_io_u()` prints
+//! `utime_since_now(&td->io_log_start_time)` and its replay takes differences of it as µs
+//! delays (`delay_since_ttime()`); the HOWTO does not name the unit. v2 has none, and time advances only through `wait OFFSET_US` actions. Actions `read`,
 //! `write`, `trim` become requests (offset and length in bytes, multiples of 512); `sync`,
 //! `datasync` and `sync_file_range` become flushes; `add`, `open`, `close` are skipped. A log
 //! that touches more than one file is an error (a trace is one device).
 //!
 //! The writer prints v3 with every I/O action's `offset length` (fio needs them even for
-//! `sync`), times floored to whole ms. Replay with fio's `read_iolog=` and
+//! `sync`), times floored to whole µs. Replay with fio's `read_iolog=` and
 //! `replay_redirect=/dev/DEVICE`.
 
 use crate::error::{Location, TraceError};
@@ -58,7 +59,7 @@ pub fn read(text: &str, file: &str) -> Result<Trace, TraceError> {
             }
             let ts = f.remove(0);
             clock_ns =
-                parse_decimal_ns(ts, 1_000_000).map_err(|r| err(format!("timestamp (ms): {r}")))?;
+                parse_decimal_ns(ts, 1_000).map_err(|r| err(format!("timestamp (µs): {r}")))?;
         }
         let (name, action) = match f.as_slice() {
             [name, action, ..] => (*name, *action),
@@ -155,7 +156,7 @@ pub fn write_v3(trace: &Trace, file_name: &str) -> Result<String, TraceError> {
     let mut out = String::with_capacity(trace.requests.len() * 40 + 64);
     out.push_str("fio version 3 iolog\n");
     out.push_str(&format!("0 {file_name} add\n0 {file_name} open\n"));
-    let mut last_ms = 0;
+    let mut last_us = 0;
     for (i, r) in trace.requests.iter().enumerate() {
         let offset_bytes = r.sector.checked_mul(512).ok_or_else(|| {
             TraceError::malformed(
@@ -167,16 +168,16 @@ pub fn write_v3(trace: &Trace, file_name: &str) -> Result<String, TraceError> {
                 ),
             )
         })?;
-        let ms = r.issue_ns / 1_000_000;
-        last_ms = last_ms.max(ms);
+        let us = r.issue_ns / 1_000;
+        last_us = last_us.max(us);
         let (action, offset, length) = match r.op {
             Op::Read => ("read", offset_bytes, r.bytes()),
             Op::Write => ("write", offset_bytes, r.bytes()),
             Op::Discard => ("trim", offset_bytes, r.bytes()),
             Op::Flush => ("sync", 0, 0),
         };
-        out.push_str(&format!("{ms} {file_name} {action} {offset} {length}\n"));
+        out.push_str(&format!("{us} {file_name} {action} {offset} {length}\n"));
     }
-    out.push_str(&format!("{last_ms} {file_name} close\n"));
+    out.push_str(&format!("{last_us} {file_name} close\n"));
     Ok(out)
 }

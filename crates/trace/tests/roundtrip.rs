@@ -57,13 +57,13 @@ proptest! {
     }
 
     #[test]
-    fn fio_v3_keeps_ops_places_and_ms(t in trace_strategy(ALL_OPS.to_vec(), 54)) {
+    fn fio_v3_keeps_ops_places_and_us(t in trace_strategy(ALL_OPS.to_vec(), 54)) {
         let text = write_string(&t, Format::FioV3).unwrap();
         let back = read(&text, "rt.iolog", Format::FioV3);
         let want: Vec<Seen> = seen(&t)
             .into_iter()
             .map(|mut s| {
-                s.issue_ns = s.issue_ns / 1_000_000 * 1_000_000;
+                s.issue_ns = s.issue_ns / 1_000 * 1_000;
                 s.complete_ns = None;
                 s.flags = Flags::NONE;
                 s.tag = String::new();

@@ -147,12 +147,12 @@ fn fio_iolog_written_by_fio() {
     let r = t.requests[0];
     assert_eq!(
         (r.issue_ns, r.op, r.sector, r.sectors),
-        (523_000_000, Op::Write, 1_011_712 / 512, 8)
+        (523_000, Op::Write, 1_011_712 / 512, 8)
     );
     let last = t.requests[19];
     assert_eq!(
         (last.issue_ns, last.op, last.sector),
-        (802_000_000, Op::Read, 10_391_552 / 512)
+        (802_000, Op::Read, 10_391_552 / 512)
     );
 }
 

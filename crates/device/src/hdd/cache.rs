@@ -146,18 +146,23 @@ impl SegmentCache {
         self.segments[i].last_use = self.clock;
     }
 
-    /// Take the least recently used segment (never the streaming one) and fill it with
-    /// `[start, end)`; returns its index.
+    /// Choose a segment for new data and fill it with `[start, end)`; returns its index.
+    ///
+    /// The choice is DiskSim's (`disk_buffer_select_read_segment`): an empty segment first,
+    /// else the first idle segment in list order, and the one being read ahead only when
+    /// nothing else is free. It is not LRU: the segment just used is taken again, so older
+    /// segments keep their contents for a long time and recent data is replaced first.
     #[inline]
     pub fn replace(&mut self, start: u64, end: u64, written: bool) -> usize {
         let streaming = self.stream.map(|s| s.segment);
-        let mut victim = 0;
-        let mut oldest = u64::MAX;
-        for (i, s) in self.segments.iter().enumerate() {
-            if Some(i) != streaming && s.last_use < oldest {
-                oldest = s.last_use;
-                victim = i;
-            }
+        let victim = self
+            .segments
+            .iter()
+            .position(|s| s.last_use == 0)
+            .or_else(|| (0..self.segments.len()).find(|&i| Some(i) != streaming))
+            .unwrap_or(0);
+        if Some(victim) == streaming {
+            self.stream = None;
         }
         let keep_from = end.saturating_sub(self.segment_sectors).max(start);
         self.segments[victim] = Segment { start: keep_from, end, last_use: 0, written };
@@ -236,21 +241,26 @@ mod tests {
     }
 
     #[test]
-    fn lru_replacement_and_circular_segments() {
+    fn empty_segments_first_then_list_order_and_circular_segments() {
         let mut c = SegmentCache::new(2, 16);
         let a = c.insert(0, 8, false);
         let b = c.insert(100, 108, false);
         assert_ne!(a, b);
+        // No segment empty: the first idle one in list order is reused (DiskSim), even
+        // though it was used more recently than the other.
         c.touch(a);
         let d = c.insert(200, 240, false);
-        assert_eq!(d, b);
+        assert_eq!(d, 0);
         // Only the last 16 sectors fit.
         assert_eq!(c.lookup(224, 16), Some((d, 16)));
         assert_eq!(c.lookup(200, 8), None);
+        // A read-ahead in segment 0 protects it: the next miss goes to segment 1.
+        c.stream = Some(Stream { segment: 0, next: 240, t0_ns: 0.0, sector_ns: 1.0, limit: 250 });
+        assert_eq!(c.insert(500, 504, false), 1);
         // Appending extends the segment that ends where the new data starts.
-        let e = c.insert(8, 12, true);
-        assert_eq!(e, a);
-        assert_eq!(c.lookup(0, 12), Some((a, 12)));
+        let e = c.insert(504, 508, true);
+        assert_eq!(e, 1);
+        assert_eq!(c.lookup(500, 8), Some((1, 8)));
     }
 
     #[test]

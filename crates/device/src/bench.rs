@@ -84,7 +84,7 @@ mod tests {
     use super::*;
     use crate::IoRequest;
 
-    struct Null;
+    pub(super) struct Null;
     impl Device for Null {
         fn name(&self) -> &str {
             "null"
@@ -119,5 +119,51 @@ mod tests {
         let r = bench_replay(&mut Null, 1000, 1);
         assert_eq!(r.requests, 1000);
         assert!(r.seconds > 0.0 && r.requests_per_second > 0.0);
+    }
+}
+
+/// Measurements printed for docs and reports (`cargo test --release -p layoutlab-device --
+/// --ignored --nocapture measure`); not timed tests.
+#[cfg(test)]
+mod measure {
+    use super::*;
+    use crate::job::{run_job, JobSpec, Rw};
+    use crate::preset::load_preset;
+    use crate::replay::Discipline;
+
+    #[test]
+    #[ignore]
+    fn measure_presets_and_replay_speed() {
+        for name in ["ssd-sata-2010", "ssd-nvme-2024"] {
+            for (rw, bs, qd) in [
+                (Rw::RandRead, 4096, 1),
+                (Rw::RandRead, 4096, 32),
+                (Rw::RandWrite, 4096, 1),
+                (Rw::RandWrite, 4096, 32),
+                (Rw::Read, 131072, 32),
+                (Rw::Write, 131072, 32),
+            ] {
+                let mut dev = load_preset(name).unwrap();
+                let spec = JobSpec {
+                    rw,
+                    bs_bytes: bs,
+                    span_bytes: 16 << 30,
+                    number: Some(200_000),
+                    iodepth: qd,
+                    discipline: Discipline::Fcfs,
+                    ..JobSpec::default()
+                };
+                let r = run_job(dev.as_mut(), &spec).unwrap();
+                println!(
+                    "{name} {rw:?} bs={bs} qd={qd}: {:.0} IOPS {:.1} MB/s mean {:.4} ms p99 {:.4} ms",
+                    r.iops, r.mb_per_s, r.mean_ms, r.p99_ms
+                );
+            }
+            let mut dev = load_preset(name).unwrap();
+            let b = bench_replay(dev.as_mut(), 1_000_000, 1);
+            let null = bench_replay(&mut super::tests::Null, 1_000_000, 1);
+            println!("engine alone (null device): {null:?}");
+            println!("{name} replay bench: {b:?}");
+        }
     }
 }

@@ -107,42 +107,95 @@ enum Anchor {
     AfterIssue { gap_ns: u64 },
 }
 
-/// Classifies every request of `trace` (trace-only; independent of the device).
-fn anchors(trace: &Trace) -> Vec<Anchor> {
-    let reqs = &trace.requests;
-    let mut out = Vec::with_capacity(reqs.len());
-    // Original completions not yet passed by an issue, earliest first.
-    let mut open: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
-    let mut latest: Option<(u64, usize)> = None;
-    for (i, r) in reqs.iter().enumerate() {
-        while let Some(&Reverse((c, j))) = open.peek() {
+/// Finds each request's [`Anchor`] while walking the trace in issue order (trace-only; the
+/// device plays no part).
+struct AnchorFinder {
+    /// Original completions not yet passed by an issue, sorted by time (completions arrive
+    /// nearly in order, so inserting from the back is cheap).
+    open: VecDeque<(u64, usize)>,
+    latest: Option<(u64, usize)>,
+    prev_issue: u64,
+}
+
+impl AnchorFinder {
+    fn new() -> AnchorFinder {
+        AnchorFinder {
+            open: VecDeque::new(),
+            latest: None,
+            prev_issue: 0,
+        }
+    }
+
+    /// The anchor of request `i` (requests must come in order).
+    fn next(&mut self, i: usize, r: &layoutlab_trace::Request) -> Anchor {
+        while let Some(&(c, j)) = self.open.front() {
             if c > r.issue_ns {
                 break;
             }
-            open.pop();
+            self.open.pop_front();
             // Popped in completion order, so the last popped is the latest so far.
-            latest = Some((c, j));
+            self.latest = Some((c, j));
         }
         let anchor = if i == 0 {
             Anchor::Start
         } else {
-            let prev_issue = reqs[i - 1].issue_ns;
-            match latest {
-                Some((c, j)) if c >= prev_issue => Anchor::AfterCompletion {
+            match self.latest {
+                Some((c, j)) if c >= self.prev_issue => Anchor::AfterCompletion {
                     j,
                     think_ns: r.issue_ns.saturating_sub(c),
                 },
                 _ => Anchor::AfterIssue {
-                    gap_ns: r.issue_ns.saturating_sub(prev_issue),
+                    gap_ns: r.issue_ns.saturating_sub(self.prev_issue),
                 },
             }
         };
-        out.push(anchor);
         if let Some(c) = r.complete_ns {
-            open.push(Reverse((c, i)));
+            let mut k = self.open.len();
+            while k > 0 && self.open[k - 1].0 > c {
+                k -= 1;
+            }
+            self.open.insert(k, (c, i));
         }
+        self.prev_issue = r.issue_ns;
+        anchor
     }
-    out
+}
+
+/// Every request's anchor.
+#[cfg(test)]
+fn anchors(trace: &Trace) -> Vec<Anchor> {
+    let mut f = AnchorFinder::new();
+    trace
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| f.next(i, r))
+        .collect()
+}
+
+/// Modelled issue time of request `i` from its anchor, or `None` if the anchor request has
+/// not been handed to the device yet.
+#[inline]
+fn arrival_ns(
+    anchor: Anchor,
+    i: usize,
+    trace: &Trace,
+    out: &[ReplayedRequest],
+    cpu_scale: f64,
+) -> Option<f64> {
+    let a = match anchor {
+        Anchor::Start => return Some(trace.requests[0].issue_ns as f64),
+        Anchor::AfterIssue { gap_ns } => out[i - 1].issue_ns + gap_ns as f64,
+        Anchor::AfterCompletion { j, think_ns } => {
+            let c = out[j].complete_ns;
+            if c.is_nan() {
+                return None;
+            }
+            c + think_ns as f64 * cpu_scale
+        }
+    };
+    // Never issued before the previous request (trace order is kept).
+    Some(a.max(out[i - 1].issue_ns))
 }
 
 /// A request handed to the device by the [`Scheduler`].
@@ -271,44 +324,94 @@ fn io_request(r: &layoutlab_trace::Request) -> IoRequest {
 ///
 /// The model clock is the trace's: the first request is issued at its original time.
 pub fn replay(dev: &mut dyn Device, trace: &Trace, opts: &ReplayOptions) -> Replayed {
-    let n = trace.requests.len();
-    let anchors = anchors(trace);
     let cpu_scale = if opts.cpu_scale.is_finite() && opts.cpu_scale >= 0.0 {
         opts.cpu_scale
     } else {
         1.0
     };
     let depth = opts.depth.unwrap_or_else(|| dev.queue_depth()).max(1);
-    let mut sched = Scheduler::new(opts.discipline, depth);
-    let mut out = vec![
+    let out = match opts.discipline {
+        Discipline::Fcfs => replay_fcfs(dev, trace, cpu_scale, depth),
+        Discipline::Sptf => replay_events(dev, trace, cpu_scale, Discipline::Sptf, depth),
+    };
+    summarize(trace, out)
+}
+
+fn unreplayed(n: usize) -> Vec<ReplayedRequest> {
+    vec![
         ReplayedRequest {
             issue_ns: f64::NAN,
             start_ns: f64::NAN,
             complete_ns: f64::NAN,
         };
         n
-    ];
+    ]
+}
+
+/// FCFS in one pass: requests reach the device in trace order, so when request `i` is
+/// considered every earlier one (its anchor included) has already been handed over, and
+/// `i`'s dispatch depends on nothing later. Equal to [`replay_events`] with FCFS (tested).
+fn replay_fcfs(
+    dev: &mut dyn Device,
+    trace: &Trace,
+    cpu_scale: f64,
+    depth: usize,
+) -> Vec<ReplayedRequest> {
+    let n = trace.requests.len();
+    let mut out = unreplayed(n);
+    let mut finder = AnchorFinder::new();
+    // Completion times (f64 bits) of requests at the device, earliest first.
+    let mut outstanding: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(depth + 1);
+    let mut last_dispatch = f64::NEG_INFINITY;
+    for (i, r) in trace.requests.iter().enumerate() {
+        let anchor = finder.next(i, r);
+        let a = arrival_ns(anchor, i, trace, &out, cpu_scale)
+            .expect("FCFS hands every earlier request over first");
+        let mut t = a.max(last_dispatch);
+        while let Some(&Reverse(bits)) = outstanding.peek() {
+            if f64::from_bits(bits) > t {
+                break;
+            }
+            outstanding.pop();
+        }
+        if outstanding.len() >= depth {
+            // Full: the earliest completion frees a slot.
+            if let Some(Reverse(bits)) = outstanding.pop() {
+                t = t.max(f64::from_bits(bits));
+            }
+        }
+        let c = dev.submit(t, &io_request(r)).max(t);
+        outstanding.push(Reverse(c.to_bits()));
+        last_dispatch = t;
+        out[i] = ReplayedRequest {
+            issue_ns: a,
+            start_ns: t,
+            complete_ns: c,
+        };
+    }
+    out
+}
+
+/// The general event loop over the [`Scheduler`]: arrivals and dispatches in time order.
+fn replay_events(
+    dev: &mut dyn Device,
+    trace: &Trace,
+    cpu_scale: f64,
+    discipline: Discipline,
+    depth: usize,
+) -> Vec<ReplayedRequest> {
+    let n = trace.requests.len();
+    let mut sched = Scheduler::new(discipline, depth);
+    let mut out = unreplayed(n);
+    let mut finder = AnchorFinder::new();
+    let mut anchor = None;
     let mut next = 0usize;
     let mut now = f64::NEG_INFINITY;
     loop {
         // The next arrival, if its anchor is already known.
         let arrival = if next < n {
-            let a = match anchors[next] {
-                Anchor::Start => Some(trace.requests[0].issue_ns as f64),
-                Anchor::AfterIssue { gap_ns } => Some(out[next - 1].issue_ns + gap_ns as f64),
-                Anchor::AfterCompletion { j, think_ns } => {
-                    let c = out[j].complete_ns;
-                    (!c.is_nan()).then_some(c + think_ns as f64 * cpu_scale)
-                }
-            };
-            // Never issued before the previous request (trace order is kept).
-            a.map(|a| {
-                if next > 0 {
-                    a.max(out[next - 1].issue_ns)
-                } else {
-                    a
-                }
-            })
+            let an = *anchor.get_or_insert_with(|| finder.next(next, &trace.requests[next]));
+            arrival_ns(an, next, trace, &out, cpu_scale)
         } else {
             None
         };
@@ -319,6 +422,7 @@ pub fn replay(dev: &mut dyn Device, trace: &Trace, opts: &ReplayOptions) -> Repl
                 sched.push(next, a, io_request(&trace.requests[next]));
                 now = now.max(a);
                 next += 1;
+                anchor = None;
             }
             (_, Some(d)) => {
                 now = now.max(d);
@@ -331,7 +435,7 @@ pub fn replay(dev: &mut dyn Device, trace: &Trace, opts: &ReplayOptions) -> Repl
             _ => break,
         }
     }
-    summarize(trace, out)
+    out
 }
 
 /// Wall, busy and per-tag totals of a replay.
@@ -592,6 +696,15 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn one_pass_fcfs_equals_the_event_loop(
+            t in arb_trace(), depth in 1usize..6, base in 0.0f64..3e5, scale in 0.0f64..3.0
+        ) {
+            let fast = replay_fcfs(&mut linear(base, 30.0), &t, scale, depth);
+            let slow = replay_events(&mut linear(base, 30.0), &t, scale, Discipline::Fcfs, depth);
+            prop_assert_eq!(fast, slow);
+        }
+
         #[test]
         fn zero_latency_device_reproduces_think_times(t in arb_trace()) {
             let r = replay(&mut linear(0.0, 0.0), &t, &ReplayOptions::default());

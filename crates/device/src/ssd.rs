@@ -2,9 +2,9 @@
 //!
 //! Resources, each busy until a time: the controller (per-command overhead, serial), the host
 //! link (transfer at the interface rate), each channel (NAND bus transfer), each die (sense
-//! `read_us`, program `program_us`, erase `erase_us`). A read senses every distinct NAND page
-//! it touches on that page's die, then moves its bytes over the die's channel and the host
-//! link. A write is acknowledged once its data is in the write buffer; the buffer drains into
+//! `read_us`, program `program_us`, erase `erase_us`). A read senses every distinct
+//! multi-plane page (one page in each plane, written together) it touches, once, on that
+//! page's die, then moves its bytes over the die's channel and the host link. A write is acknowledged once its data is in the write buffer; the buffer drains into
 //! multi-plane program units striped round-robin over the dies (the write frontier), and a die
 //! erases a block before its frontier opens it. Never-written data sits where a sequential
 //! fill would have put it. Left out (see docs/ssd-model.md): garbage collection and write
@@ -23,7 +23,7 @@ use crate::{Device, DeviceError, IoRequest};
 /// Bytes per logical mapping unit of the FTL (one 4 KiB host block).
 pub const MAP_UNIT_BYTES: u64 = 4096;
 const SECTOR_BYTES: u64 = 512;
-/// Marks a physical page id as "where a sequential fill put it" (never written here).
+/// Marks a program-unit id as "where a sequential fill put it" (never written here).
 const PRISTINE: u64 = 1 << 63;
 
 /// The parameters of an [`Ssd`] (plain numbers; a preset gives each a source).
@@ -98,7 +98,6 @@ pub struct Ssd {
     name: String,
     p: SsdParams,
     dies: usize,
-    units_per_page: u64,
     units_per_program: u64,
     read_ns: f64,
     program_ns: f64,
@@ -110,13 +109,13 @@ pub struct Ssd {
     host_free_ns: f64,
     chan_free_ns: Vec<f64>,
     die_free_ns: Vec<f64>,
-    /// Logical unit → (die, physical page id) for units written during the run.
+    /// Logical unit → (die, program-unit id) for units written during the run.
     map: HashMap<u64, (u32, u64)>,
     /// Die the write frontier fills next, and how many units it holds so far.
     frontier_die: usize,
     frontier_units: u64,
-    /// Physical page ids handed out by the frontier.
-    next_page_id: u64,
+    /// Program-unit ids handed out by the frontier.
+    next_program_id: u64,
     /// Program units programmed in each die's open block (an erase opens a new one).
     block_fill: Vec<u32>,
     /// Program completions of buffered data: (completion bits, bytes).
@@ -184,7 +183,6 @@ impl Ssd {
         Ok(Ssd {
             name: name.to_string(),
             dies,
-            units_per_page,
             units_per_program,
             read_ns: p.read_us * 1e3,
             program_ns: p.program_us * 1e3,
@@ -199,7 +197,7 @@ impl Ssd {
             map: HashMap::new(),
             frontier_die: 0,
             frontier_units: 0,
-            next_page_id: 0,
+            next_program_id: 0,
             block_fill: vec![0; dies],
             buffered: BinaryHeap::new(),
             buffered_bytes: 0,
@@ -249,15 +247,18 @@ impl Ssd {
         die % self.p.channels as usize
     }
 
-    /// Where logical unit `unit` lives: (die, physical page id).
+    /// Where logical unit `unit` lives: (die, program-unit id). Units of one program unit
+    /// share a multi-plane page: one sense reads them all.
     fn locate(&self, unit: u64) -> (usize, u64) {
-        if let Some(&(die, page)) = self.map.get(&unit) {
-            return (die as usize, page);
+        if !self.map.is_empty() {
+            if let Some(&(die, program)) = self.map.get(&unit) {
+                return (die as usize, program);
+            }
         }
         // A sequential fill strides program units over the dies.
         let program_unit = unit / self.units_per_program;
         let die = (program_unit % self.dies as u64) as usize;
-        (die, PRISTINE | (unit / self.units_per_page))
+        (die, PRISTINE | program_unit)
     }
 
     /// The controller takes a command: returns when its processing ends.
@@ -274,9 +275,9 @@ impl Ssd {
         let mut u = first_unit;
         let end = first_unit + units;
         while u < end {
-            let (die, page) = self.locate(u);
+            let (die, program) = self.locate(u);
             let mut n = 1;
-            while u + n < end && self.locate(u + n) == (die, page) {
+            while u + n < end && self.locate(u + n) == (die, program) {
                 n += 1;
             }
             let group_bytes = (n * MAP_UNIT_BYTES).min(bytes.max(SECTOR_BYTES));
@@ -324,7 +325,7 @@ impl Ssd {
         self.buffered_bytes += bytes;
         self.frontier_die = (die + 1) % self.dies;
         self.frontier_units = 0;
-        self.next_page_id += 1;
+        self.next_program_id += 1;
         end
     }
 
@@ -344,9 +345,8 @@ impl Ssd {
         self.host_free_ns = host_end;
         self.drain_buffer(at_ns);
         for u in first_unit..first_unit + units {
-            let page = self.next_page_id * self.units_per_program + self.frontier_units;
-            let phys_page = page / self.units_per_page;
-            self.map.insert(u, (self.frontier_die as u32, phys_page));
+            self.map
+                .insert(u, (self.frontier_die as u32, self.next_program_id));
             self.frontier_units += 1;
             if self.frontier_units == self.units_per_program {
                 self.program_frontier(host_end);

@@ -140,10 +140,12 @@ fn tracefs_mounts() -> Result<Vec<PathBuf>> {
 
 /// The tracefs root to use and, if the rig had to mount it, the guard of that mount.
 fn tracefs_root() -> Result<(PathBuf, Option<Mount>)> {
+    // Only the standard places: a tracefs mounted elsewhere may be someone's transient mount.
     let mounts = tracefs_mounts()?;
-    let preferred = Path::new("/sys/kernel/tracing");
-    if let Some(m) = mounts.iter().find(|m| *m == preferred).or(mounts.first()) {
-        return Ok((m.clone(), None));
+    for standard in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        if mounts.iter().any(|m| m == Path::new(standard)) {
+            return Ok((PathBuf::from(standard), None));
+        }
     }
     let mount = Mount::new(Path::new("nodev"), None, "tracefs", false, "")?;
     Ok((mount.target().to_path_buf(), Some(mount)))

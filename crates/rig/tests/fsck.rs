@@ -36,8 +36,10 @@ fn traced_fsck(name: &str, extra: &[&str]) -> Traced {
     let dev = LoopDevice::attach(image.path(), true).unwrap();
     dev.set_read_ahead_kb(128).unwrap();
     dev.set_scheduler_none().unwrap();
-    let mut opts = FsckOptions::default();
-    opts.extra_args = extra.iter().map(|s| s.to_string()).collect();
+    let mut opts = FsckOptions {
+        extra_args: extra.iter().map(|s| s.to_string()).collect(),
+        ..FsckOptions::default()
+    };
     if let Ok(path) = std::env::var("RIG_KEEP_TRACE") {
         opts.trace.text_path = Some(format!("{path}.{name}").into());
     }

@@ -42,13 +42,17 @@ pub fn tracefs_mounts() -> Vec<String> {
     text.lines()
         .filter(|l| l.contains(" - tracefs "))
         .filter_map(|l| l.split_whitespace().nth(4).map(str::to_string))
+        // Probes of concurrently running tests (tracefs_state) come and go.
+        .filter(|m| !m.contains("rig-test-"))
         .collect()
 }
 
 /// The global tracing state the rig must leave as it found it, read through a tracefs mount
 /// of the test's own, plus the instances whose name starts with `instance_prefix`.
 pub fn tracefs_state(instance_prefix: &str) -> Vec<(String, String)> {
-    let dir = scratch("tracefs-probe");
+    static PROBE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = PROBE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch(&format!("tracefs-probe-{n}"));
     std::fs::create_dir_all(&dir).unwrap();
     let ok = Command::new("mount")
         .args(["-t", "tracefs", "nodev"])

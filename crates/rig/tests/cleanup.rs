@@ -1,0 +1,241 @@
+//! Teardown is guaranteed: a child process holding a loop device, a mount (with a file open on
+//! it), a tracefs session and a temp file is stopped by SIGINT, SIGTERM or a panic, and
+//! afterwards none of it remains and the tracing state is as before.
+
+mod common;
+
+use common::*;
+use layoutlab_rig::{
+    cleanup, mkfs, FsKind, LoopDevice, Mount, TempFile, TraceOptions, TracefsSession,
+};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The child's body; does nothing unless run as a child by the tests below.
+#[test]
+fn cleanup_child() {
+    let Ok(mode) = std::env::var("RIG_CLEANUP_CHILD") else {
+        return;
+    };
+    let image = PathBuf::from(std::env::var("RIG_CLEANUP_IMAGE").unwrap());
+    let temp = PathBuf::from(std::env::var("RIG_CLEANUP_TEMP").unwrap());
+    if mode == "panic" {
+        cleanup::install_panic_hook();
+    }
+    let dev = LoopDevice::attach(&image, false).unwrap();
+    let mount = Mount::new(dev.path(), None, "ext4", false, "").unwrap();
+    // An open file keeps the mount busy: teardown must still leave nothing mounted.
+    let mut open_file = std::fs::File::create(mount.target().join("busy")).unwrap();
+    open_file.write_all(b"busy").unwrap();
+    let session = TracefsSession::start(dev.dev(), &TraceOptions::default()).unwrap();
+    session.mark("child").unwrap();
+    let _temp = TempFile::create_sparse(&temp, 1 << 20).unwrap();
+    println!(
+        "READY {} {} {}",
+        dev.path().display(),
+        mount.target().display(),
+        session.instance().display()
+    );
+    std::io::stdout().flush().unwrap();
+    if mode == "panic" {
+        panic!("deliberate panic while holding rig resources");
+    }
+    std::thread::sleep(Duration::from_secs(60));
+    panic!("no signal arrived within 60 s");
+}
+
+struct Outcome {
+    code: Option<i32>,
+    mount_target: PathBuf,
+    instance: PathBuf,
+}
+
+fn run_child(
+    mode: &str,
+    signal: Option<i32>,
+    image: &std::path::Path,
+    temp: &std::path::Path,
+) -> Outcome {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "cleanup_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("RIG_CLEANUP_CHILD", mode)
+        .env("RIG_CLEANUP_IMAGE", image)
+        .env("RIG_CLEANUP_TEMP", temp)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = None;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(rest) = line.split_once("READY ").map(|(_, rest)| rest) {
+            ready = Some(
+                rest.split_whitespace()
+                    .map(PathBuf::from)
+                    .collect::<Vec<_>>(),
+            );
+            if let Some(sig) = signal {
+                unsafe { libc::kill(child.id() as i32, sig) };
+            }
+        }
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let ready = ready.unwrap_or_else(|| panic!("child never got ready: {stderr}"));
+    eprintln!(
+        "child {mode}: {}",
+        stderr
+            .lines()
+            .filter(|l| l.contains("layoutlab"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    Outcome {
+        code: output.status.code(),
+        mount_target: ready[1].clone(),
+        instance: ready[2].clone(),
+    }
+}
+
+fn check_teardown(mode: &str, signal: Option<i32>, expected_code: i32) {
+    let image =
+        TempFile::create_sparse(&scratch(&format!("cleanup-{mode}.img")), 64 << 20).unwrap();
+    mkfs(FsKind::Ext4, image.path(), &[]).unwrap();
+    let temp = scratch(&format!("cleanup-{mode}.tmp"));
+    let mounts_before = tracefs_mounts();
+    // Instances of any child are named layoutlab-PID-N; compare all of ours by that prefix.
+    let state_before = tracefs_state("layoutlab-");
+    let outcome = run_child(mode, signal, image.path(), &temp);
+    assert_eq!(outcome.code, Some(expected_code), "{mode}: exit status");
+    assert_eq!(
+        loops_backed_by(image.path()),
+        "",
+        "{mode}: loop device left"
+    );
+    assert!(!is_mounted(&outcome.mount_target), "{mode}: still mounted");
+    assert!(!outcome.mount_target.exists(), "{mode}: mount point left");
+    assert!(!outcome.instance.exists(), "{mode}: tracefs instance left");
+    assert!(!temp.exists(), "{mode}: temp file left");
+    assert_eq!(
+        tracefs_mounts(),
+        mounts_before,
+        "{mode}: tracefs mounts changed"
+    );
+    assert_eq!(
+        tracefs_state("layoutlab-"),
+        state_before,
+        "{mode}: tracing state changed"
+    );
+}
+
+#[test]
+fn sigint_tears_everything_down() {
+    if root_or_skip("sigint_tears_everything_down") {
+        check_teardown("sigint", Some(libc::SIGINT), 130);
+    }
+}
+
+#[test]
+fn sigterm_tears_everything_down() {
+    if root_or_skip("sigterm_tears_everything_down") {
+        check_teardown("sigterm", Some(libc::SIGTERM), 143);
+    }
+}
+
+#[test]
+fn panic_tears_everything_down() {
+    if root_or_skip("panic_tears_everything_down") {
+        check_teardown("panic", None, 101);
+    }
+}
+
+#[test]
+fn tracefs_session_leaves_the_tracing_state_as_it_found_it() {
+    if !root_or_skip("tracefs_session_leaves_the_tracing_state_as_it_found_it") {
+        return;
+    }
+    let prefix = format!("layoutlab-{}-", std::process::id());
+    let mounts_before = tracefs_mounts();
+    let before = tracefs_state(&prefix);
+    let image = TempFile::create_sparse(&scratch("state.img"), 16 << 20).unwrap();
+    let dev = LoopDevice::attach(image.path(), true).unwrap();
+    let session = TracefsSession::start(
+        dev.dev(),
+        &TraceOptions {
+            bio_queue: true,
+            ..TraceOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(session.instance().exists());
+    let capture = session.stop().unwrap();
+    assert_eq!(capture.lost_events, 0);
+    // A session dropped without stop() cleans up too.
+    let session = TracefsSession::start(dev.dev(), &TraceOptions::default()).unwrap();
+    let instance = session.instance().to_path_buf();
+    drop(session);
+    assert!(!instance.exists());
+    assert_eq!(tracefs_mounts(), mounts_before);
+    assert_eq!(tracefs_state(&prefix), before);
+}
+
+/// Run in a private mount namespace where tracefs is unmounted (so nobody else is disturbed):
+/// the session mounts tracefs itself and unmounts it at the end.
+#[test]
+fn tracefs_child_without_tracefs() {
+    if std::env::var("RIG_NO_TRACEFS_CHILD").is_err() {
+        return;
+    }
+    assert_eq!(
+        tracefs_mounts(),
+        Vec::<String>::new(),
+        "the namespace still has tracefs"
+    );
+    let image = TempFile::create_sparse(&scratch("notracefs.img"), 16 << 20).unwrap();
+    let dev = LoopDevice::attach(image.path(), true).unwrap();
+    let session = TracefsSession::start(dev.dev(), &TraceOptions::default()).unwrap();
+    assert_eq!(
+        tracefs_mounts().len(),
+        1,
+        "the session mounted tracefs once"
+    );
+    session.mark("x").unwrap();
+    dev.flush_buffers().unwrap();
+    let _ = std::fs::read(dev.path()).unwrap();
+    let capture = session.stop().unwrap();
+    assert!(!capture.trace.requests.is_empty());
+    assert_eq!(
+        tracefs_mounts(),
+        Vec::<String>::new(),
+        "tracefs left mounted"
+    );
+}
+
+#[test]
+fn tracefs_is_mounted_and_unmounted_when_absent() {
+    if !root_or_skip("tracefs_is_mounted_and_unmounted_when_absent") {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let script = format!(
+        "for m in /sys/kernel/tracing /sys/kernel/debug/tracing; do \
+           while mountpoint -q $m; do umount $m || exit 97; done; done; \
+         exec {} tracefs_child_without_tracefs --exact --nocapture --test-threads=1",
+        exe.display()
+    );
+    let status = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .env("RIG_NO_TRACEFS_CHILD", "1")
+        .status();
+    match status {
+        Ok(s) => assert!(s.success(), "child in a private mount namespace: {s}"),
+        Err(e) => eprintln!("SKIP tracefs_is_mounted_and_unmounted_when_absent: unshare: {e}"),
+    }
+}

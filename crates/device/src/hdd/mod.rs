@@ -236,6 +236,8 @@ struct MediaAccess {
     end_ns: f64,
     /// Time per sector on the first track, ns.
     sector_ns: f64,
+    /// When the `mark`-th sector (1-based) of the access was done, ns.
+    mark_ready_ns: f64,
     /// Where the head is at `end_ns`.
     cylinder: u32,
     head: u32,
@@ -388,7 +390,10 @@ impl Hdd {
         n: u64,
         write: bool,
         earliest_media_ns: f64,
+        mark: u64,
     ) -> MediaAccess {
+        let mut mark_ready = 0.0;
+        let mut done_sectors = 0u64;
         let mut t = t_ns;
         let mut pos = from;
         let mut cur = lbn;
@@ -413,6 +418,11 @@ impl Hdd {
                 first_sector_ns = sector_ns;
                 first = false;
             }
+            if mark > done_sectors && mark <= done_sectors + run {
+                // Slips inside the run are rare; count the mark in logical sectors.
+                mark_ready = t + sector_ns * (mark - done_sectors) as f64;
+            }
+            done_sectors += run;
             t += sector_ns * span as f64;
             cur += run;
             left -= run;
@@ -421,6 +431,7 @@ impl Hdd {
             first_ready_ns: first_ready,
             end_ns: t,
             sector_ns: first_sector_ns,
+            mark_ready_ns: if mark_ready > 0.0 { mark_ready } else { first_ready },
             cylinder: pos.0,
             head: pos.1,
         }
@@ -542,11 +553,11 @@ impl Hdd {
             _ => (0, miss_ovh),
         };
         let t_cmd = start + per_req + ovh;
-        let m = self.media_access(t_cmd, from, lbn + prefix, n - prefix, false, t_cmd);
         // The drive reconnects once the water mark is buffered, then moves data no faster
         // than the media delivers it.
-        let wm = (self.spec.bus.read_water_mark * (n - prefix) as f64).ceil().max(1.0);
-        let reconnect = (m.first_ready_ns + (wm - 1.0) * m.sector_ns).max(t_cmd + disc_ovh);
+        let wm = (self.spec.bus.read_water_mark * (n - prefix) as f64).ceil().max(1.0) as u64;
+        let m = self.media_access(t_cmd, from, lbn + prefix, n - prefix, false, t_cmd, wm);
+        let reconnect = m.mark_ready_ns.max(t_cmd + disc_ovh);
         let bus_start = if prefix > 0 { t_cmd + prep } else { reconnect + reselect + prep };
         let done = (bus_start + n as f64 * bus).max(m.end_ns + bus) + completion_ovh;
         self.cylinder = m.cylinder;
@@ -607,7 +618,7 @@ impl Hdd {
             let seg_end = self.cache.segment(seg).end;
             let cap = self.geometry.capacity_sectors();
             if seg_end < cap {
-                let m = self.media_access(done, (self.cylinder, self.head), seg_end, 1, false, done);
+                let m = self.media_access(done, (self.cylinder, self.head), seg_end, 1, false, done, 1);
                 self.cylinder = m.cylinder;
                 self.head = m.head;
                 let seg_start = self.cache.segment(seg).start;
@@ -698,7 +709,7 @@ impl Hdd {
         if o.min_seek_delay_ms > 0.0 {
             earliest = earliest.max(t_cmd + o.min_seek_delay_ms * MS);
         }
-        let m = self.media_access(mech_start.max(self.free_ns), from, lbn, n, true, earliest);
+        let m = self.media_access(mech_start.max(self.free_ns), from, lbn, n, true, earliest, 1);
         self.cylinder = m.cylinder;
         self.head = m.head;
         if caching && (self.spec.cache.read_hits_on_write_data || write_back) {

@@ -236,6 +236,52 @@ mod tests {
         }
     }
 
+    const COMPOSITE: &str = r#"
+kind = "composite"
+name = "meta-on-nvme"
+[[members]]
+name = "fast"
+preset = "ssd-nvme-2024"
+[[members]]
+name = "slow"
+preset = "ssd-sata-2010"
+[[ranges]]
+start_sector = { value = 0, source = "first 1 GiB: metadata region of the layout under test" }
+sectors = { value = 2097152, source = "1 GiB" }
+member = "fast"
+member_offset_sectors = { value = 0, source = "start of the member" }
+[[ranges]]
+start_sector = { value = 2097152, source = "the rest" }
+sectors = { value = 100000000, source = "about 51 GB of data" }
+member = "slow"
+member_offset_sectors = { value = 0, source = "start of the member" }
+"#;
+
+    #[test]
+    fn composite_preset_names_member_presets() {
+        let mut d = load_preset_str(COMPOSITE, "c.toml").unwrap();
+        assert_eq!(d.name(), "meta-on-nvme");
+        assert_eq!(d.capacity_sectors(), 2097152 + 100000000);
+        let rq = |sector| crate::IoRequest {
+            op: layoutlab_trace::Op::Read,
+            sector,
+            sectors: 8,
+            flags: layoutlab_trace::Flags::NONE,
+        };
+        // The metadata region answers at NVMe speed, the data region at SATA speed.
+        let fast = d.submit(0.0, &rq(0));
+        let slow = d.submit(1e9, &rq(3_000_000)) - 1e9;
+        assert!(fast < slow, "{fast} vs {slow}");
+        let bad = COMPOSITE.replace("member = \"slow\"", "member = \"tape\"");
+        let e = load_preset_str(&bad, "c.toml").err().expect("unknown member");
+        assert!(e.to_string().contains("tape"), "{e}");
+        let cyc = COMPOSITE.replace("ssd-sata-2010", "no-such-preset");
+        assert!(matches!(
+            load_preset_str(&cyc, "c.toml").err(),
+            Some(DeviceError::UnknownPreset { .. })
+        ));
+    }
+
     #[test]
     fn unknown_preset_lists_valid_names() {
         let e = load_preset("no-such-disk").err().expect("must fail");

@@ -42,6 +42,16 @@ pub enum ReportError {
         /// The number of rows.
         rows: usize,
     },
+    /// A published number names a pass the table does not have.
+    #[error(
+        "table {table:?}: published number for pass {pass:?}, which is not a row of the table"
+    )]
+    UnknownPass {
+        /// Title of the table.
+        table: String,
+        /// The pass label given with the published number.
+        pass: String,
+    },
     /// A JSON document could not be read back as a table.
     #[error("table JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -38,6 +38,8 @@
 //! # Ok::<(), layoutlab_report::ReportError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod error;
 pub mod escape;
 pub mod html;
@@ -50,6 +52,7 @@ pub use html::{HtmlBundle, Section};
 pub use plot::cdf::{CdfPlot, CdfSeries};
 pub use plot::offset::{offset_plot, IoPoint, OffsetPlot, OffsetSeries, OffsetUnit, RatePanel};
 pub use plot::sweep::{SweepChart, SweepSeries, SweepStyle};
+pub use table::passes::{pass_table, PassRow};
 pub use table::{Align, Cell, Column, Table};
 
 impl Table {

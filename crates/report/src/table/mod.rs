@@ -1,13 +1,14 @@
 //! The table model: columns, cells (text, our numbers, published numbers) and its contract.
 //!
 //! One renderer per file lives beside this one: [`terminal`], [`markdown`], [`csv`], [`json`],
-//! [`html`]. Every renderer first calls [`Table::validate`], so a table that mixes a published
+//! [`html`]; [`passes`] shapes the e2fsck per-pass table. Every renderer first calls [`Table::validate`], so a table that mixes a published
 //! number into one of our columns is refused, whatever the output format.
 
 pub mod csv;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod passes;
 pub mod terminal;
 
 use serde::{Deserialize, Serialize};

@@ -82,20 +82,23 @@ fn estimate_written_bytes(bytes: u64, args: &[String], can_punch: bool) -> (u64,
     };
     // bitmaps and a group-descriptor/superblock copy per group, generously
     let per_group_bytes = groups * 4 * block_size;
-    let table_bytes = if can_punch {
+    // `-E nodiscard` stops mke2fs from punching the file, so it writes the tables out
+    let nodiscard = args.iter().any(|a| a.contains("nodiscard"));
+    let tables_skipped = can_punch && !nodiscard;
+    let table_bytes = if tables_skipped {
         0
     } else {
         bytes / inode_ratio * inode_size
     };
-    let margin = 16 << 20;
+    let margin = 1 << 20;
     let total = journal_bytes + per_group_bytes + table_bytes + margin;
     let detail = format!(
         "journal {journal_bytes} + per-group metadata {per_group_bytes} + inode tables \
          {table_bytes}{} + margin {margin}",
-        if can_punch {
-            " (not written: host punches holes)"
+        if tables_skipped {
+            " (not written: mke2fs punches holes)"
         } else {
-            ""
+            " (written: no hole punching or -E nodiscard)"
         }
     );
     (total, detail)
@@ -150,15 +153,14 @@ pub fn mkfs(image: &Path, bytes: u64, mke2fs_args: &[String]) -> Result<MkfsRepo
     }
     let dir = parent_dir(image);
     let free = free_bytes(&dir)?;
-    // the worst case (no hole punching) must fit before we create anything
-    let (worst, worst_detail) = estimate_written_bytes(bytes, mke2fs_args, false);
-    let (best, _) = estimate_written_bytes(bytes, mke2fs_args, true);
+    // even the best case (holes punched) must fit before we create anything
+    let (best, best_detail) = estimate_written_bytes(bytes, mke2fs_args, true);
     if free < best {
         return Err(ImageError::NoSpace {
             dir,
             need_bytes: best,
             free_bytes: free,
-            detail: worst_detail,
+            detail: best_detail,
         });
     }
     let file = OpenOptions::new()
@@ -184,10 +186,10 @@ pub fn mkfs(image: &Path, bytes: u64, mke2fs_args: &[String]) -> Result<MkfsRepo
     } == 0;
     drop(file);
     let (estimated, detail) = estimate_written_bytes(bytes, mke2fs_args, can_punch);
-    if !can_punch && free < worst {
+    if free < estimated {
         return Err(cleanup(ImageError::NoSpace {
             dir,
-            need_bytes: worst,
+            need_bytes: estimated,
             free_bytes: free,
             detail,
         }));
@@ -273,6 +275,9 @@ mod tests {
         assert_eq!(with - without, 1 << 30);
         let (tables, _) = estimate_written_bytes(400 << 30, &args("-I 128 -i 8192"), false);
         assert!(tables > (6 << 30), "{tables}");
+        let (nodiscard, _) =
+            estimate_written_bytes(400 << 30, &args("-I 128 -i 8192 -E nodiscard"), true);
+        assert_eq!(nodiscard, tables);
         assert_eq!(option_value(&args("-b4096"), "-b"), Some("4096"));
     }
 }

@@ -95,6 +95,17 @@ pub fn render(table: &Table, max_width: Option<usize>) -> Result<String, ReportE
     Ok(out)
 }
 
+/// The terminal width from `$COLUMNS` (set by most shells for interactive use), if it is a
+/// plausible number; `None` otherwise (e.g. output piped to a file), meaning "do not fit".
+pub fn width_from_env() -> Option<usize> {
+    std::env::var("COLUMNS")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&w: &usize| (20..=1000).contains(&w))
+}
+
 fn width(text: &str) -> usize {
     text.chars().count()
 }

@@ -54,6 +54,9 @@ pub enum RigError {
         /// What was wrong.
         reason: String,
     },
+    /// The captured trace could not be read (the trace crate's reader said why).
+    #[error("reading the captured trace: {0}")]
+    Trace(#[from] layoutlab_trace::TraceError),
     /// A kernel facility the rig needs is missing or in an unexpected state.
     #[error("{0}")]
     Unsupported(String),

@@ -46,8 +46,8 @@ impl Default for FsckOptions {
 pub struct ProgressChange {
     /// The pass number e2fsck reported.
     pub pass: u32,
-    /// When e2fsck wrote it, ns since the trace's origin.
-    pub at_ns: u64,
+    /// When e2fsck wrote it, ns since the trace's origin (its first request).
+    pub at_ns: i64,
 }
 
 /// One traced e2fsck run.

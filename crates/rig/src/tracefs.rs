@@ -19,9 +19,10 @@ use crate::error::{Result, RigError};
 use crate::mount::Mount;
 use crate::system::{read_attr, require_root, write_attr, TempFile};
 use crate::tracefs_text::{self, MARK_PREFIX};
+use layoutlab_trace::format::{DevId, ReadOptions};
 use layoutlab_trace::Trace;
 use std::fs::File;
-use std::io::{BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -54,13 +55,16 @@ impl Default for TraceOptions {
 /// What a capture produced.
 #[derive(Debug)]
 pub struct Capture {
-    /// The requests of the device, tagged by the markers written during the capture; times
-    /// are ns since [`Capture::origin_mono_ns`].
+    /// The requests of the device, tagged by the markers written during the capture, as the
+    /// trace crate's tracefs reader reads them; times are ns since
+    /// [`Capture::origin_mono_ns`] (the first request's issue, the reader's origin).
     pub trace: Trace,
-    /// `CLOCK_MONOTONIC` (ns) at which tracing started: time 0 of the trace.
+    /// `CLOCK_MONOTONIC` (ns) of time 0 of the trace: the first request's issue (tracefs
+    /// prints µs, so this is a whole number of µs), or the start of tracing without requests.
     pub origin_mono_ns: u64,
-    /// Markers in the order written: (ns since origin, tag).
-    pub marks: Vec<(u64, String)>,
+    /// Markers in the order written: (ns since the origin, negative before the first
+    /// request, tag). e2fsck progress lines appear as `passN` at each new pass.
+    pub marks: Vec<(i64, String)>,
     /// Events the kernel lost (ring overruns plus dropped events, summed over CPUs). Non-zero
     /// means the trace is incomplete: raise [`TraceOptions::buffer_size_kb`].
     pub lost_events: u64,
@@ -409,20 +413,42 @@ impl TracefsSession {
             )));
         }
         streamed.map_err(|e| RigError::io("stream trace_pipe", e))?;
-        let file = File::open(&self.text_path)
-            .map_err(|e| RigError::io(format!("open {}", self.text_path.display()), e))?;
-        let parsed = tracefs_text::parse(
-            BufReader::new(file),
-            &self.text_path.display().to_string(),
-            self.dev,
-            self.origin_mono_ns,
-        )?;
+        let raw = std::fs::read_to_string(&self.text_path)
+            .map_err(|e| RigError::io(format!("read {}", self.text_path.display()), e))?;
+        let rewritten = tracefs_text::rewrite(&raw, self.dev);
+        drop(raw);
+        let name = self.text_path.display().to_string();
+        let opts = ReadOptions {
+            dev: Some(DevId {
+                major: self.dev.0,
+                minor: self.dev.1,
+            }),
+            devno: None,
+        };
+        let trace = layoutlab_trace::tracefs::read(&rewritten.text, &name, &opts)?;
+        if self.keep_text {
+            // Keep what was read, so that reading the kept file again gives the same tags.
+            std::fs::write(&self.text_path, &rewritten.text)
+                .map_err(|e| RigError::io(format!("write {}", self.text_path.display()), e))?;
+        }
+        // The trace crate puts time 0 at the first request; without requests, at the start.
+        let origin_mono_ns = rewritten.first_issue_abs_ns.unwrap_or(self.origin_mono_ns);
+        let marks = rewritten
+            .marks_abs_ns
+            .into_iter()
+            .map(|(ns, tag)| (ns as i64 - origin_mono_ns as i64, tag))
+            .collect();
+        let incomplete_requests = trace
+            .requests
+            .iter()
+            .filter(|r| r.complete_ns.is_none())
+            .count();
         Ok(Capture {
-            trace: parsed.trace,
-            origin_mono_ns: self.origin_mono_ns,
-            marks: parsed.marks,
+            trace,
+            origin_mono_ns,
+            marks,
             lost_events,
-            incomplete_requests: parsed.incomplete,
+            incomplete_requests,
             text_path: self.keep_text.then(|| self.text_path.clone()),
         })
     }

@@ -707,7 +707,7 @@ impl Hdd {
         let lag = (bus - media_sector).max(0.0) * (n as f64 - 1.0);
         let mut earliest = data_start + bus + lag;
         if o.min_seek_delay_ms > 0.0 {
-            earliest = earliest.max(t_cmd + o.min_seek_delay_ms * MS);
+            earliest = earliest.max(mech_start + o.min_seek_delay_ms * MS);
         }
         let m = self.media_access(mech_start.max(self.free_ns), from, lbn, n, true, earliest, 1);
         self.cylinder = m.cylinder;

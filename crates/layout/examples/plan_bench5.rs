@@ -28,7 +28,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let check_secs = t.elapsed().as_secs_f64();
         let frags: u64 = plan.fragments_per_file().iter().map(|f| f.1).sum();
         let short = plan.short_files(&pop);
-        let groups_with_map = plan.group_summary(&geo).iter().filter(|g| g.mapping_blocks > 0).count();
+        let groups_with_map = plan
+            .group_summary(&geo)
+            .iter()
+            .filter(|g| g.mapping_blocks > 0)
+            .count();
         println!(
             "{name}: planned in {secs:.2} s (check {check_secs:.2} s); {} data blocks, {} mapping blocks in {groups_with_map} groups, {frags} fragments over {} files, {} short files",
             plan.file_data_blocks(),
@@ -48,7 +52,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         if let Some(s) = short.first() {
-            println!("  first short file: {} ({} of {} bytes)", s.name, s.planned_bytes, s.requested_bytes);
+            println!(
+                "  first short file: {} ({} of {} bytes)",
+                s.name, s.planned_bytes, s.requested_bytes
+            );
         }
     }
     Ok(())

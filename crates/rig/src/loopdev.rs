@@ -48,6 +48,17 @@ struct LoopConfig {
     reserved: [u64; 8],
 }
 
+/// Queue attributes the rig may change, restored at detach.
+const TUNED_ATTRS: [&str; 3] = ["read_ahead_kb", "max_sectors_kb", "scheduler"];
+
+/// The value to write back: for `scheduler` (`[none] mq-deadline`) the bracketed one.
+fn selected_value(text: &str) -> String {
+    match (text.find('['), text.find(']')) {
+        (Some(open), Some(close)) if open < close => text[open + 1..close].to_string(),
+        _ => text.to_string(),
+    }
+}
+
 /// A loop device attached by the rig over a backing file; detached when dropped.
 #[derive(Debug)]
 pub struct LoopDevice {
@@ -154,7 +165,23 @@ impl LoopDevice {
                 backing_file.display()
             );
             let shown = path.clone();
-            let cleanup = cleanup::register(label, move || detach(dev_fd, &shown));
+            // Loop devices outlive their attachment and keep queue settings: put back what
+            // this one had, so the next user of loopN finds it as we found it.
+            let queue = PathBuf::from(format!("/sys/block/loop{number}/queue"));
+            let saved: Vec<(PathBuf, String)> = TUNED_ATTRS
+                .iter()
+                .filter_map(|name| {
+                    let attr = queue.join(name);
+                    let value = read_attr(&attr).ok()?;
+                    Some((attr, selected_value(&value)))
+                })
+                .collect();
+            let cleanup = cleanup::register(label, move || {
+                for (attr, value) in &saved {
+                    let _ = std::fs::write(attr, value);
+                }
+                detach(dev_fd, &shown)
+            });
             return Ok(LoopDevice {
                 path,
                 number: number as u32,
@@ -216,6 +243,22 @@ impl LoopDevice {
             line: 1,
             reason: format!("not a number: {text:?}"),
         })
+    }
+
+    /// Caps the size of one request (`queue/max_sectors_kb`) at the modelled disk's; a loop
+    /// device accepts 1280 KiB, so e2fsck's inode-table reads reach it as 1.25 MiB requests
+    /// where a 2007 SATA disk's queue (512 KiB by default) split them.
+    pub fn set_max_sectors_kb(&self, kb: u32) -> Result<()> {
+        write_attr(&self.queue_attr("max_sectors_kb"), &kb.to_string())?;
+        let path = self.queue_attr("max_sectors_kb");
+        let now = read_attr(&path)?;
+        if now != kb.to_string() {
+            return Err(RigError::Unsupported(format!(
+                "{}: max_sectors_kb is {now} after writing {kb}",
+                self.path.display()
+            )));
+        }
+        Ok(())
     }
 
     /// Selects the `none` I/O scheduler when offered, so requests reach the loop driver in the

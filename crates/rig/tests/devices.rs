@@ -143,3 +143,55 @@ fn read_ahead_kb_bounds_buffered_requests_and_not_direct_ones() {
     assert_eq!(direct_max, 128);
     assert_eq!(direct_count, 64);
 }
+
+#[test]
+fn max_sectors_kb_caps_request_size() {
+    if !root_or_skip("max_sectors_kb_caps_request_size") {
+        return;
+    }
+    let image = TempFile::create_sparse(&scratch("maxsec.img"), 64 << 20).unwrap();
+    let dev = LoopDevice::attach(image.path(), true).unwrap();
+    let before_max = std::fs::read_to_string(format!(
+        "/sys/block/loop{}/queue/max_sectors_kb",
+        dev.number()
+    ))
+    .unwrap();
+    dev.set_max_sectors_kb(64).unwrap();
+    let (max, count) = max_read_sectors(&dev, "bs=1M count=4 iflag=direct");
+    assert_eq!(max, 128, "1 MiB direct reads split at 64 KiB");
+    assert_eq!(count, 64);
+    // The settings go back to what loopN had when it is detached.
+    let queue = format!("/sys/block/loop{}/queue", dev.number());
+    drop(dev);
+    let max_now = std::fs::read_to_string(format!("{queue}/max_sectors_kb")).unwrap();
+    assert_eq!(max_now.trim(), before_max.trim());
+}
+
+#[test]
+fn long_capture_streams_without_losing_events() {
+    if !root_or_skip("long_capture_streams_without_losing_events") {
+        return;
+    }
+    // 60 000 requests = 120 000 events, far more than a 256 KiB-per-CPU ring holds: only the
+    // streaming of trace_pipe keeps them all.
+    let image = TempFile::create_sparse(&scratch("long.img"), 256 << 20).unwrap();
+    let dev = LoopDevice::attach(image.path(), true).unwrap();
+    let opts = TraceOptions {
+        buffer_size_kb: 256,
+        ..TraceOptions::default()
+    };
+    let session = TracefsSession::start(dev.dev(), &opts).unwrap();
+    sh(&format!(
+        "dd if={} of=/dev/null bs=4k count=60000 iflag=direct status=none",
+        dev.path().display()
+    ));
+    let capture = session.stop().unwrap();
+    assert_eq!(capture.lost_events, 0);
+    assert_eq!(capture.trace.requests.len(), 60000);
+    assert_eq!(capture.incomplete_requests, 0);
+    let sectors: Vec<u64> = capture.trace.requests.iter().map(|r| r.sector).collect();
+    assert!(
+        sectors.windows(2).all(|w| w[1] == w[0] + 8),
+        "sequential 4 KiB reads"
+    );
+}

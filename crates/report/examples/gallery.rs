@@ -73,6 +73,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     .render(&series);
     std::fs::write(dir.join("offset.svg"), &offset)?;
 
+    // Five overlaid traces, to check that colours and the wrapping legend stay readable.
+    let many: Vec<OffsetSeries> = (0..5u64)
+        .map(|i| OffsetSeries {
+            name: format!("run-{i} (hop {} MB)", 10u64.pow(i as u32)),
+            points: synthetic(
+                10 + i,
+                requests / 10,
+                100.0 + 50.0 * i as f64,
+                1e6 * 10f64.powi(i as i32),
+            ),
+        })
+        .collect();
+    let many_svg = OffsetPlot {
+        title: "Five traces overlaid, synthetic illustration".into(),
+        ..OffsetPlot::default()
+    }
+    .render(&many);
+    std::fs::write(dir.join("offset-many.svg"), many_svg)?;
+
     let mut rng = Rng(9);
     let measured: Vec<f64> = (0..5000)
         .map(|_| 1.0 + 8.0 * rng.next_f64() + 4.0 * rng.next_f64().powi(4))

@@ -207,10 +207,20 @@ fn labels_are_escaped() {
     assert!(doc
         .descendants()
         .any(|n| n.attribute("data-series") == Some(nasty)));
-    let expected_legend = format!("{nasty} reads");
-    assert!(doc
+    let legend = doc
         .descendants()
-        .any(|n| n.text() == Some(expected_legend.as_str())));
+        .find(|n| n.attribute("class") == Some("legend"))
+        .unwrap();
+    let labels: Vec<&str> = legend
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert_eq!(
+        labels,
+        [nasty, "reads"],
+        "one entry per series, then the shape key"
+    );
 
     let cdf = CdfPlot {
         title: nasty.into(),

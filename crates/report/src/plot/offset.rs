@@ -105,6 +105,8 @@ impl Default for OffsetPlot {
     }
 }
 
+/// Colour of the read/write key in the legend (shape only, no series).
+const KEY_COLOR: &str = "#555555";
 const LEFT: f64 = 80.0;
 const RIGHT: f64 = 24.0;
 const OFFSET_PANEL_HEIGHT: f64 = 300.0;
@@ -178,31 +180,31 @@ impl OffsetPlot {
 
         let x_ticks = nice_ticks(t_min, t_max, 8);
         let plot_width = self.width - LEFT - RIGHT;
-        let entries: Vec<Entry> = series
+        // One colour entry per series, then a grey key for the two mark shapes: doubling
+        // every series into "reads" and "writes" entries made the legend hard to scan.
+        let mut entries: Vec<Entry> = series
             .iter()
             .enumerate()
-            .flat_map(|(i, s)| {
-                let color = palette::color(i).to_string();
-                let has_writes = clean[i].iter().any(|p| p.is_write);
-                let has_reads = clean[i].iter().any(|p| !p.is_write) || !has_writes;
-                let mut entries = Vec::new();
-                if has_reads {
-                    entries.push(Entry {
-                        label: format!("{} reads", s.name),
-                        color: color.clone(),
-                        swatch: Swatch::Dot,
-                    });
-                }
-                if has_writes {
-                    entries.push(Entry {
-                        label: format!("{} writes", s.name),
-                        color,
-                        swatch: Swatch::Cross,
-                    });
-                }
-                entries
+            .map(|(i, s)| Entry {
+                label: s.name.clone(),
+                color: palette::color(i).to_string(),
+                swatch: Swatch::Block,
             })
             .collect();
+        if all().any(|p| !p.is_write) {
+            entries.push(Entry {
+                label: "reads".into(),
+                color: KEY_COLOR.into(),
+                swatch: Swatch::Dot,
+            });
+        }
+        if all().any(|p| p.is_write) {
+            entries.push(Entry {
+                label: "writes".into(),
+                color: KEY_COLOR.into(),
+                swatch: Swatch::Cross,
+            });
+        }
         let legend_top = 52.0;
         let legend_height = legend::height(&entries, plot_width);
         let offset_top = legend_top + legend_height + 10.0;
@@ -371,7 +373,7 @@ impl OffsetPlot {
                     height: RATE_PANEL_HEIGHT,
                 },
                 x: x_ticks.clone(),
-                y: nice_ticks(0.0, peak.max(f64::MIN_POSITIVE), 4),
+                y: nice_ticks(0.0, (peak * 1.05).max(f64::MIN_POSITIVE), 4),
             };
             axes.draw(
                 &mut svg,

@@ -26,6 +26,18 @@ pub struct BenchReport {
     pub requests_per_second: f64,
 }
 
+/// The preset `layoutlab bench replay` runs on: the HDD model with its cache (issue 2's drive).
+pub const BENCH_PRESET: &str = "sata-400g-2007";
+
+/// Requests in the standard benchmark trace.
+pub const BENCH_REQUESTS: usize = 1_000_000;
+
+/// Loads [`BENCH_PRESET`] and runs [`bench_replay`] on [`BENCH_REQUESTS`] requests (seed 1).
+pub fn bench_default() -> Result<BenchReport, crate::DeviceError> {
+    let mut dev = crate::preset::load_preset(BENCH_PRESET)?;
+    Ok(bench_replay(dev.as_mut(), BENCH_REQUESTS, 1))
+}
+
 /// A seeded synthetic trace of `n_requests` within `capacity_sectors` (see the module docs).
 pub fn synthetic_trace(n_requests: usize, seed: u64, capacity_sectors: u64) -> Trace {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -164,6 +176,44 @@ mod measure {
             let null = bench_replay(&mut super::tests::Null, 1_000_000, 1);
             println!("engine alone (null device): {null:?}");
             println!("{name} replay bench: {b:?}");
+        }
+        // The HDD model, built from a shared DiskSim drive until the HDD presets land.
+        let parv = std::path::Path::new("/work/shared/data/disksim/barracuda.parv");
+        if let Ok(spec) = crate::disksim::import_parv(parv) {
+            let mut hdd = crate::hdd::Hdd::new(spec).unwrap();
+            for _ in 0..3 {
+                let b = bench_replay(&mut hdd, 1_000_000, 1);
+                println!("hdd (barracuda.parv) replay bench: {b:?}");
+            }
+        }
+    }
+}
+
+/// Replay speed alone, for profiling (`-- --ignored measure_replay_speed`).
+#[cfg(test)]
+mod measure_speed {
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn measure_replay_speed() {
+        let parv = std::path::Path::new("/work/shared/data/disksim/barracuda.parv");
+        let mut hdd = crate::hdd::Hdd::new(crate::disksim::import_parv(parv).unwrap()).unwrap();
+        let trace = synthetic_trace(1_000_000, 1, hdd.capacity_sectors());
+        for _ in 0..5 {
+            let t = Instant::now();
+            let r = replay(&mut hdd, &trace, &ReplayOptions::default());
+            let s = t.elapsed().as_secs_f64();
+            std::hint::black_box(&r);
+            let t = Instant::now();
+            let n = replay(&mut super::tests::Null, &trace, &ReplayOptions::default());
+            let sn = t.elapsed().as_secs_f64();
+            std::hint::black_box(&n);
+            println!(
+                "hdd {:.1} M req/s, engine alone {:.1} M req/s",
+                1.0 / s,
+                1.0 / sn
+            );
         }
     }
 }

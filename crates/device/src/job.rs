@@ -45,6 +45,30 @@ impl std::str::FromStr for Rw {
     }
 }
 
+/// Parses a size the way fio does: a number with an optional suffix k, m, g, t (powers of
+/// 1024, case-insensitive, an optional trailing "b" or "ib"), e.g. "4k", "16g", "512".
+pub fn parse_size_bytes(text: &str) -> Result<u64, DeviceError> {
+    let t = text.trim().to_ascii_lowercase();
+    let t = t
+        .strip_suffix("ib")
+        .or_else(|| t.strip_suffix('b'))
+        .unwrap_or(&t);
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'k')) => (&t[..i], 10),
+        Some((i, 'm')) => (&t[..i], 20),
+        Some((i, 'g')) => (&t[..i], 30),
+        Some((i, 't')) => (&t[..i], 40),
+        _ => (t, 0),
+    };
+    let n: u64 = digits.parse().map_err(|_| {
+        DeviceError::Invalid(format!(
+            "size '{text}': expected a number with k/m/g/t, e.g. 4k"
+        ))
+    })?;
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| DeviceError::Invalid(format!("size '{text}' is too large")))
+}
+
 /// A synthetic job.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobSpec {
@@ -401,6 +425,18 @@ mod tests {
         let mut s = fixed(1e5);
         run_job(&mut s, &spec(Discipline::Sptf)).unwrap();
         assert!(total_distance(&s.seen) * 3 < total_distance(&f.seen));
+    }
+
+    #[test]
+    fn sizes_parse_like_fio() {
+        assert_eq!(parse_size_bytes("4k").unwrap(), 4096);
+        assert_eq!(parse_size_bytes("256K").unwrap(), 262144);
+        assert_eq!(parse_size_bytes("16g").unwrap(), 16 << 30);
+        assert_eq!(parse_size_bytes("1MiB").unwrap(), 1 << 20);
+        assert_eq!(parse_size_bytes("512").unwrap(), 512);
+        for bad in ["", "k", "4x", "-1", "99999999999t"] {
+            assert!(parse_size_bytes(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

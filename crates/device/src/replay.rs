@@ -150,11 +150,16 @@ impl AnchorFinder {
             }
         };
         if let Some(c) = r.complete_ns {
-            let mut k = self.open.len();
-            while k > 0 && self.open[k - 1].0 > c {
-                k -= 1;
+            match self.open.back() {
+                Some(&(last, _)) if last > c => {
+                    let mut k = self.open.len() - 1;
+                    while k > 0 && self.open[k - 1].0 > c {
+                        k -= 1;
+                    }
+                    self.open.insert(k, (c, i));
+                }
+                _ => self.open.push_back((c, i)),
             }
-            self.open.insert(k, (c, i));
         }
         self.prev_issue = r.issue_ns;
         anchor
@@ -358,7 +363,8 @@ fn replay_fcfs(
     depth: usize,
 ) -> Vec<ReplayedRequest> {
     let n = trace.requests.len();
-    let mut out = unreplayed(n);
+    // Filled in order, so each entry is written once.
+    let mut out: Vec<ReplayedRequest> = Vec::with_capacity(n);
     let mut finder = AnchorFinder::new();
     // Completion times (f64 bits) of requests at the device, earliest first.
     let mut outstanding: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(depth + 1);
@@ -383,11 +389,11 @@ fn replay_fcfs(
         let c = dev.submit(t, &io_request(r)).max(t);
         outstanding.push(Reverse(c.to_bits()));
         last_dispatch = t;
-        out[i] = ReplayedRequest {
+        out.push(ReplayedRequest {
             issue_ns: a,
             start_ns: t,
             complete_ns: c,
-        };
+        });
     }
     out
 }

@@ -51,6 +51,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 &inode.mapping[..inode.mapping.len().min(3)]
             );
         }
+        if *name == "ext3-metacluster" {
+            let mc = policy::ext3_metacluster::Ext3Metacluster::default();
+            println!(
+                "  mapping blocks outside their metacluster: {}",
+                mc.overflowed_mapping_blocks(&plan, &geo)
+            );
+        }
         if let Some(s) = short.first() {
             println!(
                 "  first short file: {} ({} of {} bytes)",

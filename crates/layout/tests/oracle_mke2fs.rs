@@ -20,8 +20,14 @@ struct DumpedGroup {
 }
 
 fn first_number(s: &str) -> u64 {
-    let digits: String = s.trim().chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().unwrap_or_else(|_| panic!("no number in '{s}'"))
+    let digits: String = s
+        .trim()
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("no number in '{s}'"))
 }
 
 fn parse_dumpe2fs(text: &str) -> Dumped {
@@ -79,23 +85,51 @@ fn check_size(fs_bytes: u64) {
         .arg(profile.mke2fs_blocks_arg(fs_bytes))
         .output()
         .expect("mke2fs (e2fsprogs) must be installed for the geometry oracle");
-    assert!(out.status.success(), "mke2fs failed: {}", String::from_utf8_lossy(&out.stderr));
-    let out = Command::new("dumpe2fs").arg(&image).output().expect("dumpe2fs");
+    assert!(
+        out.status.success(),
+        "mke2fs failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("dumpe2fs")
+        .arg(&image)
+        .output()
+        .expect("dumpe2fs");
     assert!(out.status.success());
     let d = parse_dumpe2fs(&String::from_utf8_lossy(&out.stdout));
 
-    assert_eq!(header_value(&d, "Block count"), geo.blocks_count, "{fs_bytes}: block count");
-    assert_eq!(header_value(&d, "Inode count"), geo.inodes_count, "{fs_bytes}: inode count");
+    assert_eq!(
+        header_value(&d, "Block count"),
+        geo.blocks_count,
+        "{fs_bytes}: block count"
+    );
+    assert_eq!(
+        header_value(&d, "Inode count"),
+        geo.inodes_count,
+        "{fs_bytes}: inode count"
+    );
     assert_eq!(header_value(&d, "First block"), geo.first_data_block);
-    assert_eq!(header_value(&d, "Inodes per group"), u64::from(geo.inodes_per_group));
-    assert_eq!(header_value(&d, "Reserved block count"), geo.reserved_blocks);
+    assert_eq!(
+        header_value(&d, "Inodes per group"),
+        u64::from(geo.inodes_per_group)
+    );
+    assert_eq!(
+        header_value(&d, "Reserved block count"),
+        geo.reserved_blocks
+    );
     if geo.reserved_gdt_blocks > 0 {
-        assert_eq!(header_value(&d, "Reserved GDT blocks"), geo.reserved_gdt_blocks);
+        assert_eq!(
+            header_value(&d, "Reserved GDT blocks"),
+            geo.reserved_gdt_blocks
+        );
     }
     if geo.journal_blocks > 0 {
         assert_eq!(header_value(&d, "Total journal blocks"), geo.journal_blocks);
     }
-    assert_eq!(d.groups.len() as u64, geo.group_count(), "{fs_bytes}: groups");
+    assert_eq!(
+        d.groups.len() as u64,
+        geo.group_count(),
+        "{fs_bytes}: groups"
+    );
     let free = geo.free_blocks_per_group();
     for (i, (dumped, ours)) in d.groups.iter().zip(&geo.groups).enumerate() {
         let expect = DumpedGroup {
@@ -112,12 +146,12 @@ fn check_size(fs_bytes: u64) {
 #[test]
 fn geometry_matches_real_mke2fs() {
     for fs_bytes in [
-        64 << 20,                      // one group, 1024-block journal
-        400_088_457,                   // bench5 at scale 0.001
-        (32768 * 5 + 600) * 4096,      // a last group too small to keep
-        (32768 * 5 + 2000) * 4096,     // a short last group that stays
-        4_000_884_572,                 // bench5 at scale 0.01
-        40_008_845_721,                // bench5 at scale 0.1
+        64 << 20,                  // one group, 1024-block journal
+        400_088_457,               // bench5 at scale 0.001
+        (32768 * 5 + 600) * 4096,  // a last group too small to keep
+        (32768 * 5 + 2000) * 4096, // a short last group that stays
+        4_000_884_572,             // bench5 at scale 0.01
+        40_008_845_721,            // bench5 at scale 0.1
     ] {
         check_size(fs_bytes);
     }

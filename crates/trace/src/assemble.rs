@@ -103,6 +103,8 @@ pub(crate) fn assemble(
     for (at, ev) in events {
         match ev {
             Event::Tag(name) => {
+                crate::text::check_tag_name(name)
+                    .map_err(|r| TraceError::malformed(file, *at, r))?;
                 tag = trace.try_tag(name).ok_or_else(|| {
                     TraceError::malformed(file, *at, "more than 65536 distinct tags")
                 })?

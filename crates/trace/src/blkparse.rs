@@ -111,14 +111,9 @@ pub fn write(trace: &Trace) -> Result<String, TraceError> {
     let mut current_tag = 0u16;
     for (i, r) in trace.requests.iter().enumerate() {
         if r.tag != current_tag {
-            let name = trace.tag_name(r.tag);
-            if name.contains(['\n', '\r']) {
-                return Err(TraceError::malformed(
-                    "<blkparse writer>",
-                    Location::Request(i),
-                    format!("tag name {name:?} holds a line break"),
-                ));
-            }
+            crate::text::check_tag_name(trace.tag_name(r.tag)).map_err(|reason| {
+                TraceError::malformed("<blkparse writer>", Location::Request(i), reason)
+            })?;
             lines.push((r.issue_ns, i, 0));
             current_tag = r.tag;
         }

@@ -8,8 +8,8 @@
 //!
 //! `complete_ns` is empty when unknown; `op` is read, write, flush or discard; `flags` joins
 //! sync, meta, readahead, fua, preflush (and `bitN` for other bits) with `|`; `tag` is the tag
-//! name, quoted as RFC 4180 says when it holds a comma or a quote. Tag names may not hold line
-//! breaks.
+//! name, quoted as RFC 4180 says when it holds a comma or a quote. Tag names may not hold
+//! control characters (line breaks included).
 
 use crate::error::{Location, TraceError};
 use crate::text::{parse_u32, parse_u64};
@@ -161,6 +161,7 @@ pub fn read(text: &str, file: &str) -> Result<Trace, TraceError> {
         let sector = parse_u64(f[3].trim(), "sector").map_err(err)?;
         let sectors = parse_u32(f[4].trim(), "sectors").map_err(err)?;
         let flags = parse_flags(&f[5]).map_err(err)?;
+        crate::text::check_tag_name(&f[6]).map_err(err)?;
         let tag = trace
             .try_tag(&f[6])
             .ok_or_else(|| err("more than 65536 distinct tags".into()))?;
@@ -191,13 +192,8 @@ pub fn write(trace: &Trace) -> Result<String, TraceError> {
     out.push('\n');
     for (i, r) in trace.requests.iter().enumerate() {
         let tag = trace.tag_name(r.tag);
-        if tag.contains(['\n', '\r']) {
-            return Err(TraceError::malformed(
-                "<csv writer>",
-                Location::Request(i),
-                format!("tag name {tag:?} holds a line break"),
-            ));
-        }
+        crate::text::check_tag_name(tag)
+            .map_err(|r| TraceError::malformed("<csv writer>", Location::Request(i), r))?;
         let complete = r.complete_ns.map(|c| c.to_string()).unwrap_or_default();
         out.push_str(&format!(
             "{},{},{},{},{},{},{}\n",

@@ -205,6 +205,7 @@ pub fn read_validate(text: &str, file: &str) -> Result<Vec<ValidateRecord>, Trac
                 ))),
             }
         };
+        crate::text::check_tag_name(f[1]).map_err(|r| err(format!("buffer action: {r}")))?;
         out.push(ValidateRecord {
             line: line_no,
             op,

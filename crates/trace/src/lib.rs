@@ -28,6 +28,8 @@
 //! assert_eq!(layoutlab_trace::stats::per_tag(&back)[0].read_bytes, 4096);
 //! ```
 
+#![warn(missing_docs)]
+
 mod assemble;
 pub mod blkparse;
 pub mod blktrace;

@@ -91,6 +91,17 @@ pub(crate) fn parse_u32(s: &str, what: &str) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("{what} '{s}' does not fit in 32 bits"))
 }
 
+/// Tag names hold no control characters, so that every writer that keeps tags can write
+/// every tag a reader accepts (one line, no NULs).
+pub(crate) fn check_tag_name(name: &str) -> Result<(), String> {
+    match name.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!(
+            "tag name {name:?} holds the control character {c:?}"
+        )),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

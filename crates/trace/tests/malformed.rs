@@ -245,3 +245,33 @@ fn non_utf8_text_is_an_error_not_a_panic() {
     .unwrap_err();
     assert_eq!(e.line(), Some(2));
 }
+
+#[test]
+fn fuzz_finding_csv_tag_with_control_characters() {
+    // Found by the csv fuzz target: a quoted tag holding NULs and a carriage return was
+    // accepted, and then the CSV writer refused to write it back. Tag names now hold no
+    // control characters, checked by every reader and writer.
+    let head = "issue_ns,complete_ns,op,sector,sectors,flags,tag\n";
+    check(
+        &format!("{head}0,8,write,0,0,,\"a.,\0\r.,b\"\n"),
+        Format::Csv,
+        2,
+        "control character",
+    );
+}
+
+#[test]
+fn tag_markers_with_control_characters() {
+    check(
+        "  bash-1 [000] ..... 1.000000: tracing_mark_write: layoutlab tag=a\x07b\n",
+        Format::Tracefs,
+        1,
+        "control character",
+    );
+    check(
+        "R H\x01t 1 4 1.0 2.0\n",
+        Format::DisksimValidate,
+        1,
+        "control character",
+    );
+}

@@ -60,6 +60,9 @@ pub struct FsckSpec {
     pub os_read_ahead_kb: u32,
     /// Scale factor applied to measured CPU time between requests.
     pub cpu_scale: f64,
+    /// Extra arguments to the real e2fsck, after `-fn -tt -C 3`.
+    #[serde(default)]
+    pub e2fsck_extra_args: Vec<String>,
 }
 
 /// Parameters of the "fio" operation: one job per block size.

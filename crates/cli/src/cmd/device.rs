@@ -132,9 +132,7 @@ pub fn run(cmd: Command) -> Result<()> {
         }
         Command::Import { parv, output } => {
             let spec = layoutlab_device::disksim::import_parv(&parv)?;
-            // TODO(hdd preset format): switch to the HDD model's own preset writer.
-            let text = toml::to_string_pretty(&spec)
-                .with_context(|| format!("writing {} as a preset", parv.display()))?;
+            let text = layoutlab_device::hdd::preset::spec_to_toml_string(&spec);
             match output {
                 Some(out) => {
                     std::fs::write(&out, text)

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use layoutlab_device::job::{run_job, JobReport, JobSpec, Rw};
 use layoutlab_device::replay::Discipline;
+use layoutlab_report::table::passes::{pass_table, PassRow};
 use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, IoPoint, OffsetSeries, Table};
 use layoutlab_trace::Op;
 use serde::Serialize;
@@ -129,41 +130,41 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
     };
     let runs = fsck_experiment::run(exp, &opts)?;
 
+    let published = &exp.published;
     let mut tables = Vec::new();
     for r in &runs {
-        let mut t = Table::new(
-            &format!("e2fsck -fn per pass, {} (predicted on {device})", r.policy),
-            vec![
-                Column::text("pass"),
-                Column::number("time", Some("s")),
-                Column::number("read", Some("MB")),
-                Column::number("requests", None),
-                Column::number("rate", Some("MB/s")),
-            ],
-        );
-        for p in &r.passes {
-            t.push_row(vec![
-                Cell::text(if p.pass == 0 {
+        let rows: Vec<PassRow> = r
+            .passes
+            .iter()
+            .map(|p| PassRow {
+                pass: if p.pass == 0 {
                     "setup".to_string()
                 } else {
                     p.pass.to_string()
-                }),
-                Cell::num(p.seconds, 2),
-                Cell::num(p.mb_read, 1),
-                Cell::num(p.requests as f64, 0),
-                rate_cell(p.mb_read, p.seconds),
-            ])?;
-        }
-        t.push_total(vec![
-            Cell::text("total"),
-            Cell::num(r.total_seconds, 2),
-            Cell::num(r.mb_read, 1),
-            Cell::num(r.requests as f64, 0),
-            rate_cell(r.mb_read, r.total_seconds),
-        ])?;
-        tables.push(t);
+                },
+                seconds: p.seconds,
+                mb_read: p.mb_read,
+                requests: Some(p.requests),
+            })
+            .collect();
+        let total = PassRow {
+            pass: "total".into(),
+            seconds: r.total_seconds,
+            mb_read: r.mb_read,
+            requests: Some(r.requests),
+        };
+        let pubs: Vec<(String, f64)> = published
+            .total_seconds
+            .get(&r.policy)
+            .map(|v| vec![("total".to_string(), *v)])
+            .unwrap_or_default();
+        tables.push(pass_table(
+            &format!("e2fsck -fn per pass, {} (predicted on {device})", r.policy),
+            &rows,
+            &total,
+            (!pubs.is_empty()).then_some(pubs.as_slice()),
+        )?);
     }
-    let published = &exp.published;
     let mut summary = Table::new(
         &format!("{} at scale {scale} on {device}", exp.name),
         vec![
@@ -300,14 +301,6 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
         )?;
     }
     Ok(())
-}
-
-fn rate_cell(mb: f64, s: f64) -> Cell {
-    if s > 0.0 && mb > 0.0 {
-        Cell::num(mb / s, 2)
-    } else {
-        Cell::Empty
-    }
 }
 
 /// A published number, or an empty cell. (They are for scale 1; the summary says so.)

@@ -381,15 +381,80 @@ pub fn inspect(image: &Path) -> Result<Inspected, ImageError> {
     })
 }
 
-/// `plan` with inodes in inode-number order and mapping blocks in tree order (by first logical
-/// block, the upper level first) — the order `inspect` reports, for comparing plans.
+/// `plan` as `inspect` reports it, for comparing plans: inodes in inode-number order, runs
+/// that continue each other in both logical and physical space merged, mapping blocks in tree
+/// order (by first logical block, the upper level first).
 pub fn normalize_plan(plan: &Plan) -> Plan {
     let mut out = plan.clone();
     out.inodes.sort_by_key(|i| i.ino);
     for inode in &mut out.inodes {
+        let mut runs = Vec::with_capacity(inode.data.len());
+        for r in &inode.data {
+            push_block(&mut runs, r.logical, r.physical, r.len);
+        }
+        inode.data = runs;
         inode
             .mapping
             .sort_by_key(|m| (m.logical, std::cmp::Reverse(m.kind)));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use layoutlab_layout::MapKind;
+
+    #[test]
+    fn normalize_merges_runs_and_orders_mapping() {
+        let plan = Plan {
+            policy: "t".into(),
+            inodes: vec![PlannedInode {
+                ino: 12,
+                kind: InodeKind::File,
+                parent: 2,
+                name: "f".into(),
+                size_bytes: 2000 * 4096,
+                data: vec![
+                    Run {
+                        logical: 0,
+                        physical: 100,
+                        len: 5,
+                    },
+                    Run {
+                        logical: 5,
+                        physical: 105,
+                        len: 1031,
+                    },
+                    Run {
+                        logical: 1036,
+                        physical: 2000,
+                        len: 964,
+                    },
+                ],
+                mapping: vec![
+                    MapBlock {
+                        kind: MapKind::Ind,
+                        logical: 12,
+                        physical: 99,
+                    },
+                    MapBlock {
+                        kind: MapKind::Ind,
+                        logical: 1036,
+                        physical: 1999,
+                    },
+                    MapBlock {
+                        kind: MapKind::Dind,
+                        logical: 1036,
+                        physical: 1998,
+                    },
+                ],
+            }],
+        };
+        let n = normalize_plan(&plan);
+        assert_eq!(n.inodes[0].data.len(), 2);
+        assert_eq!(n.inodes[0].data[0].len, 1036);
+        let kinds: Vec<MapKind> = n.inodes[0].mapping.iter().map(|m| m.kind).collect();
+        assert_eq!(kinds, vec![MapKind::Ind, MapKind::Dind, MapKind::Ind]);
+    }
 }

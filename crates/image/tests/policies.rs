@@ -1,0 +1,84 @@
+//! The layout engineer's policies at a small scale of bench5: plan -> image -> e2fsck clean ->
+//! inspect == plan.
+
+mod common;
+
+use layoutlab_image::{fsck_check, inspect, materialize, mkfs, normalize_plan};
+use layoutlab_layout::{policy_by_name, Geometry, MkfsProfile, PolicyParams};
+
+fn policy_round_trip(policy: &str, scale: f64) {
+    let profile = MkfsProfile::by_name("ext3-2007").unwrap();
+    let pop = layoutlab_workload::profile_by_name("bench5")
+        .unwrap()
+        .scale(scale)
+        .unwrap();
+    let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
+    let plan = policy_by_name(policy, &PolicyParams::new())
+        .unwrap()
+        .plan(&geo, &pop, 42)
+        .unwrap();
+    assert!(
+        plan.mapping_blocks() > 0,
+        "{policy}: a plan with indirect blocks"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join(format!("{policy}.img"));
+    let t = std::time::Instant::now();
+    let made = mkfs(&image, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+    println!(
+        "{policy}: mkfs {:.1} s, {} MiB allocated",
+        t.elapsed().as_secs_f64(),
+        made.allocated_bytes >> 20
+    );
+    // the layout engineer's model of mke2fs agrees with the real one
+    let fresh = inspect(&image).unwrap();
+    assert_eq!(fresh.superblock.blocks_count, geo.blocks_count, "{policy}");
+    let stats = materialize(&image, &plan).unwrap_or_else(|e| panic!("{policy}: {e}"));
+    println!(
+        "{policy}: materialize {:.1} s (block maps {:.1} s), {} data + {} mapping blocks",
+        stats.total_seconds, stats.block_map_seconds, stats.file_data_blocks, stats.mapping_blocks
+    );
+    let t = std::time::Instant::now();
+    assert_eq!(stats.mapping_blocks, plan.mapping_blocks());
+    let v = fsck_check(&image).unwrap();
+    assert!(v.clean, "{policy}: e2fsck:\n{}", v.output);
+    println!("{policy}: e2fsck -fn {:.1} s", t.elapsed().as_secs_f64());
+    let t = std::time::Instant::now();
+    let back = inspect(&image).unwrap();
+    println!("{policy}: inspect {:.1} s", t.elapsed().as_secs_f64());
+    for p in &normalize_plan(&plan).inodes {
+        let got = back
+            .inode(p.ino)
+            .unwrap_or_else(|| panic!("{policy}: inode {}", p.ino));
+        assert_eq!(&got.planned, p, "{policy}: inode {}", p.ino);
+    }
+}
+
+#[test]
+fn ext3_2007_bench5_small() {
+    policy_round_trip("ext3-2007", 0.01);
+}
+
+#[test]
+fn ext3_metacluster_bench5_small() {
+    policy_round_trip("ext3-metacluster", 0.01);
+}
+
+/// Both policies at `IMAGE_TEST_SCALE` (default 1.0, the full 400 GB): a timing run, ignored
+/// by default.
+#[test]
+#[ignore]
+fn both_policies_at_env_scale() {
+    let scale: f64 = std::env::var("IMAGE_TEST_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1.0);
+    for policy in ["ext3-2007", "ext3-metacluster"] {
+        let t = std::time::Instant::now();
+        policy_round_trip(policy, scale);
+        println!(
+            "{policy} at scale {scale}: {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
+}

@@ -206,11 +206,9 @@ fn from_text(
     }
 }
 
-/// The HDD model is another file's; until its constructor exists this says so.
-fn load_hdd(_text: &str, path: &str) -> Result<Box<dyn Device>, DeviceError> {
-    Err(DeviceError::Invalid(format!(
-        "{path}: the HDD model (Hdd::from_toml_str) is not built into this version yet"
-    )))
+/// The HDD model reads its own preset format (crates/device/src/hdd/preset.rs).
+fn load_hdd(text: &str, path: &str) -> Result<Box<dyn Device>, DeviceError> {
+    Ok(Box::new(crate::hdd::Hdd::from_toml_str(text, path)?))
 }
 
 #[cfg(test)]
@@ -227,13 +225,24 @@ mod tests {
     }
 
     #[test]
-    fn every_listed_preset_parses_or_is_an_hdd() {
+    fn every_listed_preset_loads() {
         for name in preset_names() {
-            match load_preset(&name) {
-                Ok(_) => {}
-                Err(e) => assert!(e.to_string().contains("HDD model"), "{name}: {e}"),
+            if let Err(e) = load_preset(&name) {
+                panic!("{name}: {e}");
             }
         }
+    }
+
+    #[test]
+    fn hdd_presets_dispatch_to_the_hdd_model() {
+        let parv = std::path::Path::new("/work/shared/data/disksim/barracuda.parv");
+        let Ok(spec) = crate::disksim::import_parv(parv) else {
+            return; // shared data absent on this machine
+        };
+        let hdd = crate::hdd::Hdd::new(spec).unwrap();
+        let text = hdd.to_toml_string();
+        let d = load_preset_str(&text, "barracuda.toml").unwrap();
+        assert_eq!(d.capacity_sectors(), hdd.capacity_sectors());
     }
 
     const COMPOSITE: &str = r#"
@@ -273,7 +282,9 @@ member_offset_sectors = { value = 0, source = "start of the member" }
         let slow = d.submit(1e9, &rq(3_000_000)) - 1e9;
         assert!(fast < slow, "{fast} vs {slow}");
         let bad = COMPOSITE.replace("member = \"slow\"", "member = \"tape\"");
-        let e = load_preset_str(&bad, "c.toml").err().expect("unknown member");
+        let e = load_preset_str(&bad, "c.toml")
+            .err()
+            .expect("unknown member");
         assert!(e.to_string().contains("tape"), "{e}");
         let cyc = COMPOSITE.replace("ssd-sata-2010", "no-such-preset");
         assert!(matches!(

@@ -189,3 +189,42 @@ impl Trace {
             .unwrap_or("")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(issue_ns: u64, complete_ns: Option<u64>) -> Request {
+        Request {
+            issue_ns,
+            complete_ns,
+            op: Op::Read,
+            sector: issue_ns,
+            sectors: 8,
+            flags: Flags::NONE,
+            tag: 0,
+        }
+    }
+
+    #[test]
+    fn sort_is_stable_and_duration_spans_completions() {
+        let mut t = Trace::default();
+        t.requests = vec![req(30, None), req(10, Some(100)), req(10, None)];
+        t.requests[2].sector = 99;
+        t.sort_by_issue();
+        let order: Vec<_> = t.requests.iter().map(|r| (r.issue_ns, r.sector)).collect();
+        assert_eq!(order, vec![(10, 10), (10, 99), (30, 30)]);
+        assert_eq!(t.duration_ns(), 90);
+        assert_eq!(Trace::default().duration_ns(), 0);
+    }
+
+    #[test]
+    fn try_tag_refuses_the_65537th_tag() {
+        let mut t = Trace::default();
+        assert_eq!(t.try_tag("1"), Some(1));
+        t.tags = (0..=u16::MAX as usize).map(|i| i.to_string()).collect();
+        assert_eq!(t.try_tag("65535"), Some(u16::MAX));
+        assert_eq!(t.try_tag("one too many"), None);
+        assert_eq!(t.try_tag("7"), Some(7));
+    }
+}

@@ -8,6 +8,8 @@
 //! push later blocks into that unit's spares, except in the "slip to end" schemes where slips
 //! push every later block of the zone.
 
+use std::cell::Cell;
+
 use serde::{Deserialize, Serialize};
 
 /// Where spare sectors are kept (DiskSim's "Sparing scheme used", numbers in brackets).
@@ -137,6 +139,7 @@ pub struct Pbn {
 struct Zone {
     spec: ZoneSpec,
     first_lbn: u64,
+    /// Logical blocks the zone maps.
     blocks: u64,
     sectors_per_cylinder: u64,
     /// Physical sectors in one sparing unit and how many of them carry logical blocks.
@@ -154,6 +157,9 @@ pub struct Geometry {
     serpentine: u8,
     zones: Vec<Zone>,
     capacity_sectors: u64,
+    /// The last run mapped: (first LBN, run length, its place). Sequential requests land in
+    /// it, so most mappings are one subtraction.
+    last_run: Cell<(u64, u64, Pbn)>,
 }
 
 /// Why a geometry is not usable.
@@ -241,7 +247,15 @@ impl Geometry {
             });
             lbn += blocks;
         }
-        Ok(Geometry { surfaces, sparing, serpentine: mapping, zones, capacity_sectors: lbn })
+        let none = Pbn { cylinder: 0, head: 0, sector: 0, zone: 0 };
+        Ok(Geometry {
+            surfaces,
+            sparing,
+            serpentine: mapping,
+            zones,
+            capacity_sectors: lbn,
+            last_run: Cell::new((u64::MAX, 0, none)),
+        })
     }
 
     /// Logical blocks the layout maps.
@@ -279,13 +293,33 @@ impl Geometry {
     /// last block (callers validate ranges before).
     #[inline]
     pub fn lbn_to_pbn(&self, lbn: u64) -> Pbn {
+        self.map(lbn).0
+    }
+
+    /// Map `lbn` and say how many logical blocks from it on (itself included) follow each
+    /// other without a gap on the same track: the run a transfer can take in one sweep.
+    #[inline]
+    pub fn map(&self, lbn: u64) -> (Pbn, u64) {
         let lbn = lbn.min(self.capacity_sectors.saturating_sub(1));
+        let (first, len, p) = self.last_run.get();
+        if lbn >= first && lbn - first < len {
+            let d = lbn - first;
+            return (Pbn { sector: p.sector + d as u32, ..p }, len - d);
+        }
+        let r = self.map_uncached(lbn);
+        self.last_run.set((lbn, r.1, r.0));
+        r
+    }
+
+    fn map_uncached(&self, lbn: u64) -> (Pbn, u64) {
         let zi = self.zone_of(lbn);
         let z = &self.zones[zi];
         let spt = z.spec.sectors_per_track as u64;
         let logical = lbn - z.first_lbn + z.spec.reserved_front_sectors;
         let slips = &z.spec.slips;
-        let physical = match self.sparing {
+        // `gap_after`: physical index of the next sector that does not carry the next LBN
+        // (a slip, a spare area, the zone's end).
+        let (physical, gap_after) = match self.sparing {
             Sparing::TracksAtZoneEnd => {
                 // Slips are whole tracks: each slipped track at or before ours pushes us on.
                 let mut track = logical / spt;
@@ -294,43 +328,60 @@ impl Geometry {
                         track += 1;
                     }
                 }
-                track * spt + logical % spt
+                let ph = track * spt + logical % spt;
+                (ph, track * spt + spt)
             }
             s if s.slips_to_end() => {
                 let mut v = logical;
+                let mut next_slip = u64::MAX;
                 for &sl in slips.iter() {
                     if sl <= v {
                         v += 1;
+                    } else {
+                        next_slip = next_slip.min(sl);
                     }
                 }
                 let unit = v / z.unit_logical;
+                let in_unit = v - unit * z.unit_logical;
                 let front = if s.spares_at_front() { z.unit_physical - z.unit_logical } else { 0 };
-                unit * z.unit_physical + front + v % z.unit_logical
+                let ph = unit * z.unit_physical + front + in_unit;
+                let unit_end = unit * z.unit_physical + front + z.unit_logical;
+                let slip_gap = if next_slip == u64::MAX { u64::MAX } else { ph + (next_slip - v) };
+                (ph, unit_end.min(slip_gap))
             }
             s => {
                 let unit = logical / z.unit_logical;
                 let front = if s.spares_at_front() { z.unit_physical - z.unit_logical } else { 0 };
                 let base = unit * z.unit_physical;
-                let mut off = front + logical % z.unit_logical;
+                let mut off = front + (logical - unit * z.unit_logical);
+                let mut end_of_logical = front + z.unit_logical;
+                let mut gap = u64::MAX;
                 // Slips inside this unit push later blocks into the unit's spares.
                 let lo = slips.partition_point(|&x| x < base);
                 for &sl in &slips[lo..] {
                     if sl >= base + z.unit_physical {
                         break;
                     }
+                    end_of_logical += 1;
                     if sl - base <= off {
                         off += 1;
+                    } else {
+                        gap = gap.min(base + (sl - base));
                     }
                 }
-                base + off
+                (base + off, (base + end_of_logical).min(gap))
             }
         };
         let cyl_rel = physical / z.sectors_per_cylinder;
-        let in_cyl = physical % z.sectors_per_cylinder;
-        let mut head = (in_cyl / spt) as u32;
+        let in_cyl = physical - cyl_rel * z.sectors_per_cylinder;
+        let head = (in_cyl / spt) as u32;
+        let sector = in_cyl - head as u64 * spt;
         let cylinder = z.spec.first_cylinder + cyl_rel as u32;
-        head = self.surface_on_cylinder(z, cylinder, head);
-        Pbn { cylinder, head, sector: (physical % spt) as u32, zone: zi as u32 }
+        let head = self.surface_on_cylinder(z, cylinder, head);
+        let track_left = spt - sector;
+        let zone_left = z.first_lbn + z.blocks - lbn;
+        let run = track_left.min(gap_after - physical).min(zone_left).max(1);
+        (Pbn { cylinder, head, sector: sector as u32, zone: zi as u32 }, run)
     }
 
     #[inline]
@@ -389,30 +440,12 @@ impl Geometry {
         self.zones[zone as usize].sector_rev
     }
 
-    /// Starting at `lbn` (whose place is `p`), how many of the next `n` logical blocks lie on
-    /// the same track, and how many physical sectors they span (slips make the span longer).
+    /// Starting at `lbn`, how many of the next `n` logical blocks lie on the same track
+    /// without a gap (slip, spare), and how many physical sectors they span.
     #[inline]
-    pub fn run_on_track(&self, lbn: u64, p: &Pbn, n: u64) -> (u64, u64) {
-        let spt = self.zones[p.zone as usize].spec.sectors_per_track as u64;
-        let mut k = n.min(spt - p.sector as u64).max(1);
-        if self.zones[p.zone as usize].spec.slips.is_empty()
-            && self.sparing != Sparing::SectorsPerTrack
-            && self.zones[p.zone as usize].unit_logical == self.zones[p.zone as usize].unit_physical
-        {
-            return (k, k);
-        }
-        loop {
-            let q = self.lbn_to_pbn(lbn + k - 1);
-            if (q.cylinder == p.cylinder && q.head == p.head) || k == 1 {
-                let span = if q.cylinder == p.cylinder && q.head == p.head {
-                    (q.sector - p.sector) as u64 + 1
-                } else {
-                    1
-                };
-                return (k, span);
-            }
-            k -= 1;
-        }
+    pub fn run_on_track(&self, lbn: u64, n: u64) -> (u64, u64) {
+        let k = self.map(lbn).1.min(n).max(1);
+        (k, k)
     }
 }
 
@@ -457,9 +490,12 @@ mod tests {
         assert_eq!(g.lbn_to_pbn(5).sector, 6);
         // The range holds 18 logical blocks: LBN 18 starts range 2 at cylinder 2.
         assert_eq!(g.lbn_to_pbn(18), Pbn { cylinder: 2, head: 0, sector: 0, zone: 0 });
-        // The slip made the run on track 0 from LBN 0 span one extra sector.
-        let p = g.lbn_to_pbn(0);
-        assert_eq!(g.run_on_track(0, &p, 10), (9, 10));
+        // The slip ends the run on track 0 from LBN 0 after five blocks; LBN 5 continues
+        // after the slipped sector.
+        assert_eq!(g.run_on_track(0, 10), (5, 5));
+        assert_eq!(g.run_on_track(5, 10), (4, 4));
+        // Runs stop at the end of the unit's logical blocks (spares follow).
+        assert_eq!(g.run_on_track(10, 100), (8, 8));
     }
 
     #[test]

@@ -217,7 +217,6 @@ pub struct Hdd {
     cylinder: u32,
     head: u32,
     last_was_read: bool,
-    last_read_track: Option<(u32, u32)>,
     last_read_end: Option<u64>,
     /// When the controller can take the next command (the mechanism may still be busy).
     accept_ns: f64,
@@ -238,6 +237,8 @@ struct MediaAccess {
     sector_ns: f64,
     /// When the `mark`-th sector (1-based) of the access was done, ns.
     mark_ready_ns: f64,
+    /// The first physical sector of the last run transferred (its track is where the head is).
+    last: Pbn,
     /// Where the head is at `end_ns`.
     cylinder: u32,
     head: u32,
@@ -324,7 +325,6 @@ impl Hdd {
             cylinder: 0,
             head: 0,
             last_was_read: true,
-            last_read_track: None,
             last_read_end: None,
             accept_ns: 0.0,
             dirty_end: None,
@@ -352,7 +352,6 @@ impl Hdd {
         self.cylinder = 0;
         self.head = 0;
         self.last_was_read = true;
-        self.last_read_track = None;
         self.last_read_end = None;
         self.accept_ns = 0.0;
         self.dirty_end = None;
@@ -393,6 +392,7 @@ impl Hdd {
         mark: u64,
     ) -> MediaAccess {
         let mut mark_ready = 0.0;
+        let mut last_pbn = Pbn { cylinder: from.0, head: from.1, sector: 0, zone: 0 };
         let mut done_sectors = 0u64;
         let mut t = t_ns;
         let mut pos = from;
@@ -402,8 +402,10 @@ impl Hdd {
         let mut first_sector_ns = 0.0;
         let mut first = true;
         while left > 0 {
-            let p: Pbn = self.geometry.lbn_to_pbn(cur);
-            let (run, span) = self.geometry.run_on_track(cur, &p, left);
+            let (p, run) = self.geometry.map(cur);
+            let run = run.min(left);
+            let span = run;
+            last_pbn = Pbn { sector: p.sector + (run - 1) as u32, ..p };
             t += self.reposition_ns(pos, (p.cylinder, p.head), write);
             if first && t < earliest_media_ns {
                 t = earliest_media_ns;
@@ -432,6 +434,7 @@ impl Hdd {
             end_ns: t,
             sector_ns: first_sector_ns,
             mark_ready_ns: if mark_ready > 0.0 { mark_ready } else { first_ready },
+            last: last_pbn,
             cylinder: pos.0,
             head: pos.1,
         }
@@ -457,22 +460,20 @@ impl Hdd {
 
     /// Start a read-ahead after a read of `[lbn, end)` whose media access ended at `t_ns`
     /// with the head on `end_pbn`'s track.
-    fn start_read_ahead(&mut self, segment: usize, lbn: u64, end: u64, t_ns: f64) {
+    fn start_read_ahead(&mut self, segment: usize, lbn: u64, end: u64, t_ns: f64, last: Pbn) {
         let c = &self.spec.cache;
         let cap = self.geometry.capacity_sectors();
         if c.prefetch == Prefetch::None || c.read_ahead_max_sectors == 0 || end >= cap {
             self.cache.stop_stream();
             return;
         }
-        let last = self.geometry.lbn_to_pbn(end - 1);
         let spt = self.geometry.sectors_per_track(last.zone) as u64;
-        let to_track_end = spt - 1 - last.sector as u64;
-        let spc = spt * self.spec.surfaces as u64;
+        let to_track_end = spt.saturating_sub(1 + last.sector as u64);
         let mut ahead = match c.prefetch {
             Prefetch::None => 0,
             Prefetch::Track => to_track_end,
             Prefetch::Cylinder => {
-                let h = self.head_index_on_cylinder(&last) as u64;
+                let h = last.head as u64;
                 to_track_end + (self.spec.surfaces as u64 - 1 - h) * spt
             }
             Prefetch::Segment => {
@@ -487,11 +488,14 @@ impl Hdd {
                 // "Provided that the request was preceded by a read of the previous track"
                 // (DiskSim manual): a read-ahead only for detected sequential streams,
                 // as DEC drives did; a lone read gets none.
-                let sequential = self.last_read_track.is_some_and(|(cy, h)| {
-                    (cy == first.cylinder && h + 1 == first.head)
-                        || (cy + 1 == first.cylinder && first.head == 0)
-                        || (cy == first.cylinder && h == first.head)
-                }) && self.last_read_end.is_some_and(|e| e <= lbn && lbn - e < 2 * spt);
+                let sequential = self.last_read_end.is_some_and(|e| {
+                    e <= lbn && lbn - e < 2 * spt && {
+                        let prev = self.geometry.lbn_to_pbn(e - 1);
+                        (prev.cylinder == first.cylinder && prev.head + 1 == first.head)
+                            || (prev.cylinder + 1 == first.cylinder && first.head == 0)
+                            || (prev.cylinder == first.cylinder && prev.head == first.head)
+                    }
+                });
                 if sequential {
                     to_track_end + spt
                 } else {
@@ -499,7 +503,6 @@ impl Hdd {
                 }
             }
         };
-        let _ = spc;
         ahead = ahead.min(c.read_ahead_max_sectors).min(cap - end);
         if !c.read_ahead_over_requested {
             ahead = ahead.min(c.segment_sectors.saturating_sub(end - lbn));
@@ -511,14 +514,6 @@ impl Hdd {
         let sector_ns = self.zone_stream_sector_ns[last.zone as usize];
         self.cache.stream =
             Some(Stream { segment, next: end, t0_ns: t_ns, sector_ns, limit: end + ahead });
-    }
-
-    fn head_index_on_cylinder(&self, p: &Pbn) -> u32 {
-        p.head
-    }
-
-    fn scaled(&self, ms: f64) -> f64 {
-        ms * MS
     }
 
     fn read(&mut self, arrival_ns: f64, lbn: u64, n: u64) -> f64 {
@@ -565,7 +560,7 @@ impl Hdd {
         self.free_ns = done;
         if caching {
             let seg = self.cache.insert(lbn, end, false);
-            self.start_read_ahead(seg, lbn, end, m.end_ns);
+            self.start_read_ahead(seg, lbn, end, m.end_ns, m.last);
             let min_ra = self.spec.cache.read_ahead_min_sectors;
             if let (Some(s), true) = (self.cache.stream, min_ra > 0) {
                 let until = s.next + min_ra.min(s.limit - s.next);
@@ -622,7 +617,8 @@ impl Hdd {
                 self.cylinder = m.cylinder;
                 self.head = m.head;
                 let seg_start = self.cache.segment(seg).start;
-                self.start_read_ahead(seg, seg_start.max(lbn), seg_end, m.end_ns - m.sector_ns);
+                let before = self.geometry.lbn_to_pbn(seg_end - 1);
+                self.start_read_ahead(seg, seg_start.max(lbn), seg_end, m.end_ns - m.sector_ns, before);
             }
         }
         Some(done)
@@ -631,8 +627,6 @@ impl Hdd {
     fn note_read(&mut self, lbn: u64, end: u64) {
         let _ = lbn;
         self.dirty_end = None;
-        let last = self.geometry.lbn_to_pbn(end - 1);
-        self.last_read_track = Some((last.cylinder, last.head));
         self.last_read_end = Some(end);
     }
 
@@ -702,8 +696,8 @@ impl Hdd {
         let mech_start = t_cmd + mech_delay_ms * MS;
         // The media may not outrun the bus: start late enough that every sector is buffered
         // before the head reaches it.
-        let p0 = self.geometry.lbn_to_pbn(lbn);
-        let media_sector = self.rotation_ns / self.geometry.sectors_per_track(p0.zone) as f64;
+        let zone = self.geometry.zone_of(lbn) as u32;
+        let media_sector = self.rotation_ns / self.geometry.sectors_per_track(zone) as f64;
         let lag = (bus - media_sector).max(0.0) * (n as f64 - 1.0);
         let mut earliest = data_start + bus + lag;
         if o.min_seek_delay_ms > 0.0 {

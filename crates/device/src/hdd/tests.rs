@@ -202,3 +202,33 @@ fn presets_without_sources_or_with_unknown_keys_are_rejected() {
     let e = Hdd::from_toml_str("kind = \"hdd\"\nname = [", "y.toml").unwrap_err().to_string();
     assert!(e.starts_with("y.toml:2:"), "{e}");
 }
+
+/// Throughput of the model itself (run with `--ignored --nocapture` in release mode).
+#[test]
+#[ignore]
+fn throughput_requests_per_second() {
+    let spec = crate::disksim::import_parv(std::path::Path::new("/work/shared/data/disksim/barracuda.parv"))
+        .unwrap_or_else(|_| simple_spec());
+    let mut d = Hdd::new(spec).unwrap();
+    let cap = d.capacity_sectors();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let reqs: Vec<IoRequest> = (0..1_000_000)
+        .map(|i| {
+            let lbn = if i % 4 == 0 { rng.gen_range(0..cap - 64) } else { 0 };
+            req(if i % 3 == 0 { Op::Write } else { Op::Read }, lbn, 8)
+        })
+        .collect();
+    let mut next = 0u64;
+    let t0 = std::time::Instant::now();
+    let mut t = 0.0;
+    for r in &reqs {
+        let mut r = *r;
+        if r.sector == 0 {
+            r.sector = next;
+        }
+        next = (r.sector + 8) % (cap - 64);
+        t = d.submit(t, &r);
+    }
+    let s = t0.elapsed().as_secs_f64();
+    eprintln!("{:.1} M requests/s (model time {:.0} s)", reqs.len() as f64 / s / 1e6, t / 1e9);
+}

@@ -58,6 +58,9 @@ pub struct FsckSpec {
     pub policies: Vec<String>,
     /// Block-device readahead the OS used with the modelled disk (KiB).
     pub os_read_ahead_kb: u32,
+    /// Largest request the OS sent the modelled disk (KiB); `None`: leave the loop device's.
+    #[serde(default)]
+    pub os_max_sectors_kb: Option<u32>,
     /// Scale factor applied to measured CPU time between requests.
     pub cpu_scale: f64,
     /// Extra arguments to the real e2fsck, after `-fn -tt -C 3`.

@@ -225,6 +225,9 @@ fn run_one(
     let run = {
         let loopdev = LoopDevice::attach(image, true)?;
         loopdev.set_read_ahead_kb(spec.os_read_ahead_kb)?;
+        if let Some(kb) = spec.os_max_sectors_kb {
+            loopdev.set_max_sectors_kb(kb)?;
+        }
         loopdev.set_scheduler_none()?;
         loopdev.flush_buffers()?;
         layoutlab_rig::drop_caches()?;

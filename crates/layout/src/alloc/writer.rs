@@ -103,6 +103,29 @@ pub fn write_file(
     blocks: u64,
     addr: u64,
 ) -> FileOutcome {
+    write_file_with(alloc, placer, first_goal, blocks, addr, true)
+}
+
+/// [`write_file`] with every block through [`Ext3Alloc::new_blocks`] (no runs): the
+/// reference the fast path is tested against. Slow; for tests.
+pub fn write_file_per_block(
+    alloc: &mut Ext3Alloc,
+    placer: &mut dyn IndirectPlacer,
+    first_goal: u64,
+    blocks: u64,
+    addr: u64,
+) -> FileOutcome {
+    write_file_with(alloc, placer, first_goal, blocks, addr, false)
+}
+
+fn write_file_with(
+    alloc: &mut Ext3Alloc,
+    placer: &mut dyn IndirectPlacer,
+    first_goal: u64,
+    blocks: u64,
+    addr: u64,
+    runs: bool,
+) -> FileOutcome {
     let mut out = FileOutcome::default();
     let mut rsv = Rsv::new();
     let mut last_phys: Option<u64> = None;
@@ -113,7 +136,11 @@ pub fn write_file(
         let goal = last_phys.map_or(first_goal, |p| p + 1);
         let need = mapping_needed_at(l, addr);
         if need.is_empty() {
-            if rsv.contains(goal) && goal < alloc.map.blocks_count() && alloc.allocatable(goal) {
+            if runs
+                && rsv.contains(goal)
+                && goal < alloc.map.blocks_count()
+                && alloc.allocatable(goal)
+            {
                 let group_end = alloc.map.group_end(alloc.map.group_of(goal));
                 let want = next_mapping_event(l, addr).min(blocks) - l;
                 let limit = (rsv.end + 1).min(group_end).min(goal + want);

@@ -208,8 +208,10 @@ mod tests {
 
     #[test]
     fn sort_is_stable_and_duration_spans_completions() {
-        let mut t = Trace::default();
-        t.requests = vec![req(30, None), req(10, Some(100)), req(10, None)];
+        let mut t = Trace {
+            requests: vec![req(30, None), req(10, Some(100)), req(10, None)],
+            ..Trace::default()
+        };
         t.requests[2].sector = 99;
         t.sort_by_issue();
         let order: Vec<_> = t.requests.iter().map(|r| (r.issue_ns, r.sector)).collect();

@@ -472,33 +472,38 @@ fn summarize(trace: &Trace, requests: Vec<ReplayedRequest>) -> Replayed {
         busy += cur_end - cur_start;
     }
     let wall = last - first;
-    let mut tags: Vec<TagSummary> = trace
-        .tags
-        .iter()
-        .map(|t| TagSummary {
-            tag: t.clone(),
-            ..TagSummary::default()
-        })
-        .collect();
+    // Per tag: (ns, requests, bytes read, bytes written); seconds are formed once at the end.
+    let mut acc: Vec<(f64, u64, u64, u64)> = vec![(0.0, 0, 0, 0); trace.tags.len().max(1)];
     for (i, (r, m)) in trace.requests.iter().zip(&requests).enumerate() {
         let t = r.tag as usize;
-        if t >= tags.len() {
-            tags.resize_with(t + 1, TagSummary::default);
+        if t >= acc.len() {
+            acc.resize(t + 1, (0.0, 0, 0, 0));
         }
         let until = if i + 1 < n {
             requests[i + 1].issue_ns
         } else {
             last
         };
-        let s = &mut tags[t];
-        s.seconds += (until - m.issue_ns) / 1e9;
-        s.requests += 1;
+        let a = &mut acc[t];
+        a.0 += until - m.issue_ns;
+        a.1 += 1;
         match r.op {
-            Op::Read => s.bytes_read += r.bytes(),
-            Op::Write => s.bytes_written += r.bytes(),
+            Op::Read => a.2 += r.bytes(),
+            Op::Write => a.3 += r.bytes(),
             Op::Flush | Op::Discard => {}
         }
     }
+    let mut tags: Vec<TagSummary> = acc
+        .iter()
+        .enumerate()
+        .map(|(t, &(ns, reqs, rd, wr))| TagSummary {
+            tag: trace.tags.get(t).cloned().unwrap_or_default(),
+            seconds: ns / 1e9,
+            bytes_read: rd,
+            bytes_written: wr,
+            requests: reqs,
+        })
+        .collect();
     tags.retain(|t| t.requests > 0);
     Replayed {
         requests,

@@ -509,6 +509,66 @@ mod tests {
         assert!(f > 4_000_000.0, "{f}");
     }
 
+    fn shipped(name: &str) -> Ssd {
+        let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        Ssd::from_toml_str(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
+    }
+
+    #[test]
+    fn preset_qd1_read_is_the_sum_of_its_parts() {
+        for name in ["ssd-sata-2010", "ssd-nvme-2024"] {
+            let mut s = shipped(name);
+            let p = s.params().clone();
+            let done = s.submit(0.0, &rq(Op::Read, 1 << 20, 8));
+            let want_us = p.host_overhead_us
+                + p.read_us
+                + 4096.0 / p.channel_mb_per_s
+                + 4096.0 / p.host_mb_per_s;
+            assert!(
+                (done / 1e3 - want_us).abs() < 1e-6,
+                "{name}: {done} ns vs {want_us} us"
+            );
+        }
+    }
+
+    #[test]
+    fn preset_parallelism_is_bounded_by_dies_and_the_host_link() {
+        use crate::job::{run_job, JobSpec, Rw};
+        for name in ["ssd-sata-2010", "ssd-nvme-2024"] {
+            let job = |rw, bs_bytes, iodepth| JobSpec {
+                rw,
+                bs_bytes,
+                span_bytes: 8 << 30,
+                number: Some(20_000),
+                iodepth,
+                ..JobSpec::default()
+            };
+            let p = shipped(name).params().clone();
+            let qd1 = run_job(&mut shipped(name), &job(Rw::RandRead, 4096, 1)).unwrap();
+            let qd32 = run_job(&mut shipped(name), &job(Rw::RandRead, 4096, 32)).unwrap();
+            let dies = (p.channels * p.dies_per_channel) as f64;
+            let die_bound = dies / (p.read_us * 1e-6);
+            let link_bound = p.host_mb_per_s * 1e6 / 4096.0;
+            assert!(
+                qd32.iops > 3.0 * qd1.iops,
+                "{name}: {} vs {}",
+                qd32.iops,
+                qd1.iops
+            );
+            assert!(
+                qd32.iops <= die_bound.min(link_bound) * 1.0001,
+                "{name}: {}",
+                qd32.iops
+            );
+            let seq = run_job(&mut shipped(name), &job(Rw::Read, 1 << 20, 8)).unwrap();
+            assert!(
+                seq.mb_per_s <= p.host_mb_per_s * 1.0001,
+                "{name}: {}",
+                seq.mb_per_s
+            );
+        }
+    }
+
     #[test]
     fn bad_params_are_rejected() {
         let mut p = params();

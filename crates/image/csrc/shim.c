@@ -391,6 +391,7 @@ struct ll_map {
 	u64 end_logical;	/* one past the last planned data block */
 	u64 apb;		/* block addresses per mapping block */
 	errcode_t err;
+	char *zero_block;	/* one block of zeros */
 	/* bmap path state: mapping blocks in the order bmap2 asks for them */
 	const u64 *alloc_order;
 	size_t nalloc, alloc_next;
@@ -442,8 +443,12 @@ static int set_proc(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt, blk6
 			m->cursor += span_of(m, level);
 			return 0;
 		}
-		/* the iterator reads the block next: it must hold zeros (no stale pointers) */
-		m->err = ext2fs_zero_blocks2(fs, blk, 1, NULL, NULL);
+		/*
+		 * The iterator reads the block next: it must hold zeros (no stale pointers).
+		 * A plain block write rather than ext2fs_zero_blocks2, whose zero-out becomes an
+		 * fallocate() per block on an image file and leaves the read to miss the cache.
+		 */
+		m->err = io_channel_write_blk64(fs->io, blk, 1, m->zero_block);
 		if (m->err)
 			return BLOCK_ABORT | BLOCK_ERROR;
 		ext2fs_block_alloc_stats2(fs, blk, +1);
@@ -493,7 +498,11 @@ long ll_set_block_map_iterate(ext2_filsys fs, u32 ino, const u64 *runs, size_t n
 	*placed = 0;
 	if (!nruns)
 		return 0;
+	err = ext2fs_get_memzero(fs->blocksize, &m.zero_block);
+	if (err)
+		return err;
 	err = ext2fs_block_iterate3(fs, ino, BLOCK_FLAG_APPEND, NULL, set_proc, &m);
+	ext2fs_free_mem(&m.zero_block);
 	*placed = m.mapping_placed;
 	if (m.err)
 		return m.err;

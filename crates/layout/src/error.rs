@@ -48,6 +48,9 @@ pub enum LayoutError {
     /// Something the model does not cover (said plainly rather than guessed).
     #[error("not modelled: {0}")]
     Unsupported(String),
+    /// The population cannot be laid out as written (missing parent, duplicate name, ...).
+    #[error("bad population: {0}")]
+    BadPopulation(String),
     /// The population needs more inodes than the file system has.
     #[error("out of inodes after {created} files")]
     NoInodes {

@@ -484,8 +484,15 @@ mod tests {
         assert_eq!(g.reserved_blocks, 4_883_892);
         assert_eq!(g.groups[0].inode_table, 1027);
         assert_eq!(g.root_dir_block(), 1539);
-        let journal: Vec<_> = g.meta.iter().filter(|m| m.kind == MetaKind::Journal).collect();
+        let journal: Vec<_> = g
+            .meta
+            .iter()
+            .filter(|m| m.kind == MetaKind::Journal)
+            .collect();
         assert_eq!(journal[0].start, 1545);
-        assert_eq!(journal.last().unwrap().start + journal.last().unwrap().blocks, 35885);
+        assert_eq!(
+            journal.last().unwrap().start + journal.last().unwrap().blocks,
+            35885
+        );
     }
 }

@@ -103,9 +103,9 @@ pub struct GroupSummary {
 /// A file the plan could not give all the bytes the population asked for (ENOSPC).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShortFile {
-    /// Inode number.
+    /// Inode number (0: the file could not be created).
     pub ino: u32,
-    /// Name.
+    /// Path from the root.
     pub name: String,
     /// Bytes asked for.
     pub requested_bytes: u64,
@@ -179,28 +179,52 @@ impl Plan {
         out
     }
 
-    /// Files whose planned size is below the size the population asked for, matched by name
-    /// in the root directory.
+    /// Files whose planned size is below the size the population asked for, matched by
+    /// path; a file the plan does not hold at all (its create failed with ENOSPC) is listed
+    /// with `ino` 0 and 0 bytes.
     pub fn short_files(&self, pop: &Population) -> Vec<ShortFile> {
-        let asked: std::collections::HashMap<&str, u64> = pop
-            .ops
+        let index: std::collections::HashMap<u32, usize> = self
+            .inodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.ino, i))
+            .collect();
+        let path_of = |mut i: usize| -> String {
+            let mut parts = Vec::new();
+            while self.inodes[i].ino != 2 {
+                parts.push(self.inodes[i].name.as_str());
+                match index.get(&self.inodes[i].parent) {
+                    Some(&p) if p != i => i = p,
+                    _ => break,
+                }
+            }
+            parts.reverse();
+            parts.join("/")
+        };
+        let planned: std::collections::HashMap<String, usize> = (0..self.inodes.len())
+            .filter(|&i| self.inodes[i].kind == InodeKind::File)
+            .map(|i| (path_of(i), i))
+            .collect();
+        pop.ops
             .iter()
             .filter_map(|op| match op {
-                NsOp::Create { path, bytes } => Some((path.as_str(), *bytes)),
+                NsOp::Create { path, bytes } => Some((path, *bytes)),
                 NsOp::Mkdir { .. } => None,
             })
-            .collect();
-        self.inodes
-            .iter()
-            .filter(|i| i.kind == InodeKind::File)
-            .filter_map(|i| {
-                let requested = *asked.get(i.name.as_str())?;
-                (i.size_bytes < requested).then(|| ShortFile {
-                    ino: i.ino,
-                    name: i.name.clone(),
+            .filter_map(|(path, requested)| match planned.get(path.as_str()) {
+                Some(&i) if self.inodes[i].size_bytes >= requested => None,
+                Some(&i) => Some(ShortFile {
+                    ino: self.inodes[i].ino,
+                    name: path.clone(),
                     requested_bytes: requested,
-                    planned_bytes: i.size_bytes,
-                })
+                    planned_bytes: self.inodes[i].size_bytes,
+                }),
+                None => Some(ShortFile {
+                    ino: 0,
+                    name: path.clone(),
+                    requested_bytes: requested,
+                    planned_bytes: 0,
+                }),
             })
             .collect()
     }

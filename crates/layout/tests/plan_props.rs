@@ -272,25 +272,41 @@ fn wrap_overflow_plans_check() {
 
 fn random_population() -> impl Strategy<Value = Population> {
     let fs_mib = 64u64..1500;
-    let files = prop::collection::vec(
-        prop_oneof![
-            3 => 0u64..60_000,                 // small: direct blocks and first IND
-            3 => 60_000u64..8_000_000,         // needs DIND
-            1 => 8_000_000u64..400_000_000,    // big
-        ],
+    // (is_dir, parent choice, size)
+    let ops = prop::collection::vec(
+        (
+            prop::bool::weighted(0.15),
+            any::<prop::sample::Index>(),
+            prop_oneof![
+                3 => 0u64..60_000,                 // small: direct blocks and first IND
+                3 => 60_000u64..8_000_000,         // needs DIND
+                1 => 8_000_000u64..400_000_000,    // big
+            ],
+        ),
         1..80,
     );
-    (fs_mib, files).prop_map(|(mib, sizes)| Population {
-        name: "random".into(),
-        fs_bytes: mib << 20,
-        ops: sizes
-            .into_iter()
-            .enumerate()
-            .map(|(i, bytes)| NsOp::Create {
-                path: format!("r{i}"),
-                bytes,
-            })
-            .collect(),
+    (fs_mib, ops).prop_map(|(mib, ops)| {
+        let mut dirs = vec![String::new()];
+        let mut out = Vec::new();
+        for (i, (is_dir, parent, bytes)) in ops.into_iter().enumerate() {
+            let parent = parent.get(&dirs).clone();
+            let path = if parent.is_empty() {
+                format!("r{i}")
+            } else {
+                format!("{parent}/r{i}")
+            };
+            if is_dir {
+                dirs.push(path.clone());
+                out.push(NsOp::Mkdir { path });
+            } else {
+                out.push(NsOp::Create { path, bytes });
+            }
+        }
+        Population {
+            name: "random".into(),
+            fs_bytes: mib << 20,
+            ops: out,
+        }
     })
 }
 
@@ -312,7 +328,14 @@ proptest! {
                 let after: u64 = p.inodes.iter().filter(|i| i.ino != first.ino).count() as u64;
                 prop_assert!(after > 0);
             }
-            let requested: u64 = pop.ops.iter().map(|op| match op { NsOp::Create { bytes, .. } => bytes.div_ceil(4096), _ => 0 }).sum();
+            let requested: u64 = pop
+                .ops
+                .iter()
+                .map(|op| match op {
+                    NsOp::Create { bytes, .. } => bytes.div_ceil(4096),
+                    _ => 0,
+                })
+                .sum();
             prop_assert!(p.file_data_blocks() <= requested);
         }
         // ENOSPC only when no group has more than half the largest window free: 2.6.23

@@ -6,13 +6,14 @@
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
 use crate::alloc::ialloc::InodeMap;
-use crate::alloc::writer::{write_file, IndirectPlacer};
+use crate::alloc::writer::{alloc_branch, mapping_needed_at, write_file, IndirectPlacer};
 use crate::geometry::{addr_per_block, Geometry};
-use crate::plan::{InodeKind, Plan, PlannedInode, Run};
+use crate::plan::{InodeKind, MapBlock, Plan, PlannedInode, Run};
 use crate::LayoutError;
 use layoutlab_workload::{NsOp, Population};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::collections::{HashMap, HashSet};
 
 /// Root directory inode number.
 pub const ROOT_INO: u32 = 2;
@@ -44,6 +45,19 @@ impl DirGrowth {
             blocks: 1,
             indexed: false,
             last_block_bytes: dir_rec_len(1) + dir_rec_len(2) + dir_rec_len(10),
+            leaf_bytes: 0,
+            leaves: 0,
+        }
+    }
+
+    /// A directory just made by `ext3_mkdir()`: one block holding "." and "..".
+    pub fn fresh_dir(block_bytes: u64, dir_index: bool) -> DirGrowth {
+        DirGrowth {
+            block_bytes,
+            dir_index,
+            blocks: 1,
+            indexed: false,
+            last_block_bytes: dir_rec_len(1) + dir_rec_len(2),
             leaf_bytes: 0,
             leaves: 0,
         }
@@ -85,12 +99,85 @@ impl DirGrowth {
     }
 }
 
+/// Appends `blocks` blocks to directory `node` (`ext3_append()` -> `ext3_getblk()`:
+/// directories have no reservation window and `ext3_find_near()` aims at the directory's
+/// last block; a block past the 12 direct ones brings its indirect blocks in the same call,
+/// or where the policy's placer puts them). All or nothing: on ENOSPC everything taken here
+/// is given back and None returned.
+fn grow_dir(
+    alloc: &mut Ext3Alloc,
+    node: &mut PlannedInode,
+    blocks: u64,
+    addr: u64,
+    bs: u64,
+    placer: &mut dyn IndirectPlacer,
+) -> Option<()> {
+    let saved = node.clone();
+    let mut taken: Vec<u64> = Vec::new();
+    for _ in 0..blocks {
+        let last = node
+            .data
+            .last()
+            .map(|r| r.physical + r.len - 1)
+            .unwrap_or(0);
+        let logical = node.data.iter().map(|r| r.len).sum::<u64>();
+        let need = mapping_needed_at(logical, addr);
+        let got = if need.is_empty() || placer.inline() {
+            alloc_branch(alloc, last, need.len(), None)
+        } else {
+            alloc.new_blocks(last, 1, None).and_then(|(b, _)| {
+                match placer.place(alloc, b, need.len()) {
+                    Some(maps) => Some((maps, b)),
+                    None => {
+                        alloc.map.mark_free(b, 1);
+                        None
+                    }
+                }
+            })
+        };
+        let Some((maps, b)) = got else {
+            for t in taken {
+                alloc.map.mark_free(t, 1);
+            }
+            *node = saved;
+            return None;
+        };
+        taken.push(b);
+        for ((kind, l), physical) in need.iter().zip(maps) {
+            taken.push(physical);
+            node.mapping.push(MapBlock {
+                kind: *kind,
+                logical: *l,
+                physical,
+            });
+        }
+        match node.data.last_mut() {
+            Some(r) if r.physical + r.len == b && r.logical + r.len == logical => r.len += 1,
+            _ => node.data.push(Run {
+                logical,
+                physical: b,
+                len: 1,
+            }),
+        }
+        node.size_bytes = (logical + 1) * bs;
+    }
+    Some(())
+}
+
+/// A directory being built: where it is in the output and how full it is.
+struct DirState {
+    index: usize,
+    group: u64,
+    growth: DirGrowth,
+}
+
 /// Plans `pop` on `geo` with an ext3 policy's allocator and indirect-block placer.
 ///
-/// The writer of each file is a new process (`dd`, `cp`, ...) whose pid picks the colour of
-/// the file's first block (`ext3_find_near()`: `(current->pid % 16) * blocks_per_group / 16`
-/// into the inode's group): pids start at a seeded value and grow by 1-4 per file, as a
-/// shell loop forking one writer per file makes them.
+/// Each file or directory is made by a new process (`dd`, `cp`, `mkdir`, ...) whose pid
+/// picks the colour of its first block (`ext3_find_near()`: `(current->pid % 16) *
+/// blocks_per_group / 16` into the inode's group): pids start at a seeded value and grow by
+/// 1-4 per operation, as a shell loop forking one process per operation makes them. The
+/// random start of Orlov's scan for top-level directories comes from the same seed.
 pub fn plan_ext3(
     policy: &str,
     geo: &Geometry,
@@ -105,8 +192,7 @@ pub fn plan_ext3(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut pid: u64 = rng.gen_range(300..30_000);
     let mut inodes = InodeMap::new(geo);
-    let root_group = inodes.group_of(ROOT_INO);
-    let mut root = PlannedInode {
+    let mut out = vec![PlannedInode {
         ino: ROOT_INO,
         kind: InodeKind::Dir,
         parent: ROOT_INO,
@@ -118,86 +204,265 @@ pub fn plan_ext3(
             len: 1,
         }],
         mapping: Vec::new(),
-    };
-    let mut dir = DirGrowth::fresh_root(bs, dir_index);
-    let mut files = Vec::with_capacity(pop.ops.len());
+    }];
+    let mut dirs: HashMap<String, DirState> = HashMap::new();
+    dirs.insert(
+        String::new(),
+        DirState {
+            index: 0,
+            group: inodes.group_of(ROOT_INO),
+            growth: DirGrowth::fresh_root(bs, dir_index),
+        },
+    );
+    let mut names: HashSet<&str> = HashSet::new();
+    let mut failed: HashSet<String> = HashSet::new();
     for op in &pop.ops {
-        let (path, bytes) = match op {
-            NsOp::Create { path, bytes } => (path, *bytes),
-            NsOp::Mkdir { path } => {
-                return Err(LayoutError::Unsupported(format!(
-                    "mkdir '{path}': only files in the root directory are modelled so far"
-                )))
-            }
+        let (path, is_dir, bytes) = match op {
+            NsOp::Create { path, bytes } => (path, false, *bytes),
+            NsOp::Mkdir { path } => (path, true, 0),
         };
-        if path.contains('/') || path.is_empty() || path.len() > 255 {
-            return Err(LayoutError::Unsupported(format!(
-                "path '{path}': only names in the root directory are modelled so far"
+        let (parent_path, name) = match path.rsplit_once('/') {
+            Some((p, n)) => (p.to_string(), n),
+            None => (String::new(), path.as_str()),
+        };
+        if name.is_empty() || name.len() > 255 || name == "." || name == ".." {
+            return Err(LayoutError::BadPopulation(format!(
+                "bad name in path '{path}'"
             )));
         }
-        let group = inodes
-            .find_group_other(&alloc.map, root_group, ROOT_INO)
-            .ok_or(LayoutError::NoInodes {
-                created: files.len() as u64,
-            })?;
-        let ino = inodes.take(group);
-        for _ in 0..dir.add_entry(path.len()) {
-            // ext3_append() -> ext3_getblk(): directories have no reservation window and
-            // ext3_find_near() aims just past the directory's last block.
-            let last = root
-                .data
-                .last()
-                .map(|r| r.physical + r.len - 1)
-                .unwrap_or(0);
-            let logical = root.data.iter().map(|r| r.len).sum::<u64>();
-            let (b, _) = alloc
-                .new_blocks(last, 1, None)
-                .ok_or_else(|| LayoutError::BadSize {
-                    fs_bytes: geo.blocks_count * bs,
-                    reason: format!("no free block left for the root directory at file '{path}'"),
-                })?;
-            match root.data.last_mut() {
-                Some(r) if r.physical + r.len == b => r.len += 1,
-                _ => root.data.push(Run {
-                    logical,
-                    physical: b,
-                    len: 1,
-                }),
-            }
+        if !names.insert(path.as_str()) {
+            return Err(LayoutError::BadPopulation(format!(
+                "'{path}' already exists"
+            )));
         }
+        if failed.contains(parent_path.as_str()) {
+            // Its directory could not be made (ENOSPC): the operation fails too.
+            failed.insert(path.clone());
+            continue;
+        }
+        let Some(parent) = dirs.get(&parent_path) else {
+            return Err(LayoutError::BadPopulation(format!(
+                "'{path}': parent directory '{parent_path}' was not made first"
+            )));
+        };
+        let parent_ino = out[parent.index].ino;
+        let parent_index = parent.index;
+        let group = if is_dir {
+            let random_start = u64::from(rng.gen::<u32>());
+            inodes.find_group_orlov(&alloc.map, parent.group, parent_index == 0, random_start)
+        } else {
+            inodes.find_group_other(&alloc.map, parent.group, parent_ino)
+        };
+        let created = (out.len() - 1) as u64;
+        let group = group.ok_or(LayoutError::NoInodes { created })?;
+        let ino = if is_dir {
+            inodes.take_dir(group)
+        } else {
+            inodes.take(group)
+        };
         pid += rng.gen_range(1..=4);
         let colour = (pid % 16) * (geo.blocks_per_group / 16);
         let goal = alloc.map.group_first(group) + colour;
+        // ext3_mkdir(): the new directory's block 0 (ext3_bread(): no window, goal from
+        // ext3_find_near()) comes before its entry in the parent.
+        let mut dir_block = None;
+        if is_dir {
+            match alloc.new_blocks(goal, 1, None) {
+                Some((b, _)) => dir_block = Some(b),
+                None => {
+                    inodes.give_back(group, true);
+                    failed.insert(path.clone());
+                    continue;
+                }
+            }
+        }
+        // ext3_add_entry() in the parent, growing it if needed; on ENOSPC the operation
+        // fails and gives back its inode and blocks.
+        let parent = dirs.get_mut(&parent_path).expect("looked up above");
+        let saved_growth = parent.growth.clone();
+        let grow_by = parent.growth.add_entry(name.len());
+        if grow_dir(
+            &mut alloc,
+            &mut out[parent_index],
+            grow_by,
+            addr,
+            bs,
+            placer,
+        )
+        .is_none()
+        {
+            parent.growth = saved_growth;
+            if let Some(b) = dir_block {
+                alloc.map.mark_free(b, 1);
+            }
+            inodes.give_back(group, is_dir);
+            failed.insert(path.clone());
+            continue;
+        }
+        if let Some(b) = dir_block {
+            dirs.insert(
+                path.clone(),
+                DirState {
+                    index: out.len(),
+                    group,
+                    growth: DirGrowth::fresh_dir(bs, dir_index),
+                },
+            );
+            out.push(PlannedInode {
+                ino,
+                kind: InodeKind::Dir,
+                parent: parent_ino,
+                name: name.to_string(),
+                size_bytes: bs,
+                data: vec![Run {
+                    logical: 0,
+                    physical: b,
+                    len: 1,
+                }],
+                mapping: Vec::new(),
+            });
+            continue;
+        }
         let want = bytes.div_ceil(bs);
-        let out = write_file(&mut alloc, placer, goal, want, addr);
-        let size_bytes = if out.blocks_written == want {
+        let written = write_file(&mut alloc, placer, goal, want, addr);
+        let size_bytes = if written.blocks_written == want {
             bytes
         } else {
-            out.blocks_written * bs
+            written.blocks_written * bs
         };
-        files.push(PlannedInode {
+        out.push(PlannedInode {
             ino,
             kind: InodeKind::File,
-            parent: ROOT_INO,
-            name: path.clone(),
+            parent: parent_ino,
+            name: name.to_string(),
             size_bytes,
-            data: out.data,
-            mapping: out.mapping,
+            data: written.data,
+            mapping: written.mapping,
         });
     }
-    root.size_bytes = dir.blocks * bs;
-    let mut inodes_out = Vec::with_capacity(files.len() + 1);
-    inodes_out.push(root);
-    inodes_out.extend(files);
     Ok(Plan {
         policy: policy.to_string(),
-        inodes: inodes_out,
+        inodes: out,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::alloc::ext3_alloc::Ext3Alloc;
+
+    use crate::geometry::Geometry;
+    use crate::mkfs::MkfsProfile;
+
+    fn tree() -> Population {
+        let mk = |p: &str| NsOp::Mkdir { path: p.into() };
+        let cr = |p: &str, b: u64| NsOp::Create {
+            path: p.into(),
+            bytes: b,
+        };
+        Population {
+            name: "tree".into(),
+            fs_bytes: 2_000_000_000,
+            ops: [
+                mk("a"),
+                mk("b"),
+                mk("a/c"),
+                cr("a/c/x", 9_000_000),
+                cr("b/y", 50_000),
+                cr("z", 1),
+            ]
+            .into_iter()
+            // 601 names of 200 bytes in b (208-byte entries): a dx root and 31 leaves, so b
+            // needs an IND.
+            .chain((0..600).map(|i| cr(&format!("b/{i:0>200}"), 4096)))
+            .collect(),
+        }
+    }
+
+    struct Inline;
+    impl IndirectPlacer for Inline {
+        fn inline(&self) -> bool {
+            true
+        }
+        fn place(&mut self, _: &mut Ext3Alloc, _: u64, _: usize) -> Option<Vec<u64>> {
+            None
+        }
+    }
+
+    #[test]
+    fn directories_are_planned_and_checked() {
+        let p = MkfsProfile::by_name("ext3-2007").unwrap();
+        let geo = Geometry::new(&p, 2_000_000_000).unwrap();
+        let plan = plan_ext3(
+            "t",
+            &geo,
+            &tree(),
+            3,
+            Ext3Alloc::new(geo.free_map()),
+            &mut Inline,
+            true,
+        )
+        .unwrap();
+        plan.check(&geo).unwrap();
+        let by_name = |n: &str| plan.inodes.iter().find(|i| i.name == n).unwrap();
+        let (a, c, x) = (by_name("a"), by_name("c"), by_name("x"));
+        assert_eq!(a.kind, InodeKind::Dir);
+        assert_eq!(c.parent, a.ino);
+        assert_eq!(x.parent, c.ino);
+        assert_eq!(by_name("z").parent, ROOT_INO);
+        // Files go in their directory's group (find_group_other).
+        let ipg = geo.inodes_per_group;
+        assert_eq!((x.ino - 1) / ipg, (c.ino - 1) / ipg);
+        let b = by_name("b");
+        assert_eq!(b.data_blocks(), 32);
+        assert_eq!(b.mapping.len(), 1);
+        // Top-level directories spread out (Orlov): a and b in different groups.
+        assert_ne!((a.ino - 1) / ipg, (b.ino - 1) / ipg);
+    }
+
+    #[test]
+    fn bad_populations_are_errors() {
+        let p = MkfsProfile::by_name("ext3-2007").unwrap();
+        let geo = Geometry::new(&p, 2_000_000_000).unwrap();
+        let run = |ops: Vec<NsOp>| {
+            let pop = Population {
+                name: "bad".into(),
+                fs_bytes: 2_000_000_000,
+                ops,
+            };
+            plan_ext3(
+                "t",
+                &geo,
+                &pop,
+                3,
+                Ext3Alloc::new(geo.free_map()),
+                &mut Inline,
+                true,
+            )
+        };
+        let e = run(vec![NsOp::Create {
+            path: "nodir/f".into(),
+            bytes: 1,
+        }])
+        .unwrap_err();
+        assert!(e.to_string().contains("parent directory 'nodir'"), "{e}");
+        let twice = vec![
+            NsOp::Mkdir { path: "d".into() },
+            NsOp::Create {
+                path: "d".into(),
+                bytes: 1,
+            },
+        ];
+        assert!(run(twice)
+            .unwrap_err()
+            .to_string()
+            .contains("already exists"));
+        assert!(run(vec![NsOp::Create {
+            path: "a//b".into(),
+            bytes: 1
+        }])
+        .is_err());
+    }
 
     #[test]
     fn root_indexes_at_first_overflow() {

@@ -1,7 +1,7 @@
-//! Inode placement of Linux 2.6.23 ext3 (fs/ext3/ialloc.c) for regular files:
-//! `find_group_other()`, then the first free inode of the group (`ext3_new_inode()` scans
-//! the group's inode bitmap from bit 0). Inodes are never freed in these workloads, so a
-//! group's inode bitmap is a fill count.
+//! Inode placement of Linux 2.6.23 ext3 (fs/ext3/ialloc.c): `find_group_other()` for
+//! files, `find_group_orlov()` for directories, then the first free inode of the group
+//! (`ext3_new_inode()` scans the group's inode bitmap from bit 0). Inodes are never freed in
+//! these workloads, so a group's inode bitmap is a fill count.
 
 use crate::alloc::FreeMap;
 use crate::geometry::Geometry;
@@ -10,6 +10,7 @@ use crate::geometry::Geometry;
 #[derive(Clone, Debug)]
 pub struct InodeMap {
     used: Vec<u32>,
+    dirs: Vec<u32>,
     per_group: u32,
 }
 
@@ -18,10 +19,105 @@ impl InodeMap {
     pub fn new(geo: &Geometry) -> InodeMap {
         let mut used = vec![0; geo.groups.len()];
         used[0] = 11.min(geo.inodes_per_group);
+        // The root and lost+found.
+        let mut dirs = vec![0; geo.groups.len()];
+        dirs[0] = 2;
         InodeMap {
             used,
+            dirs,
             per_group: geo.inodes_per_group,
         }
+    }
+
+    /// Directories in `group` (`bg_used_dirs_count`).
+    pub fn dirs(&self, group: u64) -> u32 {
+        self.dirs[group as usize]
+    }
+
+    /// `find_group_orlov()` (2.6.22/2.6.23: the debt limit is computed but not applied).
+    /// Top-level directories (parent is the root) start a scan at `random_start` (the
+    /// kernel's `get_random_bytes()`) and take the group with the fewest directories among
+    /// those with at least average free inodes and free blocks; deeper directories take the
+    /// first group from the parent's with few enough directories and enough free inodes
+    /// and blocks; failing both, the first group with at least average free inodes.
+    pub fn find_group_orlov(
+        &self,
+        blocks: &FreeMap,
+        parent_group: u64,
+        parent_is_root: bool,
+        random_start: u64,
+    ) -> Option<u64> {
+        let n = self.used.len() as u64;
+        let ipg = i64::from(self.per_group);
+        let freei: i64 = (0..n).map(|g| i64::from(self.free(g))).sum();
+        let mut avefreei = freei / n as i64;
+        let freeb = blocks.total_free() as i64;
+        let avefreeb = freeb / n as i64;
+        let ndirs: i64 = self.dirs.iter().map(|&d| i64::from(d)).sum();
+        let free_inodes = |g: u64| i64::from(self.free(g));
+        let free_blocks = |g: u64| blocks.group_free(g) as i64;
+        let mut start = parent_group;
+        if parent_is_root {
+            start = random_start % n;
+            let mut best: Option<u64> = None;
+            let mut best_ndir = ipg;
+            for i in 0..n {
+                let g = (start + i) % n;
+                if free_inodes(g) == 0
+                    || i64::from(self.dirs(g)) >= best_ndir
+                    || free_inodes(g) < avefreei
+                    || free_blocks(g) < avefreeb
+                {
+                    continue;
+                }
+                best = Some(g);
+                best_ndir = i64::from(self.dirs(g));
+            }
+            if best.is_some() {
+                return best;
+            }
+        } else {
+            let max_dirs = ndirs / n as i64 + ipg / 16;
+            let min_inodes = avefreei - ipg / 4;
+            let min_blocks = avefreeb - (blocks.blocks_per_group() / 4) as i64;
+            for i in 0..n {
+                let g = (start + i) % n;
+                if free_inodes(g) == 0
+                    || i64::from(self.dirs(g)) >= max_dirs
+                    || free_inodes(g) < min_inodes
+                    || free_blocks(g) < min_blocks
+                {
+                    continue;
+                }
+                return Some(g);
+            }
+        }
+        loop {
+            for i in 0..n {
+                let g = (start + i) % n;
+                if free_inodes(g) > 0 && free_inodes(g) >= avefreei {
+                    return Some(g);
+                }
+            }
+            if avefreei == 0 {
+                return None;
+            }
+            avefreei = 0;
+        }
+    }
+
+    /// Gives back the inode just taken from `group` (a create that failed with ENOSPC).
+    pub fn give_back(&mut self, group: u64, is_dir: bool) {
+        self.used[group as usize] -= 1;
+        if is_dir {
+            self.dirs[group as usize] -= 1;
+        }
+    }
+
+    /// Takes the first free inode of `group` for a directory.
+    pub fn take_dir(&mut self, group: u64) -> u32 {
+        self.dirs[group as usize] += 1;
+        self.take(group)
     }
 
     /// Free inodes in `group`.
@@ -103,5 +199,24 @@ mod tests {
         }
         assert_eq!(inodes.find_group_other(&map, 0, 2), Some(3));
         assert_eq!(inodes.take(3), 3 * geo.inodes_per_group + 1);
+    }
+
+    #[test]
+    fn orlov_spreads_top_level_directories() {
+        let p = MkfsProfile::by_name("ext3-2007").unwrap();
+        let geo = Geometry::new(&p, 4_000_000_000).unwrap();
+        let map = geo.free_map();
+        let mut inodes = InodeMap::new(&geo);
+        let mut groups = Vec::new();
+        for start in [7, 7, 7, 7] {
+            let g = inodes.find_group_orlov(&map, 0, true, start).unwrap();
+            inodes.take_dir(g);
+            groups.push(g);
+        }
+        // Group 0 has less than average free blocks (journal); from 7 on, each pick is the
+        // first group with the fewest directories.
+        assert_eq!(groups, vec![7, 8, 9, 10]);
+        // A subdirectory stays in its parent's group while it qualifies.
+        assert_eq!(inodes.find_group_orlov(&map, 8, false, 0), Some(8));
     }
 }

@@ -69,6 +69,39 @@ pub fn next_mapping_event(l: u64, addr: u64) -> u64 {
     }
 }
 
+/// `ext3_alloc_blocks()` for one data block: `maps` indirect blocks first, then the data
+/// block, calling `ext3_new_blocks()` with the same goal until a data block comes; on
+/// ENOSPC the indirect blocks just taken are given back (`failed_out`). Returns the
+/// indirect blocks in order and the data block.
+pub fn alloc_branch(
+    alloc: &mut Ext3Alloc,
+    goal: u64,
+    maps: usize,
+    mut rsv: Option<&mut Rsv>,
+) -> Option<(Vec<u64>, u64)> {
+    let mut got: Vec<u64> = Vec::with_capacity(maps);
+    let mut target = maps as u64 + 1;
+    loop {
+        let Some((start, n)) = alloc.new_blocks(goal, target, rsv.as_deref_mut()) else {
+            for b in got {
+                alloc.map.mark_free(b, 1);
+            }
+            return None;
+        };
+        target -= n;
+        let mut b = start;
+        let mut left = n;
+        while got.len() < maps && left > 0 {
+            got.push(b);
+            b += 1;
+            left -= 1;
+        }
+        if left > 0 {
+            return Some((got, b));
+        }
+    }
+}
+
 /// What writing one file produced.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileOutcome {
@@ -162,31 +195,7 @@ fn write_file_with(
             continue;
         }
         if placer.inline() {
-            // ext3_alloc_blocks(): indirect blocks first, then at least one data block,
-            // calling ext3_new_blocks() with the same goal until a data block comes.
-            let mut maps: Vec<u64> = Vec::with_capacity(need.len());
-            let mut target = need.len() as u64 + 1;
-            let data = loop {
-                let Some((start, n)) = alloc.new_blocks(goal, target, Some(&mut rsv)) else {
-                    break None;
-                };
-                target -= n;
-                let mut b = start;
-                let mut left = n;
-                while maps.len() < need.len() && left > 0 {
-                    maps.push(b);
-                    b += 1;
-                    left -= 1;
-                }
-                if left > 0 {
-                    break Some(b);
-                }
-            };
-            let Some(d) = data else {
-                // failed_out: the indirect blocks just taken are given back.
-                for b in maps {
-                    alloc.map.mark_free(b, 1);
-                }
+            let Some((maps, d)) = alloc_branch(alloc, goal, need.len(), Some(&mut rsv)) else {
                 break;
             };
             for ((kind, logical), physical) in need.iter().zip(maps) {

@@ -190,7 +190,7 @@ impl Composite {
     /// Calls `f(member, piece)` for each piece of `req` on one member.
     fn for_pieces(&self, req: &IoRequest, mut f: impl FnMut(usize, IoRequest)) {
         let mut sector = req.sector;
-        let end = req.sector + req.sectors as u64;
+        let end = req.sector.saturating_add(req.sectors as u64);
         let mut k = self.range_of(sector);
         loop {
             let r = self.ranges[k];
@@ -204,7 +204,9 @@ impl Composite {
             f(
                 r.member,
                 IoRequest {
-                    sector: r.member_offset_sectors + (sector - r.start_sector),
+                    sector: r
+                        .member_offset_sectors
+                        .saturating_add(sector - r.start_sector),
                     sectors: (piece_end - sector) as u32,
                     ..*req
                 },
@@ -359,6 +361,12 @@ mod tests {
             *seen.borrow(),
             vec![("ssd".to_string(), 1496, 4), ("hdd".to_string(), 0, 4)]
         );
+    }
+
+    #[test]
+    fn absurd_sector_numbers_do_not_panic() {
+        let (mut c, _) = setup();
+        assert!(c.submit(0.0, &rq(u64::MAX - 3, 8)).is_finite());
     }
 
     #[test]

@@ -6,6 +6,17 @@
 //! random jobs pick offsets aligned to `bs` uniformly within the span (with replacement,
 //! unlike fio's default random map; over short runs on large spans the two agree). Latency is
 //! fio's completion latency: from issue to completion.
+//!
+//! ```
+//! use layoutlab_device::{job::{parse_size_bytes, run_job, JobSpec, Rw}, preset::load_preset};
+//! let mut dev = load_preset("ssd-nvme-2024").unwrap();
+//! let spec = JobSpec { rw: Rw::RandRead, bs_bytes: parse_size_bytes("4k").unwrap(),
+//!     span_bytes: parse_size_bytes("16g").unwrap(), number: Some(1000), iodepth: 4,
+//!     ..JobSpec::default() };
+//! let report = run_job(dev.as_mut(), &spec).unwrap();
+//! assert_eq!(report.requests, 1000);
+//! assert!(report.min_ms <= report.p50_ms && report.p50_ms <= report.max_ms);
+//! ```
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -5,6 +5,24 @@
 //! `cpu_scale`; a request issued while others were outstanding keeps its original offset from
 //! the previous issue; requests are never issued out of trace order. The host queue in front of
 //! the device is FCFS or SPTF at a configurable depth ([`Scheduler`]).
+//!
+//! ```
+//! use layoutlab_device::{preset::load_preset, replay::{replay, ReplayOptions}};
+//! use layoutlab_trace::{Flags, Op, Request, Trace};
+//! // Captured on a fast device: read, 2 ms of CPU, read.
+//! let mut t = Trace::default();
+//! let pass = t.tag("pass1");
+//! for (issue, complete, sector) in [(0, 100_000, 0), (2_100_000, 2_200_000, 4096)] {
+//!     t.requests.push(Request { issue_ns: issue, complete_ns: Some(complete), op: Op::Read,
+//!         sector, sectors: 8, flags: Flags::SYNC, tag: pass });
+//! }
+//! let mut ssd = load_preset("ssd-sata-2010").unwrap();
+//! let r = replay(ssd.as_mut(), &t, &ReplayOptions::default());
+//! // The 2 ms of think time is kept, between the modelled completion and the next issue.
+//! assert_eq!(r.requests[1].issue_ns - r.requests[0].complete_ns, 2_000_000.0);
+//! assert!((r.cpu_not_overlapped_ns - 2_000_000.0).abs() < 1e-6);
+//! assert_eq!(r.tags[0].tag, "pass1");
+//! ```
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

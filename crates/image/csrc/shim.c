@@ -565,13 +565,47 @@ long ll_set_block_map_bmap(ext2_filsys fs, u32 ino, const u64 *runs, size_t nrun
 	return err;
 }
 
-/* A journal of `blocks` blocks placed from `goal` (lazily initialised: stays sparse). */
+/* First free block at or after the previous one handed out (journal of a block-mapped fs). */
+static errcode_t next_free_after_goal(ext2_filsys fs, blk64_t goal, blk64_t *ret)
+{
+	blk64_t *next = fs->priv_data;
+	errcode_t err;
+	(void)goal;
+
+	err = ext2fs_new_block2(fs, *next, NULL, ret);
+	if (!err)
+		*next = *ret + 1;
+	return err;
+}
+
+/*
+ * A journal of `blocks` blocks placed from `goal` (lazily initialised: stays sparse).
+ * For block-mapped file systems libext2fs 1.47.0 drops the goal (ext2fs_fallocate allocates
+ * through ext2fs_bmap2, whose goal is the inode's group), so the allocator callback supplies
+ * it: each journal block, data or indirect, is the first free one after the previous.
+ */
 long ll_add_journal(ext2_filsys fs, u32 blocks, u64 goal)
 {
 	struct ext2fs_journal_params jp;
+	errcode_t err, (*old)(ext2_filsys, blk64_t, blk64_t *) = NULL;
+	void *old_priv = fs->priv_data;
+	blk64_t next = goal;
+	int hook = !ext2fs_has_feature_extents(fs->super);
 
 	jp.num_journal_blocks = blocks;
 	jp.num_fc_blocks = 0;
-	return ext2fs_add_journal_inode3(fs, &jp, goal,
-					 EXT2_MKJOURNAL_LAZYINIT | EXT2_MKJOURNAL_NO_MNT_CHECK);
+	if (hook) {
+		err = ext2fs_read_bitmaps(fs);
+		if (err)
+			return err;
+		fs->priv_data = &next;
+		ext2fs_set_alloc_block_callback(fs, next_free_after_goal, &old);
+	}
+	err = ext2fs_add_journal_inode3(fs, &jp, goal,
+					EXT2_MKJOURNAL_LAZYINIT | EXT2_MKJOURNAL_NO_MNT_CHECK);
+	if (hook) {
+		ext2fs_set_alloc_block_callback(fs, old, NULL);
+		fs->priv_data = old_priv;
+	}
+	return err;
 }

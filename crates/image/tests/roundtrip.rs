@@ -158,3 +158,41 @@ fn one_kib_blocks_deep_trees() {
     assert!(v.clean, "{}", v.output);
     assert_round_trip(&image, &plan);
 }
+
+#[test]
+fn journal_added_at_a_goal() {
+    // block-mapped (libext2fs drops the goal there; the shim supplies it) and extent-mapped
+    journal_at_goal("-t ext2 -b 4096 -O ^resize_inode");
+    journal_at_goal("-t ext4 -b 4096 -O ^has_journal");
+}
+
+fn journal_at_goal(mkfs_args: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let image = fresh(dir.path(), "j.img", 256, mkfs_args);
+    let goal = 40_000;
+    layoutlab_image::add_journal(&image, 4096, goal).unwrap();
+    let back = inspect(&image).unwrap();
+    assert_eq!(back.superblock.journal_ino, 8);
+    assert!(back.superblock.features.iter().any(|f| f == "has_journal"));
+    let journal = back.special.iter().find(|s| s.ino == 8).unwrap();
+    assert_eq!(journal.size_bytes, 4096 * 4096);
+    let out = std::process::Command::new("debugfs")
+        .args(["-R", "bmap <8> 0"])
+        .arg(&image)
+        .output()
+        .unwrap();
+    let first: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert!(
+        (goal..goal + 1000).contains(&first),
+        "journal starts at {first}"
+    );
+    let v = fsck_check(&image).unwrap();
+    assert!(v.clean, "{}", v.output);
+    // and a plan still goes in around it
+    let mut b = Builder::new(&image);
+    b.dense(12, 2, "f", 3000 * 4096, MapPlace::Inline);
+    let plan = b.plan.clone();
+    materialize(&image, &plan).unwrap();
+    assert!(fsck_check(&image).unwrap().clean);
+    assert_round_trip(&image, &plan);
+}

@@ -171,12 +171,11 @@ impl MkfsProfile {
         self.journal_goal_block
     }
 
-    /// Arguments for e2fsprogs 1.47's `mke2fs` (without the program name and the device)
-    /// that make the same layout on an image of `image_bytes` bytes: everything that shapes
-    /// the layout is explicit (`-O none,...` clears the installed mke2fs.conf's features),
-    /// the journal gets the era's size and search start (`-J size=,location=`), and the block
-    /// count is given so that mke2fs cannot round differently. Append the device path, then
-    /// the block count argument last is already included.
+    /// Arguments for e2fsprogs 1.47's `mke2fs` (without the program name) that make the
+    /// same layout on an image of `image_bytes` bytes: everything that shapes the layout is
+    /// explicit (`-O none,...` clears the installed mke2fs.conf's features) and the journal
+    /// gets the era's size and search start (`-J size=,location=`). Run
+    /// `mke2fs <args> <image> <mke2fs_blocks_arg(image_bytes)>`.
     pub fn mke2fs_args(&self, image_bytes: u64) -> Vec<String> {
         let blocks = image_bytes / u64::from(self.block_size_bytes);
         let mut features = vec!["none".to_string()];

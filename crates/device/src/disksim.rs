@@ -55,11 +55,21 @@ pub struct Loc {
 
 impl Loc {
     fn err(&self, reason: impl Into<String>) -> DeviceError {
-        DeviceError::Parse { path: self.file.clone(), line: self.line, reason: reason.into() }
+        DeviceError::Parse {
+            path: self.file.clone(),
+            line: self.line,
+            reason: reason.into(),
+        }
     }
     fn short(&self) -> String {
-        let name = Path::new(&self.file).file_name().map(|s| s.to_string_lossy().into_owned());
-        format!("{}:{}", name.unwrap_or_else(|| self.file.clone()), self.line)
+        let name = Path::new(&self.file)
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned());
+        format!(
+            "{}:{}",
+            name.unwrap_or_else(|| self.file.clone()),
+            self.line
+        )
     }
 }
 
@@ -134,14 +144,26 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn loc(&self) -> Loc {
-        let line = self.toks.get(self.pos).or(self.toks.last()).map(|t| t.1).unwrap_or(0);
-        Loc { file: self.file.clone(), line }
+        let line = self
+            .toks
+            .get(self.pos)
+            .or(self.toks.last())
+            .map(|t| t.1)
+            .unwrap_or(0);
+        Loc {
+            file: self.file.clone(),
+            line,
+        }
     }
     fn peek(&self) -> Option<&Tok> {
         self.toks.get(self.pos).map(|t| &t.0)
     }
     fn next(&mut self) -> Result<Tok, DeviceError> {
-        let t = self.toks.get(self.pos).cloned().ok_or_else(|| self.loc().err("unexpected end of file"))?;
+        let t = self
+            .toks
+            .get(self.pos)
+            .cloned()
+            .ok_or_else(|| self.loc().err("unexpected end of file"))?;
         self.pos += 1;
         Ok(t.0)
     }
@@ -219,7 +241,12 @@ impl Parser<'_> {
         }
     }
 
-    fn block_body(&mut self, kind: String, name: Option<String>, loc: Loc) -> Result<Block, DeviceError> {
+    fn block_body(
+        &mut self,
+        kind: String,
+        name: Option<String>,
+        loc: Loc,
+    ) -> Result<Block, DeviceError> {
         self.expect(Tok::Open, "'{'")?;
         let mut entries = Vec::new();
         loop {
@@ -245,7 +272,12 @@ impl Parser<'_> {
                 Some(t) => return Err(self.loc().err(format!("unexpected {t:?} in block"))),
             }
         }
-        Ok(Block { kind, name, entries, loc })
+        Ok(Block {
+            kind,
+            name,
+            entries,
+            loc,
+        })
     }
 
     fn value(&mut self) -> Result<Value, DeviceError> {
@@ -271,7 +303,10 @@ impl Parser<'_> {
                 include(&mut sub, &self.dir.join(&f), self.depth + 1, &loc)?;
                 let mut blocks: Vec<Block> = sub.blocks.into_values().collect();
                 if blocks.len() != 1 {
-                    return Err(loc.err(format!("{f} must hold exactly one block, has {}", blocks.len())));
+                    return Err(loc.err(format!(
+                        "{f} must hold exactly one block, has {}",
+                        blocks.len()
+                    )));
                 }
                 Ok(Value::Block(blocks.remove(0)))
             }
@@ -293,8 +328,10 @@ fn include(out: &mut ParamFile, path: &Path, depth: usize, from: &Loc) -> Result
     if depth > 16 {
         return Err(from.err("'source' nested too deeply (a cycle?)"));
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| DeviceError::Io { path: path.display().to_string(), source: e })?;
+    let text = std::fs::read_to_string(path).map_err(|e| DeviceError::Io {
+        path: path.display().to_string(),
+        source: e,
+    })?;
     let mut p = Parser {
         toks: tokenize(&text),
         pos: 0,
@@ -309,14 +346,20 @@ fn include(out: &mut ParamFile, path: &Path, depth: usize, from: &Loc) -> Result
 /// Parse a parameter file and everything it includes.
 pub fn parse_file(path: &Path) -> Result<ParamFile, DeviceError> {
     let mut out = ParamFile::default();
-    let loc = Loc { file: path.display().to_string(), line: 0 };
+    let loc = Loc {
+        file: path.display().to_string(),
+        line: 0,
+    };
     include(&mut out, path, 0, &loc)?;
     Ok(out)
 }
 
 impl Block {
     fn get(&self, key: &str) -> Option<(&Value, &Loc)> {
-        self.entries.iter().find(|e| e.0.eq_ignore_ascii_case(key)).map(|e| (&e.1, &e.2))
+        self.entries
+            .iter()
+            .find(|e| e.0.eq_ignore_ascii_case(key))
+            .map(|e| (&e.1, &e.2))
     }
     fn num(&self, key: &str) -> Result<(f64, String), DeviceError> {
         match self.get(key) {
@@ -327,7 +370,10 @@ impl Block {
     }
     fn num_or(&self, key: &str, default: f64) -> Result<(f64, String), DeviceError> {
         match self.get(key) {
-            None => Ok((default, format!("DiskSim default ({key} absent in {})", self.loc.short()))),
+            None => Ok((
+                default,
+                format!("DiskSim default ({key} absent in {})", self.loc.short()),
+            )),
             _ => self.num(key),
         }
     }
@@ -372,7 +418,9 @@ impl Block {
 
 fn to_u(x: f64, what: &str, src: &str) -> Result<u64, DeviceError> {
     if x < 0.0 || x.fract() != 0.0 || !x.is_finite() {
-        return Err(DeviceError::Invalid(format!("{src}: {what} must be a non-negative integer, got {x}")));
+        return Err(DeviceError::Invalid(format!(
+            "{src}: {what} must be a non-negative integer, got {x}"
+        )));
     }
     Ok(x as u64)
 }
@@ -381,7 +429,10 @@ fn to_u(x: f64, what: &str, src: &str) -> Result<u64, DeviceError> {
 /// `distance, time_ms` lines.
 pub fn read_seek_file(path: &Path) -> Result<(Vec<u32>, Vec<f64>), DeviceError> {
     let p = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| DeviceError::Io { path: p.clone(), source: e })?;
+    let text = std::fs::read_to_string(path).map_err(|e| DeviceError::Io {
+        path: p.clone(),
+        source: e,
+    })?;
     let mut d = Vec::new();
     let mut t = Vec::new();
     let mut expected = None;
@@ -390,12 +441,22 @@ pub fn read_seek_file(path: &Path) -> Result<(Vec<u32>, Vec<f64>), DeviceError> 
         if line.is_empty() {
             continue;
         }
-        let err = |r: String| DeviceError::Parse { path: p.clone(), line: i + 1, reason: r };
+        let err = |r: String| DeviceError::Parse {
+            path: p.clone(),
+            line: i + 1,
+            reason: r,
+        };
         if let Some(rest) = line.strip_prefix("Seek distances measured:") {
-            expected = Some(rest.trim().parse::<usize>().map_err(|_| err("bad count".into()))?);
+            expected = Some(
+                rest.trim()
+                    .parse::<usize>()
+                    .map_err(|_| err("bad count".into()))?,
+            );
             continue;
         }
-        let mut parts = line.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty());
+        let mut parts = line
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|s| !s.is_empty());
         let (a, b) = (parts.next(), parts.next());
         let (Some(a), Some(b)) = (a, b) else {
             return Err(err(format!("expected 'distance, time', got '{line}'")));
@@ -404,7 +465,9 @@ pub fn read_seek_file(path: &Path) -> Result<(Vec<u32>, Vec<f64>), DeviceError> 
         let ms: f64 = b.parse().map_err(|_| err(format!("bad time '{b}'")))?;
         if let Some(&last) = d.last() {
             if dist <= last {
-                return Err(err(format!("distances must increase ({dist} after {last})")));
+                return Err(err(format!(
+                    "distances must increase ({dist} after {last})"
+                )));
             }
         }
         d.push(dist);
@@ -420,7 +483,11 @@ pub fn read_seek_file(path: &Path) -> Result<(Vec<u32>, Vec<f64>), DeviceError> 
         }
     }
     if d.is_empty() {
-        return Err(DeviceError::Parse { path: p, line: 0, reason: "no seek distances".into() });
+        return Err(DeviceError::Parse {
+            path: p,
+            line: 0,
+            reason: "no seek distances".into(),
+        });
     }
     Ok((d, t))
 }
@@ -428,7 +495,10 @@ pub fn read_seek_file(path: &Path) -> Result<(Vec<u32>, Vec<f64>), DeviceError> 
 /// Import the disk of a DiskSim `.parv` (the first `disksim_disk` instantiated) as a spec.
 pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
     let pf = parse_file(path)?;
-    let fname = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let fname = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     // The disk: an instantiated spec whose block is a disksim_disk.
     let disk_block = pf
         .instances
@@ -436,7 +506,11 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
         .filter_map(|s| pf.blocks.get(s))
         .find(|b| b.kind == "disksim_disk")
         .or_else(|| pf.blocks.values().find(|b| b.kind == "disksim_disk"))
-        .ok_or_else(|| DeviceError::Parse { path: path.display().to_string(), line: 0, reason: "no disksim_disk block".into() })?;
+        .ok_or_else(|| DeviceError::Parse {
+            path: path.display().to_string(),
+            line: 0,
+            reason: "no disksim_disk block".into(),
+        })?;
     let disk_name = disk_block.name.clone().unwrap_or_default();
     let mut sources = BTreeMap::new();
     let mut src = |k: &str, s: String| {
@@ -445,7 +519,10 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
     let model = disk_block.block("Model")?;
     let layout = model.block("Layout Model")?;
     let mech = model.block("Mechanical Model")?;
-    let model_dir = Path::new(&model.loc.file).parent().map(Path::to_path_buf).unwrap_or_default();
+    let model_dir = Path::new(&model.loc.file)
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
 
     let (surfaces, s) = model.num("Number of data surfaces")?;
     src("geometry.surfaces", s.clone());
@@ -491,9 +568,15 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
         if !defects.is_empty() {
             // Remapped defects send single sectors elsewhere; we keep them at their
             // original place (a small error for the few requests that touch them).
-            src(&format!("geometry.zones.{i}.defects_ignored"), format!("{} defect pairs not modelled", defects.len() / 2));
+            src(
+                &format!("geometry.zones.{i}.defects_ignored"),
+                format!("{} defect pairs not modelled", defects.len() / 2),
+            );
         }
-        src(&format!("geometry.zones.{i}"), format!("{} zone {i} ({})", fname_of(&z.loc), s));
+        src(
+            &format!("geometry.zones.{i}"),
+            format!("{} zone {i} ({})", fname_of(&z.loc), s),
+        );
         zones.push(ZoneSpec {
             first_cylinder: to_u(fc, "first cylinder", &s)? as u32,
             last_cylinder: to_u(lc, "last cylinder", &s)? as u32,
@@ -503,7 +586,10 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
             track_skew_sectors: ts,
             cylinder_skew_sectors: cs,
             spares: to_u(sp, "spares", &s)?,
-            slips: slips.iter().map(|x| to_u(*x, "slip", &s)).collect::<Result<_, _>>()?,
+            slips: slips
+                .iter()
+                .map(|x| to_u(*x, "slip", &s))
+                .collect::<Result<_, _>>()?,
         });
     }
 
@@ -516,7 +602,9 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
     src("seek.write_settle_ms", s);
     let (acc, aloc) = mech.word("Access time type")?;
     if acc != "trackSwitchPlusRotation" {
-        return Err(aloc.err(format!("access time type '{acc}' not modelled (only trackSwitchPlusRotation)")));
+        return Err(aloc.err(format!(
+            "access time type '{acc}' not modelled (only trackSwitchPlusRotation)"
+        )));
     }
     let (seek_type, sloc) = mech.word("Seek type")?;
     let seek = match seek_type.as_str() {
@@ -527,8 +615,14 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
                 DeviceError::Io { .. } => l.err(format!("cannot read seek curve {f}: {e}")),
                 e => e,
             })?;
-            src("seek.model", format!("{} 'Full seek curve' = {f}", l.short()));
-            SeekModel::Table { distances_cylinders: d, times_ms: t }
+            src(
+                "seek.model",
+                format!("{} 'Full seek curve' = {f}", l.short()),
+            );
+            SeekModel::Table {
+                distances_cylinders: d,
+                times_ms: t,
+            }
         }
         "hpl" | "hplplus10" => {
             let (v, s) = mech
@@ -553,7 +647,10 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
             let single = if v[5] != -1.0 {
                 Some(v[5])
             } else {
-                mech.num_or("Single cylinder seek time", -1.0).ok().map(|x| x.0).filter(|x| *x >= 0.0)
+                mech.num_or("Single cylinder seek time", -1.0)
+                    .ok()
+                    .map(|x| x.0)
+                    .filter(|x| *x >= 0.0)
             };
             src("seek.model", format!("{s} ({seek_type})"));
             SeekModel::Hpl {
@@ -572,9 +669,18 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
             let (full, _) = mech.num("Full strobe seek time")?;
             let (cyls, _) = model.num("Number of cylinders")?;
             src("seek.model", format!("{s} (curve)"));
-            SeekModel::Curve { single_ms: one, average_ms: avg, full_ms: full, cylinders: cyls as u32 }
+            SeekModel::Curve {
+                single_ms: one,
+                average_ms: avg,
+                full_ms: full,
+                cylinders: cyls as u32,
+            }
         }
-        other => return Err(sloc.err(format!("seek type '{other}' not modelled (extracted, hpl, hplplus10, curve)"))),
+        other => {
+            return Err(sloc.err(format!(
+                "seek type '{other}' not modelled (extracted, hpl, hplplus10, curve)"
+            )))
+        }
     };
 
     // Controller and cache.
@@ -587,48 +693,98 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
         Ok(v)
     };
     let enable = get("Enable caching in buffer", "cache.enabled")? != 0.0;
-    let segments = if enable { get("Number of buffer segments", "cache.segments")? as usize } else { 0 };
+    let segments = if enable {
+        get("Number of buffer segments", "cache.segments")? as usize
+    } else {
+        0
+    };
     let segment_sectors = get("Segment size (in blks)", "cache.segment_sectors")? as u64;
     let prefetch_n = get("Buffer continuous read", "cache.prefetch")?;
-    let prefetch = Prefetch::from_disksim(prefetch_n as i64)
-        .ok_or_else(|| d.loc.err(format!("Buffer continuous read {prefetch_n} unknown")))?;
+    let prefetch = Prefetch::from_disksim(prefetch_n as i64).ok_or_else(|| {
+        d.loc
+            .err(format!("Buffer continuous read {prefetch_n} unknown"))
+    })?;
     let cache = CacheSpec {
         segments,
         segment_sectors,
         prefetch,
-        read_ahead_min_sectors: get("Minimum read-ahead (blks)", "cache.read_ahead_min_sectors")? as u64,
-        read_ahead_max_sectors: get("Maximum read-ahead (blks)", "cache.read_ahead_max_sectors")? as u64,
-        read_ahead_over_requested: get("Read-ahead over requested", "cache.read_ahead_over_requested")? != 0.0,
+        read_ahead_min_sectors: get("Minimum read-ahead (blks)", "cache.read_ahead_min_sectors")?
+            as u64,
+        read_ahead_max_sectors: get("Maximum read-ahead (blks)", "cache.read_ahead_max_sectors")?
+            as u64,
+        read_ahead_over_requested: get(
+            "Read-ahead over requested",
+            "cache.read_ahead_over_requested",
+        )? != 0.0,
         read_ahead_on_hit: get("Read-ahead on idle hit", "cache.read_ahead_on_hit")? != 0.0,
         almost_read_hits: get("Allow almost read hits", "cache.almost_read_hits")? != 0.0,
         write_back_level: get("Fast write level", "cache.write_back_level")? as u8,
-        read_hits_on_write_data: get("Allow read hits on write data", "cache.read_hits_on_write_data")? != 0.0,
+        read_hits_on_write_data: get(
+            "Allow read hits on write data",
+            "cache.read_hits_on_write_data",
+        )? != 0.0,
     };
     let scale = get("Time scale for overheads", "overheads.time_scale")?;
     let mut o = |k: &str, key: &str| -> Result<f64, DeviceError> { Ok(get(k, key)? * scale) };
     let extra = n("Extra write disconnect")?.0 != 0.0;
     let overheads = Overheads {
         per_request_ms: o("Per-request overhead time", "overheads.per_request_ms")?,
-        read_hit_after_read_ms: o("Read hit over. after read", "overheads.read_hit_after_read_ms")?,
-        read_hit_after_write_ms: o("Read hit over. after write", "overheads.read_hit_after_write_ms")?,
-        read_miss_after_read_ms: o("Read miss over. after read", "overheads.read_miss_after_read_ms")?,
-        read_miss_after_write_ms: o("Read miss over. after write", "overheads.read_miss_after_write_ms")?,
-        write_hit_after_read_ms: o("Write hit over. after read", "overheads.write_hit_after_read_ms")?,
-        write_hit_after_write_ms: o("Write hit over. after write", "overheads.write_hit_after_write_ms")?,
-        write_miss_after_read_ms: o("Write miss over. after read", "overheads.write_miss_after_read_ms")?,
-        write_miss_after_write_ms: o("Write miss over. after write", "overheads.write_miss_after_write_ms")?,
+        read_hit_after_read_ms: o(
+            "Read hit over. after read",
+            "overheads.read_hit_after_read_ms",
+        )?,
+        read_hit_after_write_ms: o(
+            "Read hit over. after write",
+            "overheads.read_hit_after_write_ms",
+        )?,
+        read_miss_after_read_ms: o(
+            "Read miss over. after read",
+            "overheads.read_miss_after_read_ms",
+        )?,
+        read_miss_after_write_ms: o(
+            "Read miss over. after write",
+            "overheads.read_miss_after_write_ms",
+        )?,
+        write_hit_after_read_ms: o(
+            "Write hit over. after read",
+            "overheads.write_hit_after_read_ms",
+        )?,
+        write_hit_after_write_ms: o(
+            "Write hit over. after write",
+            "overheads.write_hit_after_write_ms",
+        )?,
+        write_miss_after_read_ms: o(
+            "Write miss over. after read",
+            "overheads.write_miss_after_read_ms",
+        )?,
+        write_miss_after_write_ms: o(
+            "Write miss over. after write",
+            "overheads.write_miss_after_write_ms",
+        )?,
         read_completion_ms: o("Read completion overhead", "overheads.read_completion_ms")?,
         write_completion_ms: o("Write completion overhead", "overheads.write_completion_ms")?,
         data_prep_ms: o("Data preparation overhead", "overheads.data_prep_ms")?,
         first_reselect_ms: o("First reselect overhead", "overheads.first_reselect_ms")?,
         other_reselect_ms: o("Other reselect overhead", "overheads.other_reselect_ms")?,
-        read_disconnect_after_read_ms: o("Read disconnect afterread", "overheads.read_disconnect_after_read_ms")?,
-        read_disconnect_after_write_ms: o("Read disconnect afterwrite", "overheads.read_disconnect_after_write_ms")?,
+        read_disconnect_after_read_ms: o(
+            "Read disconnect afterread",
+            "overheads.read_disconnect_after_read_ms",
+        )?,
+        read_disconnect_after_write_ms: o(
+            "Read disconnect afterwrite",
+            "overheads.read_disconnect_after_write_ms",
+        )?,
         write_disconnect_ms: o("Write disconnect overhead", "overheads.write_disconnect_ms")?,
         extra_write_disconnect: if extra {
             Some(ExtraWriteDisconnect {
-                command_ms: o("Extradisc command overhead", "overheads.extra_write_disconnect.command_ms")?,
-                disconnect_ms: o("Extradisc disconnect overhead", "overheads.extra_write_disconnect.disconnect_ms")?,
+                command_ms: o(
+                    "Extradisc command overhead",
+                    "overheads.extra_write_disconnect.command_ms",
+                )?,
+                disconnect_ms: o(
+                    "Extradisc disconnect overhead",
+                    "overheads.extra_write_disconnect.disconnect_ms",
+                )?,
                 inter_disconnect_ms: o(
                     "Extradisc inter-disconnect delay",
                     "overheads.extra_write_disconnect.inter_disconnect_ms",
@@ -637,7 +793,10 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
                     "Extradisc 2nd disconnect overhead",
                     "overheads.extra_write_disconnect.second_disconnect_ms",
                 )?,
-                seek_delta_ms: o("Extradisc seek delta", "overheads.extra_write_disconnect.seek_delta_ms")?,
+                seek_delta_ms: o(
+                    "Extradisc seek delta",
+                    "overheads.extra_write_disconnect.seek_delta_ms",
+                )?,
             })
         } else {
             None
@@ -657,7 +816,9 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
     let mut write_sector = bulk;
     let mut bus_src = vec![bulk_src];
     for (kind, inst, _) in &pf.topology {
-        let Some(b) = pf.instances.get(inst).and_then(|s| pf.blocks.get(s)) else { continue };
+        let Some(b) = pf.instances.get(inst).and_then(|s| pf.blocks.get(s)) else {
+            continue;
+        };
         match kind.as_str() {
             "disksim_bus" => {
                 let (r, rs) = b.num_or("Read block transfer time", 0.0)?;
@@ -711,7 +872,10 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
 }
 
 fn fname_of(l: &Loc) -> String {
-    Path::new(&l.file).file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+    Path::new(&l.file)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -752,7 +916,11 @@ mod tests {
             // zones hold more, as they do for three of these drives).
             assert!(hdd.capacity_sectors() >= blocks, "{parv}");
             assert!(spec.sources.contains_key("rotation.rpm"));
-            assert!(spec.sources["rotation.rpm"].contains(".model"), "{:?}", spec.sources["rotation.rpm"]);
+            assert!(
+                spec.sources["rotation.rpm"].contains(".model"),
+                "{:?}",
+                spec.sources["rotation.rpm"]
+            );
         }
     }
 
@@ -761,7 +929,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ll-disksim-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("bad.parv");
-        std::fs::write(&f, "disksim_disk D {\n  Model = source missing.model,\n  x 1\n}\n").unwrap();
+        std::fs::write(
+            &f,
+            "disksim_disk D {\n  Model = source missing.model,\n  x 1\n}\n",
+        )
+        .unwrap();
         let e = import_parv(&f).unwrap_err().to_string();
         assert!(e.contains("missing.model"), "{e}");
         std::fs::write(&f, "disksim_disk D {\n  a = 1,\n  b = [ 1, 2 \n").unwrap();

@@ -39,10 +39,17 @@ pub fn parse_validate_trace(text: &str, path: &str) -> Result<Vec<ValidateRecord
         if line.is_empty() {
             continue;
         }
-        let err = |r: String| DeviceError::Parse { path: path.to_string(), line: i + 1, reason: r };
+        let err = |r: String| DeviceError::Parse {
+            path: path.to_string(),
+            line: i + 1,
+            reason: r,
+        };
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() != 6 {
-            return Err(err(format!("expected 6 fields (R|W, hit, blkno, bcount, µs, µs), got {}", f.len())));
+            return Err(err(format!(
+                "expected 6 fields (R|W, hit, blkno, bcount, µs, µs), got {}",
+                f.len()
+            )));
         }
         let op = match f[0] {
             "R" => Op::Read,
@@ -55,8 +62,12 @@ pub fn parse_validate_trace(text: &str, path: &str) -> Result<Vec<ValidateRecord
                 .filter(|x| x.is_finite() && *x >= 0.0)
                 .ok_or_else(|| err(format!("bad {what} '{s}'")))
         };
-        let sector = f[2].parse::<u64>().map_err(|_| err(format!("bad block number '{}'", f[2])))?;
-        let sectors = f[3].parse::<u32>().map_err(|_| err(format!("bad block count '{}'", f[3])))?;
+        let sector = f[2]
+            .parse::<u64>()
+            .map_err(|_| err(format!("bad block number '{}'", f[2])))?;
+        let sectors = f[3]
+            .parse::<u32>()
+            .map_err(|_| err(format!("bad block count '{}'", f[3])))?;
         if sectors == 0 {
             return Err(err("block count must be positive".into()));
         }
@@ -70,7 +81,11 @@ pub fn parse_validate_trace(text: &str, path: &str) -> Result<Vec<ValidateRecord
         });
     }
     if out.is_empty() {
-        return Err(DeviceError::Parse { path: path.to_string(), line: 0, reason: "no requests".into() });
+        return Err(DeviceError::Parse {
+            path: path.to_string(),
+            line: 0,
+            reason: "no requests".into(),
+        });
     }
     Ok(out)
 }
@@ -126,7 +141,11 @@ fn cdf_inverse(xs: &[f64], p: f64) -> f64 {
         return xs[0].min(0.0);
     }
     let i = i.min(xs.len());
-    let (y0, x0) = if i >= 2 { ((i - 1) as f64 / n, xs[i - 2]) } else { (0.0, 0.0) };
+    let (y0, x0) = if i >= 2 {
+        ((i - 1) as f64 / n, xs[i - 2])
+    } else {
+        (0.0, 0.0)
+    };
     let (y1, x1) = (i as f64 / n, xs[i - 1]);
     if y1 <= y0 {
         return x1;
@@ -159,8 +178,10 @@ pub fn demerit_ms(a: &[f64], b: &[f64]) -> f64 {
 pub fn run(parv: &Path, trace: &Path) -> Result<ValidationReport, DeviceError> {
     let spec = crate::disksim::import_parv(parv)?;
     let mut hdd = Hdd::new(spec)?;
-    let text = std::fs::read_to_string(trace)
-        .map_err(|e| DeviceError::Io { path: trace.display().to_string(), source: e })?;
+    let text = std::fs::read_to_string(trace).map_err(|e| DeviceError::Io {
+        path: trace.display().to_string(),
+        source: e,
+    })?;
     let records = parse_validate_trace(&text, &trace.display().to_string())?;
     Ok(run_on(&mut hdd, &records))
 }

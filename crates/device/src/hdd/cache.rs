@@ -121,7 +121,7 @@ impl SegmentCache {
         for (i, s) in self.segments.iter().enumerate() {
             if s.start <= lbn && lbn < s.end {
                 let have = (s.end - lbn).min(n);
-                if best.map_or(true, |(_, h)| have > h) {
+                if !matches!(best, Some((_, h)) if h >= have) {
                     best = Some((i, have));
                 }
             }
@@ -165,7 +165,12 @@ impl SegmentCache {
             self.stream = None;
         }
         let keep_from = end.saturating_sub(self.segment_sectors).max(start);
-        self.segments[victim] = Segment { start: keep_from, end, last_use: 0, written };
+        self.segments[victim] = Segment {
+            start: keep_from,
+            end,
+            last_use: 0,
+            written,
+        };
         self.touch(victim);
         victim
     }
@@ -178,7 +183,11 @@ impl SegmentCache {
             // A write lands in the segment that held (part of) those sectors, and that
             // segment now holds only the written run (DiskSim hands the whole segment to
             // the write).
-            if let Some(i) = self.segments.iter().position(|s| s.start < end && start < s.end) {
+            if let Some(i) = self
+                .segments
+                .iter()
+                .position(|s| s.start < end && start < s.end)
+            {
                 if self.stream.is_some_and(|st| st.segment == i) {
                     self.stream = None;
                 }
@@ -188,7 +197,12 @@ impl SegmentCache {
                     }
                 }
                 let keep_from = end.saturating_sub(self.segment_sectors).max(start);
-                self.segments[i] = Segment { start: keep_from, end, last_use: 0, written };
+                self.segments[i] = Segment {
+                    start: keep_from,
+                    end,
+                    last_use: 0,
+                    written,
+                };
                 self.touch(i);
                 return i;
             }
@@ -231,7 +245,13 @@ mod tests {
     fn stream_fills_segment_over_time_and_stops_at_limit() {
         let mut c = SegmentCache::new(2, 100);
         let i = c.insert(10, 18, false);
-        c.stream = Some(Stream { segment: i, next: 18, t0_ns: 1000.0, sector_ns: 10.0, limit: 50 });
+        c.stream = Some(Stream {
+            segment: i,
+            next: 18,
+            t0_ns: 1000.0,
+            sector_ns: 10.0,
+            limit: 50,
+        });
         c.advance(1055.0);
         assert_eq!(c.segment(i).end, 23);
         assert_eq!(c.lookup(20, 8), Some((i, 3)));
@@ -255,7 +275,13 @@ mod tests {
         assert_eq!(c.lookup(224, 16), Some((d, 16)));
         assert_eq!(c.lookup(200, 8), None);
         // A read-ahead in segment 0 protects it: the next miss goes to segment 1.
-        c.stream = Some(Stream { segment: 0, next: 240, t0_ns: 0.0, sector_ns: 1.0, limit: 250 });
+        c.stream = Some(Stream {
+            segment: 0,
+            next: 240,
+            t0_ns: 0.0,
+            sector_ns: 1.0,
+            limit: 250,
+        });
         assert_eq!(c.insert(500, 504, false), 1);
         // Appending extends the segment that ends where the new data starts.
         let e = c.insert(504, 508, true);

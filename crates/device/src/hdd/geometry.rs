@@ -67,7 +67,9 @@ impl Sparing {
             Sparing::SectorsPerTrack => "sectors_per_track",
             Sparing::SectorsPerCylinderSlipToEnd => "sectors_per_cylinder_slip_to_end",
             Sparing::SectorsPerCylinderAtFront => "sectors_per_cylinder_at_front",
-            Sparing::SectorsPerCylinderAtFrontSlipToEnd => "sectors_per_cylinder_at_front_slip_to_end",
+            Sparing::SectorsPerCylinderAtFrontSlipToEnd => {
+                "sectors_per_cylinder_at_front_slip_to_end"
+            }
             Sparing::SectorsAtDiskEnd => "sectors_at_disk_end",
             Sparing::SectorsPerRange => "sectors_per_range",
             Sparing::SectorsPerZone => "sectors_per_zone",
@@ -182,7 +184,9 @@ impl Geometry {
             return Err("at least one zone is needed".into());
         }
         if mapping > 2 {
-            return Err(format!("LBN-to-PBN mapping scheme {mapping} unknown (0, 1 or 2)"));
+            return Err(format!(
+                "LBN-to-PBN mapping scheme {mapping} unknown (0, 1 or 2)"
+            ));
         }
         let mut zones = Vec::with_capacity(zone_specs.len());
         let mut lbn = 0u64;
@@ -247,7 +251,12 @@ impl Geometry {
             });
             lbn += blocks;
         }
-        let none = Pbn { cylinder: 0, head: 0, sector: 0, zone: 0 };
+        let none = Pbn {
+            cylinder: 0,
+            head: 0,
+            sector: 0,
+            zone: 0,
+        };
         Ok(Geometry {
             surfaces,
             sparing,
@@ -286,7 +295,9 @@ impl Geometry {
     /// Zone holding `lbn` (binary search on first LBNs; `lbn` must be below capacity).
     #[inline]
     pub fn zone_of(&self, lbn: u64) -> usize {
-        self.zones.partition_point(|z| z.first_lbn <= lbn).saturating_sub(1)
+        self.zones
+            .partition_point(|z| z.first_lbn <= lbn)
+            .saturating_sub(1)
     }
 
     /// Map a logical block to its physical place. `lbn` beyond the capacity is clamped to the
@@ -304,7 +315,13 @@ impl Geometry {
         let (first, len, p) = self.last_run.get();
         if lbn >= first && lbn - first < len {
             let d = lbn - first;
-            return (Pbn { sector: p.sector + d as u32, ..p }, len - d);
+            return (
+                Pbn {
+                    sector: p.sector + d as u32,
+                    ..p
+                },
+                len - d,
+            );
         }
         let r = self.map_uncached(lbn);
         self.last_run.set((lbn, r.1, r.0));
@@ -343,15 +360,27 @@ impl Geometry {
                 }
                 let unit = v / z.unit_logical;
                 let in_unit = v - unit * z.unit_logical;
-                let front = if s.spares_at_front() { z.unit_physical - z.unit_logical } else { 0 };
+                let front = if s.spares_at_front() {
+                    z.unit_physical - z.unit_logical
+                } else {
+                    0
+                };
                 let ph = unit * z.unit_physical + front + in_unit;
                 let unit_end = unit * z.unit_physical + front + z.unit_logical;
-                let slip_gap = if next_slip == u64::MAX { u64::MAX } else { ph + (next_slip - v) };
+                let slip_gap = if next_slip == u64::MAX {
+                    u64::MAX
+                } else {
+                    ph + (next_slip - v)
+                };
                 (ph, unit_end.min(slip_gap))
             }
             s => {
                 let unit = logical / z.unit_logical;
-                let front = if s.spares_at_front() { z.unit_physical - z.unit_logical } else { 0 };
+                let front = if s.spares_at_front() {
+                    z.unit_physical - z.unit_logical
+                } else {
+                    0
+                };
                 let base = unit * z.unit_physical;
                 let mut off = front + (logical - unit * z.unit_logical);
                 let mut end_of_logical = front + z.unit_logical;
@@ -381,7 +410,15 @@ impl Geometry {
         let track_left = spt - sector;
         let zone_left = z.first_lbn + z.blocks - lbn;
         let run = track_left.min(gap_after - physical).min(zone_left).max(1);
-        (Pbn { cylinder, head, sector: sector as u32, zone: zi as u32 }, run)
+        (
+            Pbn {
+                cylinder,
+                head,
+                sector: sector as u32,
+                zone: zi as u32,
+            },
+            run,
+        )
     }
 
     #[inline]
@@ -469,12 +506,45 @@ mod tests {
 
     #[test]
     fn conventional_mapping_fills_surfaces_then_cylinders() {
-        let g = Geometry::new(2, Sparing::None, 1, 0, &[zone(0, 9, 100), zone(10, 19, 50)]).unwrap();
+        let g =
+            Geometry::new(2, Sparing::None, 1, 0, &[zone(0, 9, 100), zone(10, 19, 50)]).unwrap();
         assert_eq!(g.capacity_sectors(), 10 * 2 * 100 + 10 * 2 * 50);
-        assert_eq!(g.lbn_to_pbn(0), Pbn { cylinder: 0, head: 0, sector: 0, zone: 0 });
-        assert_eq!(g.lbn_to_pbn(100), Pbn { cylinder: 0, head: 1, sector: 0, zone: 0 });
-        assert_eq!(g.lbn_to_pbn(201), Pbn { cylinder: 1, head: 0, sector: 1, zone: 0 });
-        assert_eq!(g.lbn_to_pbn(2000), Pbn { cylinder: 10, head: 0, sector: 0, zone: 1 });
+        assert_eq!(
+            g.lbn_to_pbn(0),
+            Pbn {
+                cylinder: 0,
+                head: 0,
+                sector: 0,
+                zone: 0
+            }
+        );
+        assert_eq!(
+            g.lbn_to_pbn(100),
+            Pbn {
+                cylinder: 0,
+                head: 1,
+                sector: 0,
+                zone: 0
+            }
+        );
+        assert_eq!(
+            g.lbn_to_pbn(201),
+            Pbn {
+                cylinder: 1,
+                head: 0,
+                sector: 1,
+                zone: 0
+            }
+        );
+        assert_eq!(
+            g.lbn_to_pbn(2000),
+            Pbn {
+                cylinder: 10,
+                head: 0,
+                sector: 0,
+                zone: 1
+            }
+        );
     }
 
     #[test]
@@ -489,7 +559,15 @@ mod tests {
         // LBN 5 slips over physical 5.
         assert_eq!(g.lbn_to_pbn(5).sector, 6);
         // The range holds 18 logical blocks: LBN 18 starts range 2 at cylinder 2.
-        assert_eq!(g.lbn_to_pbn(18), Pbn { cylinder: 2, head: 0, sector: 0, zone: 0 });
+        assert_eq!(
+            g.lbn_to_pbn(18),
+            Pbn {
+                cylinder: 2,
+                head: 0,
+                sector: 0,
+                zone: 0
+            }
+        );
         // The slip ends the run on track 0 from LBN 0 after five blocks; LBN 5 continues
         // after the slipped sector.
         assert_eq!(g.run_on_track(0, 10), (5, 5));

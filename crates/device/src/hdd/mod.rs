@@ -62,7 +62,9 @@ impl Prefetch {
     }
     /// Parse a preset-file name.
     pub fn parse(s: &str) -> Option<Prefetch> {
-        (0..=4).filter_map(Prefetch::from_disksim).find(|p| p.as_str() == s)
+        (0..=4)
+            .filter_map(Prefetch::from_disksim)
+            .find(|p| p.as_str() == s)
     }
 }
 
@@ -229,8 +231,6 @@ const MS: f64 = 1e6;
 /// Where the media part of an access begins and ends.
 #[derive(Clone, Copy, Debug)]
 struct MediaAccess {
-    /// First sector completely read/written, ns.
-    first_ready_ns: f64,
     /// Last sector done, ns.
     end_ns: f64,
     /// Time per sector on the first track, ns.
@@ -347,7 +347,10 @@ impl Hdd {
 
     /// Forget all state (head at cylinder 0, empty cache, idle at time 0).
     pub fn reset(&mut self) {
-        self.cache = SegmentCache::new(self.spec.cache.segments, self.spec.cache.segment_sectors.max(1));
+        self.cache = SegmentCache::new(
+            self.spec.cache.segments,
+            self.spec.cache.segment_sectors.max(1),
+        );
         self.free_ns = 0.0;
         self.cylinder = 0;
         self.head = 0;
@@ -363,7 +366,11 @@ impl Hdd {
     pub fn reposition_ns(&self, from: (u32, u32), to: (u32, u32), write: bool) -> f64 {
         let dist = from.0.abs_diff(to.0);
         let seek = self.spec.seek.seek_ms(dist);
-        let hs = if from.1 != to.1 { self.spec.head_switch_ms } else { 0.0 };
+        let hs = if from.1 != to.1 {
+            self.spec.head_switch_ms
+        } else {
+            0.0
+        };
         let t = seek.max(hs);
         if t > 0.0 && write {
             (t + self.spec.write_settle_ms) * MS
@@ -385,14 +392,18 @@ impl Hdd {
         &self,
         t_ns: f64,
         from: (u32, u32),
-        lbn: u64,
-        n: u64,
+        (lbn, n): (u64, u64),
         write: bool,
         earliest_media_ns: f64,
         mark: u64,
     ) -> MediaAccess {
         let mut mark_ready = 0.0;
-        let mut last_pbn = Pbn { cylinder: from.0, head: from.1, sector: 0, zone: 0 };
+        let mut last_pbn = Pbn {
+            cylinder: from.0,
+            head: from.1,
+            sector: 0,
+            zone: 0,
+        };
         let mut done_sectors = 0u64;
         let mut t = t_ns;
         let mut pos = from;
@@ -405,7 +416,10 @@ impl Hdd {
             let (p, run) = self.geometry.map(cur);
             let run = run.min(left);
             let span = run;
-            last_pbn = Pbn { sector: p.sector + (run - 1) as u32, ..p };
+            last_pbn = Pbn {
+                sector: p.sector + (run - 1) as u32,
+                ..p
+            };
             t += self.reposition_ns(pos, (p.cylinder, p.head), write);
             if first && t < earliest_media_ns {
                 t = earliest_media_ns;
@@ -430,10 +444,13 @@ impl Hdd {
             left -= run;
         }
         MediaAccess {
-            first_ready_ns: first_ready,
             end_ns: t,
             sector_ns: first_sector_ns,
-            mark_ready_ns: if mark_ready > 0.0 { mark_ready } else { first_ready },
+            mark_ready_ns: if mark_ready > 0.0 {
+                mark_ready
+            } else {
+                first_ready
+            },
             last: last_pbn,
             cylinder: pos.0,
             head: pos.1,
@@ -451,7 +468,9 @@ impl Hdd {
     #[inline]
     fn head_at(&self, t_ns: f64) -> (u32, u32) {
         if let Some(s) = self.cache.stream {
-            let f = s.frontier_at(t_ns).min(self.geometry.capacity_sectors() - 1);
+            let f = s
+                .frontier_at(t_ns)
+                .min(self.geometry.capacity_sectors() - 1);
             let p = self.geometry.lbn_to_pbn(f);
             return (p.cylinder, p.head);
         }
@@ -512,8 +531,13 @@ impl Hdd {
             return;
         }
         let sector_ns = self.zone_stream_sector_ns[last.zone as usize];
-        self.cache.stream =
-            Some(Stream { segment, next: end, t0_ns: t_ns, sector_ns, limit: end + ahead });
+        self.cache.stream = Some(Stream {
+            segment,
+            next: end,
+            t0_ns: t_ns,
+            sector_ns,
+            limit: end + ahead,
+        });
     }
 
     fn read(&mut self, arrival_ns: f64, lbn: u64, n: u64) -> f64 {
@@ -524,9 +548,17 @@ impl Hdd {
         let end = lbn + n;
         let per_req = o.per_request_ms * MS;
         let (hit_ovh, miss_ovh, disc_ovh) = if self.last_was_read {
-            (o.read_hit_after_read_ms, o.read_miss_after_read_ms, o.read_disconnect_after_read_ms)
+            (
+                o.read_hit_after_read_ms,
+                o.read_miss_after_read_ms,
+                o.read_disconnect_after_read_ms,
+            )
         } else {
-            (o.read_hit_after_write_ms, o.read_miss_after_write_ms, o.read_disconnect_after_write_ms)
+            (
+                o.read_hit_after_write_ms,
+                o.read_miss_after_write_ms,
+                o.read_disconnect_after_write_ms,
+            )
         };
         let (hit_ovh, miss_ovh, disc_ovh) = (hit_ovh * MS, miss_ovh * MS, disc_ovh * MS);
         let completion_ovh = o.read_completion_ms * MS;
@@ -543,17 +575,27 @@ impl Hdd {
         // Miss (or partial hit): the mechanism is needed; any read-ahead stops now.
         let from = self.head_at(start);
         self.cache.stop_stream();
-        let (prefix, ovh) = match if caching { self.cache.lookup(lbn, n) } else { None } {
+        let (prefix, ovh) = match if caching {
+            self.cache.lookup(lbn, n)
+        } else {
+            None
+        } {
             Some((_, have)) if have > 0 => (have, hit_ovh),
             _ => (0, miss_ovh),
         };
         let t_cmd = start + per_req + ovh;
         // The drive reconnects once the water mark is buffered, then moves data no faster
         // than the media delivers it.
-        let wm = (self.spec.bus.read_water_mark * (n - prefix) as f64).ceil().max(1.0) as u64;
-        let m = self.media_access(t_cmd, from, lbn + prefix, n - prefix, false, t_cmd, wm);
+        let wm = (self.spec.bus.read_water_mark * (n - prefix) as f64)
+            .ceil()
+            .max(1.0) as u64;
+        let m = self.media_access(t_cmd, from, (lbn + prefix, n - prefix), false, t_cmd, wm);
         let reconnect = m.mark_ready_ns.max(t_cmd + disc_ovh);
-        let bus_start = if prefix > 0 { t_cmd + prep } else { reconnect + reselect + prep };
+        let bus_start = if prefix > 0 {
+            t_cmd + prep
+        } else {
+            reconnect + reselect + prep
+        };
         let done = (bus_start + n as f64 * bus).max(m.end_ns + bus) + completion_ovh;
         self.cylinder = m.cylinder;
         self.head = m.head;
@@ -564,7 +606,9 @@ impl Hdd {
             let min_ra = self.spec.cache.read_ahead_min_sectors;
             if let (Some(s), true) = (self.cache.stream, min_ra > 0) {
                 let until = s.next + min_ra.min(s.limit - s.next);
-                self.free_ns = self.free_ns.max(s.t0_ns + (until - s.next) as f64 * s.sector_ns);
+                self.free_ns = self
+                    .free_ns
+                    .max(s.t0_ns + (until - s.next) as f64 * s.sector_ns);
             }
         }
         self.note_read(lbn, end);
@@ -581,7 +625,8 @@ impl Hdd {
         if let Some(s) = self.cache.stream {
             let seg = *self.cache.segment(s.segment);
             let first_in = seg.start <= lbn && lbn < seg.end;
-            let first_coming = lbn >= seg.end && lbn == s.frontier_at(start) && self.spec.cache.almost_read_hits;
+            let first_coming =
+                lbn >= seg.end && lbn == s.frontier_at(start) && self.spec.cache.almost_read_hits;
             if (first_in || first_coming) && end > seg.end && end <= s.limit {
                 let ready_last = s.ready_ns(end - 1);
                 let done = (start + ovh + n as f64 * bus).max(ready_last + bus);
@@ -613,12 +658,25 @@ impl Hdd {
             let seg_end = self.cache.segment(seg).end;
             let cap = self.geometry.capacity_sectors();
             if seg_end < cap {
-                let m = self.media_access(done, (self.cylinder, self.head), seg_end, 1, false, done, 1);
+                let m = self.media_access(
+                    done,
+                    (self.cylinder, self.head),
+                    (seg_end, 1),
+                    false,
+                    done,
+                    1,
+                );
                 self.cylinder = m.cylinder;
                 self.head = m.head;
                 let seg_start = self.cache.segment(seg).start;
                 let before = self.geometry.lbn_to_pbn(seg_end - 1);
-                self.start_read_ahead(seg, seg_start.max(lbn), seg_end, m.end_ns - m.sector_ns, before);
+                self.start_read_ahead(
+                    seg,
+                    seg_start.max(lbn),
+                    seg_end,
+                    m.end_ns - m.sector_ns,
+                    before,
+                );
             }
         }
         Some(done)
@@ -641,7 +699,10 @@ impl Hdd {
         if !c.read_ahead_over_requested {
             want = want.min(lbn + c.segment_sectors);
         }
-        if c.prefetch == Prefetch::Track || c.prefetch == Prefetch::NextTrack || c.prefetch == Prefetch::Cylinder {
+        if c.prefetch == Prefetch::Track
+            || c.prefetch == Prefetch::NextTrack
+            || c.prefetch == Prefetch::Cylinder
+        {
             let last = self.geometry.lbn_to_pbn(end - 1);
             let spt = self.geometry.sectors_per_track(last.zone) as u64;
             let to_track_end = spt - 1 - last.sector as u64;
@@ -666,7 +727,11 @@ impl Hdd {
         // A write that appends to the dirty data still being written is taken into the
         // buffer at once (DiskSim's BUFFER_APPEND); any other request waits for the media.
         let appends = write_back && self.dirty_end == Some(lbn) && arrival_ns < self.free_ns;
-        let start = if appends { arrival_ns.max(self.accept_ns) } else { arrival_ns.max(self.free_ns) };
+        let start = if appends {
+            arrival_ns.max(self.accept_ns)
+        } else {
+            arrival_ns.max(self.free_ns)
+        };
         let after_read = self.last_was_read;
         self.last_was_read = false;
         self.cache.advance(start);
@@ -703,7 +768,14 @@ impl Hdd {
         if o.min_seek_delay_ms > 0.0 {
             earliest = earliest.max(mech_start + o.min_seek_delay_ms * MS);
         }
-        let m = self.media_access(mech_start.max(self.free_ns), from, lbn, n, true, earliest, 1);
+        let m = self.media_access(
+            mech_start.max(self.free_ns),
+            from,
+            (lbn, n),
+            true,
+            earliest,
+            1,
+        );
         self.cylinder = m.cylinder;
         self.head = m.head;
         if caching && (self.spec.cache.read_hits_on_write_data || write_back) {
@@ -749,7 +821,9 @@ impl Device for Hdd {
             // A flush waits for the media; a discard costs a command.
             Op::Flush | Op::Discard => {
                 let start = arrival_ns.max(self.free_ns);
-                let done = start + self.spec.overheads.per_request_ms * MS + self.spec.overheads.write_completion_ms * MS;
+                let done = start
+                    + self.spec.overheads.per_request_ms * MS
+                    + self.spec.overheads.write_completion_ms * MS;
                 self.free_ns = done;
                 done
             }
@@ -763,7 +837,8 @@ impl Device for Hdd {
         let write = req.op == Op::Write;
         let arrive = t + self.reposition_ns(from, (p.cylinder, p.head), write);
         arrive - at_ns
-            + rotational_wait_rev(self.angle_at(arrive), self.geometry.sector_angle(&p)) * self.rotation_ns
+            + rotational_wait_rev(self.angle_at(arrive), self.geometry.sector_angle(&p))
+                * self.rotation_ns
     }
     fn queue_depth(&self) -> usize {
         self.spec.queue_depth

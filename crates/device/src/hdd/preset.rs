@@ -21,12 +21,21 @@ struct Table<'a> {
 }
 
 fn err(path: &str, reason: String) -> DeviceError {
-    DeviceError::Parse { path: path.to_string(), line: 0, reason }
+    DeviceError::Parse {
+        path: path.to_string(),
+        line: 0,
+        reason,
+    }
 }
 
 impl<'a> Table<'a> {
     fn new(path: &'a str, section: &str, table: &'a toml::map::Map<String, Value>) -> Self {
-        Table { path, section: section.to_string(), table, used: BTreeSet::new() }
+        Table {
+            path,
+            section: section.to_string(),
+            table,
+            used: BTreeSet::new(),
+        }
     }
     fn where_(&self, key: &str) -> String {
         if self.section.is_empty() {
@@ -39,19 +48,38 @@ impl<'a> Table<'a> {
         self.used.insert(key.to_string());
         self.table.get(key)
     }
-    fn source(&mut self, key: &str, sources: &mut BTreeMap<String, String>) -> Result<(), DeviceError> {
+    fn source(
+        &mut self,
+        key: &str,
+        sources: &mut BTreeMap<String, String>,
+    ) -> Result<(), DeviceError> {
         let skey = format!("{key}_source");
         match self.raw(&skey) {
             Some(Value::String(s)) if !s.trim().is_empty() => {
                 sources.insert(format!("{}.{key}", self.section), s.clone());
                 Ok(())
             }
-            Some(_) => Err(err(self.path, format!("{} must be a non-empty string", self.where_(&skey)))),
-            None => Err(err(self.path, format!("{} has no {skey}: every value needs its source", self.where_(key)))),
+            Some(_) => Err(err(
+                self.path,
+                format!("{} must be a non-empty string", self.where_(&skey)),
+            )),
+            None => Err(err(
+                self.path,
+                format!(
+                    "{} has no {skey}: every value needs its source",
+                    self.where_(key)
+                ),
+            )),
         }
     }
-    fn value(&mut self, key: &str, sources: &mut BTreeMap<String, String>) -> Result<&'a Value, DeviceError> {
-        let v = self.raw(key).ok_or_else(|| err(self.path, format!("missing {}", self.where_(key))))?;
+    fn value(
+        &mut self,
+        key: &str,
+        sources: &mut BTreeMap<String, String>,
+    ) -> Result<&'a Value, DeviceError> {
+        let v = self
+            .raw(key)
+            .ok_or_else(|| err(self.path, format!("missing {}", self.where_(key))))?;
         self.source(key, sources)?;
         Ok(v)
     }
@@ -59,10 +87,18 @@ impl<'a> Table<'a> {
         match self.value(key, s)? {
             Value::Float(x) if x.is_finite() => Ok(*x),
             Value::Integer(i) => Ok(*i as f64),
-            _ => Err(err(self.path, format!("{} must be a number", self.where_(key)))),
+            _ => Err(err(
+                self.path,
+                format!("{} must be a number", self.where_(key)),
+            )),
         }
     }
-    fn f64_or(&mut self, key: &str, default: f64, s: &mut BTreeMap<String, String>) -> Result<f64, DeviceError> {
+    fn f64_or(
+        &mut self,
+        key: &str,
+        default: f64,
+        s: &mut BTreeMap<String, String>,
+    ) -> Result<f64, DeviceError> {
         if self.table.contains_key(key) {
             self.f64(key, s)
         } else {
@@ -73,19 +109,32 @@ impl<'a> Table<'a> {
     fn u64(&mut self, key: &str, s: &mut BTreeMap<String, String>) -> Result<u64, DeviceError> {
         match self.value(key, s)? {
             Value::Integer(i) if *i >= 0 => Ok(*i as u64),
-            _ => Err(err(self.path, format!("{} must be a non-negative integer", self.where_(key)))),
+            _ => Err(err(
+                self.path,
+                format!("{} must be a non-negative integer", self.where_(key)),
+            )),
         }
     }
     fn bool(&mut self, key: &str, s: &mut BTreeMap<String, String>) -> Result<bool, DeviceError> {
         match self.value(key, s)? {
             Value::Boolean(b) => Ok(*b),
-            _ => Err(err(self.path, format!("{} must be true or false", self.where_(key)))),
+            _ => Err(err(
+                self.path,
+                format!("{} must be true or false", self.where_(key)),
+            )),
         }
     }
-    fn string(&mut self, key: &str, s: &mut BTreeMap<String, String>) -> Result<String, DeviceError> {
+    fn string(
+        &mut self,
+        key: &str,
+        s: &mut BTreeMap<String, String>,
+    ) -> Result<String, DeviceError> {
         match self.value(key, s)? {
             Value::String(x) => Ok(x.clone()),
-            _ => Err(err(self.path, format!("{} must be a string", self.where_(key)))),
+            _ => Err(err(
+                self.path,
+                format!("{} must be a string", self.where_(key)),
+            )),
         }
     }
     fn f64_list(&mut self, key: &str) -> Result<Vec<f64>, DeviceError> {
@@ -95,17 +144,30 @@ impl<'a> Table<'a> {
                 .map(|v| match v {
                     Value::Float(x) => Ok(*x),
                     Value::Integer(i) => Ok(*i as f64),
-                    _ => Err(err(self.path, format!("{} must list numbers", self.where_(key)))),
+                    _ => Err(err(
+                        self.path,
+                        format!("{} must list numbers", self.where_(key)),
+                    )),
                 })
                 .collect(),
-            Some(_) => Err(err(self.path, format!("{} must be an array", self.where_(key)))),
+            Some(_) => Err(err(
+                self.path,
+                format!("{} must be an array", self.where_(key)),
+            )),
             None => Err(err(self.path, format!("missing {}", self.where_(key)))),
         }
     }
     fn sub(&mut self, key: &str) -> Result<Option<Table<'a>>, DeviceError> {
         match self.raw(key) {
-            Some(Value::Table(t)) => Ok(Some(Table::new(self.path, &format!("{}.{key}", self.section).trim_start_matches('.').to_string(), t))),
-            Some(_) => Err(err(self.path, format!("{} must be a table", self.where_(key)))),
+            Some(Value::Table(t)) => Ok(Some(Table::new(
+                self.path,
+                format!("{}.{key}", self.section).trim_start_matches('.'),
+                t,
+            ))),
+            Some(_) => Err(err(
+                self.path,
+                format!("{} must be a table", self.where_(key)),
+            )),
             None => Ok(None),
         }
     }
@@ -141,16 +203,22 @@ impl Hdd {
 
 /// Parse a preset into a spec (without building the drive).
 pub fn spec_from_toml_str(text: &str, path: &str) -> Result<HddSpec, DeviceError> {
-    let root: toml::map::Map<String, Value> = toml::from_str(text).map_err(|e| DeviceError::Parse {
-        path: path.to_string(),
-        line: e.span().map(|s| line_of(text, s.start)).unwrap_or(0),
-        reason: e.message().to_string(),
-    })?;
+    let root: toml::map::Map<String, Value> =
+        toml::from_str(text).map_err(|e| DeviceError::Parse {
+            path: path.to_string(),
+            line: e.span().map(|s| line_of(text, s.start)).unwrap_or(0),
+            reason: e.message().to_string(),
+        })?;
     let mut src = BTreeMap::new();
     let mut top = Table::new(path, "", &root);
     match top.raw("kind") {
         Some(Value::String(k)) if k == "hdd" => {}
-        Some(Value::String(k)) => return Err(err(path, format!("kind = \"{k}\": this reader takes kind = \"hdd\""))),
+        Some(Value::String(k)) => {
+            return Err(err(
+                path,
+                format!("kind = \"{k}\": this reader takes kind = \"hdd\""),
+            ))
+        }
         _ => return Err(err(path, "missing kind = \"hdd\"".into())),
     }
     let name = match top.raw("name") {
@@ -170,14 +238,22 @@ pub fn spec_from_toml_str(text: &str, path: &str) -> Result<HddSpec, DeviceError
     let mut g = need(top.sub("geometry")?, path, "geometry")?;
     let surfaces = g.u64("surfaces", &mut src)? as u32;
     let sparing_name = g.string("sparing", &mut src)?;
-    let sparing = Sparing::parse(&sparing_name)
-        .ok_or_else(|| err(path, format!("[geometry] sparing = \"{sparing_name}\" unknown")))?;
+    let sparing = Sparing::parse(&sparing_name).ok_or_else(|| {
+        err(
+            path,
+            format!("[geometry] sparing = \"{sparing_name}\" unknown"),
+        )
+    })?;
     let sparing_range_cylinders = if g.table.contains_key("sparing_range_cylinders") {
         g.u64("sparing_range_cylinders", &mut src)? as u32
     } else {
         1
     };
-    let lbn_mapping = if g.table.contains_key("lbn_mapping") { g.u64("lbn_mapping", &mut src)? as u8 } else { 0 };
+    let lbn_mapping = if g.table.contains_key("lbn_mapping") {
+        g.u64("lbn_mapping", &mut src)? as u8
+    } else {
+        0
+    };
     let mut zones = Vec::new();
     match g.raw("zones") {
         Some(Value::Array(list)) => {
@@ -188,18 +264,29 @@ pub fn spec_from_toml_str(text: &str, path: &str) -> Result<HddSpec, DeviceError
                 zones.push(read_zone(path, i, zt, &mut src)?);
             }
         }
-        Some(_) => return Err(err(path, "[[geometry.zones]] must be an array of tables".into())),
+        Some(_) => {
+            return Err(err(
+                path,
+                "[[geometry.zones]] must be an array of tables".into(),
+            ))
+        }
         None => {}
     }
     if let Some(mut lz) = g.sub("linear_zones")? {
         if !zones.is_empty() {
-            return Err(err(path, "give either [[geometry.zones]] or [geometry.linear_zones], not both".into()));
+            return Err(err(
+                path,
+                "give either [[geometry.zones]] or [geometry.linear_zones], not both".into(),
+            ));
         }
         zones = linear_zones(path, &mut lz, rpm, &mut src)?;
         lz.finish()?;
     }
     if zones.is_empty() {
-        return Err(err(path, "no zones: give [[geometry.zones]] or [geometry.linear_zones]".into()));
+        return Err(err(
+            path,
+            "no zones: give [[geometry.zones]] or [geometry.linear_zones]".into(),
+        ));
     }
     g.finish()?;
 
@@ -211,7 +298,10 @@ pub fn spec_from_toml_str(text: &str, path: &str) -> Result<HddSpec, DeviceError
         "table" => {
             let d = sk.f64_list("table_distances_cylinders")?;
             let t = sk.f64_list("table_ms")?;
-            SeekModel::Table { distances_cylinders: d.iter().map(|x| *x as u32).collect(), times_ms: t }
+            SeekModel::Table {
+                distances_cylinders: d.iter().map(|x| *x as u32).collect(),
+                times_ms: t,
+            }
         }
         "hpl" => {
             let first_ten_ms = if sk.table.contains_key("first_ten_ms") {
@@ -246,7 +336,12 @@ pub fn spec_from_toml_str(text: &str, path: &str) -> Result<HddSpec, DeviceError
             full_ms: sk.f64("full_stroke_ms", &mut src)?,
             cylinders: zones.last().map(|z| z.last_cylinder + 1).unwrap_or(1),
         },
-        m => return Err(err(path, format!("[seek] model = \"{m}\" unknown (table, hpl, curve)"))),
+        m => {
+            return Err(err(
+                path,
+                format!("[seek] model = \"{m}\" unknown (table, hpl, curve)"),
+            ))
+        }
     };
     sk.finish()?;
 
@@ -255,8 +350,12 @@ pub fn spec_from_toml_str(text: &str, path: &str) -> Result<HddSpec, DeviceError
     let cache = CacheSpec {
         segments: c.u64("segments", &mut src)? as usize,
         segment_sectors: c.u64("segment_sectors", &mut src)?,
-        prefetch: Prefetch::parse(&prefetch_name)
-            .ok_or_else(|| err(path, format!("[cache] prefetch = \"{prefetch_name}\" unknown")))?,
+        prefetch: Prefetch::parse(&prefetch_name).ok_or_else(|| {
+            err(
+                path,
+                format!("[cache] prefetch = \"{prefetch_name}\" unknown"),
+            )
+        })?,
         read_ahead_min_sectors: c.u64("read_ahead_min_sectors", &mut src)?,
         read_ahead_max_sectors: c.u64("read_ahead_max_sectors", &mut src)?,
         read_ahead_over_requested: c.bool("read_ahead_over_requested", &mut src)?,
@@ -351,7 +450,10 @@ fn read_zone(
         match t.raw(k) {
             Some(Value::Integer(v)) if *v >= 0 => Ok(*v as u64),
             None => Err(err(path, format!("missing [[geometry.zones]] {i} {k}"))),
-            _ => Err(err(path, format!("[[geometry.zones]] {i} {k} must be a non-negative integer"))),
+            _ => Err(err(
+                path,
+                format!("[[geometry.zones]] {i} {k} must be a non-negative integer"),
+            )),
         }
     };
     let num = |t: &mut Table<'_>, k: &str, d: f64| -> Result<f64, DeviceError> {
@@ -359,7 +461,10 @@ fn read_zone(
             Some(Value::Float(v)) => Ok(*v),
             Some(Value::Integer(v)) => Ok(*v as f64),
             None => Ok(d),
-            _ => Err(err(path, format!("[[geometry.zones]] {i} {k} must be a number"))),
+            _ => Err(err(
+                path,
+                format!("[[geometry.zones]] {i} {k} must be a number"),
+            )),
         }
     };
     let z = ZoneSpec {
@@ -377,10 +482,18 @@ fn read_zone(
                 .iter()
                 .map(|v| match v {
                     Value::Integer(x) if *x >= 0 => Ok(*x as u64),
-                    _ => Err(err(path, format!("[[geometry.zones]] {i} slips must be non-negative integers"))),
+                    _ => Err(err(
+                        path,
+                        format!("[[geometry.zones]] {i} slips must be non-negative integers"),
+                    )),
                 })
                 .collect::<Result<_, _>>()?,
-            Some(_) => return Err(err(path, format!("[[geometry.zones]] {i} slips must be an array"))),
+            Some(_) => {
+                return Err(err(
+                    path,
+                    format!("[[geometry.zones]] {i} slips must be an array"),
+                ))
+            }
         },
     };
     match t.raw("source") {
@@ -411,17 +524,31 @@ fn linear_zones(
     let track_skew_rev = t.f64("track_skew_revolutions", src)?;
     let cyl_skew_rev = t.f64("cylinder_skew_revolutions", src)?;
     if count == 0 || cylinders < count || inner == 0 || inner > outer {
-        return Err(err(path, "[geometry.linear_zones] needs zones ≥ 1, cylinders ≥ zones, 0 < inner ≤ outer".into()));
+        return Err(err(
+            path,
+            "[geometry.linear_zones] needs zones ≥ 1, cylinders ≥ zones, 0 < inner ≤ outer".into(),
+        ));
     }
     if !(0.0..1.0).contains(&track_skew_rev) || !(0.0..1.0).contains(&cyl_skew_rev) {
-        return Err(err(path, "[geometry.linear_zones] skews must be in [0, 1) revolutions".into()));
+        return Err(err(
+            path,
+            "[geometry.linear_zones] skews must be in [0, 1) revolutions".into(),
+        ));
     }
     let per = cylinders / count;
     let mut zones = Vec::with_capacity(count as usize);
     for i in 0..count {
         let first = i * per;
-        let last = if i + 1 == count { cylinders - 1 } else { first + per - 1 };
-        let frac = if count == 1 { 0.0 } else { i as f64 / (count - 1) as f64 };
+        let last = if i + 1 == count {
+            cylinders - 1
+        } else {
+            first + per - 1
+        };
+        let frac = if count == 1 {
+            0.0
+        } else {
+            i as f64 / (count - 1) as f64
+        };
         let spt = (outer as f64 + (inner as f64 - outer as f64) * frac).round() as u32;
         let source = format!(
             "generated from [geometry.linear_zones] (zone {i} of {count}, linear from {outer} to {inner} sectors per track)"
@@ -510,8 +637,15 @@ impl Writer<'_> {
 
 /// Write a spec as a preset.
 pub fn spec_to_toml_string(spec: &HddSpec) -> String {
-    let mut w = Writer { out: String::new(), spec, section: String::new() };
-    let _ = writeln!(w.out, "# Hard-disk preset (layoutlab); schema in docs/hdd-model.md.");
+    let mut w = Writer {
+        out: String::new(),
+        spec,
+        section: String::new(),
+    };
+    let _ = writeln!(
+        w.out,
+        "# Hard-disk preset (layoutlab); schema in docs/hdd-model.md."
+    );
     let _ = writeln!(w.out, "kind = \"hdd\"");
     let _ = writeln!(w.out, "name = {}", q(&spec.name));
     let _ = writeln!(w.out, "description = {}", q(&spec.description));
@@ -520,28 +654,50 @@ pub fn spec_to_toml_string(spec: &HddSpec) -> String {
     w.section("geometry");
     w.u("surfaces", spec.surfaces as u64);
     w.s("sparing", spec.sparing.as_str());
-    w.u("sparing_range_cylinders", spec.sparing_range_cylinders as u64);
+    w.u(
+        "sparing_range_cylinders",
+        spec.sparing_range_cylinders as u64,
+    );
     w.u("lbn_mapping", spec.lbn_mapping as u64);
     for (i, z) in spec.zones.iter().enumerate() {
         let _ = writeln!(w.out, "\n[[geometry.zones]]");
         let _ = writeln!(w.out, "first_cylinder = {}", z.first_cylinder);
         let _ = writeln!(w.out, "last_cylinder = {}", z.last_cylinder);
         let _ = writeln!(w.out, "sectors_per_track = {}", z.sectors_per_track);
-        let _ = writeln!(w.out, "first_block_offset_sectors = {}", fnum(z.first_block_offset_sectors));
-        let _ = writeln!(w.out, "reserved_front_sectors = {}", z.reserved_front_sectors);
+        let _ = writeln!(
+            w.out,
+            "first_block_offset_sectors = {}",
+            fnum(z.first_block_offset_sectors)
+        );
+        let _ = writeln!(
+            w.out,
+            "reserved_front_sectors = {}",
+            z.reserved_front_sectors
+        );
         let _ = writeln!(w.out, "track_skew_sectors = {}", fnum(z.track_skew_sectors));
-        let _ = writeln!(w.out, "cylinder_skew_sectors = {}", fnum(z.cylinder_skew_sectors));
+        let _ = writeln!(
+            w.out,
+            "cylinder_skew_sectors = {}",
+            fnum(z.cylinder_skew_sectors)
+        );
         let _ = writeln!(w.out, "spares = {}", z.spares);
         let slips: Vec<String> = z.slips.iter().map(|s| s.to_string()).collect();
         let _ = writeln!(w.out, "slips = [{}]", slips.join(", "));
-        let s = spec.sources.get(&format!("geometry.zones.{i}")).cloned().unwrap_or_else(|| "unspecified".into());
+        let s = spec
+            .sources
+            .get(&format!("geometry.zones.{i}"))
+            .cloned()
+            .unwrap_or_else(|| "unspecified".into());
         let _ = writeln!(w.out, "source = {}", q(&s));
     }
     w.section("seek");
     w.f("head_switch_ms", spec.head_switch_ms);
     w.f("write_settle_ms", spec.write_settle_ms);
     match &spec.seek {
-        SeekModel::Table { distances_cylinders, times_ms } => {
+        SeekModel::Table {
+            distances_cylinders,
+            times_ms,
+        } => {
             w.s("model", "table");
             let d: Vec<String> = distances_cylinders.iter().map(|x| x.to_string()).collect();
             let t: Vec<String> = times_ms.iter().map(|x| fnum(*x)).collect();
@@ -571,7 +727,12 @@ pub fn spec_to_toml_string(spec: &HddSpec) -> String {
                 w.f("single_cylinder_ms", *s);
             }
         }
-        SeekModel::Curve { single_ms, average_ms, full_ms, .. } => {
+        SeekModel::Curve {
+            single_ms,
+            average_ms,
+            full_ms,
+            ..
+        } => {
             w.s("model", "curve");
             w.f("single_cylinder_ms", *single_ms);
             w.f("average_ms", *average_ms);
@@ -607,8 +768,14 @@ pub fn spec_to_toml_string(spec: &HddSpec) -> String {
         ("data_prep_ms", o.data_prep_ms),
         ("first_reselect_ms", o.first_reselect_ms),
         ("other_reselect_ms", o.other_reselect_ms),
-        ("read_disconnect_after_read_ms", o.read_disconnect_after_read_ms),
-        ("read_disconnect_after_write_ms", o.read_disconnect_after_write_ms),
+        (
+            "read_disconnect_after_read_ms",
+            o.read_disconnect_after_read_ms,
+        ),
+        (
+            "read_disconnect_after_write_ms",
+            o.read_disconnect_after_write_ms,
+        ),
         ("write_disconnect_ms", o.write_disconnect_ms),
         ("min_seek_delay_ms", o.min_seek_delay_ms),
     ] {

@@ -55,9 +55,15 @@ impl SeekModel {
     /// Check the parameters.
     pub fn validate(&self) -> Result<(), String> {
         match self {
-            SeekModel::Table { distances_cylinders: d, times_ms: t } => {
+            SeekModel::Table {
+                distances_cylinders: d,
+                times_ms: t,
+            } => {
                 if d.is_empty() || d.len() != t.len() {
-                    return Err("seek table: distances and times must be non-empty and of equal length".into());
+                    return Err(
+                        "seek table: distances and times must be non-empty and of equal length"
+                            .into(),
+                    );
                 }
                 if d[0] == 0 || d.windows(2).any(|w| w[1] <= w[0]) {
                     return Err("seek table: distances must start at ≥ 1 and increase".into());
@@ -66,7 +72,13 @@ impl SeekModel {
                     return Err("seek table: times must be finite and ≥ 0".into());
                 }
             }
-            SeekModel::Hpl { sqrt_base_ms, sqrt_coeff_ms, linear_base_ms, linear_coeff_ms, .. } => {
+            SeekModel::Hpl {
+                sqrt_base_ms,
+                sqrt_coeff_ms,
+                linear_base_ms,
+                linear_coeff_ms,
+                ..
+            } => {
                 if [sqrt_base_ms, sqrt_coeff_ms, linear_base_ms, linear_coeff_ms]
                     .iter()
                     .any(|x| !x.is_finite() || **x < 0.0)
@@ -74,7 +86,12 @@ impl SeekModel {
                     return Err("HPL seek: coefficients must be finite and ≥ 0".into());
                 }
             }
-            SeekModel::Curve { single_ms, average_ms, full_ms, cylinders } => {
+            SeekModel::Curve {
+                single_ms,
+                average_ms,
+                full_ms,
+                cylinders,
+            } => {
                 if !(0.0 < *single_ms && single_ms <= average_ms && average_ms <= full_ms) {
                     return Err("seek curve: need 0 < single ≤ average ≤ full stroke".into());
                 }
@@ -93,7 +110,10 @@ impl SeekModel {
             return 0.0;
         }
         match self {
-            SeekModel::Table { distances_cylinders: d, times_ms: t } => table_ms(d, t, distance),
+            SeekModel::Table {
+                distances_cylinders: d,
+                times_ms: t,
+            } => table_ms(d, t, distance),
             SeekModel::Hpl {
                 boundary_cylinders,
                 sqrt_base_ms,
@@ -116,9 +136,12 @@ impl SeekModel {
                     linear_base_ms + linear_coeff_ms * distance as f64
                 }
             }
-            SeekModel::Curve { single_ms, average_ms, full_ms, cylinders } => {
-                curve_ms(*single_ms, *average_ms, *full_ms, *cylinders, distance)
-            }
+            SeekModel::Curve {
+                single_ms,
+                average_ms,
+                full_ms,
+                cylinders,
+            } => curve_ms(*single_ms, *average_ms, *full_ms, *cylinders, distance),
         }
     }
 }
@@ -169,7 +192,10 @@ mod tests {
 
     #[test]
     fn table_interpolates_and_extrapolates() {
-        let m = SeekModel::Table { distances_cylinders: vec![1, 10, 100], times_ms: vec![1.0, 2.0, 11.0] };
+        let m = SeekModel::Table {
+            distances_cylinders: vec![1, 10, 100],
+            times_ms: vec![1.0, 2.0, 11.0],
+        };
         assert_eq!(m.seek_ms(0), 0.0);
         assert_eq!(m.seek_ms(1), 1.0);
         assert!((m.seek_ms(55) - 6.5).abs() < 1e-12);
@@ -195,7 +221,12 @@ mod tests {
 
     #[test]
     fn curve_hits_the_three_data_sheet_points() {
-        let m = SeekModel::Curve { single_ms: 0.8, average_ms: 8.5, full_ms: 17.0, cylinders: 90_000 };
+        let m = SeekModel::Curve {
+            single_ms: 0.8,
+            average_ms: 8.5,
+            full_ms: 17.0,
+            cylinders: 90_000,
+        };
         m.validate().unwrap();
         assert!((m.seek_ms(1) - 0.8).abs() < 1e-12);
         assert!((m.seek_ms(30_000) - 8.5).abs() < 1e-9);

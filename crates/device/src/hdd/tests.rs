@@ -5,7 +5,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 fn req(op: Op, sector: u64, sectors: u32) -> IoRequest {
-    IoRequest { op, sector, sectors, flags: Flags::NONE }
+    IoRequest {
+        op,
+        sector,
+        sectors,
+        flags: Flags::NONE,
+    }
 }
 
 /// A small drive with simple numbers: 6000 rpm (10 ms per revolution), 100 sectors per
@@ -30,7 +35,10 @@ fn simple_spec() -> HddSpec {
             spares: 0,
             slips: vec![],
         }],
-        seek: SeekModel::Table { distances_cylinders: vec![1, 1000], times_ms: vec![1.0, 10.99] },
+        seek: SeekModel::Table {
+            distances_cylinders: vec![1, 1000],
+            times_ms: vec![1.0, 10.99],
+        },
         head_switch_ms: 0.5,
         write_settle_ms: 0.0,
         cache: CacheSpec {
@@ -46,7 +54,11 @@ fn simple_spec() -> HddSpec {
             read_hits_on_write_data: false,
         },
         overheads: Overheads::default(),
-        bus: BusSpec { read_sector_ms: 0.0, write_sector_ms: 0.0, read_water_mark: 0.0 },
+        bus: BusSpec {
+            read_sector_ms: 0.0,
+            write_sector_ms: 0.0,
+            read_water_mark: 0.0,
+        },
         queue_depth: 1,
         sources: BTreeMap::new(),
     }
@@ -115,7 +127,11 @@ fn sequential_reads_stream_from_read_ahead() {
     let t1 = d.submit(0.0, &req(Op::Read, 1000, 8));
     // 20 ms later the read-ahead has the next sectors: a hit costs overhead + bus.
     let t2 = d.submit(t1 + 20e6, &req(Op::Read, 1008, 8));
-    assert!((t2 - (t1 + 20e6) - (0.1e6 + 0.08e6)).abs() < 1.0, "{}", t2 - t1 - 20e6);
+    assert!(
+        (t2 - (t1 + 20e6) - (0.1e6 + 0.08e6)).abs() < 1.0,
+        "{}",
+        t2 - t1 - 20e6
+    );
 }
 
 #[test]
@@ -139,15 +155,21 @@ fn write_back_reports_before_the_media() {
 fn random_requests_never_complete_before_they_arrive_and_positioning_is_pure() {
     // Property over seeded random input: completion ≥ arrival, response bounded by a
     // generous physical maximum, and positioning_ns does not change state.
-    let spec = crate::disksim::import_parv(std::path::Path::new("/work/shared/data/disksim/barracuda.parv"))
-        .unwrap_or_else(|_| simple_spec());
+    let spec = crate::disksim::import_parv(std::path::Path::new(
+        "/work/shared/data/disksim/barracuda.parv",
+    ))
+    .unwrap_or_else(|_| simple_spec());
     let mut d = Hdd::new(spec).unwrap();
     let cap = d.capacity_sectors();
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let mut t = 0.0;
     let mut prev_done: f64 = 0.0;
     for _ in 0..20_000 {
-        let op = if rng.gen_bool(0.3) { Op::Write } else { Op::Read };
+        let op = if rng.gen_bool(0.3) {
+            Op::Write
+        } else {
+            Op::Read
+        };
         let n = rng.gen_range(1..256u32);
         let lbn = rng.gen_range(0..cap - n as u64);
         let r = req(op, lbn, n);
@@ -161,7 +183,11 @@ fn random_requests_never_complete_before_they_arrive_and_positioning_is_pure() {
         let service = done - t.max(prev_done);
         assert!(service < 100e6, "service {} ms", service / 1e6);
         prev_done = prev_done.max(done);
-        t = if rng.gen_bool(0.5) { done } else { t + rng.gen_range(0.0..20e6) };
+        t = if rng.gen_bool(0.5) {
+            done
+        } else {
+            t + rng.gen_range(0.0..20e6)
+        };
     }
 }
 
@@ -182,7 +208,10 @@ fn preset_round_trip_is_exact() {
         b.sources.clear();
         assert_eq!(a, b, "{parv}");
         // Sources survive too, for the keys the writer emits.
-        assert_eq!(back.spec().sources.get("rotation.rpm"), spec.sources.get("rotation.rpm"));
+        assert_eq!(
+            back.spec().sources.get("rotation.rpm"),
+            spec.sources.get("rotation.rpm")
+        );
         assert_eq!(back.to_toml_string(), text);
     }
 }
@@ -192,14 +221,18 @@ fn presets_without_sources_or_with_unknown_keys_are_rejected() {
     let text = Hdd::new(simple_spec()).unwrap().to_toml_string();
     assert!(Hdd::from_toml_str(&text, "x.toml").is_ok());
     let no_src = text.replace("rpm_source = \"unspecified\"\n", "");
-    let e = Hdd::from_toml_str(&no_src, "x.toml").unwrap_err().to_string();
+    let e = Hdd::from_toml_str(&no_src, "x.toml")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("rpm_source"), "{e}");
     let typo = text.replace("rpm = 6000.0", "rpm = 6000.0\nrmp = 1");
     let e = Hdd::from_toml_str(&typo, "x.toml").unwrap_err().to_string();
     assert!(e.contains("unknown key") && e.contains("rmp"), "{e}");
     let bad = text.replace("rpm = 6000.0", "rpm = \"fast\"");
     assert!(Hdd::from_toml_str(&bad, "x.toml").is_err());
-    let e = Hdd::from_toml_str("kind = \"hdd\"\nname = [", "y.toml").unwrap_err().to_string();
+    let e = Hdd::from_toml_str("kind = \"hdd\"\nname = [", "y.toml")
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("y.toml:2:"), "{e}");
 }
 
@@ -207,14 +240,20 @@ fn presets_without_sources_or_with_unknown_keys_are_rejected() {
 #[test]
 #[ignore]
 fn throughput_requests_per_second() {
-    let spec = crate::disksim::import_parv(std::path::Path::new("/work/shared/data/disksim/barracuda.parv"))
-        .unwrap_or_else(|_| simple_spec());
+    let spec = crate::disksim::import_parv(std::path::Path::new(
+        "/work/shared/data/disksim/barracuda.parv",
+    ))
+    .unwrap_or_else(|_| simple_spec());
     let mut d = Hdd::new(spec).unwrap();
     let cap = d.capacity_sectors();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let reqs: Vec<IoRequest> = (0..1_000_000)
         .map(|i| {
-            let lbn = if i % 4 == 0 { rng.gen_range(0..cap - 64) } else { 0 };
+            let lbn = if i % 4 == 0 {
+                rng.gen_range(0..cap - 64)
+            } else {
+                0
+            };
             req(if i % 3 == 0 { Op::Write } else { Op::Read }, lbn, 8)
         })
         .collect();
@@ -230,17 +269,30 @@ fn throughput_requests_per_second() {
         t = d.submit(t, &r);
     }
     let s = t0.elapsed().as_secs_f64();
-    eprintln!("{:.1} M requests/s (model time {:.0} s)", reqs.len() as f64 / s / 1e6, t / 1e9);
+    eprintln!(
+        "{:.1} M requests/s (model time {:.0} s)",
+        reqs.len() as f64 / s / 1e6,
+        t / 1e9
+    );
 }
 
 #[test]
 fn shipped_presets_load_and_hold_their_capacity() {
-    for (name, lbas) in [("sata-400g-2007", 781_422_768u64), ("sata-500g-2008", 976_773_168)] {
+    for (name, lbas) in [
+        ("sata-400g-2007", 781_422_768u64),
+        ("sata-500g-2008", 976_773_168),
+    ] {
         let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
         let d = Hdd::from_toml_str(&text, &path).unwrap();
         assert_eq!(d.name(), name);
-        assert!(d.capacity_sectors() >= lbas, "{name}: {} < {lbas}", d.capacity_sectors());
+        assert!(
+            d.capacity_sectors() >= lbas,
+            "{name}: {} < {lbas}",
+            d.capacity_sectors()
+        );
         // Every value key has its source.
         assert!(d.spec().sources.len() > 40, "{name}");
         assert!(d.spec().sources.values().all(|s| !s.trim().is_empty()));

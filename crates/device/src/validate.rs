@@ -269,3 +269,41 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod extra {
+    /// Validate every `NAME.parv` with a `NAME.trace` in `$LAYOUTLAB_EXTRA_DISKS` (run with
+    /// `--ignored --nocapture`): the check that the model generalises to drives it was not
+    /// developed on.
+    #[test]
+    #[ignore]
+    fn extra_drives_validate() {
+        let Ok(dir) = std::env::var("LAYOUTLAB_EXTRA_DISKS") else {
+            return;
+        };
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "parv"))
+            .collect();
+        names.sort();
+        for parv in names {
+            let trace = parv.with_extension("trace");
+            if !trace.exists() {
+                continue;
+            }
+            match super::run(&parv, &trace) {
+                Ok(r) => eprintln!(
+                    "{}: demerit {:.3} ms ({:.1}%), mean measured {:.3} model {:.3}",
+                    parv.display(),
+                    r.demerit_ms,
+                    r.demerit_pct,
+                    r.mean_measured_ms,
+                    r.mean_model_ms
+                ),
+                Err(e) => eprintln!("{}: ERROR {e}", parv.display()),
+            }
+        }
+    }
+}

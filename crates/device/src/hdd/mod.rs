@@ -278,7 +278,6 @@ impl Hdd {
         spec.seek.validate().map_err(bad)?;
         for (k, v) in [
             ("head_switch_ms", spec.head_switch_ms),
-            ("write_settle_ms", spec.write_settle_ms),
             ("bus.read_sector_ms", spec.bus.read_sector_ms),
             ("bus.write_sector_ms", spec.bus.write_sector_ms),
         ] {
@@ -373,7 +372,9 @@ impl Hdd {
         };
         let t = seek.max(hs);
         if t > 0.0 && write {
-            (t + self.spec.write_settle_ms) * MS
+            // DiskSim allows a negative settle (writes settle faster than the read seek
+            // curve says); the total never goes below zero.
+            (t + self.spec.write_settle_ms).max(0.0) * MS
         } else {
             t * MS
         }
@@ -504,9 +505,8 @@ impl Hdd {
             }
             Prefetch::NextTrack => {
                 let first = self.geometry.lbn_to_pbn(lbn);
-                // "Provided that the request was preceded by a read of the previous track"
-                // (DiskSim manual): a read-ahead only for detected sequential streams,
-                // as DEC drives did; a lone read gets none.
+                // DiskSim's DEC scheme: to the end of the track after the request, and one
+                // track more when the request continues a read of the previous track.
                 let sequential = self.last_read_end.is_some_and(|e| {
                     e <= lbn && lbn - e < 2 * spt && {
                         let prev = self.geometry.lbn_to_pbn(e - 1);
@@ -517,7 +517,13 @@ impl Hdd {
                 });
                 if sequential {
                     to_track_end + spt
+                } else if c.read_ahead_max_sectors >= spt {
+                    to_track_end
                 } else {
+                    // The scheme works in whole tracks; a drive whose read-ahead cannot
+                    // hold a track reads ahead only for a detected stream. (Inferred: the
+                    // Atlas III, 64-sector read-ahead, misses on the second read of every
+                    // pair; the Atlas 10K and Cheetah 9LP, read-ahead ≥ a track, hit.)
                     0
                 }
             }

@@ -42,6 +42,8 @@ pub struct MaterializeStats {
     pub check_seconds: f64,
     /// Seconds spent writing block maps (the part that scales with the data).
     pub block_map_seconds: f64,
+    /// Seconds in `ext2fs_close` (bitmaps, descriptors and superblock flushed).
+    pub close_seconds: f64,
     /// Seconds in total, close (flush) included.
     pub total_seconds: f64,
 }
@@ -82,7 +84,13 @@ pub fn materialize_with(
         check_seconds,
         ..Default::default()
     };
-    match write_plan(&fs, &sb, &checked, writer, &mut stats).and_then(|()| fs.close()) {
+    let written = write_plan(&fs, &sb, &checked, writer, &mut stats).and_then(|()| {
+        let t = Instant::now();
+        let closed = fs.close();
+        stats.close_seconds = t.elapsed().as_secs_f64();
+        closed
+    });
+    match written {
         Ok(()) => {
             stats.total_seconds = start.elapsed().as_secs_f64();
             Ok(stats)

@@ -35,8 +35,14 @@ fn policy_round_trip(policy: &str, scale: f64) {
     assert_eq!(fresh.superblock.blocks_count, geo.blocks_count, "{policy}");
     let stats = materialize(&image, &plan).unwrap_or_else(|e| panic!("{policy}: {e}"));
     println!(
-        "{policy}: materialize {:.1} s (block maps {:.1} s), {} data + {} mapping blocks",
-        stats.total_seconds, stats.block_map_seconds, stats.file_data_blocks, stats.mapping_blocks
+        "{policy}: materialize {:.1} s (check {:.1} s, block maps {:.1} s, close {:.1} s), \
+         {} data + {} mapping blocks",
+        stats.total_seconds,
+        stats.check_seconds,
+        stats.block_map_seconds,
+        stats.close_seconds,
+        stats.file_data_blocks,
+        stats.mapping_blocks
     );
     let t = std::time::Instant::now();
     assert_eq!(stats.mapping_blocks, plan.mapping_blocks());

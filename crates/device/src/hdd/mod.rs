@@ -285,6 +285,12 @@ impl Hdd {
                 return Err(bad(format!("{k} must be finite and ≥ 0")));
             }
         }
+        if spec.cache.segments > 65_536 {
+            return Err(bad(format!(
+                "{} cache segments is not a drive",
+                spec.cache.segments
+            )));
+        }
         if spec.cache.segments > 0 && spec.cache.segment_sectors == 0 {
             return Err(bad("cache segments need a positive size".into()));
         }
@@ -302,6 +308,9 @@ impl Hdd {
             &spec.zones,
         )
         .map_err(bad)?;
+        if geometry.capacity_sectors() == 0 {
+            return Err(bad("the zones map no sectors".into()));
+        }
         let rot = rotation_ns(spec.rpm);
         let zone_stream_sector_ns = spec
             .zones

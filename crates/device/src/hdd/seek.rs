@@ -109,6 +109,12 @@ impl SeekModel {
         if distance == 0 {
             return 0.0;
         }
+        // Extrapolated or fitted curves can dip below zero; time never runs backwards.
+        self.raw_ms(distance).max(0.0)
+    }
+
+    #[inline]
+    fn raw_ms(&self, distance: u32) -> f64 {
         match self {
             SeekModel::Table {
                 distances_cylinders: d,

@@ -331,3 +331,55 @@ fn preset_random_read_iops_first_16g() {
         }
     }
 }
+
+#[test]
+fn garbage_presets_and_parameter_files_give_errors_not_panics() {
+    let mut rng = ChaCha8Rng::seed_from_u64(99);
+    let good = Hdd::new(simple_spec()).unwrap().to_toml_string();
+    let dir = std::env::temp_dir().join(format!("ll-hdd-fuzz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let parv = std::fs::read_to_string("/work/shared/data/disksim/barracuda.diskspecs")
+        .unwrap_or_default();
+    for i in 0..300 {
+        // Mutate a valid file: drop, duplicate or replace a random byte range.
+        let mut bytes = if i % 2 == 0 {
+            good.clone().into_bytes()
+        } else {
+            parv.clone().into_bytes()
+        };
+        for _ in 0..rng.gen_range(1..6) {
+            if bytes.is_empty() {
+                break;
+            }
+            let a = rng.gen_range(0..bytes.len());
+            let b = (a + rng.gen_range(0..40)).min(bytes.len());
+            match rng.gen_range(0..3) {
+                0 => {
+                    bytes.drain(a..b);
+                }
+                1 => {
+                    let chunk: Vec<u8> = bytes[a..b].to_vec();
+                    bytes.splice(a..a, chunk);
+                }
+                _ => {
+                    for x in &mut bytes[a..b] {
+                        *x = b"0123456789=,{}[]# -.\nabc"[rng.gen_range(0..24)];
+                    }
+                }
+            }
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if i % 2 == 0 {
+            let _ = Hdd::from_toml_str(&text, "fuzz.toml");
+        } else {
+            let f = dir.join("fuzz.parv");
+            std::fs::write(&f, &text).unwrap();
+            if let Ok(spec) = crate::disksim::import_parv(&f) {
+                if let Ok(mut d) = Hdd::new(spec) {
+                    d.submit(0.0, &req(Op::Read, 1000, 8));
+                }
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -30,54 +30,42 @@ pub struct ValidateRecord {
     pub interarrival_ms: f64,
 }
 
-/// Parse a DiskSim validate trace: `R|W <Hit|Miss|...> <blkno> <bcount> <service µs>
-/// <interarrival µs>` per line.
+/// Parse a DiskSim validate trace (`R|W <Hit|Miss|...> <blkno> <bcount> <service µs>
+/// <interarrival µs>` per line) with the trace crate's reader
+/// (`layoutlab_trace::disksim::read_validate`).
 pub fn parse_validate_trace(text: &str, path: &str) -> Result<Vec<ValidateRecord>, DeviceError> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let err = |r: String| DeviceError::Parse {
+    let recs = layoutlab_trace::disksim::read_validate(text, path).map_err(|e| match e {
+        layoutlab_trace::TraceError::Malformed {
+            file,
+            at: layoutlab_trace::Location::Line(line),
+            reason,
+        } => DeviceError::Parse {
+            path: file,
+            line,
+            reason,
+        },
+        e => DeviceError::Parse {
             path: path.to_string(),
-            line: i + 1,
-            reason: r,
-        };
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() != 6 {
-            return Err(err(format!(
-                "expected 6 fields (R|W, hit, blkno, bcount, µs, µs), got {}",
-                f.len()
-            )));
-        }
-        let op = match f[0] {
-            "R" => Op::Read,
-            "W" => Op::Write,
-            x => return Err(err(format!("first field must be R or W, got '{x}'"))),
-        };
-        let num = |s: &str, what: &str| -> Result<f64, DeviceError> {
-            s.parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| err(format!("bad {what} '{s}'")))
-        };
-        let sector = f[2]
-            .parse::<u64>()
-            .map_err(|_| err(format!("bad block number '{}'", f[2])))?;
-        let sectors = f[3]
-            .parse::<u32>()
-            .map_err(|_| err(format!("bad block count '{}'", f[3])))?;
-        if sectors == 0 {
-            return Err(err("block count must be positive".into()));
+            line: 0,
+            reason: e.to_string(),
+        },
+    })?;
+    let mut out = Vec::with_capacity(recs.len());
+    for r in recs {
+        if r.sectors == 0 {
+            return Err(DeviceError::Parse {
+                path: path.to_string(),
+                line: r.line,
+                reason: "block count must be positive".into(),
+            });
         }
         out.push(ValidateRecord {
-            op,
-            measured_hit: f[1].eq_ignore_ascii_case("hit"),
-            sector,
-            sectors,
-            measured_ms: num(f[4], "service time")? / 1000.0,
-            interarrival_ms: num(f[5], "inter-arrival time")? / 1000.0,
+            op: r.op,
+            measured_hit: r.is_hit(),
+            sector: r.sector,
+            sectors: r.sectors,
+            measured_ms: r.service_us / 1000.0,
+            interarrival_ms: r.interarrival_us / 1000.0,
         });
     }
     if out.is_empty() {

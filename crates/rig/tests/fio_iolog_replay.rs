@@ -16,6 +16,11 @@
 //!   flush request (a loop device has a write-back cache); fio issues no flush of its own at
 //!   close (`fsync_on_close` and `end_fsync` are off), so flushes are compared exactly too.
 //! - other openers: nothing else opens the rig's loop device (no udev here to probe it).
+//! - trims: fio up to 3.33 drops a log's `trim` lines (see [`fio_replays_trim`]); the
+//!   expected stream follows the installed fio's version, and its stderr is asserted exactly.
+//!
+//! A fourth test replays with the log's timestamps honoured and checks that the gaps the
+//! kernel sees are the log's, read as µs.
 //!
 //! Root only (loop devices, tracefs); skipped with a message when not root or fio is missing.
 //! Everything the tests create (sparse image, loop device, tracefs instance, log and fio output
@@ -629,5 +634,89 @@ fn a_failed_assertion_mid_replay_leaves_nothing_behind() {
         message.contains("differ first at request 3"),
         "unexpected failure: {message}"
     );
+    left.assert_none_left();
+}
+
+#[test]
+fn log_timestamps_are_microseconds_to_the_real_fio() {
+    let test = "log_timestamps_are_microseconds_to_the_real_fio";
+    if !can_run(test) {
+        return;
+    }
+    let mut left = Leftovers::default();
+    {
+        let image = TempFile::create_sparse(&scratch("fio-time.img"), SPAN_BYTES).unwrap();
+        left.files.push(image.path().to_path_buf());
+        let dev = LoopDevice::attach(image.path(), false).unwrap();
+        left.loop_number = Some(dev.number());
+        left.backing_file = Some(dev.backing_file().to_path_buf());
+        assert!(dev.set_scheduler_none().unwrap(), "scheduler none");
+        // 4 KiB reads 2-6 ms apart: far longer than a loop read (tens of µs), so the gaps the
+        // kernel sees are fio's sleeps, i.e. the log's timestamp differences read as µs.
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x71_3e);
+        let mut trace = Trace::default();
+        let mut issue_ns = 0u64;
+        for _ in 0..80 {
+            trace.requests.push(Request {
+                issue_ns,
+                complete_ns: None,
+                op: Op::Read,
+                sector: 8 * rng.gen_range(0..SPAN_BYTES / 4096),
+                sectors: 8,
+                flags: Flags::NONE,
+                tag: 0,
+            });
+            issue_ns += rng.gen_range(2_000_000..6_000_000);
+        }
+        let log_path = scratch("fio-time.iolog");
+        write_path(&trace, &log_path, Format::FioV3).unwrap();
+        let _log = TempFile::adopt(&log_path);
+        left.files.push(log_path.clone());
+
+        let replay = traced_replay(&dev, &log_path, Target::Redirect, false);
+        assert_eq!(replay.stderr, "", "fio's standard error");
+        let got = &replay.capture.trace;
+        assert_same_stream(&stream(&trace), &stream(got), &replay.text, "timed replay");
+        let gaps = |t: &Trace| -> Vec<f64> {
+            t.requests
+                .windows(2)
+                .map(|w| (w[1].issue_ns - w[0].issue_ns) as f64)
+                .collect()
+        };
+        let (mut want, mut seen) = (gaps(&trace), gaps(got));
+        // fio takes a previous timestamp of 0 for "none" (`delay_since_ttime`), so the request
+        // after the one logged at 0 µs goes out at once: the first gap is not replayed.
+        let first_gap_ms = seen.remove(0) / 1e6;
+        want.remove(0);
+        assert!(
+            first_gap_ms < 1.0,
+            "fio replayed the gap after time 0 ({first_gap_ms:.3} ms): update docs/trace-formats.md"
+        );
+        let span = |g: &[f64]| g.iter().sum::<f64>();
+        let total_ratio = span(&seen) / span(&want);
+        let mut ratios: Vec<f64> = seen.iter().zip(&want).map(|(s, w)| s / w).collect();
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios[ratios.len() / 2];
+        let worst_ms = seen
+            .iter()
+            .zip(&want)
+            .map(|(s, w)| (s - w).abs() / 1e6)
+            .fold(0.0, f64::max);
+        eprintln!(
+            "timed replay: first gap {first_gap_ms:.3} ms (not replayed); next {} gaps: log span \
+             {:.1} ms, kernel saw {:.1} ms (ratio {total_ratio:.4}), median gap ratio \
+             {median:.4}, largest gap error {worst_ms:.3} ms",
+            want.len(),
+            span(&want) / 1e6,
+            span(&seen) / 1e6
+        );
+        // Read as ms the run would take 1000 times longer, as ns 1000 times shorter: these
+        // bounds only leave room for sleep overshoot on a busy machine.
+        assert!(
+            (0.95..1.5).contains(&total_ratio),
+            "kernel span / log span = {total_ratio}"
+        );
+        assert!((0.9..1.2).contains(&median), "median gap ratio {median}");
+    }
     left.assert_none_left();
 }

@@ -353,11 +353,18 @@ pub fn replay(dev: &mut dyn Device, trace: &Trace, opts: &ReplayOptions) -> Repl
         1.0
     };
     let depth = opts.depth.unwrap_or_else(|| dev.queue_depth()).max(1);
+    let mut summary = Summary::new(trace.tags.len());
     let out = match opts.discipline {
-        Discipline::Fcfs => replay_fcfs(dev, trace, cpu_scale, depth),
-        Discipline::Sptf => replay_events(dev, trace, cpu_scale, Discipline::Sptf, depth),
+        Discipline::Fcfs => replay_fcfs(dev, trace, cpu_scale, depth, &mut summary),
+        Discipline::Sptf => {
+            let out = replay_events(dev, trace, cpu_scale, Discipline::Sptf, depth);
+            for (r, m) in trace.requests.iter().zip(&out) {
+                summary.add(r, m);
+            }
+            out
+        }
     };
-    summarize(trace, out)
+    summary.finish(trace, out)
 }
 
 fn unreplayed(n: usize) -> Vec<ReplayedRequest> {
@@ -379,6 +386,7 @@ fn replay_fcfs(
     trace: &Trace,
     cpu_scale: f64,
     depth: usize,
+    summary: &mut Summary,
 ) -> Vec<ReplayedRequest> {
     let n = trace.requests.len();
     // Filled in order, so each entry is written once.
@@ -407,11 +415,13 @@ fn replay_fcfs(
         let c = dev.submit(t, &io_request(r)).max(t);
         outstanding.push(Reverse(c.to_bits()));
         last_dispatch = t;
-        out.push(ReplayedRequest {
+        let m = ReplayedRequest {
             issue_ns: a,
             start_ns: t,
             complete_ns: c,
-        });
+        };
+        summary.add(r, &m);
+        out.push(m);
     }
     out
 }
@@ -462,73 +472,97 @@ fn replay_events(
     out
 }
 
-/// Wall, busy and per-tag totals of a replay.
-fn summarize(trace: &Trace, requests: Vec<ReplayedRequest>) -> Replayed {
-    let n = requests.len();
-    if n == 0 {
-        return Replayed::default();
+/// Wall, busy and per-tag totals, accumulated request by request in issue order (so the
+/// one-pass FCFS replay needs no second sweep over its output).
+struct Summary {
+    first_issue_ns: f64,
+    last_complete_ns: f64,
+    busy_ns: f64,
+    /// The current run of overlapping `[issue, complete]` intervals.
+    run_start_ns: f64,
+    run_end_ns: f64,
+    /// Per tag: (ns, requests, bytes read, bytes written); seconds are formed at the end.
+    acc: Vec<(f64, u64, u64, u64)>,
+    /// The previous request's tag and issue: its interval ends at the next issue.
+    prev: Option<(usize, f64)>,
+}
+
+impl Summary {
+    fn new(tags: usize) -> Summary {
+        Summary {
+            first_issue_ns: f64::NAN,
+            last_complete_ns: f64::NEG_INFINITY,
+            busy_ns: 0.0,
+            run_start_ns: f64::NAN,
+            run_end_ns: f64::NEG_INFINITY,
+            acc: vec![(0.0, 0, 0, 0); tags.max(1)],
+            prev: None,
+        }
     }
-    let first = requests[0].issue_ns;
-    let mut last = first;
-    let mut busy = 0.0;
-    // Issues are in time order, so the union of [issue, complete] is one sweep.
-    let mut cur_start = f64::NAN;
-    let mut cur_end = f64::NEG_INFINITY;
-    for r in &requests {
-        last = last.max(r.complete_ns);
-        if r.issue_ns > cur_end {
-            if cur_end > cur_start {
-                busy += cur_end - cur_start;
+
+    #[inline]
+    fn add(&mut self, r: &layoutlab_trace::Request, m: &ReplayedRequest) {
+        if self.first_issue_ns.is_nan() {
+            self.first_issue_ns = m.issue_ns;
+        }
+        self.last_complete_ns = self.last_complete_ns.max(m.complete_ns);
+        // Issues come in time order, so the union of intervals is one sweep.
+        if m.issue_ns > self.run_end_ns {
+            if self.run_end_ns > self.run_start_ns {
+                self.busy_ns += self.run_end_ns - self.run_start_ns;
             }
-            cur_start = r.issue_ns;
-            cur_end = r.complete_ns;
+            self.run_start_ns = m.issue_ns;
+            self.run_end_ns = m.complete_ns;
         } else {
-            cur_end = cur_end.max(r.complete_ns);
+            self.run_end_ns = self.run_end_ns.max(m.complete_ns);
         }
-    }
-    if cur_end > cur_start {
-        busy += cur_end - cur_start;
-    }
-    let wall = last - first;
-    // Per tag: (ns, requests, bytes read, bytes written); seconds are formed once at the end.
-    let mut acc: Vec<(f64, u64, u64, u64)> = vec![(0.0, 0, 0, 0); trace.tags.len().max(1)];
-    for (i, (r, m)) in trace.requests.iter().zip(&requests).enumerate() {
+        if let Some((t, issue)) = self.prev {
+            self.acc[t].0 += m.issue_ns - issue;
+        }
         let t = r.tag as usize;
-        if t >= acc.len() {
-            acc.resize(t + 1, (0.0, 0, 0, 0));
+        if t >= self.acc.len() {
+            self.acc.resize(t + 1, (0.0, 0, 0, 0));
         }
-        let until = if i + 1 < n {
-            requests[i + 1].issue_ns
-        } else {
-            last
-        };
-        let a = &mut acc[t];
-        a.0 += until - m.issue_ns;
+        let a = &mut self.acc[t];
         a.1 += 1;
         match r.op {
             Op::Read => a.2 += r.bytes(),
             Op::Write => a.3 += r.bytes(),
             Op::Flush | Op::Discard => {}
         }
+        self.prev = Some((t, m.issue_ns));
     }
-    let mut tags: Vec<TagSummary> = acc
-        .iter()
-        .enumerate()
-        .map(|(t, &(ns, reqs, rd, wr))| TagSummary {
-            tag: trace.tags.get(t).cloned().unwrap_or_default(),
-            seconds: ns / 1e9,
-            bytes_read: rd,
-            bytes_written: wr,
-            requests: reqs,
-        })
-        .collect();
-    tags.retain(|t| t.requests > 0);
-    Replayed {
-        requests,
-        wall_ns: wall,
-        io_busy_ns: busy,
-        cpu_not_overlapped_ns: (wall - busy).max(0.0),
-        tags,
+
+    fn finish(mut self, trace: &Trace, requests: Vec<ReplayedRequest>) -> Replayed {
+        let Some((t, issue)) = self.prev else {
+            return Replayed::default();
+        };
+        // The last request also takes the tail to the final completion.
+        self.acc[t].0 += self.last_complete_ns - issue;
+        if self.run_end_ns > self.run_start_ns {
+            self.busy_ns += self.run_end_ns - self.run_start_ns;
+        }
+        let wall = self.last_complete_ns - self.first_issue_ns;
+        let mut tags: Vec<TagSummary> = self
+            .acc
+            .iter()
+            .enumerate()
+            .map(|(t, &(ns, reqs, rd, wr))| TagSummary {
+                tag: trace.tags.get(t).cloned().unwrap_or_default(),
+                seconds: ns / 1e9,
+                bytes_read: rd,
+                bytes_written: wr,
+                requests: reqs,
+            })
+            .collect();
+        tags.retain(|t| t.requests > 0);
+        Replayed {
+            requests,
+            wall_ns: wall,
+            io_busy_ns: self.busy_ns,
+            cpu_not_overlapped_ns: (wall - self.busy_ns).max(0.0),
+            tags,
+        }
     }
 }
 
@@ -729,9 +763,17 @@ mod tests {
         fn one_pass_fcfs_equals_the_event_loop(
             t in arb_trace(), depth in 1usize..6, base in 0.0f64..3e5, scale in 0.0f64..3.0
         ) {
-            let fast = replay_fcfs(&mut linear(base, 30.0), &t, scale, depth);
+            let fast = replay_fcfs(&mut linear(base, 30.0), &t, scale, depth, &mut Summary::new(1));
             let slow = replay_events(&mut linear(base, 30.0), &t, scale, Discipline::Fcfs, depth);
-            prop_assert_eq!(fast, slow);
+            prop_assert_eq!(&fast, &slow);
+            // The streamed summary equals one taken over the finished output.
+            let opts = ReplayOptions { cpu_scale: scale, depth: Some(depth), ..ReplayOptions::default() };
+            let streamed = replay(&mut linear(base, 30.0), &t, &opts);
+            let mut after = Summary::new(t.tags.len());
+            for (r, m) in t.requests.iter().zip(&slow) {
+                after.add(r, m);
+            }
+            prop_assert_eq!(streamed, after.finish(&t, slow));
         }
 
         #[test]

@@ -656,7 +656,7 @@ fn log_timestamps_are_microseconds_to_the_real_fio() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x71_3e);
         let mut trace = Trace::default();
         let mut issue_ns = 0u64;
-        for _ in 0..80 {
+        for i in 0..80 {
             trace.requests.push(Request {
                 issue_ns,
                 complete_ns: None,
@@ -666,7 +666,12 @@ fn log_timestamps_are_microseconds_to_the_real_fio() {
                 flags: Flags::NONE,
                 tag: 0,
             });
-            issue_ns += rng.gen_range(2_000_000..6_000_000);
+            // The first gap is long (20 ms) so that skipping it cannot be mistaken for noise.
+            issue_ns += if i == 0 {
+                20_000_000
+            } else {
+                rng.gen_range(2_000_000..6_000_000)
+            };
         }
         let log_path = scratch("fio-time.iolog");
         write_path(&trace, &log_path, Format::FioV3).unwrap();
@@ -687,9 +692,9 @@ fn log_timestamps_are_microseconds_to_the_real_fio() {
         // fio takes a previous timestamp of 0 for "none" (`delay_since_ttime`), so the request
         // after the one logged at 0 µs goes out at once: the first gap is not replayed.
         let first_gap_ms = seen.remove(0) / 1e6;
-        want.remove(0);
+        let want_first_gap_ms = want.remove(0) / 1e6;
         assert!(
-            first_gap_ms < 1.0,
+            first_gap_ms < 10.0,
             "fio replayed the gap after time 0 ({first_gap_ms:.3} ms): update docs/trace-formats.md"
         );
         let span = |g: &[f64]| g.iter().sum::<f64>();
@@ -703,7 +708,8 @@ fn log_timestamps_are_microseconds_to_the_real_fio() {
             .map(|(s, w)| (s - w).abs() / 1e6)
             .fold(0.0, f64::max);
         eprintln!(
-            "timed replay: first gap {first_gap_ms:.3} ms (not replayed); next {} gaps: log span \
+            "timed replay: first gap {first_gap_ms:.3} ms (log: {want_first_gap_ms:.1} ms, not \
+             replayed); next {} gaps: log span \
              {:.1} ms, kernel saw {:.1} ms (ratio {total_ratio:.4}), median gap ratio \
              {median:.4}, largest gap error {worst_ms:.3} ms",
             want.len(),
@@ -711,12 +717,13 @@ fn log_timestamps_are_microseconds_to_the_real_fio() {
             span(&seen) / 1e6
         );
         // Read as ms the run would take 1000 times longer, as ns 1000 times shorter: these
-        // bounds only leave room for sleep overshoot on a busy machine.
+        // bounds only leave room for sleep overshoot on a busy 2-core machine (seen: up to 1.17
+        // for the span, a 16 ms late wake-up).
         assert!(
-            (0.95..1.5).contains(&total_ratio),
+            (0.9..3.0).contains(&total_ratio),
             "kernel span / log span = {total_ratio}"
         );
-        assert!((0.9..1.2).contains(&median), "median gap ratio {median}");
+        assert!((0.8..1.5).contains(&median), "median gap ratio {median}");
     }
     left.assert_none_left();
 }

@@ -86,6 +86,9 @@ pub struct PolicyRun {
     pub measured_here: MeasuredHere,
     /// Files with more than one fragment.
     pub fragmented_files: u64,
+    /// Bytes of file data the layout placed (a full file system truncates the last files,
+    /// and a policy that reserves space for metadata fits less).
+    pub file_data_bytes: u64,
     /// Where the image was kept (with --keep).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<PathBuf>,
@@ -229,8 +232,10 @@ fn run_one(
             loopdev.set_max_sectors_kb(kb)?;
         }
         loopdev.set_scheduler_none()?;
+        // Only the loop device's own cache: e2fsck's reads must reach the traced device. The
+        // image file's host page cache may stay warm — host time is inside each request's
+        // service time on the loop device, which the device model replaces.
         loopdev.flush_buffers()?;
-        layoutlab_rig::drop_caches()?;
         let fsck_opts = FsckOptions {
             extra_args: spec.e2fsck_extra_args.clone(),
             ..FsckOptions::default()
@@ -294,6 +299,7 @@ fn run_one(
             user_seconds: total.map(|s| s.user_s).unwrap_or(0.0),
             sys_seconds: total.map(|s| s.sys_s).unwrap_or(0.0),
         },
+        file_data_bytes: plan.file_data_blocks() * u64::from(geometry.block_size_bytes),
         fragmented_files: plan
             .fragments_per_file()
             .iter()

@@ -282,14 +282,25 @@ mod extra {
                 continue;
             }
             match super::run(&parv, &trace) {
-                Ok(r) => eprintln!(
-                    "{}: demerit {:.3} ms ({:.1}%), mean measured {:.3} model {:.3}",
-                    parv.display(),
-                    r.demerit_ms,
-                    r.demerit_pct,
-                    r.mean_measured_ms,
-                    r.mean_model_ms
-                ),
+                Ok(r) => {
+                    eprintln!(
+                        "{}: demerit {:.3} ms ({:.1}%), mean measured {:.3} model {:.3}",
+                        parv.display(),
+                        r.demerit_ms,
+                        r.demerit_pct,
+                        r.mean_measured_ms,
+                        r.mean_model_ms
+                    );
+                    // Per-request dump for side-by-side comparison with another simulator.
+                    if let Ok(out) = std::env::var("LAYOUTLAB_VALIDATE_DUMP") {
+                        let mut csv = String::from("measured_ms,model_ms\n");
+                        for (a, b) in r.measured_ms.iter().zip(&r.model_ms) {
+                            csv.push_str(&format!("{a},{b}\n"));
+                        }
+                        let stem = parv.file_stem().unwrap().to_string_lossy().to_string();
+                        std::fs::write(format!("{out}/{stem}.csv"), csv).unwrap();
+                    }
+                }
                 Err(e) => eprintln!("{}: ERROR {e}", parv.display()),
             }
         }

@@ -478,13 +478,29 @@ impl Hdd {
     #[inline]
     fn head_at(&self, t_ns: f64) -> (u32, u32) {
         if let Some(s) = self.cache.stream {
-            let f = s
-                .frontier_at(t_ns)
-                .min(self.geometry.capacity_sectors() - 1);
-            let p = self.geometry.lbn_to_pbn(f);
+            let f = s.frontier_at(t_ns);
+            // A finished read-ahead leaves the head on the track of the last sector it read.
+            let f = if f >= s.limit { s.limit - 1 } else { f };
+            let p = self
+                .geometry
+                .lbn_to_pbn(f.min(self.geometry.capacity_sectors() - 1));
             return (p.cylinder, p.head);
         }
         (self.cylinder, self.head)
+    }
+
+    /// Bring the read-ahead up to `t_ns`; when it has run to its limit, the mechanism is
+    /// where the read-ahead left it (DiskSim moves the head with every prefetched sector),
+    /// not where the last request's transfer ended.
+    fn advance_read_ahead(&mut self, t_ns: f64) {
+        if self.cache.stream.is_some() {
+            let (cylinder, head) = self.head_at(t_ns);
+            self.cache.advance(t_ns);
+            if self.cache.stream.is_none() {
+                self.cylinder = cylinder;
+                self.head = head;
+            }
+        }
     }
 
     /// Start a read-ahead after a read of `[lbn, end)` whose media access ended at `t_ns`
@@ -635,7 +651,7 @@ impl Hdd {
     /// completion overhead).
     fn read_from_cache(&mut self, start: f64, lbn: u64, n: u64, ovh: f64, bus: f64) -> Option<f64> {
         let end = lbn + n;
-        self.cache.advance(start);
+        self.advance_read_ahead(start);
         // A read-ahead running into this request: the data streams in as it is read.
         if let Some(s) = self.cache.stream {
             let seg = *self.cache.segment(s.segment);
@@ -749,7 +765,7 @@ impl Hdd {
         };
         let after_read = self.last_was_read;
         self.last_was_read = false;
-        self.cache.advance(start);
+        self.advance_read_ahead(start);
         let from = self.head_at(start);
         // A write stops the read-ahead ("Write hit stop prefetch" in every spec we know).
         self.cache.stop_stream();

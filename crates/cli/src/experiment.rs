@@ -66,6 +66,9 @@ pub struct FsckSpec {
     /// Extra arguments to the real e2fsck, after `-fn -tt -C 3`.
     #[serde(default)]
     pub e2fsck_extra_args: Vec<String>,
+    /// Run e2fsck seeing one CPU, so libext2fs reads bitmaps with one thread (as in 2007).
+    #[serde(default)]
+    pub e2fsck_single_cpu: bool,
 }
 
 /// Parameters of the "fio" operation: one job per block size.

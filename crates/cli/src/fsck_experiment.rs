@@ -238,6 +238,7 @@ fn run_one(
         loopdev.flush_buffers()?;
         let fsck_opts = FsckOptions {
             extra_args: spec.e2fsck_extra_args.clone(),
+            single_cpu: spec.e2fsck_single_cpu,
             ..FsckOptions::default()
         };
         layoutlab_rig::run_e2fsck_traced(loopdev.path(), loopdev.dev(), &fsck_opts)?

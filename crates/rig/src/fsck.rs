@@ -29,6 +29,12 @@ pub struct FsckOptions {
     pub extra_args: Vec<String>,
     /// The capture.
     pub trace: TraceOptions,
+    /// Make e2fsck see a single CPU. Since 1.46, libext2fs reads the bitmaps with one thread
+    /// per CPU it counts (`sysconf(_SC_NPROCESSORS_CONF)`, lib/ext2fs/rw_bitmaps.c), so on a
+    /// two-CPU machine two threads read two halves of the disk at once and the requests
+    /// interleave across the disk. e2fsck of 2007 read them in one sweep. With this set,
+    /// e2fsck runs in a private mount namespace whose /sys/devices/system/cpu lists one CPU.
+    pub single_cpu: bool,
 }
 
 impl Default for FsckOptions {
@@ -37,6 +43,7 @@ impl Default for FsckOptions {
             e2fsck: PathBuf::from("e2fsck"),
             extra_args: Vec::new(),
             trace: TraceOptions::default(),
+            single_cpu: false,
         }
     }
 }
@@ -89,6 +96,56 @@ impl FsckRun {
     }
 }
 
+/// In the child, between fork and exec: a private mount namespace in which
+/// /sys/devices/system/cpu is a tmpfs that lists CPU 0 only. Only raw system calls on static
+/// strings (no allocation: the parent may have other threads). The namespace ends with the child.
+fn one_cpu_view() -> std::io::Result<()> {
+    fn check(rc: libc::c_int) -> std::io::Result<()> {
+        if rc < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+    unsafe {
+        check(libc::unshare(libc::CLONE_NEWNS))?;
+        // Keep our mounts out of the parent's namespace.
+        check(libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ))?;
+        check(libc::mount(
+            c"layoutlab-cpu".as_ptr(),
+            c"/sys/devices/system/cpu".as_ptr(),
+            c"tmpfs".as_ptr(),
+            0,
+            c"size=64k".as_ptr().cast(),
+        ))?;
+        check(libc::mkdir(c"/sys/devices/system/cpu/cpu0".as_ptr(), 0o755))?;
+        for file in [
+            c"/sys/devices/system/cpu/possible",
+            c"/sys/devices/system/cpu/present",
+            c"/sys/devices/system/cpu/online",
+        ] {
+            let fd = libc::open(
+                file.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+                0o444,
+            );
+            check(fd)?;
+            let n = libc::write(fd, c"0\n".as_ptr().cast(), 2);
+            libc::close(fd);
+            if n != 2 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs the real `e2fsck -fn -tt -C 3 [extra] DEVICE` on `device_path` while capturing the
 /// block requests of `dev` = (major, minor), the same device. Root only. An exit status of 8 or
 /// more (operational error, usage, cancelled, library error) is an error with e2fsck's output.
@@ -103,6 +160,7 @@ pub fn run_e2fsck_traced(
 
     let marker_fd = session.marker_fd()?;
     let child_fd = marker_fd.as_raw_fd();
+    let single_cpu = opts.single_cpu;
     let mut command = Command::new(&opts.e2fsck);
     command
         .args(["-fn", "-tt", "-C", "3"])
@@ -121,6 +179,9 @@ pub fn run_e2fsck_traced(
                 }
             } else if libc::dup2(child_fd, 3) < 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if single_cpu {
+                one_cpu_view()?;
             }
             Ok(())
         });

@@ -187,3 +187,64 @@ fn e2fsck_on_a_corrupt_image_reports_errors_left() {
     assert_eq!(run.exit_code, 4, "{}", run.stdout);
     assert!(!run.clean());
 }
+
+/// Sectors of the pass-5 bitmap reads, in issue order.
+fn bitmap_read_sectors(image_bytes: u64, single_cpu: bool) -> Vec<u64> {
+    // Many small groups (-g 8192 with 4 KiB blocks = 32 MiB), so there are many bitmaps.
+    let image =
+        TempFile::create_sparse(&scratch(&format!("bitmaps-{single_cpu}.img")), image_bytes)
+            .unwrap();
+    mkfs(FsKind::Ext3, image.path(), &["-b", "4096", "-g", "8192"]).unwrap();
+    let dev = LoopDevice::attach(image.path(), true).unwrap();
+    dev.set_scheduler_none().unwrap();
+    let opts = FsckOptions {
+        extra_args: vec!["-E".into(), "readahead_kb=0".into()],
+        single_cpu,
+        ..FsckOptions::default()
+    };
+    let run = run_e2fsck_traced(dev.path(), dev.dev(), &opts).unwrap();
+    assert!(run.clean(), "{}{}", run.stdout, run.stderr);
+    let trace = &run.capture.trace;
+    trace
+        .requests
+        .iter()
+        .filter(|r| r.op == Op::Read && trace.tag_name(r.tag) == "pass5")
+        .map(|r| r.sector)
+        .collect()
+}
+
+#[test]
+fn single_cpu_e2fsck_reads_the_bitmaps_in_one_sweep() {
+    if !root_or_skip("single_cpu_e2fsck_reads_the_bitmaps_in_one_sweep") {
+        return;
+    }
+    let cpus_before = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap();
+    let one = bitmap_read_sectors(4 << 30, true);
+    assert!(
+        one.len() >= 2 * 100,
+        "expected the bitmaps of 128 groups, got {} reads",
+        one.len()
+    );
+    let backwards = one.windows(2).filter(|w| w[1] < w[0]).count();
+    assert_eq!(
+        backwards, 0,
+        "single-threaded bitmap reads go forward only: {one:?}"
+    );
+    // The namespace was the child's: this process still sees every CPU.
+    assert_eq!(
+        std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap(),
+        cpus_before
+    );
+    // Without it, on a machine with more than one CPU, libext2fs's threads interleave.
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    if cpus > 1 {
+        let many = bitmap_read_sectors(4 << 30, false);
+        let backwards = many.windows(2).filter(|w| w[1] < w[0]).count();
+        assert!(
+            backwards > 0,
+            "expected interleaved reads from several threads"
+        );
+    }
+}

@@ -230,6 +230,35 @@ mod tests {
         assert!(parse_validate_trace("R Hit 10 4 -1 1\n", "t").is_err());
     }
 
+    /// The first eight requests of the HP C2247 trace, request by request, against the
+    /// response times DiskSim 4.0 itself computes for them (built from its public source,
+    /// validate mode, per-request times printed from `io_validate_do_stats1`). Covers a
+    /// read miss with a 0.75 read water mark (rounded down to whole sectors), read hits,
+    /// a write after reads (plain disconnect sequence), a write after a non-sequential
+    /// write (the extra disconnect sequence), and a sequential write.
+    #[test]
+    fn hp_c2247a_first_requests_match_disksim() {
+        let dir = Path::new("/work/shared/data/disksim");
+        let parv = dir.join("hp_c2247a.parv");
+        if !parv.exists() {
+            return;
+        }
+        let text = std::fs::read_to_string(dir.join("hp_c2247a.trace")).unwrap();
+        let head: String = text.lines().take(8).map(|l| format!("{l}\n")).collect();
+        let records = parse_validate_trace(&head, "hp_c2247a.trace").unwrap();
+        let mut hdd = Hdd::new(crate::disksim::import_parv(&parv).unwrap()).unwrap();
+        let ours = replay_closed_loop(&mut hdd, &records);
+        let disksim_ms = [
+            21.649336, 1.375470, 1.375470, 17.155068, 10.214831, 20.493329, 27.987870, 16.811186,
+        ];
+        for (i, (a, b)) in ours.iter().zip(disksim_ms).enumerate() {
+            assert!(
+                (a - b).abs() < 0.002,
+                "request {i}: ours {a:.6} ms, DiskSim {b:.6} ms"
+            );
+        }
+    }
+
     #[test]
     fn shared_drives_validate() {
         let dir = Path::new("/work/shared/data/disksim");

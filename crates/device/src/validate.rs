@@ -257,6 +257,30 @@ mod tests {
                 "request {i}: ours {a:.6} ms, DiskSim {b:.6} ms"
             );
         }
+
+        // Sequential writes right after an extra-disconnect write: the media reaches the
+        // first sector before min(n, 10) sectors are buffered, lets it pass, and writes a
+        // revolution later (requests 142 and 151; DiskSim 4.0's own times again).
+        let head: String = text.lines().take(152).map(|l| format!("{l}\n")).collect();
+        let records = parse_validate_trace(&head, "hp_c2247a.trace").unwrap();
+        hdd.reset();
+        let ours = replay_closed_loop(&mut hdd, &records);
+        for (i, b) in [
+            (139, 5.944947),
+            (140, 13.152758),
+            (141, 9.501399),
+            (142, 13.426617),
+            (148, 3.756870),
+            (149, 14.884374),
+            (150, 21.194258),
+            (151, 15.358761),
+        ] {
+            let a = ours[i];
+            assert!(
+                (a - b).abs() < 0.002,
+                "request {i}: ours {a:.6} ms, DiskSim {b:.6} ms"
+            );
+        }
     }
 
     #[test]

@@ -246,6 +246,33 @@ struct MediaAccess {
     head: u32,
 }
 
+/// When the data of a write reaches the buffer: sector `j` of the request (0-based) may be
+/// written once `start_ns + max(j + 1, threshold) · bus_sector_ns` has passed.
+#[derive(Clone, Copy, Debug)]
+struct WriteData {
+    start_ns: f64,
+    bus_sector_ns: f64,
+    /// Sectors that must be buffered before the first one is written.
+    threshold_sectors: u64,
+}
+
+impl WriteData {
+    #[inline]
+    fn ready_ns(&self, j: u64) -> f64 {
+        self.start_ns + (j + 1).max(self.threshold_sectors) as f64 * self.bus_sector_ns
+    }
+
+    /// Whether a sweep writing sectors `first..first+run` from `t_ns` on, one every
+    /// `sector_ns`, reaches a sector before its data. Readiness minus head time is
+    /// piecewise linear in the sector, so its ends and the threshold's kink suffice.
+    #[inline]
+    fn outruns(&self, first: u64, run: u64, t_ns: f64, sector_ns: f64) -> bool {
+        let late = |j: u64| self.ready_ns(j) > t_ns + sector_ns * (j - first) as f64;
+        let kink = self.threshold_sectors.saturating_sub(1);
+        late(first) || late(first + run - 1) || (kink > first && kink < first + run && late(kink))
+    }
+}
+
 /// Rotational wait, as a fraction of a revolution, from angle `now` to angle `target`
 /// (both in revolutions, [0, 1)).
 #[inline]
@@ -407,10 +434,11 @@ impl Hdd {
         t_ns: f64,
         from: (u32, u32),
         (lbn, n): (u64, u64),
-        write: bool,
         earliest_media_ns: f64,
         mark: u64,
+        data: Option<WriteData>,
     ) -> MediaAccess {
+        let write = data.is_some();
         let mut mark_ready = 0.0;
         let mut last_pbn = Pbn {
             cylinder: from.0,
@@ -452,8 +480,23 @@ impl Hdd {
                 // Slips inside the run are rare; count the mark in logical sectors.
                 mark_ready = t + sector_ns * (mark - done_sectors) as f64;
             }
+            match data {
+                Some(d) if d.outruns(done_sectors, run, t, sector_ns) => {
+                    // Data still arriving. A sector is written only if it is in the buffer
+                    // when it comes under the head; otherwise it passes unwritten and the
+                    // write, which goes in order, resumes at that sector a revolution later
+                    // (DiskSim's sector-by-sector media transfer).
+                    for j in done_sectors..done_sectors + run {
+                        let ready = d.ready_ns(j);
+                        if ready > t {
+                            t += ((ready - t) / self.rotation_ns).ceil() * self.rotation_ns;
+                        }
+                        t += sector_ns;
+                    }
+                }
+                _ => t += sector_ns * span as f64,
+            }
             done_sectors += run;
-            t += sector_ns * span as f64;
             cur += run;
             left -= run;
         }
@@ -627,7 +670,7 @@ impl Hdd {
         let mark_sectors = n.min(self.spec.cache.segment_sectors.max(1)) as f64;
         let wm_total = ((self.spec.bus.read_water_mark * mark_sectors).floor() as u64).max(1);
         let wm = wm_total.saturating_sub(prefix).max(1);
-        let m = self.media_access(t_cmd, from, (lbn + prefix, n - prefix), false, t_cmd, wm);
+        let m = self.media_access(t_cmd, from, (lbn + prefix, n - prefix), t_cmd, wm, None);
         let reconnect = m.mark_ready_ns.max(t_cmd + disc_ovh);
         let bus_start = if prefix > 0 {
             t_cmd + prep
@@ -700,9 +743,9 @@ impl Hdd {
                     done,
                     (self.cylinder, self.head),
                     (seg_end, 1),
-                    false,
                     done,
                     1,
+                    None,
                 );
                 self.cylinder = m.cylinder;
                 self.head = m.head;
@@ -807,23 +850,28 @@ impl Hdd {
         let data_start = t_cmd + (data_delay_ms + o.data_prep_ms) * MS;
         let data_end = data_start + n as f64 * bus;
         let mech_start = t_cmd + mech_delay_ms * MS;
-        // The media may not outrun the bus: start late enough that every sector is buffered
-        // before the head reaches it.
-        let zone = self.geometry.zone_of(lbn) as u32;
-        let media_sector = self.rotation_ns / self.geometry.sectors_per_track(zone) as f64;
-        let lag = (bus - media_sector).max(0.0) * (n as f64 - 1.0);
-        let mut earliest = data_start + bus + lag;
-        if o.min_seek_delay_ms > 0.0 {
-            earliest = earliest.max(mech_start + o.min_seek_delay_ms * MS);
-        }
-        let m = self.media_access(
-            mech_start.max(self.free_ns),
-            from,
-            (lbn, n),
-            true,
-            earliest,
-            1,
-        );
+        // The seek starts after the command overhead, at the earliest `min_seek_delay` before
+        // the head may settle (DiskSim pads shorter seeks); the media then writes each sector
+        // only if its data has arrived (DiskSim's `disk_buffer_block_available`). Drives with
+        // the HP extra-disconnect behaviour first buffer min(n, 10) sectors, or 15 for writes
+        // of 45 sectors or more (DiskSim hard-codes these counts for such drives).
+        let mech_from = mech_start.max(self.free_ns);
+        let earliest = mech_from + o.min_seek_delay_ms.max(0.0) * MS;
+        let threshold_sectors = if o.extra_write_disconnect.is_some() {
+            if n < 45 {
+                n.min(10)
+            } else {
+                15
+            }
+        } else {
+            1
+        };
+        let data = WriteData {
+            start_ns: data_start,
+            bus_sector_ns: bus,
+            threshold_sectors,
+        };
+        let m = self.media_access(mech_from, from, (lbn, n), earliest, 1, Some(data));
         self.cylinder = m.cylinder;
         self.head = m.head;
         if caching && (self.spec.cache.read_hits_on_write_data || write_back) {

@@ -170,7 +170,7 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
         vec![
             Column::text("policy"),
             Column::number("predicted", Some("s")),
-            Column::published("published", Some("s")),
+            Column::published("time", Some("s")),
             Column::number("disk busy", Some("s")),
             Column::number("CPU", Some("s")),
             Column::number("file data", Some("GB")),
@@ -204,9 +204,9 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
         _ => None,
     };
     for t in &tables {
-        println!("{}", t.to_terminal(Some(110))?);
+        println!("{}", t.to_terminal(None)?);
     }
-    println!("{}", summary.to_terminal(Some(110))?);
+    println!("{}", summary.to_terminal(None)?);
     if let Some(o) = ours {
         print!(
             "reduction of e2fsck time, {} → {}: {:.0}%",
@@ -381,7 +381,7 @@ fn run_fio(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<(
             Cell::num(r.report.stdev_ms, 3),
         ])?;
     }
-    println!("{}", t.to_terminal(Some(110))?);
+    println!("{}", t.to_terminal(None)?);
     if !exp.published.source.is_empty() {
         println!("published: {}", exp.published.source);
     }

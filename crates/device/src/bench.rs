@@ -148,7 +148,11 @@ mod tests {
         let r = bench_replay(&mut Null, 1000, 1);
         assert_eq!(r.requests, 1000);
         if let Some(cpu) = r.cpu_seconds {
-            assert!(cpu >= 0.0 && cpu <= r.seconds + 0.01, "{cpu} vs {}", r.seconds);
+            assert!(
+                cpu >= 0.0 && cpu <= r.seconds + 0.01,
+                "{cpu} vs {}",
+                r.seconds
+            );
         }
         assert!(r.seconds > 0.0 && r.requests_per_second > 0.0);
     }

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::{Device, DeviceError, IoRequest};
 use cache::{SegmentCache, Stream};
 use geometry::{Geometry, Pbn, Sparing, ZoneSpec};
-use seek::SeekModel;
+use seek::{CurveFit, SeekModel};
 
 /// How far the drive reads ahead after a read (DiskSim "Buffer continuous read").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -213,6 +213,8 @@ pub struct Hdd {
     rotation_ns: f64,
     /// Sequential-read time per sector in each zone, switches included.
     zone_stream_sector_ns: Vec<f64>,
+    /// The data-sheet seek curve, fitted once (fitting takes a few powers).
+    curve: Option<CurveFit>,
     cache: SegmentCache,
     // State.
     free_ns: f64,
@@ -357,6 +359,15 @@ impl Hdd {
             geometry,
             rotation_ns: rot,
             zone_stream_sector_ns,
+            curve: match spec.seek {
+                SeekModel::Curve {
+                    single_ms,
+                    average_ms,
+                    full_ms,
+                    cylinders,
+                } => Some(CurveFit::new(single_ms, average_ms, full_ms, cylinders)),
+                _ => None,
+            },
             cache,
             free_ns: 0.0,
             cylinder: 0,
@@ -404,7 +415,11 @@ impl Hdd {
     #[inline]
     pub fn reposition_ns(&self, from: (u32, u32), to: (u32, u32), write: bool) -> f64 {
         let dist = from.0.abs_diff(to.0);
-        let seek = self.spec.seek.seek_ms(dist);
+        let seek = match (&self.curve, dist) {
+            (_, 0) => 0.0,
+            (Some(c), _) => c.ms(dist),
+            (None, _) => self.spec.seek.seek_ms(dist),
+        };
         let hs = if from.1 != to.1 {
             self.spec.head_switch_ms
         } else {

@@ -555,13 +555,14 @@ impl Hdd {
     /// where the read-ahead left it (DiskSim moves the head with every prefetched sector),
     /// not where the last request's transfer ended.
     fn advance_read_ahead(&mut self, t_ns: f64) {
-        if self.cache.stream.is_some() {
-            let (cylinder, head) = self.head_at(t_ns);
-            self.cache.advance(t_ns);
-            if self.cache.stream.is_none() {
+        if let Some(s) = self.cache.stream {
+            if s.frontier_at(t_ns) >= s.limit {
+                // Map only when the read-ahead ends (mapping costs a zone search).
+                let (cylinder, head) = self.head_at(t_ns);
                 self.cylinder = cylinder;
                 self.head = head;
             }
+            self.cache.advance(t_ns);
         }
     }
 

@@ -62,7 +62,11 @@ fn main() {
         Command::Bench(c) => cmd::bench::run(c),
     };
     if let Err(e) = result {
-        eprintln!("layoutlab: error: {e:#}");
-        std::process::exit(2);
+        // After Ctrl-C the error is the interruption's echo (its device was just torn down):
+        // stay quiet and let the signal cleanup finish and exit 130/143.
+        if !layoutlab_rig::cleanup::signal_caught() {
+            eprintln!("layoutlab: error: {e:#}");
+        }
+        layoutlab_rig::cleanup::exit(2);
     }
 }

@@ -14,7 +14,7 @@
 //! program asks ([`install_panic_hook`]), because a library must not turn a caught panic in one
 //! thread (a failing test among others) into the teardown of every resource in the process.
 
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
 type Action = Box<dyn FnOnce() + Send + 'static>;
@@ -29,6 +29,8 @@ static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 static SIGNAL_PIPE_WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 static SIGNALS_ONCE: Once = Once::new();
+/// Set by the watcher before it cleans up after a signal; the process is about to `_exit`.
+static SIGNAL_CAUGHT: AtomicBool = AtomicBool::new(false);
 static PANIC_ONCE: Once = Once::new();
 
 /// A handle to one registered cleanup action.
@@ -155,6 +157,7 @@ fn watch_signals(read_fd: libc::c_int) {
             } else {
                 "SIGTERM"
             };
+            SIGNAL_CAUGHT.store(true, Ordering::SeqCst);
             let labels = pending();
             eprintln!(
                 "layoutlab: caught {name}; cleaning up {} resource(s) the rig created",
@@ -190,6 +193,27 @@ pub fn install_panic_hook() {
 }
 
 /// Installs both the signal handlers and the panic hook; the CLI calls this first thing.
+/// Whether a SIGINT/SIGTERM was caught and its cleanup is running (the process will exit
+/// with 128 + the signal when it is done).
+pub fn signal_caught() -> bool {
+    SIGNAL_CAUGHT.load(Ordering::SeqCst)
+}
+
+/// Ends the process with `code` after undoing whatever is still registered. If a signal was
+/// caught, its cleanup is already running on the watcher thread (and the main thread's error
+/// is most likely a consequence of it: its loop device was just detached): wait for it to
+/// finish and exit with 128 + the signal instead, so a main thread returning early can never
+/// cut the signal cleanup short.
+pub fn exit(code: i32) -> ! {
+    if signal_caught() {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+    run_all();
+    std::process::exit(code)
+}
+
 pub fn install() {
     install_signal_handlers();
     install_panic_hook();

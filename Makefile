@@ -28,7 +28,7 @@ demo: build
 	$(BIN) reproduce metacluster-fsck
 
 test: deps
-	$(CARGO) test --workspace --locked
+	$(CARGO) test --workspace --locked --no-fail-fast
 
 lint: deps
 	$(CARGO) fmt --all -- --check

@@ -568,29 +568,55 @@ impl Hdd {
 
     /// Start a read-ahead after a read of `[lbn, end)` whose media access ended at `t_ns`
     /// with the head on `end_pbn`'s track.
-    fn start_read_ahead(&mut self, segment: usize, lbn: u64, end: u64, t_ns: f64, last: Pbn) {
+    /// Start a read-ahead into `segment` from `end` (the end of the data just read or
+    /// buffered) after a request for `[lbn, request_end)`. The count limits (maximum
+    /// read-ahead, segment room) run from `request_end`, as in DiskSim
+    /// (`request end + maximum read-ahead`); track and cylinder limits are where the data
+    /// next to `end` lies. Track and cylinder ends count logical sectors (spare sectors and
+    /// slips are not data).
+    fn start_read_ahead(
+        &mut self,
+        segment: usize,
+        (lbn, request_end): (u64, u64),
+        end: u64,
+        t_ns: f64,
+        last: Pbn,
+    ) {
         let c = &self.spec.cache;
         let cap = self.geometry.capacity_sectors();
         if c.prefetch == Prefetch::None || c.read_ahead_max_sectors == 0 || end >= cap {
             self.cache.stop_stream();
             return;
         }
+        // Logical sectors after `end - 1` on its track.
+        let to_track_end = self.geometry.map(end - 1).1 - 1;
+        let next_track_sectors = |g: &Geometry| {
+            let first = end + to_track_end;
+            if first < cap {
+                g.map(first).1
+            } else {
+                0
+            }
+        };
         let spt = self.geometry.sectors_per_track(last.zone) as u64;
-        let to_track_end = spt.saturating_sub(1 + last.sector as u64);
-        let mut ahead = match c.prefetch {
+        let scheme_ahead = match c.prefetch {
             Prefetch::None => 0,
             Prefetch::Track => to_track_end,
             Prefetch::Cylinder => {
-                let h = last.head as u64;
-                to_track_end + (self.spec.surfaces as u64 - 1 - h) * spt
-            }
-            Prefetch::Segment => {
-                if c.read_ahead_over_requested {
-                    c.segment_sectors
-                } else {
-                    c.segment_sectors.saturating_sub(end - lbn)
+                let cylinder = self.geometry.lbn_to_pbn(end - 1).cylinder;
+                let mut ahead = to_track_end;
+                let mut next = end + to_track_end;
+                while next < cap {
+                    let (p, run) = self.geometry.map(next);
+                    if p.cylinder != cylinder {
+                        break;
+                    }
+                    ahead += run;
+                    next += run;
                 }
+                ahead
             }
+            Prefetch::Segment => u64::MAX,
             Prefetch::NextTrack => {
                 let first = self.geometry.lbn_to_pbn(lbn);
                 // DiskSim's DEC scheme: to the end of the track after the request, and one
@@ -604,7 +630,7 @@ impl Hdd {
                     }
                 });
                 if sequential {
-                    to_track_end + spt
+                    to_track_end + next_track_sectors(&self.geometry)
                 } else if c.read_ahead_max_sectors >= spt {
                     to_track_end
                 } else {
@@ -616,14 +642,16 @@ impl Hdd {
                 }
             }
         };
-        ahead = ahead.min(c.read_ahead_max_sectors).min(cap - end);
+        let mut count_limit = request_end + c.read_ahead_max_sectors;
         if !c.read_ahead_over_requested {
-            ahead = ahead.min(c.segment_sectors.saturating_sub(end - lbn));
+            count_limit = count_limit.min(lbn + c.segment_sectors);
         }
-        if ahead == 0 {
+        let limit = count_limit.min(end.saturating_add(scheme_ahead)).min(cap);
+        if limit <= end {
             self.cache.stop_stream();
             return;
         }
+        let ahead = limit - end;
         let sector_ns = self.zone_stream_sector_ns[last.zone as usize];
         self.cache.stream = Some(Stream {
             segment,
@@ -699,7 +727,7 @@ impl Hdd {
         self.free_ns = done;
         if caching {
             let seg = self.cache.insert(lbn, end, false);
-            self.start_read_ahead(seg, lbn, end, m.end_ns, m.last);
+            self.start_read_ahead(seg, (lbn, end), end, m.end_ns, m.last);
             let min_ra = self.spec.cache.read_ahead_min_sectors;
             if let (Some(s), true) = (self.cache.stream, min_ra > 0) {
                 let until = s.next + min_ra.min(s.limit - s.next);
@@ -769,7 +797,7 @@ impl Hdd {
                 let before = self.geometry.lbn_to_pbn(seg_end - 1);
                 self.start_read_ahead(
                     seg,
-                    seg_start.max(lbn),
+                    (seg_start.max(lbn), end),
                     seg_end,
                     m.end_ns - m.sector_ns,
                     before,

@@ -383,3 +383,36 @@ fn garbage_presets_and_parameter_files_give_errors_not_panics() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Track read-ahead stops at the track's last logical sector: with a spare sector per
+/// track (99 logical sectors on 100 physical), a read of sectors 10..20 reads ahead to 98,
+/// so a later read of 90..99 hits, and a read of 99 (the next track) misses. (The model once
+/// counted the spare as data and ran one sector onto the next track; DiskSim does not.)
+#[test]
+fn track_read_ahead_stops_at_the_last_logical_sector_of_the_track() {
+    let mut spec = simple_spec();
+    spec.sparing = Sparing::SectorsPerTrack;
+    spec.zones[0].spares = 1;
+    spec.cache = CacheSpec {
+        segments: 2,
+        segment_sectors: 200,
+        prefetch: Prefetch::Track,
+        read_ahead_min_sectors: 0,
+        read_ahead_max_sectors: 200,
+        read_ahead_over_requested: false,
+        read_ahead_on_hit: false,
+        almost_read_hits: false,
+        write_back_level: 0,
+        read_hits_on_write_data: false,
+    };
+    let mut d = Hdd::new(spec.clone()).unwrap();
+    let t = d.submit(0.0, &req(Op::Read, 10, 10));
+    // Long idle: the read-ahead has finished.
+    let t = t + 50e6;
+    let hit = d.submit(t, &req(Op::Read, 90, 9)) - t;
+    assert!(hit < 0.01e6, "90..99 should be buffered: {hit}");
+    let mut d = Hdd::new(spec).unwrap();
+    let t = d.submit(0.0, &req(Op::Read, 10, 10)) + 50e6;
+    let miss = d.submit(t, &req(Op::Read, 99, 1)) - t;
+    assert!(miss > 0.4e6, "sector 99 is on the next track: {miss}");
+}

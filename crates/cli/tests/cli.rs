@@ -255,6 +255,13 @@ fn sigint_and_sigterm_leave_no_device_or_image() {
             .filter(|n| n.ends_with(".img"))
             .collect();
         assert!(loops_under(&dir).is_empty(), "SIG{name} left a loop device");
+        // A tracefs the rig mounted for itself (when none was mounted) is named after its pid.
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+        let own = format!("layoutlab-mnt-{}-", child.id());
+        assert!(
+            !mounts.contains(&own),
+            "SIG{name} left a tracefs mount: {mounts}"
+        );
         assert!(imgs.is_empty(), "SIG{name} left {imgs:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

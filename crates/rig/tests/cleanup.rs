@@ -104,7 +104,16 @@ fn run_child(
     }
 }
 
+/// These tests compare machine-wide state (tracefs mounts, tracing instances) before and after;
+/// run concurrently, one test's live session would show up as another's leftover.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn check_teardown(mode: &str, signal: Option<i32>, expected_code: i32) {
+    let _serial = serial();
     let image =
         TempFile::create_sparse(&scratch(&format!("cleanup-{mode}.img")), 64 << 20).unwrap();
     mkfs(FsKind::Ext4, image.path(), &[]).unwrap();
@@ -161,6 +170,7 @@ fn tracefs_session_leaves_the_tracing_state_as_it_found_it() {
     if !root_or_skip("tracefs_session_leaves_the_tracing_state_as_it_found_it") {
         return;
     }
+    let _serial = serial();
     let prefix = format!("layoutlab-{}-", std::process::id());
     let mounts_before = tracefs_mounts();
     let before = tracefs_state(&prefix);
@@ -223,10 +233,14 @@ fn tracefs_is_mounted_and_unmounted_when_absent() {
     if !root_or_skip("tracefs_is_mounted_and_unmounted_when_absent") {
         return;
     }
+    let _serial = serial();
     let exe = std::env::current_exe().unwrap();
     let script = format!(
-        "for m in /sys/kernel/tracing /sys/kernel/debug/tracing; do \
-           while mountpoint -q $m; do umount $m || exit 97; done; done; \
+        // Every tracefs mount, not only the usual places: other tests of this binary run
+        // concurrently and may have mounted a private one of their own.
+        "for i in 1 2 3 4 5 6 7 8; do \
+           for m in $(awk '$3 == \"tracefs\" {{print $2}}' /proc/self/mounts); do umount $m || exit 97; done; \
+         done; \
          exec {} tracefs_child_without_tracefs --exact --nocapture --test-threads=1",
         exe.display()
     );

@@ -4,7 +4,7 @@ use std::collections::{HashMap, VecDeque};
 
 use std::path::Path;
 
-use layoutlab_layout::{InodeKind, MapBlock, Plan, PlannedInode, Run};
+use layoutlab_layout::{push_run, InodeKind, MapBlock, Plan, PlannedInode};
 
 use crate::error::ImageError;
 use crate::ffi::Fs;
@@ -201,21 +201,6 @@ fn feature_names(compat: u32, incompat: u32, ro: u32) -> Vec<String> {
     v
 }
 
-/// Pushes a block onto runs, merging with the last run when contiguous in both spaces.
-fn push_block(runs: &mut Vec<Run>, logical: u64, physical: u64, len: u64) {
-    if let Some(last) = runs.last_mut() {
-        if last.logical + last.len == logical && last.physical + last.len == physical {
-            last.len += len;
-            return;
-        }
-    }
-    runs.push(Run {
-        logical,
-        physical,
-        len,
-    });
-}
-
 /// Reads the image at `image` (read-only) into the plan model.
 pub fn inspect(image: &Path) -> Result<Inspected, ImageError> {
     let fs = Fs::open(image, false)?;
@@ -293,7 +278,7 @@ pub fn inspect(image: &Path) -> Result<Inspected, ImageError> {
                         level: level as u32,
                     });
                 } else {
-                    push_block(&mut data, logical, physical, len);
+                    push_run(&mut data, logical, physical, len);
                 }
             })?;
         } else {
@@ -303,7 +288,7 @@ pub fn inspect(image: &Path) -> Result<Inspected, ImageError> {
                 if cnt >= 0 {
                     cursor = cnt as u64 + 1;
                     if physical != 0 {
-                        push_block(&mut data, cnt as u64, physical, 1);
+                        push_run(&mut data, cnt as u64, physical, 1);
                     }
                     return;
                 }
@@ -390,7 +375,7 @@ pub fn normalize_plan(plan: &Plan) -> Plan {
     for inode in &mut out.inodes {
         let mut runs = Vec::with_capacity(inode.data.len());
         for r in &inode.data {
-            push_block(&mut runs, r.logical, r.physical, r.len);
+            push_run(&mut runs, r.logical, r.physical, r.len);
         }
         inode.data = runs;
         inode
@@ -403,7 +388,7 @@ pub fn normalize_plan(plan: &Plan) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use layoutlab_layout::MapKind;
+    use layoutlab_layout::{MapKind, Run};
 
     #[test]
     fn normalize_merges_runs_and_orders_mapping() {

@@ -24,6 +24,23 @@ pub struct Run {
     pub len: u64,
 }
 
+/// Appends `len` blocks at file block `logical` → `physical` to `runs`, extending the last run
+/// when the new blocks continue it in both spaces. Plans and inspected images keep runs
+/// maximal this way, so two descriptions of one layout compare equal.
+pub fn push_run(runs: &mut Vec<Run>, logical: u64, physical: u64, len: u64) {
+    if let Some(last) = runs.last_mut() {
+        if last.logical + last.len == logical && last.physical + last.len == physical {
+            last.len += len;
+            return;
+        }
+    }
+    runs.push(Run {
+        logical,
+        physical,
+        len,
+    });
+}
+
 /// The kind of a mapping block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum MapKind {

@@ -11,7 +11,7 @@
 
 use crate::alloc::ext3_alloc::{Ext3Alloc, Rsv};
 use crate::geometry::DIRECT_BLOCKS;
-use crate::plan::{MapBlock, MapKind, Run};
+use crate::plan::{push_run, MapBlock, MapKind, Run};
 
 /// Where a policy puts indirect blocks.
 pub trait IndirectPlacer {
@@ -113,20 +113,6 @@ pub struct FileOutcome {
     pub blocks_written: u64,
 }
 
-fn push_data(runs: &mut Vec<Run>, logical: u64, physical: u64, len: u64) {
-    if let Some(last) = runs.last_mut() {
-        if last.logical + last.len == logical && last.physical + last.len == physical {
-            last.len += len;
-            return;
-        }
-    }
-    runs.push(Run {
-        logical,
-        physical,
-        len,
-    });
-}
-
 /// Writes `blocks` data blocks of a new regular file whose first block's goal is
 /// `first_goal` (the caller's `ext3_find_near()` for an empty inode).
 pub fn write_file(
@@ -181,7 +167,7 @@ fn write_file_with(
                 let n = stop - goal;
                 alloc.map.mark_used(goal, n);
                 rsv.hit += n;
-                push_data(&mut out.data, l, goal, n);
+                push_run(&mut out.data, l, goal, n);
                 l += n;
                 last_phys = Some(stop - 1);
                 continue;
@@ -189,7 +175,7 @@ fn write_file_with(
             let Some((b, _)) = alloc.new_blocks(goal, 1, Some(&mut rsv)) else {
                 break;
             };
-            push_data(&mut out.data, l, b, 1);
+            push_run(&mut out.data, l, b, 1);
             last_phys = Some(b);
             l += 1;
             continue;
@@ -205,7 +191,7 @@ fn write_file_with(
                     physical,
                 });
             }
-            push_data(&mut out.data, l, d, 1);
+            push_run(&mut out.data, l, d, 1);
             last_phys = Some(d);
             l += 1;
         } else {
@@ -223,7 +209,7 @@ fn write_file_with(
                     physical,
                 });
             }
-            push_data(&mut out.data, l, d, 1);
+            push_run(&mut out.data, l, d, 1);
             last_phys = Some(d);
             l += 1;
         }

@@ -322,8 +322,8 @@ fn device_validate_json_contract_and_cdf_svg() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    let json_start = text.find('{').unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text[json_start..]).unwrap();
+    // With --json -, stdout is the JSON alone (the table goes to stderr).
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["requests"], 9999);
     for key in [
         "demerit_ms",
@@ -380,7 +380,7 @@ fn device_import_writes_a_preset_that_loads_and_validates_the_same() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     for key in ["iops", "mean_ms", "min_ms", "max_ms", "stdev_ms"] {
         assert!(v[key].as_f64().is_some(), "{key} missing: {v}");
     }
@@ -488,7 +488,7 @@ fn trace_replay_and_bench_report_json() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    let v: serde_json::Value = serde_json::from_str(&text[text.find("{\n").unwrap()..]).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let wall = v["wall_seconds"].as_f64().unwrap();
     // The think time (1 ms) survives, and a long seek on a 7200 rpm disk costs milliseconds.
     assert!(wall > 0.001 + 0.004 && wall < 0.1, "{wall}");
@@ -500,7 +500,7 @@ fn trace_replay_and_bench_report_json() {
     let o = layoutlab(&["bench", "replay", "--requests", "20000", "--json", "-"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["requests"], 20000);
     assert!(v["requests_per_second"].as_f64().unwrap() > 0.0);
     std::fs::remove_dir_all(&dir).unwrap();

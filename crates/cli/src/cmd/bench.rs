@@ -1,7 +1,7 @@
 //! `layoutlab bench ...`: how fast layoutlab itself is (targets live here, not in timed tests).
 
 use super::device::load_device;
-use super::write_json;
+use super::{write_json, Human};
 use anyhow::Result;
 use clap::Subcommand;
 use layoutlab_device::bench::bench_replay;
@@ -39,13 +39,13 @@ pub fn run(cmd: Command) -> Result<()> {
         } => {
             let mut dev = load_device(&device)?;
             let r = bench_replay(dev.as_mut(), requests, seed);
-            println!(
-                "replayed {} requests on {} in {:.3} s: {:.2} million requests/s",
+            Human::new(json.as_deref()).say(&format!(
+                "replayed {} requests on {} in {:.3} s: {:.2} million requests/s\n",
                 r.requests,
                 device,
                 r.seconds,
                 r.requests_per_second / 1e6
-            );
+            ));
             if let Some(path) = json {
                 write_json(&path, &r)?;
             }

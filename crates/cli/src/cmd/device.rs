@@ -1,6 +1,6 @@
 //! `layoutlab device ...`: presets, DiskSim import, validation against measured drives, fio-like jobs.
 
-use super::{parse_size, write_json};
+use super::{parse_size, write_json, Human};
 use anyhow::{bail, Context, Result};
 use clap::{Args as ClapArgs, Subcommand};
 use layoutlab_device::job::{run_job, JobSpec, Rw};
@@ -173,7 +173,7 @@ pub fn run(cmd: Command) -> Result<()> {
                 Cell::text("demerit (% of mean)"),
                 Cell::num(report.demerit_pct, 1),
             ])?;
-            print!("{}", t.to_terminal(None)?);
+            Human::new(a.json.as_deref()).say(&t.to_terminal(None)?);
             if let Some(svg) = a.svg {
                 let plot = CdfPlot {
                     title: format!("{}: response-time CDF", report.disk),
@@ -257,7 +257,7 @@ pub fn run(cmd: Command) -> Result<()> {
             ] {
                 t.push_row(vec![Cell::text(k), Cell::num(v, p)])?;
             }
-            print!("{}", t.to_terminal(None)?);
+            Human::new(a.json.as_deref()).say(&t.to_terminal(None)?);
             if let Some(path) = a.json {
                 write_json(&path, &r)?;
             }

@@ -20,6 +20,30 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
+/// Where human-readable output goes: stdout, unless `--json -` claims stdout for the JSON,
+/// in which case tables and notes go to stderr so the JSON stays parseable.
+pub struct Human {
+    to_stderr: bool,
+}
+
+impl Human {
+    /// For a command whose `--json` argument is `json`.
+    pub fn new(json: Option<&Path>) -> Human {
+        Human {
+            to_stderr: json == Some(Path::new("-")),
+        }
+    }
+
+    /// Print `text` as is.
+    pub fn say(&self, text: &str) {
+        if self.to_stderr {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+    }
+}
+
 /// Parse a size such as `4k`, `16g`, `512`, `1.5M` (binary units) into bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();

@@ -1,7 +1,7 @@
 //! `layoutlab reproduce NAME`: run a named experiment and print ours beside the published numbers.
 
 use super::device::load_device;
-use super::{parse_size, write_json};
+use super::{parse_size, write_json, Human};
 use crate::experiment::{self, Experiment};
 use crate::fsck_experiment::{self, PolicyRun, RunOptions};
 use anyhow::{Context, Result};
@@ -106,6 +106,7 @@ fn reduction(base: f64, new: f64) -> Option<f64> {
 
 fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<()> {
     let spec = exp.fsck.as_ref().context("no [fsck] table")?;
+    let h = Human::new(a.json.as_deref());
     let scale = a.scale.unwrap_or(spec.default_scale);
     let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
     let tmp;
@@ -204,26 +205,26 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
         _ => None,
     };
     for t in &tables {
-        println!("{}", t.to_terminal(None)?);
+        h.say(&format!("{}\n", t.to_terminal(None)?));
     }
-    println!("{}", summary.to_terminal(None)?);
+    h.say(&format!("{}\n", summary.to_terminal(None)?));
     if let Some(o) = ours {
-        print!(
+        h.say(&format!(
             "reduction of e2fsck time, {} → {}: {:.0}%",
             runs[0].policy,
             runs[runs.len() - 1].policy,
             o * 100.0
-        );
+        ));
         match theirs {
-            Some(p) => println!(" (published, at scale 1: {:.0}%)", p * 100.0),
-            None => println!(),
+            Some(p) => h.say(&format!(" (published, at scale 1: {:.0}%)\n", p * 100.0)),
+            None => h.say("\n"),
         }
     }
     if scale != 1.0 {
-        println!("note: published numbers are for the full 400 GB file system (scale 1); use --scale 1 to compare like with like.");
+        h.say(&format!("note: published numbers are for the full 400 GB file system (scale 1); use --scale 1 to compare like with like.\n"));
     }
     if !published.source.is_empty() {
-        println!("published: {}", published.source);
+        h.say(&format!("published: {}\n", published.source));
     }
 
     // Report files: Markdown, an HTML bundle and the seekwatcher-style plot of the modelled runs.
@@ -321,6 +322,7 @@ struct FioRun {
 
 fn run_fio(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<()> {
     let spec = exp.fio.as_ref().context("no [fio] table")?;
+    let h = Human::new(a.json.as_deref());
     let span = parse_size(&spec.span).map_err(anyhow::Error::msg)?;
     let rw: Rw = spec.rw.parse()?;
     let mut runs = Vec::new();
@@ -381,9 +383,9 @@ fn run_fio(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<(
             Cell::num(r.report.stdev_ms, 3),
         ])?;
     }
-    println!("{}", t.to_terminal(None)?);
+    h.say(&format!("{}\n", t.to_terminal(None)?));
     if !exp.published.source.is_empty() {
-        println!("published: {}", exp.published.source);
+        h.say(&format!("published: {}\n", exp.published.source));
     }
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     std::fs::write(

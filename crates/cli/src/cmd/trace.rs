@@ -1,7 +1,7 @@
 //! `layoutlab trace ...`: convert between trace formats, replay on a device model, plot.
 
 use super::device::{load_device, parse_discipline};
-use super::write_json;
+use super::{write_json, Human};
 use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, Subcommand};
 use layoutlab_device::replay::{replay, ReplayOptions};
@@ -215,12 +215,13 @@ pub fn run(cmd: Command) -> Result<()> {
                     1,
                 ),
             ])?;
-            print!("{}", t.to_terminal(None)?);
-            println!(
-                "I/O busy {:.3} s, CPU not overlapped with I/O {:.3} s",
+            let h = Human::new(a.json.as_deref());
+            h.say(&t.to_terminal(None)?);
+            h.say(&format!(
+                "I/O busy {:.3} s, CPU not overlapped with I/O {:.3} s\n",
                 r.io_busy_ns / 1e9,
                 r.cpu_not_overlapped_ns / 1e9
-            );
+            ));
             if let Some(path) = a.json {
                 #[derive(serde::Serialize)]
                 struct Out<'a> {

@@ -221,7 +221,7 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
         }
     }
     if scale != 1.0 {
-        h.say(&format!("note: published numbers are for the full 400 GB file system (scale 1); use --scale 1 to compare like with like.\n"));
+        h.say("note: published numbers are for the full 400 GB file system (scale 1); use --scale 1 to compare like with like.\n");
     }
     if !published.source.is_empty() {
         h.say(&format!("published: {}\n", published.source));

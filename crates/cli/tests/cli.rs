@@ -505,3 +505,19 @@ fn trace_replay_and_bench_report_json() {
     assert!(v["requests_per_second"].as_f64().unwrap() > 0.0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_program_quietly() {
+    // `layoutlab plan --json - | head -1`: the pipe closes under a long JSON write.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(["plan", "--scale", "0.01", "--json", "-"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}

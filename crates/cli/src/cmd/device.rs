@@ -126,7 +126,7 @@ pub fn run(cmd: Command) -> Result<()> {
                     Ok(d) => format!("{:.1} GB", d.capacity_sectors() as f64 * 512.0 / 1e9),
                     Err(e) => format!("(does not load: {e})"),
                 };
-                println!("{n:<24} {desc}");
+                super::emit(&format!("{n:<24} {desc}\n"), false);
             }
             Ok(())
         }
@@ -139,7 +139,7 @@ pub fn run(cmd: Command) -> Result<()> {
                         .with_context(|| format!("writing {}", out.display()))?;
                     eprintln!("wrote {}", out.display());
                 }
-                None => print!("{text}"),
+                None => super::emit(&text, false),
             }
             Ok(())
         }

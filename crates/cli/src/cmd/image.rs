@@ -54,12 +54,15 @@ pub fn run(cmd: Command) -> Result<()> {
                 });
             match result {
                 Ok(stats) => {
-                    println!(
-                        "wrote {} ({} inodes, {} data blocks, {} indirect blocks); e2fsck -fn: clean",
-                        output.display(),
-                        stats.inodes,
-                        stats.file_data_blocks,
-                        stats.mapping_blocks
+                    super::emit(
+                        &format!(
+                            "wrote {} ({} inodes, {} data blocks, {} indirect blocks); e2fsck -fn: clean\n",
+                            output.display(),
+                            stats.inodes,
+                            stats.file_data_blocks,
+                            stats.mapping_blocks
+                        ),
+                        false,
                     );
                     Ok(())
                 }
@@ -105,7 +108,7 @@ pub fn run(cmd: Command) -> Result<()> {
             ] {
                 t.push_row(vec![Cell::text(k), Cell::num(v, 0)])?;
             }
-            print!("{}", t.to_terminal(None)?);
+            super::emit(&t.to_terminal(None)?, false);
             Ok(())
         }
     }

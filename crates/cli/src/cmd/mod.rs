@@ -14,7 +14,7 @@ use std::path::Path;
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value)?;
     if path == Path::new("-") {
-        println!("{text}");
+        emit(&(text + "\n"), false);
         return Ok(());
     }
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
@@ -36,10 +36,23 @@ impl Human {
 
     /// Print `text` as is.
     pub fn say(&self, text: &str) {
-        if self.to_stderr {
-            eprint!("{text}");
-        } else {
-            print!("{text}");
+        emit(text, self.to_stderr);
+    }
+}
+
+/// Write `text` to stdout (or stderr). A reader that went away (`layoutlab ... | head`) ends
+/// the program quietly, after the rig's cleanup, instead of a panic.
+pub fn emit(text: &str, to_stderr: bool) {
+    use std::io::Write;
+    let result = if to_stderr {
+        std::io::stderr().write_all(text.as_bytes())
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    };
+    if let Err(e) = result {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            layoutlab_rig::cleanup::exit(0);
         }
     }
 }

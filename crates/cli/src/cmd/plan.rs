@@ -97,6 +97,6 @@ pub fn run(a: Args) -> Result<()> {
     for (k, v, p) in rows {
         t.push_row(vec![Cell::text(k), Cell::num(v, p)])?;
     }
-    print!("{}", t.to_terminal(None)?);
+    super::emit(&t.to_terminal(None)?, false);
     Ok(())
 }

@@ -58,7 +58,7 @@ pub fn list(a: ListArgs) -> Result<()> {
         let e = experiment::load(n)?;
         rows.push(serde_json::json!({"name": e.name, "operation": e.operation, "device": e.device, "title": e.title}));
         if a.json.is_none() {
-            println!("{:<20} {}", e.name, e.title);
+            super::emit(&format!("{:<20} {}\n", e.name, e.title), false);
         }
     }
     if let Some(p) = a.json {

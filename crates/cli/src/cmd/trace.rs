@@ -177,7 +177,7 @@ pub fn run(cmd: Command) -> Result<()> {
                     Cell::num(s.write_bytes as f64 / 1e6, 1),
                 ])?;
             }
-            print!("{}", t.to_terminal(None)?);
+            super::emit(&t.to_terminal(None)?, false);
             Ok(())
         }
         Command::Replay(a) => {

@@ -7,28 +7,14 @@
 
 use std::path::Path;
 
-use layoutlab_trace::{Flags, Op};
+use layoutlab_trace::Flags;
 use serde::Serialize;
 
 use crate::hdd::Hdd;
 use crate::{Device, DeviceError, IoRequest};
 
-/// One line of a validate trace.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ValidateRecord {
-    /// Read or write.
-    pub op: Op,
-    /// The drive reported a cache hit (as measured; informational).
-    pub measured_hit: bool,
-    /// First 512-byte block.
-    pub sector: u64,
-    /// Length in blocks.
-    pub sectors: u32,
-    /// Measured service time, ms.
-    pub measured_ms: f64,
-    /// Time from this request's completion to the next request's issue, ms.
-    pub interarrival_ms: f64,
-}
+/// One line of a validate trace: the trace crate's record (measured times in µs).
+pub use layoutlab_trace::ValidateRecord;
 
 /// Parse a DiskSim validate trace (`R|W <Hit|Miss|...> <blkno> <bcount> <service µs>
 /// <interarrival µs>` per line) with the trace crate's reader
@@ -50,32 +36,21 @@ pub fn parse_validate_trace(text: &str, path: &str) -> Result<Vec<ValidateRecord
             reason: e.to_string(),
         },
     })?;
-    let mut out = Vec::with_capacity(recs.len());
-    for r in recs {
-        if r.sectors == 0 {
-            return Err(DeviceError::Parse {
-                path: path.to_string(),
-                line: r.line,
-                reason: "block count must be positive".into(),
-            });
-        }
-        out.push(ValidateRecord {
-            op: r.op,
-            measured_hit: r.is_hit(),
-            sector: r.sector,
-            sectors: r.sectors,
-            measured_ms: r.service_us / 1000.0,
-            interarrival_ms: r.interarrival_us / 1000.0,
+    if let Some(r) = recs.iter().find(|r| r.sectors == 0) {
+        return Err(DeviceError::Parse {
+            path: path.to_string(),
+            line: r.line,
+            reason: "block count must be positive".into(),
         });
     }
-    if out.is_empty() {
+    if recs.is_empty() {
         return Err(DeviceError::Parse {
             path: path.to_string(),
             line: 0,
             reason: "no requests".into(),
         });
     }
-    Ok(out)
+    Ok(recs)
 }
 
 /// The outcome of a validation run.
@@ -116,7 +91,7 @@ pub fn replay_closed_loop(hdd: &mut Hdd, records: &[ValidateRecord]) -> Vec<f64>
         };
         let done = hdd.submit(arrival_ns, &req);
         out.push((done - arrival_ns) / 1e6);
-        arrival_ns = done + r.interarrival_ms * 1e6;
+        arrival_ns = done + r.interarrival_us * 1e3;
     }
     out
 }
@@ -251,7 +226,7 @@ pub fn run(parv: &Path, trace: &Path) -> Result<ValidationReport, DeviceError> {
 /// Validate an already built drive against parsed records.
 pub fn run_on(hdd: &mut Hdd, records: &[ValidateRecord]) -> ValidationReport {
     let model_ms = replay_closed_loop(hdd, records);
-    let measured_ms: Vec<f64> = records.iter().map(|r| r.measured_ms).collect();
+    let measured_ms: Vec<f64> = records.iter().map(|r| r.service_us / 1e3).collect();
     let n = records.len() as f64;
     let mean_measured_ms = measured_ms.iter().sum::<f64>() / n;
     let mean_model_ms = model_ms.iter().sum::<f64>() / n;
@@ -273,6 +248,7 @@ pub fn run_on(hdd: &mut Hdd, records: &[ValidateRecord]) -> ValidationReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use layoutlab_trace::Op;
 
     #[test]
     fn demerit_of_identical_samples_is_zero_and_of_shifted_is_the_shift() {
@@ -317,8 +293,9 @@ mod tests {
         let r = parse_validate_trace("R Hit 10 4 1000.0 2000.0\nW Miss 20 8 500 0\n", "t").unwrap();
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].op, Op::Read);
-        assert!((r[0].measured_ms - 1.0).abs() < 1e-12);
-        assert!((r[0].interarrival_ms - 2.0).abs() < 1e-12);
+        // 1 ms of service and 2 ms to the next request.
+        assert!((r[0].service_us - 1000.0).abs() < 1e-9);
+        assert!((r[0].interarrival_us - 2000.0).abs() < 1e-9);
         let e = parse_validate_trace("R Hit 10 4 1000.0 2000.0\nX Hit 1 1 1 1\n", "t").unwrap_err();
         assert!(e.to_string().starts_with("t:2:"), "{e}");
         assert!(parse_validate_trace("R Hit 10 0 1 1\n", "t").is_err());

@@ -57,7 +57,7 @@ impl std::str::FromStr for Rw {
 }
 
 /// Parses a size the way fio does: a number with an optional suffix k, m, g, t (powers of
-/// 1024, case-insensitive, an optional trailing "b" or "ib"), e.g. "4k", "16g", "512".
+/// 1024, case-insensitive, an optional trailing "b" or "ib"), e.g. "4k", "16g", "512", "1.5m".
 pub fn parse_size_bytes(text: &str) -> Result<u64, DeviceError> {
     let t = text.trim().to_ascii_lowercase();
     let t = t
@@ -71,13 +71,25 @@ pub fn parse_size_bytes(text: &str) -> Result<u64, DeviceError> {
         Some((i, 't')) => (&t[..i], 40),
         _ => (t, 0),
     };
-    let n: u64 = digits.parse().map_err(|_| {
+    let bad = || {
         DeviceError::Invalid(format!(
-            "size '{text}': expected a number with k/m/g/t, e.g. 4k"
+            "size '{text}': expected a number with k/m/g/t, e.g. 4k or 1.5m"
         ))
-    })?;
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| DeviceError::Invalid(format!("size '{text}' is too large")))
+    };
+    let too_large = || DeviceError::Invalid(format!("size '{text}' is too large"));
+    if let Ok(n) = digits.parse::<u64>() {
+        return n.checked_mul(1u64 << shift).ok_or_else(too_large);
+    }
+    // A fraction ("1.5m"), rounded to the nearest byte.
+    if !digits.contains('.') || digits.starts_with('-') || digits.starts_with('+') {
+        return Err(bad());
+    }
+    let x: f64 = digits.parse().map_err(|_| bad())?;
+    let bytes = (x * (1u64 << shift) as f64).round();
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(too_large());
+    }
+    Ok(bytes as u64)
 }
 
 /// A synthetic job.
@@ -445,7 +457,19 @@ mod tests {
         assert_eq!(parse_size_bytes("16g").unwrap(), 16 << 30);
         assert_eq!(parse_size_bytes("1MiB").unwrap(), 1 << 20);
         assert_eq!(parse_size_bytes("512").unwrap(), 512);
-        for bad in ["", "k", "4x", "-1", "99999999999t"] {
+        assert_eq!(parse_size_bytes("1.5M").unwrap(), 1_572_864);
+        for bad in [
+            "",
+            "k",
+            "4x",
+            "-1",
+            "-1k",
+            "x",
+            "4q",
+            ".",
+            "99999999999t",
+            "1e30t",
+        ] {
             assert!(parse_size_bytes(bad).is_err(), "{bad}");
         }
     }

@@ -57,32 +57,10 @@ pub fn emit(text: &str, to_stderr: bool) {
     }
 }
 
-/// Parse a size such as `4k`, `16g`, `512`, `1.5M` (binary units) into bytes.
+/// Parse a size such as `4k`, `16g`, `512`, `1.5M` (binary units), for clap: the device
+/// crate's fio-style parser with its error as text.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
-        None => (t, 1u64),
-        Some((i, _)) => {
-            let unit = t[i..].to_ascii_lowercase();
-            let m = match unit.trim_end_matches("ib").trim_end_matches('b') {
-                "" => 1,
-                "k" => 1 << 10,
-                "m" => 1 << 20,
-                "g" => 1 << 30,
-                "t" => 1 << 40,
-                _ => return Err(format!("unknown size unit in '{s}' (use k, m, g, t)")),
-            };
-            (&t[..i], m)
-        }
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (e.g. 4k, 16g)"))?;
-    if !(v.is_finite() && v >= 0.0) {
-        return Err(format!("'{s}' is not a size"));
-    }
-    Ok((v * mult as f64).round() as u64)
+    layoutlab_device::job::parse_size_bytes(s).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -9,8 +9,7 @@ use clap::Args as ClapArgs;
 use layoutlab_device::job::{run_job, JobReport, JobSpec, Rw};
 use layoutlab_device::replay::Discipline;
 use layoutlab_report::table::passes::{pass_table, PassRow};
-use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, IoPoint, OffsetSeries, Table};
-use layoutlab_trace::Op;
+use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, OffsetSeries, Table};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -233,19 +232,7 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
         .iter()
         .map(|r| OffsetSeries {
             name: r.policy.clone(),
-            points: r
-                .trace
-                .requests
-                .iter()
-                .zip(&r.replayed.requests)
-                .filter(|(q, _)| matches!(q.op, Op::Read | Op::Write))
-                .map(|(q, m)| IoPoint {
-                    time_s: m.start_ns / 1e9,
-                    offset_bytes: q.sector as f64 * 512.0,
-                    length_bytes: q.bytes() as f64,
-                    is_write: q.op == Op::Write,
-                })
-                .collect(),
+            points: super::trace::io_points(&r.trace, |i| r.replayed.requests[i].start_ns / 1e9),
         })
         .collect();
     let svg = offset_plot(

@@ -94,15 +94,16 @@ pub fn read_trace(path: &Path, from: Option<&str>) -> Result<Trace> {
     Ok(t)
 }
 
-/// The points of a trace for an offset plot, from its own (captured) times.
-pub fn io_points(trace: &Trace) -> Vec<IoPoint> {
-    let t0 = trace.requests.first().map(|r| r.issue_ns).unwrap_or(0);
+/// The reads and writes of a trace as points of an offset plot, request `i` drawn at
+/// `time_s(i)` (the captured times, or a model's).
+pub fn io_points(trace: &Trace, time_s: impl Fn(usize) -> f64) -> Vec<IoPoint> {
     trace
         .requests
         .iter()
-        .filter(|r| matches!(r.op, Op::Read | Op::Write))
-        .map(|r| IoPoint {
-            time_s: (r.issue_ns - t0) as f64 / 1e9,
+        .enumerate()
+        .filter(|(_, r)| matches!(r.op, Op::Read | Op::Write))
+        .map(|(i, r)| IoPoint {
+            time_s: time_s(i),
             offset_bytes: r.sector as f64 * 512.0,
             length_bytes: r.bytes() as f64,
             is_write: r.op == Op::Write,
@@ -256,7 +257,10 @@ pub fn run(cmd: Command) -> Result<()> {
                 let trace = read_trace(p, None)?;
                 series.push(OffsetSeries {
                     name: p.display().to_string(),
-                    points: io_points(&trace),
+                    points: {
+                        let t0 = trace.requests.first().map(|r| r.issue_ns).unwrap_or(0);
+                        io_points(&trace, |i| (trace.requests[i].issue_ns - t0) as f64 / 1e9)
+                    },
                 });
             }
             let svg = offset_plot(&title, &series);

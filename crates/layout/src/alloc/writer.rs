@@ -180,20 +180,13 @@ fn write_file_with(
             l += 1;
             continue;
         }
-        if placer.inline() {
+        // Inline (2007): the indirect blocks come from the same call as, and just before, the
+        // data block. Otherwise the data block first, then the placer puts the indirect blocks.
+        let (maps, d) = if placer.inline() {
             let Some((maps, d)) = alloc_branch(alloc, goal, need.len(), Some(&mut rsv)) else {
                 break;
             };
-            for ((kind, logical), physical) in need.iter().zip(maps) {
-                out.mapping.push(MapBlock {
-                    kind: *kind,
-                    logical: *logical,
-                    physical,
-                });
-            }
-            push_run(&mut out.data, l, d, 1);
-            last_phys = Some(d);
-            l += 1;
+            (maps, d)
         } else {
             let Some((d, _)) = alloc.new_blocks(goal, 1, Some(&mut rsv)) else {
                 break;
@@ -202,17 +195,20 @@ fn write_file_with(
                 alloc.map.mark_free(d, 1);
                 break;
             };
-            for ((kind, logical), physical) in need.iter().zip(maps) {
-                out.mapping.push(MapBlock {
-                    kind: *kind,
-                    logical: *logical,
+            (maps, d)
+        };
+        out.mapping.extend(
+            need.iter()
+                .zip(maps)
+                .map(|(&(kind, logical), physical)| MapBlock {
+                    kind,
+                    logical,
                     physical,
-                });
-            }
-            push_run(&mut out.data, l, d, 1);
-            last_phys = Some(d);
-            l += 1;
-        }
+                }),
+        );
+        push_run(&mut out.data, l, d, 1);
+        last_phys = Some(d);
+        l += 1;
     }
     out.blocks_written = l;
     out

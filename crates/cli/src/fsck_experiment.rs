@@ -12,7 +12,7 @@ use layoutlab_layout::geometry::Geometry;
 use layoutlab_layout::mkfs::MkfsProfile;
 use layoutlab_layout::policy::{self, PolicyParams};
 use layoutlab_layout::Plan;
-use layoutlab_rig::{FsckOptions, LoopDevice};
+use layoutlab_rig::{FsckOptions, LoopDevice, TempFile};
 use layoutlab_trace::{Op, Trace};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -140,6 +140,16 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
     std::fs::create_dir_all(&opts.workdir)
         .with_context(|| format!("creating work directory {}", opts.workdir.display()))?;
 
+    // Never adopt (and so remove) a file we did not make; refuse before any work.
+    for pol in &policies {
+        let path = image_path(exp, opts, pol.name());
+        if path.exists() {
+            bail!(
+                "{} already exists (from a --keep run?); remove it or choose another --workdir",
+                path.display()
+            );
+        }
+    }
     let mut runs = Vec::new();
     for (i, pol) in policies.iter().enumerate() {
         eprintln!("[{}/{}] {}", i + 1, policies.len(), pol.name());
@@ -153,56 +163,21 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
             plan.mapping_blocks(),
             t.elapsed().as_secs_f64()
         ));
-        let image_path = opts
-            .workdir
-            .join(format!("{}-{}.img", exp.name, pol.name()));
-        let image = ImageFile::new(&image_path, opts.keep)?;
+        let image_path = image_path(exp, opts, pol.name());
+        // Removed on error, Ctrl-C or panic through the rig's cleanup; kept only after a
+        // successful run with --keep, so a half-written image never stays.
+        let image = TempFile::adopt(&image_path);
         let run = run_one(spec, opts, &profile, &geometry, &plan, image.path())?;
         runs.push(PolicyRun {
-            image: opts.keep.then(|| image_path.clone()),
+            image: opts.keep.then(|| image.keep()),
             ..run
         });
     }
     Ok(runs)
 }
 
-/// An image file that is removed when dropped (also on SIGINT/SIGTERM through the rig's
-/// cleanup registry) unless kept.
-struct ImageFile {
-    path: PathBuf,
-    cleanup: Option<layoutlab_rig::cleanup::CleanupId>,
-}
-
-impl ImageFile {
-    fn new(path: &Path, keep: bool) -> Result<ImageFile> {
-        if path.exists() {
-            bail!(
-                "{} already exists (from a --keep run?); remove it or choose another --workdir",
-                path.display()
-            );
-        }
-        let owned = path.to_path_buf();
-        let cleanup = (!keep).then(|| {
-            layoutlab_rig::cleanup::register(format!("image {}", owned.display()), move || {
-                let _ = std::fs::remove_file(&owned);
-            })
-        });
-        Ok(ImageFile {
-            path: path.to_path_buf(),
-            cleanup,
-        })
-    }
-    fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for ImageFile {
-    fn drop(&mut self) {
-        if let Some(id) = self.cleanup.take() {
-            layoutlab_rig::cleanup::run(&id);
-        }
-    }
+fn image_path(exp: &Experiment, opts: &RunOptions, policy: &str) -> PathBuf {
+    opts.workdir.join(format!("{}-{policy}.img", exp.name))
 }
 
 fn run_one(

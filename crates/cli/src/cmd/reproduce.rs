@@ -71,8 +71,6 @@ pub fn run(a: Args) -> Result<()> {
     layoutlab_rig::cleanup::install();
     let exp = experiment::load(&a.name)?;
     let device = a.device.clone().unwrap_or_else(|| exp.device.clone());
-    // Fail on a bad preset before any work.
-    load_device(&device)?;
     let out_dir = a.out.join(&exp.name);
     match exp.operation.as_str() {
         "fsck" => run_fsck(&exp, &a, &device, &out_dir),

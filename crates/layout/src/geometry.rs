@@ -433,11 +433,6 @@ impl Geometry {
         out
     }
 
-    /// Block where the journal search starts (the profile's goal; 1.40 used 0).
-    pub fn journal_goal_block(&self, profile: &MkfsProfile) -> u64 {
-        profile.journal_goal_block()
-    }
-
     /// Whether `block` lies in any extent mke2fs used.
     pub fn is_meta(&self, block: u64) -> bool {
         self.meta

@@ -175,7 +175,7 @@ impl MkfsProfile {
     /// same layout on an image of `image_bytes` bytes: everything that shapes the layout is
     /// explicit (`-O none,...` clears the installed mke2fs.conf's features) and the journal
     /// gets the era's size and search start (`-J size=,location=`). Run
-    /// `mke2fs <args> <image> <mke2fs_blocks_arg(image_bytes)>`.
+    /// `mke2fs -F -q <args> <image> <mke2fs_blocks_arg(image_bytes)>`.
     pub fn mke2fs_args(&self, image_bytes: u64) -> Vec<String> {
         let blocks = image_bytes / u64::from(self.block_size_bytes);
         let mut features = vec!["none".to_string()];
@@ -186,9 +186,8 @@ impl MkfsProfile {
                 .filter(|f| f.as_str() != "has_journal")
                 .cloned(),
         );
+        // Only what shapes the layout: how to run mke2fs (-F, -q) is the caller's business.
         let mut args = vec![
-            "-F".to_string(),
-            "-q".to_string(),
             "-t".to_string(),
             if self.has_feature("has_journal") {
                 "ext3"

@@ -80,6 +80,7 @@ fn check_size(fs_bytes: u64) {
     file.set_len(fs_bytes).unwrap();
     drop(file);
     let out = Command::new("mke2fs")
+        .args(["-F", "-q"])
         .args(profile.mke2fs_args(fs_bytes))
         .arg(&image)
         .arg(profile.mke2fs_blocks_arg(fs_bytes))

@@ -339,4 +339,43 @@ member_offset_sectors = { value = 0, source = "start of the member" }
             .expect("empty source accepted");
         assert!(e.to_string().contains("empty source"), "{e}");
     }
+
+    /// A drive lays out its skews so that a sequential transfer loses no revolution at a
+    /// track or cylinder switch; a shipped preset whose skews are shorter than its own switch
+    /// times describes a drive that never existed (and reads long requests ~1 revolution slow
+    /// per switch).
+    #[test]
+    fn shipped_hdd_presets_read_across_switches_without_a_lost_revolution() {
+        use crate::{IoRequest, Op};
+        let mut checked = 0;
+        for (name, text) in embedded::PRESETS {
+            if !text.lines().any(|l| l.trim() == "kind = \"hdd\"") {
+                continue;
+            }
+            let mut hdd = crate::hdd::Hdd::from_toml_str(text, name).unwrap();
+            let spec = hdd.spec().clone();
+            let z = &spec.zones[0];
+            let spt = z.sectors_per_track as u64;
+            let cylinders = 4u64;
+            let tracks = cylinders * spec.surfaces as u64;
+            let rev_ms = 60e3 / spec.rpm;
+            let skew_rev = z.track_skew_sectors.max(z.cylinder_skew_sectors) / spt as f64;
+            let req = IoRequest {
+                op: Op::Read,
+                sector: 0,
+                sectors: (tracks * spt) as u32,
+                flags: Default::default(),
+            };
+            let took_ms = hdd.submit(0.0, &req) / 1e6;
+            // Every track once, every switch its skew, at most a revolution to reach the
+            // first sector, and the controller's overheads (well under half a revolution).
+            let bound_ms = rev_ms * (tracks as f64 + (tracks - 1) as f64 * skew_rev + 1.5);
+            assert!(
+                took_ms < bound_ms,
+                "{name}: {cylinders} cylinders read in {took_ms:.2} ms, more than {bound_ms:.2} ms: a switch costs a revolution (skews shorter than head switch / one-cylinder seek)"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 2, "no hdd preset checked");
+    }
 }

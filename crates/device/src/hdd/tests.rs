@@ -83,6 +83,13 @@ fn rotational_wait_wraps_around() {
     assert!((rotational_wait_rev(0.25, 0.75) - 0.5).abs() < 1e-12);
     assert!((rotational_wait_rev(0.75, 0.25) - 0.5).abs() < 1e-12);
     assert_eq!(rotational_wait_rev(0.5, 0.5), 0.0);
+    // A tie lost to rounding is still a tie, on either side of angle 0 (not a revolution).
+    assert_eq!(rotational_wait_rev(0.5 + 1e-12, 0.5), 0.0);
+    assert_eq!(rotational_wait_rev(1e-12, 1.0 - 1e-12), 0.0);
+    // Really late: nearly a whole revolution.
+    assert!((rotational_wait_rev(0.5 + 1e-6, 0.5) - (1.0 - 1e-6)).abs() < 1e-12);
+    // Just early: a tiny wait.
+    assert!((rotational_wait_rev(0.5 - 1e-6, 0.5) - 1e-6).abs() < 1e-12);
 }
 
 #[test]

@@ -366,6 +366,20 @@ member_offset_sectors = { value = 0, source = "start of the member" }
                 sectors: (tracks * spt) as u32,
                 flags: Default::default(),
             };
+            // Every zone: the skews cover the switches they hide.
+            let one_cyl_ms = spec.seek.seek_ms(1).max(spec.head_switch_ms);
+            for (i, zone) in spec.zones.iter().enumerate() {
+                let sector_ms = rev_ms / zone.sectors_per_track as f64;
+                let (track_ms, cyl_ms) = (
+                    zone.track_skew_sectors * sector_ms,
+                    zone.cylinder_skew_sectors * sector_ms,
+                );
+                assert!(
+                    track_ms >= spec.head_switch_ms - 1e-9 && cyl_ms >= one_cyl_ms - 1e-9,
+                    "{name} zone {i}: skews {track_ms:.4}/{cyl_ms:.4} ms do not cover the head switch {:.4} ms / cylinder switch {one_cyl_ms:.4} ms",
+                    spec.head_switch_ms
+                );
+            }
             let took_ms = hdd.submit(0.0, &req) / 1e6;
             // Every track once, every switch its skew, at most a revolution to reach the
             // first sector, and the controller's overheads (well under half a revolution).

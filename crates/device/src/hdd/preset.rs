@@ -1,6 +1,13 @@
-//! The hard-disk preset format (TOML): read and write. Every value key `k` is paired with a
-//! `k_source` string saying where the value comes from; zones carry one `source` each.
+//! The hard-disk preset format (TOML): read and write. Every value is written
+//! `key = { value = ..., source = "..." }`, the form SSD and composite presets use
+//! (`crate::preset::Cited`); arrays (seek tables, `first_ten_ms`) carry one source for the
+//! whole array, and each `[[geometry.zones]]` entry one `source` key for the zone.
 //! The schema is documented in `docs/hdd-model.md`.
+//!
+//! The reader walks a `toml::Value` tree by hand rather than deserializing into structs,
+//! because it has to know which keys it read (unknown keys are errors), keep each source
+//! under a `section.key` name in [`HddSpec::sources`], and explain the retired
+//! `key` + `key_source` form instead of failing with a generic type error.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -14,6 +21,8 @@ use crate::DeviceError;
 
 /// A TOML table being read: every key read is remembered, so unknown keys can be reported.
 struct Table<'a> {
+    /// The whole file, to find the line of a key for errors.
+    text: &'a str,
     path: &'a str,
     section: String,
     table: &'a toml::map::Map<String, Value>,
@@ -28,9 +37,53 @@ fn err(path: &str, reason: String) -> DeviceError {
     }
 }
 
+/// The 1-based line where `key` is written in `section` (`a.b` for `[a.b]`, `a.b.N` for the
+/// N-th `[[a.b]]`, empty for the top level), or 0 if not found; an empty `key` gives the
+/// section's header line. `toml::Value` keeps no
+/// positions, so the text is scanned; this finds every key written as the writer writes it.
+fn key_line(text: &str, section: &str, key: &str) -> usize {
+    let mut current = String::new();
+    let mut array_counts: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if let Some(h) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            let h = h.trim().to_string();
+            let n = array_counts.entry(h.clone()).or_insert(0);
+            current = format!("{h}.{n}");
+            *n += 1;
+            if key.is_empty() && current == section {
+                return i + 1;
+            }
+        } else if let Some(h) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            current = h.trim().to_string();
+            if key.is_empty() && current == section {
+                return i + 1;
+            }
+        } else if current == section && !key.is_empty() {
+            if let Some(rest) = t.strip_prefix(key) {
+                if rest.trim_start().starts_with('=') {
+                    return i + 1;
+                }
+            }
+        }
+    }
+    0
+}
+
+/// `key = { value = <v>, source = "..." }`, to show the expected form in errors.
+fn cited_form(key: &str, v: &Value) -> String {
+    format!("`{key} = {{ value = {v}, source = \"...\" }}`")
+}
+
 impl<'a> Table<'a> {
-    fn new(path: &'a str, section: &str, table: &'a toml::map::Map<String, Value>) -> Self {
+    fn new(
+        text: &'a str,
+        path: &'a str,
+        section: &str,
+        table: &'a toml::map::Map<String, Value>,
+    ) -> Self {
         Table {
+            text,
             path,
             section: section.to_string(),
             table,
@@ -44,34 +97,20 @@ impl<'a> Table<'a> {
             format!("[{}] {key}", self.section)
         }
     }
+    /// An error at the line of `key` in this table.
+    fn err_at(&self, key: &str, reason: String) -> DeviceError {
+        DeviceError::Parse {
+            path: self.path.to_string(),
+            line: key_line(self.text, &self.section, key),
+            reason,
+        }
+    }
     fn raw(&mut self, key: &str) -> Option<&'a Value> {
         self.used.insert(key.to_string());
         self.table.get(key)
     }
-    fn source(
-        &mut self,
-        key: &str,
-        sources: &mut BTreeMap<String, String>,
-    ) -> Result<(), DeviceError> {
-        let skey = format!("{key}_source");
-        match self.raw(&skey) {
-            Some(Value::String(s)) if !s.trim().is_empty() => {
-                sources.insert(format!("{}.{key}", self.section), s.clone());
-                Ok(())
-            }
-            Some(_) => Err(err(
-                self.path,
-                format!("{} must be a non-empty string", self.where_(&skey)),
-            )),
-            None => Err(err(
-                self.path,
-                format!(
-                    "{} has no {skey}: every value needs its source",
-                    self.where_(key)
-                ),
-            )),
-        }
-    }
+    /// The value of a cited key `key = { value = ..., source = "..." }`; its source goes into
+    /// `sources` as `section.key`.
     fn value(
         &mut self,
         key: &str,
@@ -80,17 +119,78 @@ impl<'a> Table<'a> {
         let v = self
             .raw(key)
             .ok_or_else(|| err(self.path, format!("missing {}", self.where_(key))))?;
-        self.source(key, sources)?;
-        Ok(v)
+        let Value::Table(cited) = v else {
+            // The form before 2026-11-22 put the source beside the value; say what changed
+            // rather than load a file whose sources would be lost.
+            let skey = format!("{key}_source");
+            if self.table.contains_key(&skey) {
+                self.used.insert(skey.clone());
+                return Err(self.err_at(
+                    &skey,
+                    format!(
+                        "{}: preset sources are now written {}",
+                        self.where_(&skey),
+                        cited_form(key, v)
+                    ),
+                ));
+            }
+            return Err(self.err_at(
+                key,
+                format!(
+                    "{} has no source; every value must cite one: write {}",
+                    self.where_(key),
+                    cited_form(key, v)
+                ),
+            ));
+        };
+        if let Some(k) = cited.keys().find(|k| *k != "value" && *k != "source") {
+            return Err(self.err_at(
+                key,
+                format!(
+                    "{} has unknown field '{k}'; a value is written `{key} = {{ value = ..., source = \"...\" }}`",
+                    self.where_(key)
+                ),
+            ));
+        }
+        let value = cited.get("value").ok_or_else(|| {
+            self.err_at(
+                key,
+                format!(
+                    "{} has no value; write `{key} = {{ value = ..., source = \"...\" }}`",
+                    self.where_(key)
+                ),
+            )
+        })?;
+        match cited.get("source") {
+            Some(Value::String(s)) if !s.trim().is_empty() => {
+                sources.insert(format!("{}.{key}", self.section), s.clone());
+                Ok(value)
+            }
+            Some(Value::String(_)) => Err(self.err_at(
+                key,
+                format!(
+                    "{} has an empty source; every value must cite one",
+                    self.where_(key)
+                ),
+            )),
+            Some(_) => {
+                Err(self.err_at(key, format!("{} source must be a string", self.where_(key))))
+            }
+            None => Err(self.err_at(
+                key,
+                format!(
+                    "{} has no source; every value must cite one: write {}",
+                    self.where_(key),
+                    cited_form(key, value)
+                ),
+            )),
+        }
     }
     fn f64(&mut self, key: &str, s: &mut BTreeMap<String, String>) -> Result<f64, DeviceError> {
         match self.value(key, s)? {
             Value::Float(x) if x.is_finite() => Ok(*x),
             Value::Integer(i) => Ok(*i as f64),
-            _ => Err(err(
-                self.path,
-                format!("{} must be a number", self.where_(key)),
-            )),
+            _ => Err(self.err_at(key, format!("{} must be a number", self.where_(key)))),
         }
     }
     fn f64_or(
@@ -102,15 +202,14 @@ impl<'a> Table<'a> {
         if self.table.contains_key(key) {
             self.f64(key, s)
         } else {
-            self.used.insert(format!("{key}_source"));
             Ok(default)
         }
     }
     fn u64(&mut self, key: &str, s: &mut BTreeMap<String, String>) -> Result<u64, DeviceError> {
         match self.value(key, s)? {
             Value::Integer(i) if *i >= 0 => Ok(*i as u64),
-            _ => Err(err(
-                self.path,
+            _ => Err(self.err_at(
+                key,
                 format!("{} must be a non-negative integer", self.where_(key)),
             )),
         }
@@ -118,10 +217,7 @@ impl<'a> Table<'a> {
     fn bool(&mut self, key: &str, s: &mut BTreeMap<String, String>) -> Result<bool, DeviceError> {
         match self.value(key, s)? {
             Value::Boolean(b) => Ok(*b),
-            _ => Err(err(
-                self.path,
-                format!("{} must be true or false", self.where_(key)),
-            )),
+            _ => Err(self.err_at(key, format!("{} must be true or false", self.where_(key)))),
         }
     }
     fn string(
@@ -131,51 +227,55 @@ impl<'a> Table<'a> {
     ) -> Result<String, DeviceError> {
         match self.value(key, s)? {
             Value::String(x) => Ok(x.clone()),
-            _ => Err(err(
-                self.path,
-                format!("{} must be a string", self.where_(key)),
-            )),
+            _ => Err(self.err_at(key, format!("{} must be a string", self.where_(key)))),
         }
     }
-    fn f64_list(&mut self, key: &str) -> Result<Vec<f64>, DeviceError> {
-        match self.raw(key) {
-            Some(Value::Array(a)) => a
+    /// A cited array of numbers: one source for the whole array.
+    fn f64_list(
+        &mut self,
+        key: &str,
+        s: &mut BTreeMap<String, String>,
+    ) -> Result<Vec<f64>, DeviceError> {
+        match self.value(key, s)? {
+            Value::Array(a) => a
                 .iter()
                 .map(|v| match v {
-                    Value::Float(x) => Ok(*x),
+                    Value::Float(x) if x.is_finite() => Ok(*x),
                     Value::Integer(i) => Ok(*i as f64),
-                    _ => Err(err(
-                        self.path,
-                        format!("{} must list numbers", self.where_(key)),
-                    )),
+                    _ => Err(self.err_at(key, format!("{} must list numbers", self.where_(key)))),
                 })
                 .collect(),
-            Some(_) => Err(err(
-                self.path,
-                format!("{} must be an array", self.where_(key)),
-            )),
-            None => Err(err(self.path, format!("missing {}", self.where_(key)))),
+            _ => Err(self.err_at(key, format!("{} must be an array", self.where_(key)))),
         }
     }
     fn sub(&mut self, key: &str) -> Result<Option<Table<'a>>, DeviceError> {
         match self.raw(key) {
             Some(Value::Table(t)) => Ok(Some(Table::new(
+                self.text,
                 self.path,
                 format!("{}.{key}", self.section).trim_start_matches('.'),
                 t,
             ))),
-            Some(_) => Err(err(
-                self.path,
-                format!("{} must be a table", self.where_(key)),
-            )),
+            Some(_) => Err(self.err_at(key, format!("{} must be a table", self.where_(key)))),
             None => Ok(None),
         }
     }
     fn finish(&self) -> Result<(), DeviceError> {
-        for k in self.table.keys() {
-            if !self.used.contains(k) {
-                return Err(err(self.path, format!("unknown key {}", self.where_(k))));
+        for (k, v) in self.table {
+            if self.used.contains(k) {
+                continue;
             }
+            if let Some(base) = k.strip_suffix("_source") {
+                let shown = match self.table.get(base) {
+                    Some(v) if !v.is_table() => cited_form(base, v),
+                    _ => format!("`{base} = {{ value = ..., source = {v} }}`"),
+                };
+                return Err(self.err_at(
+                    k,
+                    format!("{}: preset sources are now written {shown}", self.where_(k)),
+                ));
+            }
+            return Err(self.err_at(k, format!("unknown key {}", self.where_(k))));
         }
         Ok(())
     }
@@ -210,7 +310,7 @@ pub fn spec_from_toml_str(text: &str, path: &str) -> Result<HddSpec, DeviceError
             reason: e.message().to_string(),
         })?;
     let mut src = BTreeMap::new();
-    let mut top = Table::new(path, "", &root);
+    let mut top = Table::new(text, path, "", &root);
     match top.raw("kind") {
         Some(Value::String(k)) if k == "hdd" => {}
         Some(Value::String(k)) => {
@@ -261,7 +361,7 @@ pub fn spec_from_toml_str(text: &str, path: &str) -> Result<HddSpec, DeviceError
                 let Value::Table(zt) = z else {
                     return Err(err(path, format!("[[geometry.zones]] {i} must be a table")));
                 };
-                zones.push(read_zone(path, i, zt, &mut src)?);
+                zones.push(read_zone(text, path, i, zt, &mut src)?);
             }
         }
         Some(_) => {
@@ -296,8 +396,8 @@ pub fn spec_from_toml_str(text: &str, path: &str) -> Result<HddSpec, DeviceError
     let write_settle_ms = sk.f64_or("write_settle_ms", 0.0, &mut src)?;
     let seek = match model.as_str() {
         "table" => {
-            let d = sk.f64_list("table_distances_cylinders")?;
-            let t = sk.f64_list("table_ms")?;
+            let d = sk.f64_list("table_distances_cylinders", &mut src)?;
+            let t = sk.f64_list("table_ms", &mut src)?;
             SeekModel::Table {
                 distances_cylinders: d.iter().map(|x| *x as u32).collect(),
                 times_ms: t,
@@ -305,7 +405,7 @@ pub fn spec_from_toml_str(text: &str, path: &str) -> Result<HddSpec, DeviceError
         }
         "hpl" => {
             let first_ten_ms = if sk.table.contains_key("first_ten_ms") {
-                let v = sk.f64_list("first_ten_ms")?;
+                let v = sk.f64_list("first_ten_ms", &mut src)?;
                 if v.len() != 10 {
                     return Err(err(path, "[seek] first_ten_ms needs ten values".into()));
                 }
@@ -439,19 +539,20 @@ pub fn spec_from_toml_str(text: &str, path: &str) -> Result<HddSpec, DeviceError
 }
 
 fn read_zone(
+    text: &str,
     path: &str,
     i: usize,
     zt: &toml::map::Map<String, Value>,
     src: &mut BTreeMap<String, String>,
 ) -> Result<ZoneSpec, DeviceError> {
     let section = format!("geometry.zones.{i}");
-    let mut t = Table::new(path, &section, zt);
+    let mut t = Table::new(text, path, &section, zt);
     let int = |t: &mut Table<'_>, k: &str| -> Result<u64, DeviceError> {
         match t.raw(k) {
             Some(Value::Integer(v)) if *v >= 0 => Ok(*v as u64),
             None => Err(err(path, format!("missing [[geometry.zones]] {i} {k}"))),
-            _ => Err(err(
-                path,
+            _ => Err(t.err_at(
+                k,
                 format!("[[geometry.zones]] {i} {k} must be a non-negative integer"),
             )),
         }
@@ -461,10 +562,7 @@ fn read_zone(
             Some(Value::Float(v)) => Ok(*v),
             Some(Value::Integer(v)) => Ok(*v as f64),
             None => Ok(d),
-            _ => Err(err(
-                path,
-                format!("[[geometry.zones]] {i} {k} must be a number"),
-            )),
+            _ => Err(t.err_at(k, format!("[[geometry.zones]] {i} {k} must be a number"))),
         }
     };
     let z = ZoneSpec {
@@ -500,7 +598,24 @@ fn read_zone(
         Some(Value::String(s)) if !s.trim().is_empty() => {
             src.insert(section, s.clone());
         }
-        _ => return Err(err(path, format!("[[geometry.zones]] {i} has no source"))),
+        Some(Value::String(_)) => {
+            return Err(t.err_at(
+                "source",
+                format!("[[geometry.zones]] {i} has an empty source; every zone must cite one"),
+            ))
+        }
+        Some(_) => {
+            return Err(t.err_at(
+                "source",
+                format!("[[geometry.zones]] {i} source must be a string"),
+            ))
+        }
+        None => {
+            return Err(t.err_at(
+                "",
+                format!("[[geometry.zones]] {i} has no source; every zone must cite one"),
+            ))
+        }
     }
     t.finish()?;
     Ok(z)
@@ -608,30 +723,37 @@ impl Writer<'_> {
         let _ = write!(self.out, "\n[{name}]\n");
         self.section = name.to_string();
     }
-    fn src(&mut self, key: &str) {
+    /// `key = { value = <value>, source = "..." }`. A key with no source of its own takes its
+    /// section's `model` source (an imported seek model cites its DiskSim line once), else
+    /// "unspecified" (a spec built in code), which the reader accepts as a source.
+    fn cited(&mut self, key: &str, value: &str) {
         let sources = &self.spec.sources;
         let s = sources
             .get(&format!("{}.{key}", self.section))
             .or_else(|| sources.get(&format!("{}.model", self.section)))
             .cloned()
             .unwrap_or_else(|| "unspecified".to_string());
-        let _ = writeln!(self.out, "{key}_source = {}", q(&s));
+        let _ = writeln!(
+            self.out,
+            "{key} = {{ value = {value}, source = {} }}",
+            q(&s)
+        );
     }
     fn f(&mut self, key: &str, v: f64) {
-        let _ = writeln!(self.out, "{key} = {}", fnum(v));
-        self.src(key);
+        self.cited(key, &fnum(v));
     }
     fn u(&mut self, key: &str, v: u64) {
-        let _ = writeln!(self.out, "{key} = {v}");
-        self.src(key);
+        self.cited(key, &v.to_string());
     }
     fn b(&mut self, key: &str, v: bool) {
-        let _ = writeln!(self.out, "{key} = {v}");
-        self.src(key);
+        self.cited(key, &v.to_string());
     }
     fn s(&mut self, key: &str, v: &str) {
-        let _ = writeln!(self.out, "{key} = {}", q(v));
-        self.src(key);
+        self.cited(key, &q(v));
+    }
+    /// An array with one source for the whole array.
+    fn list(&mut self, key: &str, items: &[String]) {
+        self.cited(key, &format!("[{}]", items.join(", ")));
     }
 }
 
@@ -701,8 +823,8 @@ pub fn spec_to_toml_string(spec: &HddSpec) -> String {
             w.s("model", "table");
             let d: Vec<String> = distances_cylinders.iter().map(|x| x.to_string()).collect();
             let t: Vec<String> = times_ms.iter().map(|x| fnum(*x)).collect();
-            let _ = writeln!(w.out, "table_distances_cylinders = [{}]", d.join(", "));
-            let _ = writeln!(w.out, "table_ms = [{}]", t.join(", "));
+            w.list("table_distances_cylinders", &d);
+            w.list("table_ms", &t);
         }
         SeekModel::Hpl {
             boundary_cylinders,
@@ -721,7 +843,7 @@ pub fn spec_to_toml_string(spec: &HddSpec) -> String {
             w.f("hpl_linear_coeff_ms", *linear_coeff_ms);
             if let Some(t) = first_ten_ms {
                 let t: Vec<String> = t.iter().map(|x| fnum(*x)).collect();
-                let _ = writeln!(w.out, "first_ten_ms = [{}]", t.join(", "));
+                w.list("first_ten_ms", &t);
             }
             if let Some(s) = single_ms {
                 w.f("single_cylinder_ms", *s);
@@ -796,4 +918,208 @@ pub fn spec_to_toml_string(spec: &HddSpec) -> String {
     w.section("queue");
     w.u("depth", spec.queue_depth as u64);
     w.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHIPPED: [&str; 2] = ["sata-400g-2007", "sata-500g-2008"];
+
+    fn shipped(name: &str) -> (String, String) {
+        let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        (text, path)
+    }
+
+    /// The retired form: `k = v` and `k_source = "s"` on the next line.
+    fn to_old_form(text: &str) -> String {
+        let mut out = String::new();
+        for line in text.lines() {
+            let cited = line.split_once(" = { value = ").and_then(|(k, rest)| {
+                let (v, s) = rest.strip_suffix(" }")?.split_once(", source = ")?;
+                Some((k, v, s))
+            });
+            match cited {
+                Some((k, v, s)) => {
+                    let _ = writeln!(out, "{k} = {v}\n{k}_source = {s}");
+                }
+                None => {
+                    let _ = writeln!(out, "{line}");
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn shipped_presets_round_trip_through_the_writer() {
+        for name in SHIPPED {
+            let (text, path) = shipped(name);
+            let spec = spec_from_toml_str(&text, &path).unwrap();
+            let written = spec_to_toml_string(&spec);
+            let back = spec_from_toml_str(&written, "written.toml").unwrap();
+            let (mut a, mut b) = (spec.clone(), back.clone());
+            a.sources.clear();
+            b.sources.clear();
+            assert_eq!(a, b, "{name}");
+            // Every source survives, byte for byte, except those of [geometry.linear_zones],
+            // which the writer expands into [[geometry.zones]] (each with its own source).
+            for (k, s) in &spec.sources {
+                if !k.starts_with("geometry.linear_zones.") {
+                    assert_eq!(back.sources.get(k), Some(s), "{name}: {k}");
+                }
+            }
+            // What the writer adds is only keys the preset leaves at their default.
+            for (k, s) in &back.sources {
+                if !spec.sources.contains_key(k) {
+                    assert_eq!(s, "unspecified", "{name}: {k}");
+                }
+            }
+            assert_eq!(spec_to_toml_string(&back), written, "{name}");
+            assert!(!written.contains("_source ="), "{name}");
+        }
+    }
+
+    #[test]
+    fn every_value_line_of_a_shipped_preset_is_cited_inline() {
+        for name in SHIPPED {
+            let (text, _) = shipped(name);
+            for line in text.lines() {
+                let l = line.trim();
+                let meta = ["kind =", "name =", "description ="]
+                    .iter()
+                    .any(|m| l.starts_with(m));
+                if l.is_empty() || l.starts_with('#') || l.starts_with('[') || meta {
+                    continue;
+                }
+                assert!(
+                    l.contains(" = { value = ")
+                        && l.contains(", source = \"")
+                        && l.ends_with("\" }"),
+                    "{name}: {l}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_old_key_source_form_is_refused_with_the_new_form_shown() {
+        let old = "kind = \"hdd\"\nname = \"x\"\n\n[rotation]\nrpm = 7200.0\nrpm_source = \"a data sheet\"\n";
+        match spec_from_toml_str(old, "old.toml").unwrap_err() {
+            DeviceError::Parse { path, line, reason } => {
+                assert_eq!((path.as_str(), line), ("old.toml", 6), "{reason}");
+                assert!(
+                    reason.contains("rpm_source: preset sources are now written `rpm = { value = 7200.0, source = \"...\" }`"),
+                    "{reason}"
+                );
+            }
+            e => panic!("{e}"),
+        }
+        // A whole shipped preset in the old form never loads.
+        for name in SHIPPED {
+            let (text, path) = shipped(name);
+            let e = spec_from_toml_str(&to_old_form(&text), &path)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("rpm_source: preset sources are now written `rpm = { value = 7200.0"),
+                "{e}"
+            );
+        }
+        // A stray `_source` key (here beside a defaulted value) is explained, not just unknown.
+        let spec = spec_from_toml_str(&shipped(SHIPPED[0]).0, "s.toml").unwrap();
+        let text = spec_to_toml_string(&spec)
+            .replace("\n[bus]\n", "data_prep_ms_source = \"measured\"\n\n[bus]\n");
+        let e = spec_from_toml_str(&text, "s.toml").unwrap_err().to_string();
+        assert!(
+            e.contains("[overheads] data_prep_ms_source: preset sources are now written `data_prep_ms = { value = ..., source = \"measured\" }`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_value_without_a_source_names_file_line_and_key() {
+        let (text, path) = shipped("sata-500g-2008");
+        let line_no = text
+            .lines()
+            .position(|l| l.starts_with("average_ms = "))
+            .unwrap()
+            + 1;
+        let line = text.lines().nth(line_no - 1).unwrap();
+        let cases = [
+            (
+                "average_ms = { value = 8.9, source = \" \" }",
+                "has an empty source",
+            ),
+            ("average_ms = { value = 8.9 }", "has no source"),
+            ("average_ms = 8.9", "has no source"),
+            (
+                "average_ms = { value = 8.9, source = 1 }",
+                "source must be a string",
+            ),
+            (
+                "average_ms = { value = 8.9, source = \"s\", sorce = \"t\" }",
+                "has unknown field 'sorce'",
+            ),
+            ("average_ms = { source = \"s\" }", "has no value"),
+        ];
+        for (bad, why) in cases {
+            let e = spec_from_toml_str(&text.replace(line, bad), &path).unwrap_err();
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("{path}:{line_no}: [seek] average_ms {why}")),
+                "{bad}: {e}"
+            );
+        }
+        // A zone without its source points at the zone.
+        let spec = spec_from_toml_str(&text, &path).unwrap();
+        let written = spec_to_toml_string(&spec);
+        let first_zone_source = written
+            .lines()
+            .find(|l| l.starts_with("source = "))
+            .unwrap();
+        let header_line = written
+            .lines()
+            .position(|l| l == "[[geometry.zones]]")
+            .unwrap()
+            + 1;
+        let e = spec_from_toml_str(&written.replacen(first_zone_source, "", 1), "w.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "w.toml:{header_line}: [[geometry.zones]] 0 has no source"
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn seek_tables_carry_one_source_per_array() {
+        let (text, path) = shipped("sata-400g-2007");
+        let mut spec = spec_from_toml_str(&text, &path).unwrap();
+        spec.seek = SeekModel::Table {
+            distances_cylinders: vec![1, 10, 100],
+            times_ms: vec![1.0, 2.5, 6.0],
+        };
+        spec.sources
+            .insert("seek.model".into(), "a measured seek table".into());
+        let written = spec_to_toml_string(&spec);
+        assert!(
+            written.contains(
+                "table_ms = { value = [1.0, 2.5, 6.0], source = \"a measured seek table\" }"
+            ),
+            "{written}"
+        );
+        let back = spec_from_toml_str(&written, "t.toml").unwrap();
+        assert_eq!(back.seek, spec.seek);
+        assert_eq!(back.sources["seek.table_ms"], "a measured seek table");
+        let bare = written.replace(
+            "table_ms = { value = [1.0, 2.5, 6.0], source = \"a measured seek table\" }",
+            "table_ms = [1.0, 2.5, 6.0]",
+        );
+        let e = spec_from_toml_str(&bare, "t.toml").unwrap_err().to_string();
+        assert!(e.contains("[seek] table_ms has no source"), "{e}");
+    }
 }

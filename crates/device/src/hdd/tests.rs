@@ -227,15 +227,17 @@ fn preset_round_trip_is_exact() {
 fn presets_without_sources_or_with_unknown_keys_are_rejected() {
     let text = Hdd::new(simple_spec()).unwrap().to_toml_string();
     assert!(Hdd::from_toml_str(&text, "x.toml").is_ok());
-    let no_src = text.replace("rpm_source = \"unspecified\"\n", "");
+    let rpm = "rpm = { value = 6000.0, source = \"unspecified\" }";
+    assert!(text.contains(rpm), "{text}");
+    let no_src = text.replace(rpm, "rpm = { value = 6000.0 }");
     let e = Hdd::from_toml_str(&no_src, "x.toml")
         .unwrap_err()
         .to_string();
-    assert!(e.contains("rpm_source"), "{e}");
-    let typo = text.replace("rpm = 6000.0", "rpm = 6000.0\nrmp = 1");
+    assert!(e.contains("rpm") && e.contains("no source"), "{e}");
+    let typo = text.replace(rpm, &format!("{rpm}\nrmp = 1"));
     let e = Hdd::from_toml_str(&typo, "x.toml").unwrap_err().to_string();
     assert!(e.contains("unknown key") && e.contains("rmp"), "{e}");
-    let bad = text.replace("rpm = 6000.0", "rpm = \"fast\"");
+    let bad = text.replace(rpm, "rpm = { value = \"fast\", source = \"s\" }");
     assert!(Hdd::from_toml_str(&bad, "x.toml").is_err());
     let e = Hdd::from_toml_str("kind = \"hdd\"\nname = [", "y.toml")
         .unwrap_err()

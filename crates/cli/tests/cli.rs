@@ -358,7 +358,9 @@ fn device_import_writes_a_preset_that_loads_and_validates_the_same() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&preset).unwrap();
     assert!(
-        text.contains("kind = \"hdd\"") && text.contains("_source"),
+        text.contains("kind = \"hdd\"")
+            && text.contains("rpm = { value = 7200.0, source = ")
+            && !text.contains("_source ="),
         "{text}"
     );
     // The imported preset runs a job like any preset.

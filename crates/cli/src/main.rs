@@ -48,6 +48,14 @@ enum Command {
     /// Benchmarks of layoutlab itself (performance targets live here, not in tests).
     #[command(subcommand)]
     Bench(cmd::bench::Command),
+    /// Remove what a killed layoutlab left behind: tracefs instances, mounts, loop devices
+    /// and temp files named after a process that no longer exists.
+    ///
+    /// SIGINT, SIGTERM, errors and panics are cleaned up as they happen; SIGKILL cannot be.
+    /// Only items whose name carries the PID of a dead layoutlab process are touched.
+    ///
+    /// Example: layoutlab clean --dry-run
+    Clean(cmd::clean::Args),
 }
 
 fn main() {
@@ -60,6 +68,7 @@ fn main() {
         Command::Device(c) => cmd::device::run(c),
         Command::Trace(c) => cmd::trace::run(c),
         Command::Bench(c) => cmd::bench::run(c),
+        Command::Clean(a) => cmd::clean::run(a),
     };
     if let Err(e) = result {
         // After Ctrl-C the error is the interruption's echo (its device was just torn down):

@@ -267,6 +267,98 @@ fn sigint_and_sigterm_leave_no_device_or_image() {
     }
 }
 
+/// SIGKILL runs no cleanup: what is left must be found (and only that) and removed by
+/// `layoutlab clean`, and e2fsck must not outlive its parent holding the loop device.
+#[test]
+fn sigkill_leftovers_are_found_and_cleaned() {
+    if !is_root() {
+        eprintln!("skipped: the experiment needs root");
+        return;
+    }
+    let dir = scratch("sigkill");
+    // A live process's item of the same form, which clean must leave alone.
+    let live = dir.join(format!("layoutlab-trace-{}-0.txt", std::process::id()));
+    std::fs::write(&live, b"mine").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "metacluster-fsck",
+            "--scale",
+            "0.02",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+        ])
+        .env("TMPDIR", &dir)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = std::time::Instant::now();
+    while loops_under(&dir).is_empty() && t0.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !loops_under(&dir).is_empty(),
+        "the run never attached a loop device"
+    );
+    // Let the traced e2fsck start (its tracefs instance exists from then on).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // e2fsck died with its parent, so the loop device (autoclear) goes away by itself.
+    let t0 = std::time::Instant::now();
+    while !loops_under(&dir).is_empty() && t0.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        loops_under(&dir).is_empty(),
+        "a loop device outlived the SIGKILL"
+    );
+    let clean = |dry: bool| {
+        let mut args = vec!["clean", "--temp-dir", dir.to_str().unwrap(), "--json", "-"];
+        if dry {
+            args.push("--dry-run");
+        }
+        let o = layoutlab(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let dry = clean(true);
+    let found = dry["found"].as_array().unwrap();
+    let own = format!("-{pid}-");
+    // Leftovers of other dead processes may show too (tracefs instances are global), never
+    // the live test process's own file.
+    assert!(
+        found.iter().all(|i| i["pid"] != std::process::id()),
+        "a live process's item: {dry}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|i| i["kind"] == "temp_path" && i["path"].as_str().unwrap().contains(&own)),
+        "its work directory: {dry}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|i| i["kind"] == "tracefs_instance" && i["pid"] == pid),
+        "its tracefs instance: {dry}"
+    );
+    assert_eq!(dry["removed"], 0);
+    // A dry run changed nothing.
+    assert!(entries(&dir).iter().any(|n| n.contains(&own)));
+    let done = clean(false);
+    assert_eq!(done["removed"], found.len(), "{done}");
+    assert_eq!(done["failed"], 0, "{done}");
+    // Nothing is left, here or in tracefs (looked at through a fresh scan).
+    assert!(clean(true)["found"].as_array().unwrap().is_empty());
+    assert!(!entries(&dir).iter().any(|n| n.contains(&own)));
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(!mounts.contains(dir.to_str().unwrap()), "{mounts}");
+    assert!(live.exists(), "clean removed a live process's file");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn plan_json_is_a_whole_plan() {
     let dir = scratch("plan");

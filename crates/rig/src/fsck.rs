@@ -161,6 +161,7 @@ pub fn run_e2fsck_traced(
     let marker_fd = session.marker_fd()?;
     let child_fd = marker_fd.as_raw_fd();
     let single_cpu = opts.single_cpu;
+    let parent_pid = std::process::id() as libc::pid_t;
     let mut command = Command::new(&opts.e2fsck);
     command
         .args(["-fn", "-tt", "-C", "3"])
@@ -171,6 +172,15 @@ pub fn run_e2fsck_traced(
         .stderr(Stdio::piped());
     unsafe {
         command.pre_exec(move || {
+            // If we are SIGKILLed (no cleanup runs), e2fsck must not live on holding the loop
+            // device open: the kernel kills it with us. Read-only e2fsck loses nothing. A parent
+            // gone before the prctl took effect is caught by the ppid check.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent_pid {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
             // dup2 gives fd 3 without close-on-exec; if the marker already is fd 3, clear it.
             if child_fd == 3 {
                 let flags = libc::fcntl(3, libc::F_GETFD);

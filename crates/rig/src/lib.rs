@@ -30,6 +30,7 @@ mod fsck_times;
 mod loopdev;
 mod mkfs;
 mod mount;
+pub mod stale;
 mod system;
 mod tracefs;
 mod tracefs_text;

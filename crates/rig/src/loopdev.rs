@@ -289,6 +289,14 @@ impl LoopDevice {
     }
 }
 
+/// Detaches loop device `path` (for the stale sweep; the caller has checked it is ours).
+pub(crate) fn detach_path(path: &Path) -> Result<()> {
+    require_root("detaching a loop device")?;
+    let fd = open_raw(path, libc::O_RDONLY)?;
+    detach(fd, path);
+    Ok(())
+}
+
 fn detach(fd: libc::c_int, path: &Path) {
     // LOOP_CLR_FD with other openers only marks autoclear; the close below (our last
     // reference) then triggers the detach.

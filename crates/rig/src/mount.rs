@@ -40,6 +40,22 @@ fn unmount(target: &Path) {
     unsafe { libc::umount2(c_target.as_ptr(), libc::MNT_DETACH) };
 }
 
+/// Unmounts `target` (for the stale sweep): as the drop does, then checks it is gone.
+pub(crate) fn unmount_checked(target: &Path) -> Result<()> {
+    unmount(target);
+    let still = std::fs::read_to_string("/proc/self/mountinfo")
+        .map(|t| {
+            t.lines()
+                .filter_map(|l| l.split(' ').nth(4))
+                .any(|m| Path::new(m) == target)
+        })
+        .unwrap_or(false);
+    if still {
+        return Err(RigError::last_os(format!("umount {}", target.display())));
+    }
+    Ok(())
+}
+
 impl Mount {
     /// Mounts `source` (a device, or `nodev` for pseudo file systems) of type `fstype` with
     /// `options` (the comma-separated data string, e.g. `"data=ordered"`), read-only if asked.

@@ -1,6 +1,7 @@
 //! One module per command group.
 
 pub mod bench;
+pub mod clean;
 pub mod device;
 pub mod image;
 pub mod plan;

@@ -104,6 +104,7 @@ fn reduction(base: f64, new: f64) -> Option<f64> {
 fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<()> {
     let spec = exp.fsck.as_ref().context("no [fsck] table")?;
     let h = Human::new(a.json.as_deref());
+    super::clean::warn_if_leftovers();
     let scale = a.scale.unwrap_or(spec.default_scale);
     let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
     let tmp;

@@ -4,7 +4,7 @@
 //! the source tree's `presets/`; every preset shipped in the source tree is also embedded in
 //! the binary (by build.rs), so the binary works anywhere. A file on disk wins over the
 //! embedded copy of the same name. A preset's top-level `kind` (`hdd`, `ssd`, `composite`)
-//! picks the model; in `ssd` and `composite` presets every parameter is
+//! picks the model; in every preset (`hdd`, `ssd`, `composite`) each parameter is
 //! `{ value = ..., source = "..." }` and a missing or empty source is an error.
 
 use std::path::{Path, PathBuf};

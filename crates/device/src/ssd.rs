@@ -1,15 +1,20 @@
-//! A flash SSD: channels × dies, a page-mapping FTL with one write frontier, a write buffer.
+//! A flash SSD: channels × dies, a page-mapping FTL with greedy garbage collection, a write
+//! buffer.
 //!
 //! Resources, each busy until a time: the controller (per-command overhead, serial), the host
 //! link (transfer at the interface rate), each channel (NAND bus transfer), each die (sense
 //! `read_us`, program `program_us`, erase `erase_us`). A read senses every distinct
 //! multi-plane page (one page in each plane, written together) it touches, once, on that
-//! page's die, then moves its bytes over the die's channel and the host link. A write is acknowledged once its data is in the write buffer; the buffer drains into
-//! multi-plane program units striped round-robin over the dies (the write frontier), and a die
-//! erases a block before its frontier opens it. Never-written data sits where a sequential
-//! fill would have put it. Left out (see docs/ssd-model.md): garbage collection and write
-//! amplification, SLC caching, read/program suspend, cache-read pipelining, wear levelling,
-//! read-retry, thermal throttling.
+//! page's die, then moves its bytes over the die's channel and the host link. A write is
+//! acknowledged once its data is in the write buffer; the buffer drains into multi-plane
+//! program units striped round-robin over the dies (the write frontier). When a die runs short
+//! of free blocks it collects garbage: the block with the fewest valid units is the victim, its
+//! valid units are sensed and programmed elsewhere on the die, and it is erased; the spare room
+//! is `physical_bytes − capacity_bytes`. The drive starts full, either written once in order
+//! or in the steady state of uniform random overwrites ([`Precondition`]). Memory grows with
+//! the blocks and the units the run writes, not with the drive. Left out (see
+//! docs/ssd-model.md): SLC caching, independent-plane and cache reads, background collection,
+//! read/program suspend, wear levelling, read-retry, thermal throttling.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -403,47 +408,49 @@ impl Ftl {
         }
     }
 
-    /// The random-overwrite steady state of a drive of this shape: the per-block valid counts
-    /// come from running this same greedy FTL on a scaled copy (same block size and
-    /// over-provisioning ratio, `sample_blocks` blocks, one die) through a sequential fill and
-    /// then `4 ×` its user capacity of uniform random writes; each die of the real drive gets
-    /// that distribution, stretched to its block count, and the total is trimmed to the user
-    /// capacity. Unit placement within it is a fixed pseudo-random permutation.
+    /// The random-overwrite steady state of a drive of this shape. The per-block valid
+    /// counts come from running this same greedy FTL on a scaled copy: one die of 512 blocks
+    /// of `min(upb, 512)` units, with the real drive's ratio of user data to closed blocks,
+    /// through a sequential fill and then `4 ×` its user capacity of uniform random writes.
+    /// Each die of the real drive gets the quantiles of the copy's closed-block valid
+    /// fractions, scaled to its block size, trimmed so the total is the user capacity. Unit
+    /// placement within them is a fixed pseudo-random permutation ([`Layout::Scattered`]).
+    /// Shrinking blocks to 512 units barely moves greedy's valid fractions (its write
+    /// amplification converges as blocks grow; see the tests: 64- and 256-unit blocks differ
+    /// by under 10%), and keeps the copy at 2^18 units, built in a fraction of a second.
     fn random_steady(dies: usize, upp: u64, ppb: u64, bpd: u64, user_units: u64, seed: u64) -> Ftl {
         use rand::{Rng, SeedableRng};
+        const SAMPLE_BLOCKS: u64 = 512;
         let upb = upp * ppb;
-        // Blocks outside the steady-state population: on the real drive one free block per
-        // die (so the first write collects at once); in the sample also its two open
-        // blocks. The sample's user data fills the same fraction of its closed blocks as the
-        // real drive's does of its.
-        let real_closed = dies as u64 * (bpd - 1);
-        // About 2^18 units, at least 64 blocks: large enough that greedy's choice among
-        // blocks is not starved, small enough to build in a fraction of a second.
-        let sample_blocks = ((1u64 << 18) / upb).max(64);
-        let sample_closed = sample_blocks - 1 - GC_FREE_RESERVE as u64;
-        let sample_user = (sample_closed as u128 * user_units as u128 / real_closed as u128) as u64;
-        let mut sample = Ftl::sequential(1, upp, ppb, sample_blocks, sample_user);
+        let sample_upb = upb.min(512);
+        // Blocks outside the steady-state population: on the real drive the collector's
+        // reserve of free blocks per die (as just after a collection); in the copy also its
+        // two open blocks.
+        let reserve = GC_FREE_RESERVE as u64;
+        let real_closed = dies as u64 * (bpd - reserve);
+        let sample_closed = SAMPLE_BLOCKS - 1 - GC_FREE_RESERVE as u64;
+        let sample_user = (sample_closed as u128 * sample_upb as u128 * user_units as u128
+            / (real_closed as u128 * upb as u128)) as u64;
+        let mut sample = Ftl::sequential(1, 1, sample_upb, SAMPLE_BLOCKS, sample_user);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        for _ in 0..4 * sample_user.div_ceil(upp) {
+        for _ in 0..4 * sample_user {
             let Some(block) = sample.open_host(0, &mut DieWork::default()) else {
                 break;
             };
-            for _ in 0..upp {
-                let u = rng.gen_range(0..sample_user);
-                let slot = sample.members[block as usize].len() as u64;
-                sample.place(u, block, slot);
-            }
+            let u = rng.gen_range(0..sample_user);
+            let slot = sample.members[block as usize].len() as u64;
+            sample.place(u, block, slot);
         }
-        let mut closed: Vec<u32> = (0..sample_blocks as usize)
+        let mut closed: Vec<u32> = (0..SAMPLE_BLOCKS as usize)
             .filter(|&b| sample.state[b] == BLOCK_CLOSED)
-            .map(|b| sample.valid[b])
+            .map(|b| (sample.valid[b] as u64 * upb / sample_upb) as u32)
             .collect();
         closed.sort_unstable();
         let mut valid = vec![0u32; dies * bpd as usize];
         for die in 0..dies {
-            // Block 0 of each die stays free; the others take the sample's quantiles.
-            for i in 1..bpd {
-                let q = ((i - 1) * closed.len() as u64 / (bpd - 1)) as usize;
+            // The first blocks of each die stay free; the others take the copy's quantiles.
+            for i in reserve..bpd {
+                let q = ((i - reserve) * closed.len() as u64 / (bpd - reserve)) as usize;
                 valid[die * bpd as usize + i as usize] = closed.get(q).copied().unwrap_or(0);
             }
         }
@@ -1509,7 +1516,13 @@ mod measure {
                         rw,
                         bs_bytes: bs,
                         span_bytes: 16 << 30,
-                        number: Some(200_000),
+                        // Writes in the steady state run long enough for every die to
+                        // collect many blocks (the 990 PRO's are 36 MiB).
+                        number: Some(if rw == Rw::RandWrite {
+                            2_000_000
+                        } else {
+                            200_000
+                        }),
                         iodepth: qd,
                         discipline: Discipline::Fcfs,
                         ..JobSpec::default()

@@ -114,8 +114,8 @@ pub fn run(a: Args) -> Result<()> {
 pub fn warn_if_leftovers() {
     if let Ok(found) = stale::find(&std::env::temp_dir()) {
         if !found.is_empty() {
-            eprint!(
-                "note: {} leftovers of killed layoutlab runs (tracefs instances, mounts, loop devices, temp files); `layoutlab clean --dry-run` lists them, `layoutlab clean` removes them\n",
+            eprintln!(
+                "note: {} leftovers of killed layoutlab runs (tracefs instances, mounts, loop devices, temp files); `layoutlab clean --dry-run` lists them, `layoutlab clean` removes them",
                 found.len()
             );
         }

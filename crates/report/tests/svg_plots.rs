@@ -95,15 +95,16 @@ fn offset_plot_small_draws_every_request() {
         .find(|c| c.attribute("class") == Some("writes"))
         .unwrap();
     assert_eq!(marks_in(writes.attribute("d").unwrap()), 200);
-    // One throughput and one seeks line per series.
+    // One throughput, one IOPS and one seeks line per series.
     let rates = doc
         .descendants()
         .filter(|n| n.attribute("class") == Some("rate"))
         .count();
-    assert_eq!(rates, 4);
+    assert_eq!(rates, 6);
     assert!(
         svg.contains("offset [GB]")
             && svg.contains("throughput [MiB/s]")
+            && svg.contains("IOPS [1/s]")
             && svg.contains("seeks [1/s]")
     );
     assert!(svg.contains("time [s]"));
@@ -123,7 +124,7 @@ fn offset_plot_thins_big_traces_under_budget_and_size() {
     ];
     let svg = OffsetPlot {
         offset_unit: OffsetUnit::Sectors,
-        rate_panel: RatePanel::Iops,
+        rate_panels: vec![RatePanel::Iops],
         ..OffsetPlot::default()
     }
     .render(&series);
@@ -154,7 +155,9 @@ fn offset_plot_thins_big_traces_under_budget_and_size() {
         svg.contains("400000 requests; "),
         "subtitle tells the reader about the thinning"
     );
-    assert!(svg.contains("offset [sectors]") && svg.contains("requests [1/s]"));
+    // Only the panel asked for.
+    assert!(svg.contains("offset [sectors]") && svg.contains("IOPS [1/s]"));
+    assert!(!svg.contains("seeks [1/s]") && !svg.contains("throughput [MiB/s]"));
 }
 
 #[test]

@@ -44,7 +44,7 @@ pub enum Command {
     ///
     /// Example: layoutlab trace replay fsck.csv --device sata-400g-2007 --json -
     Replay(ReplayArgs),
-    /// Plot one or more traces seekwatcher-style: offset over time, MB/s, seeks/s (SVG).
+    /// Plot one or more traces seekwatcher-style: offset over time, MB/s, IOPS, seeks/s (SVG).
     ///
     /// Example: layoutlab trace plot a.csv b.csv -o compare.svg
     Plot {

@@ -1,6 +1,6 @@
-//! Seekwatcher-style I/O plot: disk offset over time (reads as dots, writes as crosses),
-//! throughput over time, and seeks/s or IOPS over time, for one or several traces overlaid in
-//! different colours.
+//! Seekwatcher-style I/O plot: disk offset over time (reads as dots, writes as crosses), then
+//! rate panels over time — throughput, IOPS and seeks/s by default — for one or several traces
+//! overlaid in different colours.
 //!
 //! Definitions: throughput in a time bucket is the bytes of the requests whose time falls in
 //! it, divided by the bucket length, in MiB/s (2^20 bytes, as e2fsck's `-tt` reports MB). A
@@ -64,14 +64,15 @@ impl OffsetUnit {
     }
 }
 
-/// What the third panel shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// A rate panel under the offset panel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RatePanel {
-    /// Seeks per second (see the module doc for what counts as a seek).
-    #[default]
-    SeeksPerSecond,
+    /// Bytes per second, in MiB/s.
+    Throughput,
     /// Requests per second.
     Iops,
+    /// Seeks per second (see the module doc for what counts as a seek).
+    SeeksPerSecond,
 }
 
 /// Settings of an offset plot. `OffsetPlot::default()` suits one screen.
@@ -81,8 +82,9 @@ pub struct OffsetPlot {
     pub title: String,
     /// Unit of the offset axis.
     pub offset_unit: OffsetUnit,
-    /// Third panel: seeks/s or IOPS.
-    pub rate_panel: RatePanel,
+    /// Rate panels under the offset panel, top to bottom (seekwatcher's: throughput, IOPS,
+    /// seeks/s).
+    pub rate_panels: Vec<RatePanel>,
     /// Most marks drawn in the offset panel, all series together; above it, marks are merged
     /// on a grid (see [`crate::plot::downsample`]). 200,000 keeps the SVG near 3 MB.
     pub max_points: usize,
@@ -97,7 +99,11 @@ impl Default for OffsetPlot {
         OffsetPlot {
             title: "I/O over time".to_string(),
             offset_unit: OffsetUnit::Gigabytes,
-            rate_panel: RatePanel::SeeksPerSecond,
+            rate_panels: vec![
+                RatePanel::Throughput,
+                RatePanel::Iops,
+                RatePanel::SeeksPerSecond,
+            ],
             max_points: 200_000,
             bucket_s: None,
             width: 960.0,
@@ -208,8 +214,10 @@ impl OffsetPlot {
         let legend_top = 52.0;
         let legend_height = legend::height(&entries, plot_width);
         let offset_top = legend_top + legend_height + 10.0;
-        let height =
-            offset_top + OFFSET_PANEL_HEIGHT + 2.0 * (PANEL_GAP + RATE_PANEL_HEIGHT) + BOTTOM;
+        let height = offset_top
+            + OFFSET_PANEL_HEIGHT
+            + self.rate_panels.len() as f64 * (PANEL_GAP + RATE_PANEL_HEIGHT)
+            + BOTTOM;
 
         let mut svg = Svg::new(self.width, height);
         svg.style(BASE_CSS);
@@ -229,7 +237,7 @@ impl OffsetPlot {
         };
         offsets.draw(
             &mut svg,
-            None,
+            self.rate_panels.is_empty().then_some("time [s]"),
             &label_with_unit("offset", Some(self.offset_unit.label())),
         );
         let marks: Vec<Marks> = clean
@@ -314,7 +322,7 @@ impl OffsetPlot {
         svg.text(LEFT, 42.0, &subtitle, Anchor::Start, "subtitle", None);
         legend::draw(&mut svg, &entries, LEFT, legend_top, plot_width);
 
-        // Panels 2 and 3: bucketed rates.
+        // Rate panels: bucketed over time.
         let span = x_ticks.max() - x_ticks.min();
         let bucket_s = match self.bucket_s {
             Some(b) if b.is_finite() && b > 0.0 => b,
@@ -326,43 +334,35 @@ impl OffsetPlot {
             .map(|points| bucketize(points, x_ticks.min(), bucket_s, count))
             .collect();
         let mib = (1u64 << 20) as f64;
-        let throughput: Vec<Vec<f64>> = buckets
-            .iter()
-            .map(|b| b.bytes.iter().map(|v| v / mib / bucket_s).collect())
-            .collect();
-        let (rate_name, rates): (&str, Vec<Vec<f64>>) = match self.rate_panel {
-            RatePanel::SeeksPerSecond => (
-                "seeks",
-                buckets
-                    .iter()
-                    .map(|b| b.seeks.iter().map(|v| v / bucket_s).collect())
-                    .collect(),
-            ),
-            RatePanel::Iops => (
-                "requests",
-                buckets
-                    .iter()
-                    .map(|b| b.requests.iter().map(|v| v / bucket_s).collect())
-                    .collect(),
-            ),
+        let per_second = |pick: &dyn Fn(&Buckets) -> &Vec<f64>, scale: f64| -> Vec<Vec<f64>> {
+            buckets
+                .iter()
+                .map(|b| pick(b).iter().map(|v| v / scale / bucket_s).collect())
+                .collect()
         };
         let bucket_note = format!(
             "; rates over {} s buckets",
             crate::table::format_fixed(bucket_s, decimals(bucket_s))
         );
         let mut top = offset_top + OFFSET_PANEL_HEIGHT + PANEL_GAP;
-        let panels = [
-            (
-                throughput,
-                label_with_unit("throughput", Some("MiB/s")),
-                None,
-            ),
-            (
-                rates,
-                label_with_unit(rate_name, Some("1/s")),
-                Some("time [s]"),
-            ),
-        ];
+        let last_panel = self.rate_panels.len().saturating_sub(1);
+        let panels = self.rate_panels.iter().enumerate().map(|(k, panel)| {
+            let (values, y_label) = match panel {
+                RatePanel::Throughput => (
+                    per_second(&|b| &b.bytes, mib),
+                    label_with_unit("throughput", Some("MiB/s")),
+                ),
+                RatePanel::Iops => (
+                    per_second(&|b| &b.requests, 1.0),
+                    label_with_unit("IOPS", Some("1/s")),
+                ),
+                RatePanel::SeeksPerSecond => (
+                    per_second(&|b| &b.seeks, 1.0),
+                    label_with_unit("seeks", Some("1/s")),
+                ),
+            };
+            (values, y_label, (k == last_panel).then_some("time [s]"))
+        });
         for (values, y_label, x_label) in panels {
             let peak = values.iter().flatten().fold(0.0f64, |m, v| m.max(*v));
             let axes = Axes {

@@ -301,8 +301,30 @@ fn sigkill_leftovers_are_found_and_cleaned() {
         !loops_under(&dir).is_empty(),
         "the run never attached a loop device"
     );
-    // Let the traced e2fsck start (its tracefs instance exists from then on).
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Wait for the traced e2fsck's tracefs instance (in the system's tracefs, or in the one
+    // the rig mounts under TMPDIR when none is mounted).
+    let instance_up = || {
+        let mut roots = vec![
+            PathBuf::from("/sys/kernel/tracing"),
+            PathBuf::from("/sys/kernel/debug/tracing"),
+        ];
+        roots.extend(
+            entries(&dir)
+                .into_iter()
+                .filter(|n| n.starts_with(&format!("layoutlab-mnt-{pid}-")))
+                .map(|n| dir.join(n)),
+        );
+        roots.iter().any(|r| {
+            entries(&r.join("instances"))
+                .iter()
+                .any(|n| n.starts_with(&format!("layoutlab-{pid}-")))
+        })
+    };
+    let t0 = std::time::Instant::now();
+    while !instance_up() && t0.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(instance_up(), "the run never started its tracefs capture");
     child.kill().unwrap();
     child.wait().unwrap();
     // e2fsck died with its parent, so the loop device (autoclear) goes away by itself.

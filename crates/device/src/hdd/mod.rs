@@ -284,15 +284,16 @@ impl WriteData {
 /// far below a sector's ~5 µs.
 #[inline]
 pub fn rotational_wait_rev(now: f64, target: f64) -> f64 {
-    let d = target - now;
-    // Either side of the wrap: a target just behind `now`, seen across angle 0 or not.
-    let late = if d > 0.0 { 1.0 - d } else { -d };
-    if late <= ARRIVAL_TIE_REV {
+    let mut wait = target - now;
+    if wait < 0.0 {
+        wait += 1.0;
+    }
+    // A wait of nearly a whole revolution is a target just behind `now` (on either side of
+    // angle 0): a tie lost to rounding.
+    if wait >= 1.0 - ARRIVAL_TIE_REV {
         0.0
-    } else if d < 0.0 {
-        d + 1.0
     } else {
-        d
+        wait
     }
 }
 

@@ -581,6 +581,74 @@ fn trace_convert_round_trips_through_every_writable_format() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `device fio --precondition` puts an SSD in the state a measurement needs: a fresh drive
+/// takes random writes at link speed, the same drive in steady state at the rate its garbage
+/// collection allows; the JSON keys are the issue's. A hard disk has no such state.
+#[test]
+fn device_fio_ssd_state_and_its_refusal_on_a_hard_disk() {
+    let fio = |state: &str| {
+        let o = layoutlab(&[
+            "device",
+            "fio",
+            "--device",
+            "ssd-sata-2010",
+            "--rw",
+            "randwrite",
+            "--bs",
+            "4k",
+            "--iodepth",
+            "32",
+            "--span",
+            "8g",
+            "--number",
+            "20000",
+            "--precondition",
+            state,
+            "--json",
+            "-",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        for key in ["iops", "mean_ms", "min_ms", "max_ms", "stdev_ms"] {
+            assert!(v[key].as_f64().is_some(), "{key}: {v}");
+        }
+        v["iops"].as_f64().unwrap()
+    };
+    let (fresh, steady) = (fio("sequential"), fio("random"));
+    assert!(
+        fresh > 3.0 * steady,
+        "fresh {fresh} IOPS, steady {steady} IOPS"
+    );
+    let o = layoutlab(&[
+        "device",
+        "fio",
+        "--device",
+        "sata-400g-2007",
+        "--span",
+        "1g",
+        "--number",
+        "10",
+        "--precondition",
+        "random",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("applies to SSDs"), "{}", stderr(&o));
+    let o = layoutlab(&[
+        "device",
+        "fio",
+        "--device",
+        "ssd-sata-2010",
+        "--span",
+        "1g",
+        "--number",
+        "10",
+        "--precondition",
+        "warm",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("valid: sequential"), "{}", stderr(&o));
+}
+
 #[test]
 fn trace_replay_and_bench_report_json() {
     let dir = scratch("replay");

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use crate::composite::Composite;
-use crate::ssd::Ssd;
+use crate::ssd::{Precondition, Ssd};
 use crate::{Device, DeviceError};
 
 mod embedded {
@@ -138,27 +138,70 @@ fn preset_text(name: &str) -> Result<(String, String), DeviceError> {
 
 /// Loads the preset called `name` (see the module documentation for where it is looked up).
 pub fn load_preset(name: &str) -> Result<Box<dyn Device>, DeviceError> {
-    load_named(name, 0)
+    load_preset_with(name, &LoadOptions::default())
 }
 
-fn load_named(name: &str, nesting: usize) -> Result<Box<dyn Device>, DeviceError> {
+/// Changes applied to a preset as it loads: the state an experiment asks of the drive, not a
+/// property of the drive (so it is not written in the preset file).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Starting state of every SSD the preset loads (a composite's members too), instead of
+    /// the preset's `precondition`. Asking it of a preset with no SSD is an error.
+    pub ssd_precondition: Option<Precondition>,
+}
+
+/// [`load_preset`] with [`LoadOptions`].
+pub fn load_preset_with(name: &str, opts: &LoadOptions) -> Result<Box<dyn Device>, DeviceError> {
+    let mut ssds = 0;
+    let d = load_named(name, 0, opts, &mut ssds)?;
+    check_applied(name, opts, ssds)?;
+    Ok(d)
+}
+
+fn check_applied(what: &str, opts: &LoadOptions, ssds: usize) -> Result<(), DeviceError> {
+    if opts.ssd_precondition.is_some() && ssds == 0 {
+        return Err(DeviceError::Invalid(format!(
+            "{what}: a starting state (precondition) applies to SSDs, and this preset has none"
+        )));
+    }
+    Ok(())
+}
+
+fn load_named(
+    name: &str,
+    nesting: usize,
+    opts: &LoadOptions,
+    ssds: &mut usize,
+) -> Result<Box<dyn Device>, DeviceError> {
     let (text, path) = preset_text(name)?;
-    from_text(&text, &path, None, nesting)
+    from_text(&text, &path, None, nesting, opts, ssds)
 }
 
 /// Loads a preset from a file anywhere; a composite's members are looked up as preset names,
 /// or as files relative to this one when they end in `.toml`.
 pub fn load_preset_file(path: &Path) -> Result<Box<dyn Device>, DeviceError> {
+    load_preset_file_with(path, &LoadOptions::default())
+}
+
+/// [`load_preset_file`] with [`LoadOptions`].
+pub fn load_preset_file_with(
+    path: &Path,
+    opts: &LoadOptions,
+) -> Result<Box<dyn Device>, DeviceError> {
     let text = std::fs::read_to_string(path).map_err(|source| DeviceError::Io {
         path: path.display().to_string(),
         source,
     })?;
-    from_text(&text, &path.display().to_string(), path.parent(), 0)
+    let shown = path.display().to_string();
+    let mut ssds = 0;
+    let d = from_text(&text, &shown, path.parent(), 0, opts, &mut ssds)?;
+    check_applied(&shown, opts, ssds)?;
+    Ok(d)
 }
 
 /// Loads a preset from its text (`path` names it in errors).
 pub fn load_preset_str(text: &str, path: &str) -> Result<Box<dyn Device>, DeviceError> {
-    from_text(text, path, None, 0)
+    from_text(text, path, None, 0, &LoadOptions::default(), &mut 0)
 }
 
 fn from_text(
@@ -166,10 +209,23 @@ fn from_text(
     path: &str,
     base_dir: Option<&Path>,
     nesting: usize,
+    opts: &LoadOptions,
+    ssds: &mut usize,
 ) -> Result<Box<dyn Device>, DeviceError> {
     let kind: KindOnly = parse_toml(text, path)?;
     match kind.kind.as_deref() {
-        Some("ssd") => Ok(Box::new(Ssd::from_toml_str(text, path)?)),
+        Some("ssd") => {
+            let ssd = Ssd::from_toml_str(text, path)?;
+            *ssds += 1;
+            match opts.ssd_precondition {
+                Some(state) if state != ssd.params().precondition => {
+                    let mut p = ssd.params().clone();
+                    p.precondition = state;
+                    Ok(Box::new(Ssd::new(ssd.name(), p)?))
+                }
+                _ => Ok(Box::new(ssd)),
+            }
+        }
         Some("composite") => {
             if nesting >= MAX_NESTING {
                 return Err(DeviceError::Invalid(format!(
@@ -185,9 +241,16 @@ fn from_text(
                         path: p.display().to_string(),
                         source,
                     })?;
-                    from_text(&t, &p.display().to_string(), p.parent(), nesting + 1)
+                    from_text(
+                        &t,
+                        &p.display().to_string(),
+                        p.parent(),
+                        nesting + 1,
+                        opts,
+                        ssds,
+                    )
                 } else {
-                    load_named(member, nesting + 1)
+                    load_named(member, nesting + 1, opts, ssds)
                 }
             })?;
             Ok(Box::new(c))
@@ -391,5 +454,56 @@ member_offset_sectors = { value = 0, source = "start of the member" }
             checked += 1;
         }
         assert!(checked >= 2, "no hdd preset checked");
+    }
+
+    /// The starting state asked at load time reaches every SSD (composite members too) and
+    /// changes what the drive does; asked of a preset with no SSD it is an error, not ignored.
+    #[test]
+    fn load_options_set_the_ssd_state_or_refuse() {
+        use crate::ssd::Precondition;
+        use crate::{IoRequest, Op};
+        // Random 4 KiB writes over the whole drive: in steady state the die time per write
+        // includes collection, on a fresh drive it does not.
+        let cost = |state| {
+            let opts = LoadOptions {
+                ssd_precondition: Some(state),
+            };
+            let mut d = load_preset_with("ssd-sata-2010", &opts).unwrap();
+            let sectors = d.capacity_sectors();
+            let mut t = 0.0;
+            for i in 0..20_000u64 {
+                let sector = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % (sectors / 8)) * 8;
+                let req = IoRequest {
+                    op: Op::Write,
+                    sector,
+                    sectors: 8,
+                    flags: Default::default(),
+                };
+                t = d.submit(t, &req);
+            }
+            t
+        };
+        let fresh = cost(Precondition::Sequential);
+        let steady = cost(Precondition::Random);
+        assert!(
+            steady > 3.0 * fresh,
+            "steady {steady} ns vs fresh {fresh} ns"
+        );
+        let opts = LoadOptions {
+            ssd_precondition: Some(Precondition::Random),
+        };
+        let e = load_preset_with("sata-400g-2007", &opts)
+            .err()
+            .expect("hdd accepted a state");
+        assert!(e.to_string().contains("applies to SSDs"), "{e}");
+        let dir = std::env::temp_dir().join(format!("ll-loadopts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("meta.toml");
+        std::fs::write(&f, COMPOSITE).unwrap();
+        assert!(
+            load_preset_file_with(&f, &opts).is_ok(),
+            "composite with SSD members"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

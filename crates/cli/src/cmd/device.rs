@@ -5,6 +5,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args as ClapArgs, Subcommand};
 use layoutlab_device::job::{run_job, JobSpec, Rw};
 use layoutlab_device::replay::Discipline;
+use layoutlab_device::ssd::Precondition;
 use layoutlab_device::{preset, validate};
 use layoutlab_report::{CdfPlot, CdfSeries, Cell, Column, Table};
 use std::path::PathBuf;
@@ -89,6 +90,10 @@ pub struct FioArgs {
     /// Seed of the random offsets.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// SSD starting state instead of the preset's: sequential (fresh: written once in order,
+    /// spare area free) or random (SNIA PTS steady state). SSD presets only.
+    #[arg(long, value_parser = parse_precondition)]
+    precondition: Option<Precondition>,
     /// Write the report as JSON to PATH ("-" for stdout).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
@@ -96,12 +101,31 @@ pub struct FioArgs {
 
 /// A preset name or a path to a preset file.
 pub fn load_device(name_or_path: &str) -> Result<Box<dyn layoutlab_device::Device>> {
+    load_device_with(name_or_path, &preset::LoadOptions::default())
+}
+
+/// [`load_device`], with the SSD starting state a command asked for.
+pub fn load_device_with(
+    name_or_path: &str,
+    opts: &preset::LoadOptions,
+) -> Result<Box<dyn layoutlab_device::Device>> {
     let p = std::path::Path::new(name_or_path);
     if name_or_path.ends_with(".toml") && p.exists() {
-        return preset::load_preset_file(p)
+        return preset::load_preset_file_with(p, opts)
             .with_context(|| format!("loading preset file {name_or_path}"));
     }
-    Ok(preset::load_preset(name_or_path)?)
+    Ok(preset::load_preset_with(name_or_path, opts)?)
+}
+
+/// The SSD starting state of `--precondition`.
+pub fn parse_precondition(s: &str) -> Result<Precondition, String> {
+    match s {
+        "sequential" | "fresh" => Ok(Precondition::Sequential),
+        "random" | "steady" => Ok(Precondition::Random),
+        _ => Err(format!(
+            "unknown state '{s}'; valid: sequential (fresh: full, spare area free), random (steady state)"
+        )),
+    }
 }
 
 /// Parse a queue discipline name.
@@ -221,7 +245,12 @@ pub fn run(cmd: Command) -> Result<()> {
             Ok(())
         }
         Command::Fio(a) => {
-            let mut dev = load_device(&a.device)?;
+            let mut dev = load_device_with(
+                &a.device,
+                &preset::LoadOptions {
+                    ssd_precondition: a.precondition,
+                },
+            )?;
             if a.runtime.is_none() && a.number.is_none() {
                 bail!("give --runtime SECONDS or --number N");
             }

@@ -1,6 +1,6 @@
 //! `layoutlab trace ...`: convert between trace formats, replay on a device model, plot.
 
-use super::device::{load_device, parse_discipline};
+use super::device::{load_device_with, parse_discipline};
 use super::{write_json, Human};
 use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, Subcommand};
@@ -80,6 +80,10 @@ pub struct ReplayArgs {
     /// Queue depth (default: the device's).
     #[arg(long)]
     depth: Option<usize>,
+    /// SSD starting state instead of the preset's: sequential (fresh) or random (steady
+    /// state). SSD presets, and composites with SSD members, only.
+    #[arg(long, value_parser = super::device::parse_precondition)]
+    precondition: Option<layoutlab_device::ssd::Precondition>,
     /// Write the result as JSON to PATH ("-" for stdout).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
@@ -183,7 +187,12 @@ pub fn run(cmd: Command) -> Result<()> {
         }
         Command::Replay(a) => {
             let trace = read_trace(&a.input, a.from.as_deref())?;
-            let mut dev = load_device(&a.device)?;
+            let mut dev = load_device_with(
+                &a.device,
+                &layoutlab_device::preset::LoadOptions {
+                    ssd_precondition: a.precondition,
+                },
+            )?;
             let opts = ReplayOptions {
                 cpu_scale: a.cpu_scale,
                 discipline: parse_discipline(&a.scheduler)?,

@@ -43,17 +43,49 @@ fn unmount(target: &Path) {
 /// Unmounts `target` (for the stale sweep): as the drop does, then checks it is gone.
 pub(crate) fn unmount_checked(target: &Path) -> Result<()> {
     unmount(target);
-    let still = std::fs::read_to_string("/proc/self/mountinfo")
-        .map(|t| {
-            t.lines()
-                .filter_map(|l| l.split(' ').nth(4))
-                .any(|m| Path::new(m) == target)
-        })
-        .unwrap_or(false);
-    if still {
+    if mounts()?.iter().any(|(point, _)| point == target) {
         return Err(RigError::last_os(format!("umount {}", target.display())));
     }
     Ok(())
+}
+
+/// This process's mounts from `/proc/self/mountinfo`: (mount point, file system type), mount
+/// points with the kernel's octal escapes (`\040` for a space) decoded.
+pub(crate) fn mounts() -> Result<Vec<(PathBuf, String)>> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| RigError::io("read /proc/self/mountinfo", e))?;
+    Ok(text
+        .lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let fstype = right.split_whitespace().next()?;
+            let point = left.split_whitespace().nth(4)?;
+            Some((PathBuf::from(unescape_octal(point)), fstype.to_string()))
+        })
+        .collect())
+}
+
+/// Decodes the `\ooo` escapes the kernel writes in mount tables.
+pub(crate) fn unescape_octal(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 4 <= b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = b[i + 1..i + 4]
+                .iter()
+                .fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
+            out.push(v as u8);
+            i += 4;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl Mount {

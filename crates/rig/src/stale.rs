@@ -97,50 +97,17 @@ fn stale_pid_under(path: &Path, root: &Path, alive: &dyn Fn(u32) -> bool) -> Opt
     (!alive(pid)).then_some(pid)
 }
 
-/// Mount points from `/proc/self/mountinfo` (octal escapes decoded).
+/// Mount points of this process's mount namespace.
 fn mount_points() -> Result<Vec<PathBuf>> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| RigError::io("read /proc/self/mountinfo", e))?;
-    Ok(text
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .map(|m| PathBuf::from(unescape_octal(m)))
+    Ok(crate::mount::mounts()?
+        .into_iter()
+        .map(|(p, _)| p)
         .collect())
-}
-
-fn unescape_octal(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 4 <= b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = b[i + 1..i + 4]
-                .iter()
-                .fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
-            out.push(v as u8);
-            i += 4;
-            continue;
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// tracefs mount points (where instances live).
 fn tracefs_roots() -> Vec<PathBuf> {
-    let Ok(text) = std::fs::read_to_string("/proc/self/mounts") else {
-        return vec![];
-    };
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            (f.len() > 2 && f[2] == "tracefs").then(|| PathBuf::from(unescape_octal(f[1])))
-        })
-        .collect()
+    crate::tracefs::tracefs_mounts().unwrap_or_default()
 }
 
 /// Finds the leftovers of dead layoutlab processes: tracefs instances in every mounted tracefs,
@@ -348,6 +315,7 @@ mod tests {
 
     #[test]
     fn mountinfo_escapes_decode() {
+        use crate::mount::unescape_octal;
         assert_eq!(unescape_octal(r"/tmp/a\040b"), "/tmp/a b");
         assert_eq!(unescape_octal(r"/tmp/x\\y"), r"/tmp/x\\y");
         assert_eq!(unescape_octal("/plain"), "/plain");

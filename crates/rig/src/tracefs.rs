@@ -128,17 +128,10 @@ pub(crate) fn monotonic_ns() -> u64 {
 }
 
 /// Mount points of tracefs, from `/proc/self/mountinfo`.
-fn tracefs_mounts() -> Result<Vec<PathBuf>> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| RigError::io("read /proc/self/mountinfo", e))?;
-    Ok(text
-        .lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let fstype = right.split_whitespace().next()?;
-            let mount_point = left.split_whitespace().nth(4)?;
-            (fstype == "tracefs").then(|| PathBuf::from(mount_point))
-        })
+pub(crate) fn tracefs_mounts() -> Result<Vec<PathBuf>> {
+    Ok(crate::mount::mounts()?
+        .into_iter()
+        .filter_map(|(point, fstype)| (fstype == "tracefs").then_some(point))
         .collect())
 }
 

@@ -120,9 +120,8 @@ impl SweepChart {
             x: bands,
             y: nice_ticks(lo, hi, 6),
         };
-        draw_y_only(
+        axes.draw_y_only(
             &mut svg,
-            &axes,
             &label_with_unit(&self.y_label, self.y_unit.as_deref()),
         );
         let bottom = top + plot_height;
@@ -208,31 +207,4 @@ impl SweepChart {
         }
         svg.finish()
     }
-}
-
-/// Grid, frame and labels of the y axis only (the x axis is categorical, drawn by the caller).
-fn draw_y_only(svg: &mut Svg, axes: &Axes, y_label: &str) {
-    let r = axes.rect;
-    for &value in &axes.y.values {
-        let y = axes.py(value);
-        svg.line(r.left, y, r.left + r.width, y, "grid");
-        svg.line(r.left - 4.0, y, r.left, y, "tickmark");
-        svg.text(
-            r.left - 6.0,
-            y + 4.0,
-            &axes.y.label(value),
-            Anchor::End,
-            "tick",
-            None,
-        );
-    }
-    svg.rect(r.left, r.top, r.width, r.height, &[("class", "frame")]);
-    svg.text(
-        r.left - 52.0,
-        r.top + r.height / 2.0,
-        y_label,
-        Anchor::Middle,
-        "axis-label",
-        Some(-90.0),
-    );
 }

@@ -54,19 +54,7 @@ impl Axes {
     pub fn draw(&self, svg: &mut Svg, x_label: Option<&str>, y_label: &str) {
         let r = self.rect;
         let bottom = r.top + r.height;
-        for &value in &self.y.values {
-            let y = self.py(value);
-            svg.line(r.left, y, r.left + r.width, y, "grid");
-            svg.line(r.left - 4.0, y, r.left, y, "tickmark");
-            svg.text(
-                r.left - 6.0,
-                y + 4.0,
-                &self.y.label(value),
-                Anchor::End,
-                "tick",
-                None,
-            );
-        }
+        self.draw_y_ticks(svg);
         for &value in &self.x.values {
             let x = self.px(value);
             svg.line(x, r.top, x, bottom, "grid");
@@ -91,10 +79,40 @@ impl Axes {
                 None,
             );
         }
-        let y_mid = r.top + r.height / 2.0;
+        self.draw_y_label(svg, y_label);
+    }
+
+    /// Like [`Axes::draw`] for a panel whose x axis is categorical and drawn by the caller:
+    /// the y grid, ticks and label, and the frame.
+    pub fn draw_y_only(&self, svg: &mut Svg, y_label: &str) {
+        let r = self.rect;
+        self.draw_y_ticks(svg);
+        svg.rect(r.left, r.top, r.width, r.height, &[("class", "frame")]);
+        self.draw_y_label(svg, y_label);
+    }
+
+    fn draw_y_ticks(&self, svg: &mut Svg) {
+        let r = self.rect;
+        for &value in &self.y.values {
+            let y = self.py(value);
+            svg.line(r.left, y, r.left + r.width, y, "grid");
+            svg.line(r.left - 4.0, y, r.left, y, "tickmark");
+            svg.text(
+                r.left - 6.0,
+                y + 4.0,
+                &self.y.label(value),
+                Anchor::End,
+                "tick",
+                None,
+            );
+        }
+    }
+
+    fn draw_y_label(&self, svg: &mut Svg, y_label: &str) {
+        let r = self.rect;
         svg.text(
             r.left - 52.0,
-            y_mid,
+            r.top + r.height / 2.0,
             y_label,
             Anchor::Middle,
             "axis-label",

@@ -27,25 +27,41 @@ const TIME_LIMITED: u32 = 0x4;
 const SYNCHRONOUS: u32 = 0x80;
 const ASYNCHRONOUS: u32 = 0x100;
 
+/// The data lines of a one-record-a-line text (blank lines and `#` comments skipped) with their
+/// line numbers, split into whitespace fields; a line without exactly `n` fields is an error
+/// naming the expected `layout`.
+fn records<'a>(
+    text: &'a str,
+    file: &'a str,
+    n: usize,
+    layout: &'a str,
+) -> impl Iterator<Item = Result<(usize, Vec<&'a str>), TraceError>> + 'a {
+    text.lines().enumerate().filter_map(move |(i, line)| {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            return None;
+        }
+        let f: Vec<&str> = trimmed.split_whitespace().collect();
+        Some(if f.len() == n {
+            Ok((i + 1, f))
+        } else {
+            Err(TraceError::at_line(
+                file,
+                i + 1,
+                format!("expected {n} fields '{layout}', found {}", f.len()),
+            ))
+        })
+    })
+}
+
 /// Reads a DiskSim ascii trace. `opts.devno` selects one device; without it, a trace with
 /// several devnos is an error.
 pub fn read_ascii(text: &str, file: &str, opts: &ReadOptions) -> Result<Trace, TraceError> {
     let mut trace = Trace::default();
     let mut first_devno: Option<(u32, usize)> = None;
-    for (i, line) in text.lines().enumerate() {
-        let line_no = i + 1;
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
+    for record in records(text, file, 5, "TIME_MS DEVNO BLKNO BCOUNT FLAGS") {
+        let (line_no, f) = record?;
         let err = |r: String| TraceError::at_line(file, line_no, r);
-        let f: Vec<&str> = trimmed.split_whitespace().collect();
-        if f.len() != 5 {
-            return Err(err(format!(
-                "expected 5 fields 'TIME_MS DEVNO BLKNO BCOUNT FLAGS', found {}",
-                f.len()
-            )));
-        }
         let issue_ns = parse_decimal_ns(f[0], 1_000_000).map_err(|r| err(format!("time: {r}")))?;
         let devno = parse_u32(f[1], "devno").map_err(err)?;
         let sector = parse_u64(f[2], "blkno").map_err(err)?;
@@ -178,20 +194,10 @@ impl ValidateRecord {
 /// Reads a DiskSim validate trace into its records.
 pub fn read_validate(text: &str, file: &str) -> Result<Vec<ValidateRecord>, TraceError> {
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line_no = i + 1;
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
+    let layout = "R|W BUFFACTION BLKNO BCOUNT SERVICE_US INTERARRIVAL_US";
+    for record in records(text, file, 6, layout) {
+        let (line_no, f) = record?;
         let err = |r: String| TraceError::at_line(file, line_no, r);
-        let f: Vec<&str> = trimmed.split_whitespace().collect();
-        if f.len() != 6 {
-            return Err(err(format!(
-                "expected 6 fields 'R|W BUFFACTION BLKNO BCOUNT SERVICE_US INTERARRIVAL_US', found {}",
-                f.len()
-            )));
-        }
         let op = match f[0] {
             "R" => Op::Read,
             "W" => Op::Write,

@@ -379,15 +379,7 @@ mod tests {
         }
     }
 
-    struct Inline;
-    impl IndirectPlacer for Inline {
-        fn inline(&self) -> bool {
-            true
-        }
-        fn place(&mut self, _: &mut Ext3Alloc, _: u64, _: usize) -> Option<Vec<u64>> {
-            None
-        }
-    }
+    use crate::policy::ext3_2007::InlineIndirect as Inline;
 
     #[test]
     fn directories_are_planned_and_checked() {

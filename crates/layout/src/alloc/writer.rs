@@ -219,15 +219,7 @@ mod tests {
     use super::*;
     use crate::alloc::FreeMap;
 
-    struct Inline;
-    impl IndirectPlacer for Inline {
-        fn inline(&self) -> bool {
-            true
-        }
-        fn place(&mut self, _: &mut Ext3Alloc, _: u64, _: usize) -> Option<Vec<u64>> {
-            None
-        }
-    }
+    use crate::policy::ext3_2007::InlineIndirect as Inline;
 
     #[test]
     fn events() {

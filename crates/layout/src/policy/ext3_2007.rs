@@ -32,7 +32,9 @@ impl Ext3_2007 {
     }
 }
 
-struct InlineIndirect;
+/// 2.6.23's placement: each IND/DIND/TIND is allocated by the data allocator just before the
+/// data it maps (`inline`), so `place` is never asked.
+pub(crate) struct InlineIndirect;
 
 impl IndirectPlacer for InlineIndirect {
     fn inline(&self) -> bool {

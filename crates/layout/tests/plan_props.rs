@@ -13,6 +13,16 @@ use layoutlab_layout::{
 use layoutlab_workload::{NsOp, Population};
 use proptest::prelude::*;
 
+/// Benchmark 5 at scale 0.003 on the 2007 mkfs profile: a few seconds of planning.
+fn small_bench5() -> (Geometry, Population) {
+    let profile = MkfsProfile::by_name("ext3-2007").unwrap();
+    let pop = layoutlab_workload::profile_by_name("bench5")
+        .unwrap()
+        .scale(0.003)
+        .unwrap();
+    (Geometry::new(&profile, pop.fs_bytes).unwrap(), pop)
+}
+
 fn plan(name: &str, geo: &Geometry, pop: &Population, seed: u64) -> Plan {
     let p = policy::by_name(name, &PolicyParams::new()).unwrap();
     let plan = p.plan(geo, pop, seed).unwrap();
@@ -176,12 +186,7 @@ fn left_free_per_group(plan: &Plan, geo: &Geometry, mc: Option<&Ext3Metacluster>
 
 #[test]
 fn check_catches_broken_plans() {
-    let profile = MkfsProfile::by_name("ext3-2007").unwrap();
-    let pop = layoutlab_workload::profile_by_name("bench5")
-        .unwrap()
-        .scale(0.003)
-        .unwrap();
-    let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
+    let (geo, pop) = small_bench5();
     let good = plan("ext3-2007", &geo, &pop, 5);
     // A block used twice.
     let mut bad = good.clone();
@@ -236,12 +241,7 @@ fn bench5_scaled_both_policies() {
 
 #[test]
 fn plans_are_deterministic_and_seed_matters() {
-    let profile = MkfsProfile::by_name("ext3-2007").unwrap();
-    let pop = layoutlab_workload::profile_by_name("bench5")
-        .unwrap()
-        .scale(0.003)
-        .unwrap();
-    let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
+    let (geo, pop) = small_bench5();
     for name in policy::POLICY_NAMES {
         assert_eq!(plan(name, &geo, &pop, 3), plan(name, &geo, &pop, 3));
         assert_ne!(
@@ -254,12 +254,7 @@ fn plans_are_deterministic_and_seed_matters() {
 
 #[test]
 fn wrap_overflow_plans_check() {
-    let profile = MkfsProfile::by_name("ext3-2007").unwrap();
-    let pop = layoutlab_workload::profile_by_name("bench5")
-        .unwrap()
-        .scale(0.003)
-        .unwrap();
-    let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
+    let (geo, pop) = small_bench5();
     let mut params = PolicyParams::new();
     params.insert("overflow".into(), "wrap".into());
     params.insert("size".into(), "1/1024".into());

@@ -81,6 +81,7 @@ pub fn synthetic_trace(n_requests: usize, seed: u64, capacity_sectors: u64) -> T
             sectors,
             flags: Flags::SYNC,
             tag: 0,
+            cpu: None,
         });
         sector += sectors as u64;
         run_left -= 1;

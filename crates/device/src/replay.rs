@@ -14,7 +14,7 @@
 //! let pass = t.tag("pass1");
 //! for (issue, complete, sector) in [(0, 100_000, 0), (2_100_000, 2_200_000, 4096)] {
 //!     t.requests.push(Request { issue_ns: issue, complete_ns: Some(complete), op: Op::Read,
-//!         sector, sectors: 8, flags: Flags::SYNC, tag: pass });
+//!         sector, sectors: 8, flags: Flags::SYNC, tag: pass, cpu: None });
 //! }
 //! let mut ssd = load_preset("ssd-sata-2010").unwrap();
 //! let r = replay(ssd.as_mut(), &t, &ReplayOptions::default());
@@ -611,6 +611,7 @@ mod tests {
             sectors: 8,
             flags: Flags::SYNC,
             tag: 0,
+            cpu: None,
         }
     }
 

@@ -282,6 +282,7 @@ fn synthetic_trace(seed: u64, requests: usize, span_bytes: u64) -> Trace {
                 sectors: 0,
                 flags: Flags::NONE,
                 tag: 0,
+                cpu: None,
             });
             continue;
         }
@@ -316,6 +317,7 @@ fn synthetic_trace(seed: u64, requests: usize, span_bytes: u64) -> Trace {
             sectors: sectors as u32,
             flags: Flags::NONE,
             tag: 0,
+            cpu: None,
         });
     }
     trace
@@ -665,6 +667,7 @@ fn log_timestamps_are_microseconds_to_the_real_fio() {
                 sectors: 8,
                 flags: Flags::NONE,
                 tag: 0,
+                cpu: None,
             });
             // The first gap is long (20 ms) so that skipping it cannot be mistaken for noise.
             issue_ns += if i == 0 {

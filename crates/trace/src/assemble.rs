@@ -139,6 +139,7 @@ pub(crate) fn assemble(
                         sectors,
                         flags,
                         tag,
+                        cpu: None,
                     });
                     if request_stage == Stage::Issue {
                         if op == Op::Flush {

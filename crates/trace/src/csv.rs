@@ -6,17 +6,26 @@
 //! 9000000,,flush,0,0,,
 //! ```
 //!
+//! A trace captured with CPU accounting (see [`crate::cpu`]) has two more columns,
+//! `cpu_issue_ns,cpu_complete_ns`: the issuing program's CPU time used at the request's issue
+//! and completion. They are written only when every request carries them, so a trace without
+//! them is written exactly as before; both headers are read.
+//!
 //! `complete_ns` is empty when unknown; `op` is read, write, flush or discard; `flags` joins
 //! sync, meta, readahead, fua, preflush (and `bitN` for other bits) with `|`; `tag` is the tag
 //! name, quoted as RFC 4180 says when it holds a comma or a quote. Tag names may not hold
 //! control characters (line breaks included).
 
+use crate::cpu::CpuStamps;
 use crate::error::{Location, TraceError};
 use crate::text::{parse_u32, parse_u64};
 use crate::{Flags, Op, Request, Trace};
 
 /// The header line.
 pub const HEADER: &str = "issue_ns,complete_ns,op,sector,sectors,flags,tag";
+/// The header of a trace with CPU stamps.
+pub const HEADER_CPU: &str =
+    "issue_ns,complete_ns,op,sector,sectors,flags,tag,cpu_issue_ns,cpu_complete_ns";
 /// How the header starts (for detection).
 pub(crate) const HEADER_START: &str = "issue_ns,";
 
@@ -125,6 +134,7 @@ fn split_fields(line: &str) -> Result<Vec<String>, String> {
 pub fn read(text: &str, file: &str) -> Result<Trace, TraceError> {
     let mut trace = Trace::default();
     let mut seen_header = false;
+    let mut with_cpu = false;
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
         if line.trim().is_empty() {
@@ -132,16 +142,38 @@ pub fn read(text: &str, file: &str) -> Result<Trace, TraceError> {
         }
         let err = |r: String| TraceError::at_line(file, line_no, r);
         if !seen_header {
-            if line.trim() != HEADER {
-                return Err(err(format!("expected the header '{HEADER}'")));
-            }
+            with_cpu = match line.trim() {
+                HEADER => false,
+                HEADER_CPU => true,
+                _ => {
+                    return Err(err(format!(
+                        "expected the header '{HEADER}' (or, with CPU stamps, '{HEADER_CPU}')"
+                    )))
+                }
+            };
             seen_header = true;
             continue;
         }
         let f = split_fields(line).map_err(err)?;
-        if f.len() != 7 {
-            return Err(err(format!("expected 7 fields, found {}", f.len())));
+        let columns = if with_cpu { 9 } else { 7 };
+        if f.len() != columns {
+            return Err(err(format!("expected {columns} fields, found {}", f.len())));
         }
+        let cpu = if with_cpu {
+            let at_issue_ns = parse_u64(f[7].trim(), "cpu_issue_ns").map_err(err)?;
+            let at_complete_ns = parse_u64(f[8].trim(), "cpu_complete_ns").map_err(err)?;
+            if at_complete_ns < at_issue_ns {
+                return Err(err(format!(
+                    "cpu_complete_ns {at_complete_ns} is before cpu_issue_ns {at_issue_ns}"
+                )));
+            }
+            Some(CpuStamps {
+                at_issue_ns,
+                at_complete_ns,
+            })
+        } else {
+            None
+        };
         let issue_ns = parse_u64(f[0].trim(), "issue_ns").map_err(err)?;
         let complete_ns = match f[1].trim() {
             "" => None,
@@ -173,6 +205,7 @@ pub fn read(text: &str, file: &str) -> Result<Trace, TraceError> {
             sectors,
             flags,
             tag,
+            cpu,
         });
     }
     if !seen_header {
@@ -188,7 +221,8 @@ pub fn read(text: &str, file: &str) -> Result<Trace, TraceError> {
 /// Writes `trace` as CSV (header and one row per request).
 pub fn write(trace: &Trace) -> Result<String, TraceError> {
     let mut out = String::with_capacity(trace.requests.len() * 48 + HEADER.len() + 1);
-    out.push_str(HEADER);
+    let with_cpu = trace.has_cpu();
+    out.push_str(if with_cpu { HEADER_CPU } else { HEADER });
     out.push('\n');
     for (i, r) in trace.requests.iter().enumerate() {
         let tag = trace.tag_name(r.tag);
@@ -196,7 +230,7 @@ pub fn write(trace: &Trace) -> Result<String, TraceError> {
             .map_err(|r| TraceError::malformed("<csv writer>", Location::Request(i), r))?;
         let complete = r.complete_ns.map(|c| c.to_string()).unwrap_or_default();
         out.push_str(&format!(
-            "{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{}",
             r.issue_ns,
             complete,
             op_name(r.op),
@@ -205,6 +239,10 @@ pub fn write(trace: &Trace) -> Result<String, TraceError> {
             flags_text(r.flags),
             quote(tag)
         ));
+        if let (true, Some(c)) = (with_cpu, r.cpu) {
+            out.push_str(&format!(",{},{}", c.at_issue_ns, c.at_complete_ns));
+        }
+        out.push('\n');
     }
     Ok(out)
 }

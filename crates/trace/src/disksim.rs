@@ -104,6 +104,7 @@ pub fn read_ascii(text: &str, file: &str, opts: &ReadOptions) -> Result<Trace, T
             sectors,
             flags,
             tag: 0,
+            cpu: None,
         });
     }
     Ok(trace)
@@ -243,6 +244,7 @@ pub fn validate_to_trace(records: &[ValidateRecord]) -> Trace {
             sectors: rec.sectors,
             flags: Flags::NONE,
             tag,
+            cpu: None,
         });
         arrival_ns = complete_ns.saturating_add(rec.interarrival_ns());
     }

@@ -132,6 +132,7 @@ pub fn read(text: &str, file: &str) -> Result<Trace, TraceError> {
             sectors,
             flags: Flags::NONE,
             tag: 0,
+            cpu: None,
         });
     }
     if version == 0 {

@@ -17,7 +17,7 @@
 //! let mut t = Trace::default();
 //! let tag = t.tag("pass1");
 //! t.requests.push(Request { issue_ns: 0, complete_ns: Some(8_000_000), op: Op::Read,
-//!     sector: 2048, sectors: 8, flags: Flags::SYNC, tag });
+//!     sector: 2048, sectors: 8, flags: Flags::SYNC, tag, cpu: None });
 //! assert_eq!(t.tag_name(tag), "pass1");
 //!
 //! // Write as CSV and read it back.
@@ -33,6 +33,7 @@
 mod assemble;
 pub mod blkparse;
 pub mod blktrace;
+pub mod cpu;
 pub mod csv;
 pub mod disksim;
 pub mod error;
@@ -112,6 +113,10 @@ pub struct Request {
     pub flags: Flags,
     /// Index into [`Trace::tags`]; 0 is the empty tag.
     pub tag: u16,
+    /// The issuing program's CPU time used at issue and completion, when the capture recorded
+    /// the scheduler's accounting (see [`cpu`]); the replay then takes think times from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<cpu::CpuStamps>,
 }
 
 impl Request {
@@ -162,6 +167,12 @@ impl Trace {
         Some((self.tags.len() - 1) as u16)
     }
 
+    /// Whether every request carries [`Request::cpu`] stamps (a capture with CPU accounting);
+    /// an empty trace has none.
+    pub fn has_cpu(&self) -> bool {
+        !self.requests.is_empty() && self.requests.iter().all(|r| r.cpu.is_some())
+    }
+
     /// Sorts the requests by issue time, keeping the order of requests issued at the same ns.
     pub fn sort_by_issue(&mut self) {
         self.requests.sort_by_key(|r| r.issue_ns);
@@ -203,6 +214,7 @@ mod tests {
             sectors: 8,
             flags: Flags::NONE,
             tag: 0,
+            cpu: None,
         }
     }
 

@@ -46,6 +46,113 @@ pub fn read(text: &str, file: &str, opts: &ReadOptions) -> Result<Trace, TraceEr
     assemble::assemble(file, &events, opts, Origin::FirstRequest)
 }
 
+/// Reads the scheduler events of tracefs text — `sched_switch` and `sched_process_fork`, as
+/// kernel 6.18 prints them — into the on-CPU time of the program whose first task is one of
+/// `roots` and of every task it (or its children) forked:
+///
+/// ```text
+///  e2fsck-7 [001] d..2.  5.000100: sched_switch: prev_comm=e2fsck prev_pid=7 prev_prio=120 prev_state=D ==> next_comm=swapper/1 next_pid=0 next_prio=120
+///  e2fsck-7 [000] .....  5.000300: sched_process_fork: comm=e2fsck pid=7 child_comm=e2fsck child_pid=9
+/// ```
+///
+/// A task is on a CPU from a switch to it (`next_pid`) to the next switch away from it
+/// (`prev_pid`). A root whose first event is a switch away was running since the first event
+/// of the text (it was running when it started being followed); a task still running at the
+/// end runs to the last event. Other events are ignored; a lost-events notice is an error.
+pub fn read_cpu(
+    text: &str,
+    file: &str,
+    roots: &[u32],
+) -> Result<crate::cpu::CpuTimeline, TraceError> {
+    use std::collections::HashMap;
+    #[derive(Clone, Copy)]
+    enum State {
+        /// Followed, not seen on a CPU yet: `since` is when it started being followed.
+        Unseen {
+            since: u64,
+        },
+        Running {
+            since: u64,
+        },
+        Off,
+    }
+    let mut tasks: HashMap<u32, State> = HashMap::new();
+    let mut intervals = Vec::new();
+    let (mut first, mut last) = (None::<u64>, 0u64);
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let err = |r: String| TraceError::at_line(file, i + 1, r);
+        if trimmed.contains("[LOST") && trimmed.contains("EVENTS]") {
+            return Err(err(
+                "the kernel dropped scheduler events (ring buffer overrun): \
+                            capture again with a larger buffer_size_kb"
+                    .into(),
+            ));
+        }
+        let Some((time_ns, name, payload)) = split_event(trimmed) else {
+            return Err(err(
+                "not a tracefs event line (expected 'TASK-PID [CPU] FLAGS SECONDS: EVENT: ...')"
+                    .into(),
+            ));
+        };
+        if first.is_none() {
+            first = Some(time_ns);
+            for &root in roots {
+                tasks.insert(root, State::Unseen { since: time_ns });
+            }
+        }
+        last = last.max(time_ns);
+        match name {
+            "sched_switch" => {
+                let prev = pid_field(payload, " prev_pid=")
+                    .ok_or_else(|| err(format!("sched_switch without prev_pid: '{payload}'")))?;
+                let next = pid_field(payload, " next_pid=")
+                    .ok_or_else(|| err(format!("sched_switch without next_pid: '{payload}'")))?;
+                if let Some(state) = tasks.get_mut(&prev) {
+                    match *state {
+                        State::Running { since } | State::Unseen { since } => {
+                            intervals.push((since, time_ns))
+                        }
+                        State::Off => {}
+                    }
+                    *state = State::Off;
+                }
+                if let Some(state) = tasks.get_mut(&next) {
+                    *state = State::Running { since: time_ns };
+                }
+            }
+            "sched_process_fork" => {
+                let parent = pid_field(payload, " pid=")
+                    .ok_or_else(|| err(format!("sched_process_fork without pid: '{payload}'")))?;
+                let child = pid_field(payload, " child_pid=").ok_or_else(|| {
+                    err(format!("sched_process_fork without child_pid: '{payload}'"))
+                })?;
+                if tasks.contains_key(&parent) {
+                    tasks.insert(child, State::Off);
+                }
+            }
+            _ => {}
+        }
+    }
+    for state in tasks.values() {
+        if let State::Running { since } = *state {
+            intervals.push((since, last));
+        }
+    }
+    Ok(crate::cpu::CpuTimeline::from_intervals(intervals))
+}
+
+/// The number after the last `key` in `payload` (task names may hold anything, so the last
+/// occurrence is the field; `key` should start with a space to skip `child_pid=` for `pid=`).
+fn pid_field(payload: &str, key: &str) -> Option<u32> {
+    let at = payload.rfind(key)? + key.len();
+    let digits: &str = payload[at..].split(|c: char| !c.is_ascii_digit()).next()?;
+    digits.parse().ok()
+}
+
 /// Whether `line` has the shape of a tracefs event line (for format detection).
 pub(crate) fn looks_like(line: &str) -> bool {
     split_event(line).is_some_and(|(_, name, _)| !name.is_empty() && !name.contains(' '))
@@ -147,6 +254,58 @@ fn sector_and_count(s: &str) -> Result<(u64, u32), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // As kernel 6.18 printed them for `bash -c 'sleep; dd'` followed through set_event_pid
+    // with event-fork (times shifted): the root 70 is running when followed, forks 71 (sleep),
+    // then 72; 99 is never followed.
+    const SCHED: &str = "\
+            bash-70   [000] d..2.   629.800000: sched_switch: prev_comm=bash prev_pid=70 prev_prio=120 prev_state=R+ ==> next_comm=migration/0 next_pid=18 next_prio=0
+          <idle>-0    [001] d..2.   629.800100: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=bash next_pid=70 next_prio=120
+            bash-70   [001] .....   629.800200: sched_process_fork: comm=bash pid=70 child_comm=bash child_pid=71
+            bash-70   [001] d..2.   629.800300: sched_switch: prev_comm=bash prev_pid=70 prev_prio=120 prev_state=S ==> next_comm=bash next_pid=71 next_prio=120
+           sleep-71   [001] d..2.   629.800700: sched_switch: prev_comm=sleep prev_pid=71 prev_prio=120 prev_state=S ==> next_comm=other next_pid=99 next_prio=120
+           other-99   [001] d..2.   629.801000: sched_switch: prev_comm=other prev_pid=99 prev_prio=120 prev_state=S ==> next_comm=bash next_pid=70 next_prio=120
+            bash-70   [001] .....   629.801100: sched_process_fork: comm=bash pid=70 child_comm=bash child_pid=72
+          <idle>-0    [000] d..2.   629.801200: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=bash next_pid=72 next_prio=120
+            bash-70   [001] d..2.   629.801300: sched_switch: prev_comm=bash prev_pid=70 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+";
+
+    #[test]
+    fn sched_events_give_the_followed_tasks_cpu_time() {
+        let t = read_cpu(SCHED, "sched.txt", &[70]).unwrap();
+        // 70: [first event, 629.800000) = 0 µs, [.800100, .800300) = 200, [.801000, .801300) = 300;
+        // 71: [.800300, .800700) = 400; 72 from .801200 to the last event .801300 = 100.
+        // 99 never counts though it shares switches with followed tasks.
+        assert_eq!(t.total_ns(), 1_000_000);
+        assert_eq!(t.used_ns(629_800_300_000), 200_000);
+        // Two tasks (70 and 72) on two CPUs at once count twice.
+        assert_eq!(
+            t.used_ns(629_801_300_000) - t.used_ns(629_801_200_000),
+            200_000
+        );
+    }
+
+    #[test]
+    fn sched_events_of_unfollowed_roots_count_nothing() {
+        let t = read_cpu(SCHED, "sched.txt", &[12345]).unwrap();
+        assert_eq!(t.total_ns(), 0);
+    }
+
+    #[test]
+    fn sched_bad_lines_are_errors_naming_the_line() {
+        let e = read_cpu("garbage\n", "s.txt", &[1])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("s.txt") && e.contains('1'), "{e}");
+        let text = "  a-1 [000] d..2.  1.000000: sched_switch: prev_comm=a ==> next_comm=b\n";
+        let e = read_cpu(text, "s.txt", &[1]).unwrap_err().to_string();
+        assert!(e.contains("prev_pid"), "{e}");
+        let lost = "CPU:0 [LOST 12 EVENTS]\n";
+        assert!(read_cpu(lost, "s.txt", &[1])
+            .unwrap_err()
+            .to_string()
+            .contains("dropped"));
+    }
     use crate::{Flags, Op};
 
     const SAMPLE: &str = "\

@@ -48,6 +48,7 @@ fn real_fio_replays_our_v3_log_request_for_request() {
             sectors,
             flags: Flags::NONE,
             tag: 0,
+            cpu: None,
         });
     }
     let name = target.to_str().unwrap();

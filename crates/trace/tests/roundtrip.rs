@@ -27,6 +27,23 @@ proptest! {
     }
 
     #[test]
+    fn csv_keeps_cpu_stamps(t in trace_strategy(ALL_OPS.to_vec(), 64), steps in prop::collection::vec((0u64..5_000, 0u64..5_000), 60)) {
+        // Stamps as a capture makes them: cumulative, never decreasing within a request.
+        let mut t = t;
+        let mut used = 0;
+        for (r, (a, b)) in t.requests.iter_mut().zip(steps) {
+            used += a;
+            r.cpu = Some(layoutlab_trace::cpu::CpuStamps { at_issue_ns: used, at_complete_ns: used + b });
+        }
+        let text = write_string(&t, Format::Csv).unwrap();
+        prop_assert!(t.requests.is_empty() || text.starts_with(layoutlab_trace::csv::HEADER_CPU));
+        let back = read(&text, "rt.csv", Format::Csv);
+        prop_assert_eq!(seen(&back), seen(&t));
+        let stamps = |t: &Trace| t.requests.iter().map(|r| r.cpu).collect::<Vec<_>>();
+        prop_assert_eq!(stamps(&back), stamps(&t));
+    }
+
+    #[test]
     fn blkparse_keeps_requests_completions_and_tags(t in trace_strategy(ALL_OPS.to_vec(), 64)) {
         let text = write_string(&t, Format::Blkparse).unwrap();
         let back = read(&text, "rt.blkparse", Format::Blkparse);
@@ -140,6 +157,7 @@ fn disksim_writer_refuses_flush_and_discard() {
         sectors: 8,
         flags: Flags::NONE,
         tag: 0,
+        cpu: None,
     });
     t.requests.push(layoutlab_trace::Request {
         op: Op::Discard,
@@ -161,6 +179,7 @@ fn fio_writer_refuses_offsets_past_u64_bytes() {
         sectors: 8,
         flags: Flags::NONE,
         tag: 0,
+        cpu: None,
     });
     let e = write_string(&t, Format::FioV3).unwrap_err();
     assert!(e.reason().contains("byte offset"), "{e}");
@@ -179,6 +198,7 @@ fn write_path_and_read_path_agree() {
         sectors: 16,
         flags: Flags::SYNC | Flags::META,
         tag,
+        cpu: None,
     });
     for f in [
         Format::Csv,

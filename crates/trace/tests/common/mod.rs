@@ -94,6 +94,7 @@ pub fn trace_strategy(ops: Vec<Op>, max_sector_bits: u32) -> impl Strategy<Value
                 sectors: n,
                 flags: Flags(flags),
                 tag: tag as u16,
+                cpu: None,
             });
             sector += u64::from(sectors);
         }

@@ -3,7 +3,11 @@
 //! The rules (see docs/replay.md): a request issued after earlier requests completed waits for
 //! the *modelled* completion of the latest of those, plus the original think time scaled by
 //! `cpu_scale`; a request issued while others were outstanding keeps its original offset from
-//! the previous issue; requests are never issued out of trace order. The host queue in front of
+//! the previous issue; requests are never issued out of trace order. When every
+//! request carries CPU stamps (a capture with the scheduler's accounting), think times and
+//! offsets are the CPU time the program ran between the two instants, so the prediction does
+//! not depend on how busy the capturing machine was; otherwise they are the wall-clock gaps
+//! ([`ThinkSource`]). The host queue in front of
 //! the device is FCFS or SPTF at a configurable depth ([`Scheduler`]).
 //!
 //! ```
@@ -125,61 +129,147 @@ enum Anchor {
     AfterIssue { gap_ns: u64 },
 }
 
+/// Where a replay takes the time a program spent between its requests from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThinkSource {
+    /// The CPU time the traced program ran between the two instants (the trace carries the
+    /// scheduler's accounting, [`layoutlab_trace::Request::cpu`], on every request): does not
+    /// depend on how busy the capturing machine was.
+    Cpu,
+    /// The wall-clock gap in the trace: holds the time the program waited for a CPU too.
+    Wall,
+}
+
+impl ThinkSource {
+    /// What a replay of `trace` uses: CPU time when every request carries CPU stamps.
+    pub fn of(trace: &Trace) -> ThinkSource {
+        if trace.has_cpu() {
+            ThinkSource::Cpu
+        } else {
+            ThinkSource::Wall
+        }
+    }
+}
+
+/// The program's time between requests, summed over a trace, as each source measures it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThinkTotals {
+    /// Between a completion and the next issue (the program waited, then computed), ns.
+    pub after_completion_ns: u64,
+    /// Between two issues while requests were outstanding (read-ahead, queued writes), ns.
+    pub between_issues_ns: u64,
+}
+
+impl ThinkTotals {
+    /// Both kinds together, ns.
+    pub fn total_ns(&self) -> u64 {
+        self.after_completion_ns + self.between_issues_ns
+    }
+}
+
+/// The think times a replay of `trace` uses, and (as a diagnostic) the wall-clock gaps they
+/// replace. `cpu` is `None` for a trace without CPU stamps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThinkSummary {
+    /// From the wall-clock gaps.
+    pub wall: ThinkTotals,
+    /// From the CPU stamps, when every request has them.
+    pub cpu: Option<ThinkTotals>,
+}
+
+/// Sums the think times of `trace` from both sources (see [`ThinkSummary`]).
+pub fn think_summary(trace: &Trace) -> ThinkSummary {
+    let sum = |source| {
+        let mut f = AnchorFinder::new(source);
+        let mut t = ThinkTotals::default();
+        for (i, r) in trace.requests.iter().enumerate() {
+            match f.next(i, r) {
+                Anchor::AfterCompletion { think_ns, .. } => t.after_completion_ns += think_ns,
+                Anchor::AfterIssue { gap_ns } => t.between_issues_ns += gap_ns,
+                Anchor::Start => {}
+            }
+        }
+        t
+    };
+    ThinkSummary {
+        wall: sum(ThinkSource::Wall),
+        cpu: trace.has_cpu().then(|| sum(ThinkSource::Cpu)),
+    }
+}
+
 /// Finds each request's [`Anchor`] while walking the trace in issue order (trace-only; the
-/// device plays no part).
+/// device plays no part). The anchors' times come from `source`: with CPU stamps, the CPU time
+/// used between the two instants replaces the wall-clock gap.
 struct AnchorFinder {
+    source: ThinkSource,
     /// Original completions not yet passed by an issue, sorted by time (completions arrive
-    /// nearly in order, so inserting from the back is cheap).
-    open: VecDeque<(u64, usize)>,
-    latest: Option<(u64, usize)>,
+    /// nearly in order, so inserting from the back is cheap): (time, request, CPU used then).
+    open: VecDeque<(u64, usize, u64)>,
+    latest: Option<(u64, usize, u64)>,
     prev_issue: u64,
+    prev_issue_cpu: u64,
 }
 
 impl AnchorFinder {
-    fn new() -> AnchorFinder {
+    fn new(source: ThinkSource) -> AnchorFinder {
         AnchorFinder {
+            source,
             open: VecDeque::new(),
             latest: None,
             prev_issue: 0,
+            prev_issue_cpu: 0,
         }
     }
 
     /// The anchor of request `i` (requests must come in order).
     fn next(&mut self, i: usize, r: &layoutlab_trace::Request) -> Anchor {
-        while let Some(&(c, j)) = self.open.front() {
+        while let Some(&(c, j, cpu)) = self.open.front() {
             if c > r.issue_ns {
                 break;
             }
             self.open.pop_front();
             // Popped in completion order, so the last popped is the latest so far.
-            self.latest = Some((c, j));
+            self.latest = Some((c, j, cpu));
         }
+        let cpu = r.cpu.unwrap_or_default();
+        let by_cpu = self.source == ThinkSource::Cpu;
         let anchor = if i == 0 {
             Anchor::Start
         } else {
             match self.latest {
-                Some((c, j)) if c >= self.prev_issue => Anchor::AfterCompletion {
+                Some((c, j, c_cpu)) if c >= self.prev_issue => Anchor::AfterCompletion {
                     j,
-                    think_ns: r.issue_ns.saturating_sub(c),
+                    think_ns: if by_cpu {
+                        cpu.at_issue_ns.saturating_sub(c_cpu)
+                    } else {
+                        r.issue_ns.saturating_sub(c)
+                    },
                 },
                 _ => Anchor::AfterIssue {
-                    gap_ns: r.issue_ns.saturating_sub(self.prev_issue),
+                    gap_ns: if by_cpu {
+                        cpu.at_issue_ns.saturating_sub(self.prev_issue_cpu)
+                    } else {
+                        r.issue_ns.saturating_sub(self.prev_issue)
+                    },
                 },
             }
         };
         if let Some(c) = r.complete_ns {
+            let entry = (c, i, cpu.at_complete_ns);
             match self.open.back() {
-                Some(&(last, _)) if last > c => {
+                Some(&(last, _, _)) if last > c => {
                     let mut k = self.open.len() - 1;
                     while k > 0 && self.open[k - 1].0 > c {
                         k -= 1;
                     }
-                    self.open.insert(k, (c, i));
+                    self.open.insert(k, entry);
                 }
-                _ => self.open.push_back((c, i)),
+                _ => self.open.push_back(entry),
             }
         }
         self.prev_issue = r.issue_ns;
+        self.prev_issue_cpu = cpu.at_issue_ns;
         anchor
     }
 }
@@ -187,7 +277,7 @@ impl AnchorFinder {
 /// Every request's anchor.
 #[cfg(test)]
 fn anchors(trace: &Trace) -> Vec<Anchor> {
-    let mut f = AnchorFinder::new();
+    let mut f = AnchorFinder::new(ThinkSource::of(trace));
     trace
         .requests
         .iter()
@@ -391,7 +481,7 @@ fn replay_fcfs(
     let n = trace.requests.len();
     // Filled in order, so each entry is written once.
     let mut out: Vec<ReplayedRequest> = Vec::with_capacity(n);
-    let mut finder = AnchorFinder::new();
+    let mut finder = AnchorFinder::new(ThinkSource::of(trace));
     // Completion times (f64 bits) of requests at the device, earliest first.
     let mut outstanding: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(depth + 1);
     let mut last_dispatch = f64::NEG_INFINITY;
@@ -437,7 +527,7 @@ fn replay_events(
     let n = trace.requests.len();
     let mut sched = Scheduler::new(discipline, depth);
     let mut out = unreplayed(n);
-    let mut finder = AnchorFinder::new();
+    let mut finder = AnchorFinder::new(ThinkSource::of(trace));
     let mut anchor = None;
     let mut next = 0usize;
     let mut now = f64::NEG_INFINITY;
@@ -673,6 +763,78 @@ mod tests {
         assert_eq!(r.requests[1].issue_ns, 500_000.0 + 4_000_000.0);
         assert_eq!(r.wall_ns, 5_000_000.0);
         assert_eq!(r.io_busy_ns, 1_000_000.0);
+    }
+
+    fn stamped(
+        mut r: layoutlab_trace::Request,
+        at_issue_ns: u64,
+        at_complete_ns: u64,
+    ) -> layoutlab_trace::Request {
+        r.cpu = Some(layoutlab_trace::cpu::CpuStamps {
+            at_issue_ns,
+            at_complete_ns,
+        });
+        r
+    }
+
+    #[test]
+    fn cpu_stamps_replace_wall_gaps() {
+        // Captured on a busy machine: 2 ms between completion and issue, of which the program
+        // ran 0.5 ms (it waited 1.5 ms for a CPU).
+        let mut t = Trace::default();
+        t.requests.push(stamped(req(0, Some(1_000_000), 0), 0, 0));
+        t.requests.push(stamped(
+            req(3_000_000, Some(4_000_000), 8),
+            500_000,
+            500_000,
+        ));
+        assert_eq!(ThinkSource::of(&t), ThinkSource::Cpu);
+        let r = replay(&mut linear(500_000.0, 0.0), &t, &ReplayOptions::default());
+        assert_eq!(r.requests[1].issue_ns, 500_000.0 + 500_000.0);
+        assert_eq!(r.cpu_not_overlapped_ns, 500_000.0);
+        // cpu_scale still multiplies the CPU time.
+        let slow = ReplayOptions {
+            cpu_scale: 3.0,
+            ..ReplayOptions::default()
+        };
+        let r = replay(&mut linear(500_000.0, 0.0), &t, &slow);
+        assert_eq!(r.requests[1].issue_ns, 500_000.0 + 1_500_000.0);
+        let s = think_summary(&t);
+        assert_eq!(s.wall.after_completion_ns, 2_000_000);
+        assert_eq!(s.cpu.unwrap().after_completion_ns, 500_000);
+    }
+
+    #[test]
+    fn cpu_stamps_replace_issue_offsets_too() {
+        // Read-ahead: the second request issued 100 µs of wall time after the first, with
+        // 10 µs of the program's CPU in between, while the first is outstanding.
+        let mut t = Trace::default();
+        t.requests
+            .push(stamped(req(0, Some(900_000), 0), 0, 50_000));
+        t.requests
+            .push(stamped(req(100_000, Some(950_000), 8), 10_000, 60_000));
+        let r = replay(&mut linear(2_000_000.0, 0.0), &t, &ReplayOptions::default());
+        assert_eq!(r.requests[1].issue_ns, 10_000.0);
+        assert_eq!(think_summary(&t).cpu.unwrap().between_issues_ns, 10_000);
+    }
+
+    #[test]
+    fn a_trace_with_some_requests_unstamped_replays_on_wall_gaps() {
+        let mut t = Trace::default();
+        t.requests.push(stamped(req(0, Some(1_000_000), 0), 0, 0));
+        t.requests.push(req(3_000_000, Some(4_000_000), 8));
+        assert_eq!(ThinkSource::of(&t), ThinkSource::Wall);
+        let mut plain = t.clone();
+        plain.requests[0].cpu = None;
+        let a = replay(&mut linear(500_000.0, 0.0), &t, &ReplayOptions::default());
+        let b = replay(
+            &mut linear(500_000.0, 0.0),
+            &plain,
+            &ReplayOptions::default(),
+        );
+        assert_eq!(a, b);
+        assert_eq!(a.requests[1].issue_ns, 500_000.0 + 2_000_000.0);
+        assert!(think_summary(&t).cpu.is_none());
     }
 
     #[test]

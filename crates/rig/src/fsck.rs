@@ -161,6 +161,7 @@ pub fn run_e2fsck_traced(
     let marker_fd = session.marker_fd()?;
     let child_fd = marker_fd.as_raw_fd();
     let single_cpu = opts.single_cpu;
+    let follower = session.cpu_follower();
     let parent_pid = std::process::id() as libc::pid_t;
     let mut command = Command::new(&opts.e2fsck);
     command
@@ -193,6 +194,10 @@ pub fn run_e2fsck_traced(
             if single_cpu {
                 one_cpu_view()?;
             }
+            // Last, so the accounting starts as close to exec as it can.
+            if let Some(follower) = &follower {
+                follower.follow_self()?;
+            }
             Ok(())
         });
     }
@@ -207,6 +212,7 @@ pub fn run_e2fsck_traced(
         stderr: format!("{e} (e2fsck comes with the Debian package e2fsprogs)"),
     })?;
     drop(marker_fd);
+    session.followed(child.id());
     // Registered after the session, so on a signal it runs first: a SIGTERM sent to us alone
     // must not leave e2fsck holding the loop device and the tracing instance.
     let pid = child.id() as libc::pid_t;

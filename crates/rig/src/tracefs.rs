@@ -40,6 +40,10 @@ pub struct TraceOptions {
     pub bio_queue: bool,
     /// Where the captured text goes; `None` = a temp file removed after parsing.
     pub text_path: Option<PathBuf>,
+    /// Record the scheduler's accounting of the processes the session is told to follow
+    /// ([`TracefsSession::follow`], [`CpuFollower`]) and stamp every request with their CPU
+    /// time used (see `layoutlab_trace::cpu`). Costs nothing until a process is followed.
+    pub cpu_accounting: bool,
 }
 
 impl Default for TraceOptions {
@@ -48,8 +52,22 @@ impl Default for TraceOptions {
             buffer_size_kb: 16 * 1024,
             bio_queue: false,
             text_path: None,
+            cpu_accounting: true,
         }
     }
+}
+
+/// The followed processes' CPU time over a capture (see [`TraceOptions::cpu_accounting`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuAccounting {
+    /// The processes followed (their children and threads were followed too).
+    pub roots: Vec<u32>,
+    /// Their on-CPU time over the whole capture, ns (from the moment each was followed).
+    pub total_ns: u64,
+    /// Of that, between the trace's first request and its last issue or completion, ns.
+    pub during_trace_ns: u64,
+    /// Scheduler events the kernel lost (non-zero: the stamps are wrong; the capture fails).
+    pub lost_events: u64,
 }
 
 /// What a capture produced.
@@ -57,7 +75,8 @@ impl Default for TraceOptions {
 pub struct Capture {
     /// The requests of the device, tagged by the markers written during the capture, as the
     /// trace crate's tracefs reader reads them; times are ns since
-    /// [`Capture::origin_mono_ns`] (the first request's issue, the reader's origin).
+    /// [`Capture::origin_mono_ns`] (the first request's issue, the reader's origin). With CPU
+    /// accounting of a followed process, every request carries CPU stamps.
     pub trace: Trace,
     /// `CLOCK_MONOTONIC` (ns) of time 0 of the trace: the first request's issue (tracefs
     /// prints µs, so this is a whole number of µs), or the start of tracing without requests.
@@ -72,6 +91,8 @@ pub struct Capture {
     pub incomplete_requests: usize,
     /// The captured text, if [`TraceOptions::text_path`] asked to keep it.
     pub text_path: Option<PathBuf>,
+    /// The followed processes' CPU time, when a process was followed.
+    pub cpu: Option<CpuAccounting>,
 }
 
 /// Writes tag markers into a session's trace; cheap to clone and usable from any thread.
@@ -99,21 +120,216 @@ impl Marker {
     }
 }
 
-/// A running capture of one device's block requests. [`TracefsSession::stop`] returns the
-/// trace; dropping the session without stopping removes everything it set up.
+/// Makes a child process follow itself in a session's scheduler accounting, from between fork
+/// and exec ([`CpuFollower::follow_self`] in `CommandExt::pre_exec`), so that not one
+/// instruction of the program (nor a child it forks at once) escapes the accounting.
+#[derive(Clone, Debug)]
+pub struct CpuFollower {
+    pid_file: std::ffi::CString,
+    tracing_on: std::ffi::CString,
+}
+
+impl CpuFollower {
+    /// Adds the calling process to the followed set and starts the scheduler instance. Only
+    /// raw system calls on memory prepared before the fork (no allocation), so it is safe
+    /// between fork and exec.
+    ///
+    /// # Safety
+    /// Call it only in a freshly forked child (e.g. inside `pre_exec`).
+    pub unsafe fn follow_self(&self) -> std::io::Result<()> {
+        let mut digits = [0u8; 12];
+        let mut n = libc::getpid() as u32;
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        write_raw(&self.pid_file, &digits[at..])?;
+        write_raw(&self.tracing_on, b"1")
+    }
+}
+
+/// open(O_WRONLY) + one write(2) + close, with no allocation.
+unsafe fn write_raw(path: &std::ffi::CStr, bytes: &[u8]) -> std::io::Result<()> {
+    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let n = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+    let err = std::io::Error::last_os_error();
+    libc::close(fd);
+    if n != bytes.len() as isize {
+        return Err(err);
+    }
+    Ok(())
+}
+
+/// One tracing instance whose `trace_pipe` a thread streams into a text file.
+#[derive(Debug)]
+struct Streamed {
+    dir: PathBuf,
+    stop_flag: Arc<AtomicBool>,
+    reader_done: Arc<AtomicBool>,
+    reader: Option<JoinHandle<std::io::Result<()>>>,
+    text_path: PathBuf,
+    cleanup: Option<CleanupId>,
+    _text_file: Option<TempFile>,
+}
+
+impl Streamed {
+    /// Creates instance `name` under `root` (tracing off) and its text file `text_path`
+    /// (removed at the end unless `keep_text`), and registers their removal; `marker` is
+    /// closed before removal (an open file keeps an instance busy).
+    fn create(
+        root: &Path,
+        name: &str,
+        text_path: PathBuf,
+        keep_text: bool,
+        buffer_size_kb: u32,
+        marker: Option<Marker>,
+    ) -> Result<Streamed> {
+        File::create(&text_path)
+            .map_err(|e| RigError::io(format!("create {}", text_path.display()), e))?;
+        let text_file = (!keep_text).then(|| TempFile::adopt(&text_path));
+        let dir = root.join("instances").join(name);
+        std::fs::create_dir(&dir)
+            .map_err(|e| RigError::io(format!("create tracefs instance {}", dir.display()), e))?;
+        let stop_flag = Arc::new(AtomicBool::new(false));
+        let reader_done = Arc::new(AtomicBool::new(true));
+        let cleanup = {
+            let (dir, stop_flag, reader_done) =
+                (dir.clone(), stop_flag.clone(), reader_done.clone());
+            cleanup::register(format!("tracefs instance {}", dir.display()), move || {
+                remove_instance(&dir, &stop_flag, &reader_done, marker.as_ref())
+            })
+        };
+        let streamed = Streamed {
+            dir,
+            stop_flag,
+            reader_done,
+            reader: None,
+            text_path,
+            cleanup: Some(cleanup),
+            _text_file: text_file,
+        };
+        // From here on an error drops `streamed`, which removes the instance.
+        write_attr(&streamed.dir.join("tracing_on"), "0")?;
+        write_attr(
+            &streamed.dir.join("buffer_size_kb"),
+            &buffer_size_kb.to_string(),
+        )?;
+        write_attr(&streamed.dir.join("trace_clock"), "mono")?;
+        let clock = read_attr(&streamed.dir.join("trace_clock"))?;
+        if !clock.contains("[mono]") {
+            return Err(RigError::Unsupported(format!(
+                "trace_clock mono not accepted: {clock}"
+            )));
+        }
+        Ok(streamed)
+    }
+
+    /// Starts the thread that streams `trace_pipe` into the text file (the registered
+    /// cleanup waits for it through `reader_done`).
+    fn start_reader(&mut self) -> Result<()> {
+        self.reader_done.store(false, Ordering::SeqCst);
+        let (pipe, out, stop, done) = (
+            self.dir.join("trace_pipe"),
+            self.text_path.clone(),
+            self.stop_flag.clone(),
+            self.reader_done.clone(),
+        );
+        match std::thread::Builder::new()
+            .name("rig-trace-pipe".into())
+            .spawn(move || stream(pipe, out, stop, done))
+        {
+            Ok(handle) => {
+                self.reader = Some(handle);
+                Ok(())
+            }
+            Err(e) => {
+                self.reader_done.store(true, Ordering::SeqCst);
+                Err(RigError::io("start the trace_pipe reader thread", e))
+            }
+        }
+    }
+
+    /// Events lost so far (ring overruns plus dropped events over all CPUs).
+    fn lost_events(&self) -> Result<u64> {
+        let per_cpu = self.dir.join("per_cpu");
+        let entries = std::fs::read_dir(&per_cpu)
+            .map_err(|e| RigError::io(format!("list {}", per_cpu.display()), e))?;
+        let mut lost = 0;
+        for entry in entries.flatten() {
+            let stats_path = entry.path().join("stats");
+            let Ok(stats) = std::fs::read_to_string(&stats_path) else {
+                continue;
+            };
+            for line in stats.lines() {
+                let (key, value) = line.split_once(':').unwrap_or((line, ""));
+                if key == "overrun" || key == "dropped events" {
+                    lost += value.trim().parse::<u64>().unwrap_or(0);
+                }
+            }
+        }
+        Ok(lost)
+    }
+
+    /// Stops tracing and the reader, counts lost events, removes the instance and returns the
+    /// text and the lost-event count.
+    fn finish(&mut self) -> Result<(String, u64)> {
+        write_attr(&self.dir.join("tracing_on"), "0")?;
+        self.stop_flag.store(true, Ordering::SeqCst);
+        let streamed = match self.reader.take() {
+            Some(handle) => handle
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("trace_pipe reader panicked"))),
+            None => Ok(()),
+        };
+        let lost = self.lost_events()?;
+        if let Some(id) = self.cleanup.take() {
+            cleanup::run(&id);
+        }
+        if self.dir.exists() {
+            return Err(RigError::Unsupported(format!(
+                "tracefs instance {} could not be removed",
+                self.dir.display()
+            )));
+        }
+        streamed.map_err(|e| RigError::io("stream trace_pipe", e))?;
+        let text = std::fs::read_to_string(&self.text_path)
+            .map_err(|e| RigError::io(format!("read {}", self.text_path.display()), e))?;
+        Ok((text, lost))
+    }
+}
+
+impl Drop for Streamed {
+    fn drop(&mut self) {
+        if let Some(id) = self.cleanup.take() {
+            cleanup::run(&id);
+        }
+        if let Some(handle) = self.reader.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// A running capture of one device's block requests (and, when asked, of the scheduler's
+/// accounting of the processes it follows). [`TracefsSession::stop`] returns the trace;
+/// dropping the session without stopping removes everything it set up.
 #[derive(Debug)]
 pub struct TracefsSession {
     dev: (u32, u32),
-    instance: PathBuf,
     marker: Marker,
-    stop_flag: Arc<AtomicBool>,
-    reader: Option<JoinHandle<std::io::Result<()>>>,
-    text_path: PathBuf,
     keep_text: bool,
     origin_mono_ns: u64,
-    instance_cleanup: Option<CleanupId>,
-    // Field order is drop order: the text file goes before the private tracefs mount.
-    _text_file: Option<TempFile>,
+    // Field order is drop order: the instances go before the private tracefs mount.
+    block: Streamed,
+    sched: Option<Streamed>,
+    followed: Mutex<Vec<u32>>,
     _tracefs_mount: Option<Mount>,
 }
 
@@ -152,12 +368,14 @@ fn remove_instance(
     instance: &Path,
     stop_flag: &AtomicBool,
     reader_done: &AtomicBool,
-    marker: &Marker,
+    marker: Option<&Marker>,
 ) {
     let _ = std::fs::write(instance.join("tracing_on"), "0");
     stop_flag.store(true, Ordering::SeqCst);
     // An open file of the instance keeps it busy: close the marker, let the reader finish.
-    marker.file.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(marker) = marker {
+        marker.file.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
     let deadline = Instant::now() + Duration::from_secs(3);
     while !reader_done.load(Ordering::SeqCst) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
@@ -227,107 +445,80 @@ impl TracefsSession {
                 root.display()
             )));
         }
-        let text_path = options.text_path.clone().unwrap_or_else(|| {
-            static N: AtomicU64 = AtomicU64::new(0);
-            std::env::temp_dir().join(format!(
-                "layoutlab-trace-{}-{}.txt",
-                std::process::id(),
-                N.fetch_add(1, Ordering::Relaxed)
-            ))
-        });
-        let keep_text = options.text_path.is_some();
-        File::create(&text_path)
-            .map_err(|e| RigError::io(format!("create {}", text_path.display()), e))?;
-        let text_file = (!keep_text).then(|| TempFile::adopt(&text_path));
-
         static INSTANCE_N: AtomicU64 = AtomicU64::new(0);
-        let instance = root.join("instances").join(format!(
-            "layoutlab-{}-{}",
-            std::process::id(),
-            INSTANCE_N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&instance).map_err(|e| {
-            RigError::io(format!("create tracefs instance {}", instance.display()), e)
-        })?;
-        let stop_flag = Arc::new(AtomicBool::new(false));
-        let reader_done = Arc::new(AtomicBool::new(true));
+        let n = INSTANCE_N.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
         let marker = Marker {
             file: Arc::new(Mutex::new(None)),
         };
-        let instance_cleanup = {
-            let (instance, stop_flag, reader_done, marker) = (
-                instance.clone(),
-                stop_flag.clone(),
-                reader_done.clone(),
-                marker.clone(),
-            );
-            cleanup::register(
-                format!("tracefs instance {}", instance.display()),
-                move || remove_instance(&instance, &stop_flag, &reader_done, &marker),
-            )
-        };
-        let mut session = TracefsSession {
-            dev,
-            instance: instance.clone(),
-            marker: marker.clone(),
-            stop_flag: stop_flag.clone(),
-            reader: None,
-            text_path: text_path.clone(),
-            keep_text,
-            origin_mono_ns: 0,
-            instance_cleanup: Some(instance_cleanup),
-            _text_file: text_file,
-            _tracefs_mount: tracefs_mount,
-        };
-        // From here on an error drops `session`, which removes the instance.
-        write_attr(&instance.join("tracing_on"), "0")?;
-        write_attr(
-            &instance.join("buffer_size_kb"),
-            &options.buffer_size_kb.to_string(),
+        let temp_text =
+            |what: &str| std::env::temp_dir().join(format!("layoutlab-{what}-{pid}-{n}.txt"));
+        let mut block = Streamed::create(
+            &root,
+            &format!("layoutlab-{pid}-{n}"),
+            options
+                .text_path
+                .clone()
+                .unwrap_or_else(|| temp_text("trace")),
+            options.text_path.is_some(),
+            options.buffer_size_kb,
+            Some(marker.clone()),
         )?;
-        write_attr(&instance.join("trace_clock"), "mono")?;
-        let clock = read_attr(&instance.join("trace_clock"))?;
-        if !clock.contains("[mono]") {
-            return Err(RigError::Unsupported(format!(
-                "trace_clock mono not accepted: {clock}"
-            )));
-        }
         let filter = format!("dev == {}", (dev.0 << 20) | dev.1);
         let mut events = vec!["block_rq_issue", "block_rq_complete"];
         if options.bio_queue {
             events.push("block_bio_queue");
         }
         for event in events {
-            let dir = instance.join("events/block").join(event);
+            let dir = block.dir.join("events/block").join(event);
             write_attr(&dir.join("filter"), &filter)?;
             write_attr(&dir.join("enable"), "1")?;
         }
         let marker_file = std::fs::OpenOptions::new()
             .write(true)
-            .open(instance.join("trace_marker"))
+            .open(block.dir.join("trace_marker"))
             .map_err(|e| RigError::io("open trace_marker", e))?;
         *marker.file.lock().unwrap_or_else(|p| p.into_inner()) = Some(marker_file);
-        reader_done.store(false, Ordering::SeqCst);
-        let reader = {
-            let (pipe, out, stop, done) = (
-                instance.join("trace_pipe"),
-                text_path,
-                stop_flag,
-                reader_done.clone(),
-            );
-            std::thread::Builder::new()
-                .name("rig-trace-pipe".into())
-                .spawn(move || stream(pipe, out, stop, done))
-        };
-        match reader {
-            Ok(handle) => session.reader = Some(handle),
-            Err(e) => {
-                reader_done.store(true, Ordering::SeqCst);
-                return Err(RigError::io("start the trace_pipe reader thread", e));
+
+        // The scheduler's accounting lives in an instance of its own: `set_event_pid` filters
+        // every event of an instance by the task that runs it, and block completions run in
+        // interrupt or worker context, not in the followed process.
+        let sched = if options.cpu_accounting {
+            let mut sched = Streamed::create(
+                &root,
+                &format!("layoutlab-sched-{pid}-{n}"),
+                temp_text("sched"),
+                false,
+                options.buffer_size_kb.min(4096),
+                None,
+            )?;
+            // Children and threads of a followed task are followed from their fork.
+            write_attr(&sched.dir.join("options/event-fork"), "1")?;
+            for event in ["sched_switch", "sched_process_fork"] {
+                write_attr(
+                    &sched.dir.join("events/sched").join(event).join("enable"),
+                    "1",
+                )?;
             }
-        }
-        session.origin_mono_ns = monotonic_ns();
-        write_attr(&instance.join("tracing_on"), "1")?;
+            // Tracing stays off until the first process is followed: with an empty pid
+            // list the instance would record every task of the machine.
+            sched.start_reader()?;
+            Some(sched)
+        } else {
+            None
+        };
+        block.start_reader()?;
+        let session = TracefsSession {
+            dev,
+            marker,
+            keep_text: options.text_path.is_some(),
+            origin_mono_ns: monotonic_ns(),
+            block,
+            sched,
+            followed: Mutex::new(Vec::new()),
+            _tracefs_mount: tracefs_mount,
+        };
+        write_attr(&session.block.dir.join("tracing_on"), "1")?;
         Ok(session)
     }
 
@@ -336,9 +527,9 @@ impl TracefsSession {
         self.dev
     }
 
-    /// The tracefs instance directory in use.
+    /// The tracefs instance directory of the block events.
     pub fn instance(&self) -> &Path {
-        &self.instance
+        &self.block.dir
     }
 
     /// Writes a tag marker; requests issued after it carry `tag`.
@@ -358,59 +549,66 @@ impl TracefsSession {
     pub fn marker_fd(&self) -> Result<std::os::fd::OwnedFd> {
         let file = std::fs::OpenOptions::new()
             .write(true)
-            .open(self.instance.join("trace_marker"))
+            .open(self.block.dir.join("trace_marker"))
             .map_err(|e| RigError::io("open trace_marker", e))?;
         Ok(file.into())
     }
 
-    /// Events lost so far (ring overruns plus dropped events over all CPUs).
-    pub fn lost_events(&self) -> Result<u64> {
-        let per_cpu = self.instance.join("per_cpu");
-        let entries = std::fs::read_dir(&per_cpu)
-            .map_err(|e| RigError::io(format!("list {}", per_cpu.display()), e))?;
-        let mut lost = 0;
-        for entry in entries.flatten() {
-            let stats_path = entry.path().join("stats");
-            let Ok(stats) = std::fs::read_to_string(&stats_path) else {
-                continue;
-            };
-            for line in stats.lines() {
-                let (key, value) = line.split_once(':').unwrap_or((line, ""));
-                if key == "overrun" || key == "dropped events" {
-                    lost += value.trim().parse::<u64>().unwrap_or(0);
-                }
-            }
-        }
-        Ok(lost)
+    /// What a child needs to follow itself from between fork and exec; `None` without CPU
+    /// accounting. After spawning, tell the session the child's pid with
+    /// [`TracefsSession::followed`].
+    pub fn cpu_follower(&self) -> Option<CpuFollower> {
+        let sched = self.sched.as_ref()?;
+        let c = |p: PathBuf| std::ffi::CString::new(p.into_os_string().into_encoded_bytes()).ok();
+        Some(CpuFollower {
+            pid_file: c(sched.dir.join("set_event_pid"))?,
+            tracing_on: c(sched.dir.join("tracing_on"))?,
+        })
     }
 
-    /// Stops tracing, removes the instance (and the tracefs mount if the rig made it) and
-    /// returns the captured requests.
-    pub fn stop(mut self) -> Result<Capture> {
-        write_attr(&self.instance.join("tracing_on"), "0")?;
-        self.stop_flag.store(true, Ordering::SeqCst);
-        let streamed = match self.reader.take() {
-            Some(handle) => handle
-                .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("trace_pipe reader panicked"))),
-            None => Ok(()),
+    /// Records that process `pid` follows itself (through [`CpuFollower::follow_self`]).
+    pub fn followed(&self, pid: u32) {
+        self.followed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(pid);
+    }
+
+    /// Follows running process `pid` (and what it forks from now on) in the CPU accounting.
+    /// A no-op without [`TraceOptions::cpu_accounting`].
+    pub fn follow(&self, pid: u32) -> Result<()> {
+        let Some(sched) = &self.sched else {
+            return Ok(());
         };
-        let lost_events = self.lost_events()?;
-        if let Some(id) = self.instance_cleanup.take() {
-            cleanup::run(&id);
-        }
-        if self.instance.exists() {
-            return Err(RigError::Unsupported(format!(
-                "tracefs instance {} could not be removed",
-                self.instance.display()
-            )));
-        }
-        streamed.map_err(|e| RigError::io("stream trace_pipe", e))?;
-        let raw = std::fs::read_to_string(&self.text_path)
-            .map_err(|e| RigError::io(format!("read {}", self.text_path.display()), e))?;
+        // Appends to the list (no O_TRUNC), so earlier followed processes stay.
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(sched.dir.join("set_event_pid"))
+            .map_err(|e| RigError::io("open set_event_pid", e))?;
+        f.write_all(pid.to_string().as_bytes())
+            .map_err(|e| RigError::io(format!("follow process {pid}"), e))?;
+        write_attr(&sched.dir.join("tracing_on"), "1")?;
+        self.followed(pid);
+        Ok(())
+    }
+
+    /// Events lost so far (ring overruns plus dropped events over all CPUs) of the block
+    /// instance.
+    pub fn lost_events(&self) -> Result<u64> {
+        self.block.lost_events()
+    }
+
+    /// Stops tracing, removes the instances (and the tracefs mount if the rig made it) and
+    /// returns the captured requests, stamped with the followed processes' CPU time.
+    pub fn stop(mut self) -> Result<Capture> {
+        let sched = match self.sched.as_mut() {
+            Some(s) => Some(s.finish()?),
+            None => None,
+        };
+        let (raw, lost_events) = self.block.finish()?;
         let rewritten = tracefs_text::rewrite(&raw, self.dev);
         drop(raw);
-        let name = self.text_path.display().to_string();
+        let name = self.block.text_path.display().to_string();
         let opts = ReadOptions {
             dev: Some(DevId {
                 major: self.dev.0,
@@ -418,14 +616,34 @@ impl TracefsSession {
             }),
             devno: None,
         };
-        let trace = layoutlab_trace::tracefs::read(&rewritten.text, &name, &opts)?;
+        let mut trace = layoutlab_trace::tracefs::read(&rewritten.text, &name, &opts)?;
         if self.keep_text {
             // Keep what was read, so that reading the kept file again gives the same tags.
-            std::fs::write(&self.text_path, &rewritten.text)
-                .map_err(|e| RigError::io(format!("write {}", self.text_path.display()), e))?;
+            std::fs::write(&self.block.text_path, &rewritten.text).map_err(|e| {
+                RigError::io(format!("write {}", self.block.text_path.display()), e)
+            })?;
         }
         // The trace crate puts time 0 at the first request; without requests, at the start.
         let origin_mono_ns = rewritten.first_issue_abs_ns.unwrap_or(self.origin_mono_ns);
+        let roots = std::mem::take(&mut *self.followed.lock().unwrap_or_else(|p| p.into_inner()));
+        let cpu = match sched {
+            Some((text, lost)) if !roots.is_empty() => {
+                let timeline =
+                    layoutlab_trace::tracefs::read_cpu(&text, "scheduler events", &roots)?;
+                let during_trace_ns = timeline.used_ns(origin_mono_ns + trace.duration_ns())
+                    - timeline.used_ns(origin_mono_ns);
+                if lost == 0 {
+                    layoutlab_trace::cpu::stamp(&mut trace, &timeline, origin_mono_ns);
+                }
+                Some(CpuAccounting {
+                    roots,
+                    total_ns: timeline.total_ns(),
+                    during_trace_ns,
+                    lost_events: lost,
+                })
+            }
+            _ => None,
+        };
         let marks = rewritten
             .marks_abs_ns
             .into_iter()
@@ -440,20 +658,10 @@ impl TracefsSession {
             trace,
             origin_mono_ns,
             marks,
-            lost_events,
+            lost_events: lost_events + cpu.as_ref().map_or(0, |c| c.lost_events),
             incomplete_requests,
-            text_path: self.keep_text.then(|| self.text_path.clone()),
+            text_path: self.keep_text.then(|| self.block.text_path.clone()),
+            cpu,
         })
-    }
-}
-
-impl Drop for TracefsSession {
-    fn drop(&mut self) {
-        if let Some(id) = self.instance_cleanup.take() {
-            cleanup::run(&id);
-        }
-        if let Some(handle) = self.reader.take() {
-            let _ = handle.join();
-        }
     }
 }

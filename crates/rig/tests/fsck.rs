@@ -110,6 +110,32 @@ fn check_common(run: &layoutlab_rig::FsckRun) {
         .requests
         .iter()
         .all(|r| r.complete_ns.unwrap() >= r.issue_ns));
+    // The scheduler's accounting of e2fsck: every request stamped, the CPU time used never
+    // running backwards, and all of it about what e2fsck's own -tt says it used.
+    let cpu = run
+        .capture
+        .cpu
+        .as_ref()
+        .expect("e2fsck followed in the CPU accounting");
+    assert!(trace.has_cpu(), "requests without CPU stamps");
+    assert!(trace.requests.windows(2).all(|w| {
+        let (a, b) = (w[0].cpu.unwrap(), w[1].cpu.unwrap());
+        a.at_issue_ns <= b.at_issue_ns && a.at_issue_ns <= a.at_complete_ns
+    }));
+    let total = run.times.total().expect("totals");
+    let tt_ns = (total.user_s + total.sys_s) * 1e9;
+    eprintln!(
+        "  CPU: followed {} ns in all, {} ns during the trace; e2fsck -tt says {tt_ns:.0} ns",
+        cpu.total_ns, cpu.during_trace_ns
+    );
+    assert!(cpu.during_trace_ns <= cpu.total_ns);
+    // -tt prints 10 ms steps, and on this small image the whole run takes tens of ms.
+    let diff = (cpu.total_ns as f64 - tt_ns).abs();
+    assert!(
+        diff <= 0.25 * tt_ns + 15e6,
+        "followed CPU {} ns vs e2fsck -tt {tt_ns} ns",
+        cpu.total_ns
+    );
     let fsck_mib = run.times.total().expect("totals").read_mib.unwrap();
     let traced: u64 = trace.requests.iter().map(|r| r.bytes()).sum();
     let traced_mib = traced as f64 / (1 << 20) as f64;

@@ -7,7 +7,7 @@
 
 use crate::experiment::{Experiment, FsckSpec};
 use anyhow::{bail, Context, Result};
-use layoutlab_device::replay::{replay, ReplayOptions, Replayed};
+use layoutlab_device::replay::{replay, think_summary, ReplayOptions, Replayed, ThinkSource};
 use layoutlab_layout::geometry::Geometry;
 use layoutlab_layout::mkfs::MkfsProfile;
 use layoutlab_layout::policy::{self, PolicyParams};
@@ -32,6 +32,8 @@ pub struct RunOptions {
     pub keep: bool,
     /// Multiplier of CPU time between requests.
     pub cpu_scale: f64,
+    /// Policies run at once (each: plan, image, traced e2fsck, replay); at least 1.
+    pub jobs: usize,
 }
 
 /// One e2fsck pass as the model predicts it.
@@ -47,8 +49,9 @@ pub struct PassResult {
     pub requests: u64,
 }
 
-/// e2fsck's own `-tt` figures on this machine (loop device over a sparse image): context
-/// only, the prediction does not use them.
+/// e2fsck's own `-tt` figures on this machine (loop device over a sparse image), and the
+/// scheduler's account of its CPU time: context and cross-checks; the prediction uses only
+/// the think times (`think_seconds`, from the source `think_source` says).
 #[derive(Clone, Debug, Serialize)]
 pub struct MeasuredHere {
     /// Real seconds of the whole run.
@@ -57,6 +60,17 @@ pub struct MeasuredHere {
     pub user_seconds: f64,
     /// System CPU seconds.
     pub sys_seconds: f64,
+    /// e2fsck's CPU seconds over the whole run as the scheduler accounted them (its
+    /// `sched_switch` events); should agree with `user_seconds + sys_seconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler_cpu_seconds: Option<f64>,
+    /// Where the replay took the time between requests from: "cpu" (the scheduler's
+    /// account, independent of how busy this machine was) or "wall" (the clock gaps).
+    pub think_source: ThinkSource,
+    /// Time between requests the replay used (before `cpu_scale`), seconds.
+    pub think_seconds: f64,
+    /// The wall-clock gaps that time replaces (a diagnostic: grows with the machine's load).
+    pub think_wall_seconds: f64,
 }
 
 /// One policy's run.
@@ -102,10 +116,15 @@ pub struct PolicyRun {
 
 const MIB: f64 = (1u64 << 20) as f64;
 
-/// Say what is happening on long work (stderr, so --json - stays clean).
-fn progress(msg: &str) {
-    eprintln!("  {msg}");
+/// Say what is happening on long work (stderr, so --json - stays clean), naming the policy:
+/// policies run at once, so their lines interleave.
+fn progress(policy: &str, msg: &str) {
+    eprintln!("  [{policy}] {msg}");
 }
+
+/// libext2fs keeps process-wide state (error tables, the default I/O manager); images are
+/// written one at a time, which costs little beside the traced checks that run at once.
+static LIBEXT2FS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Run the fsck operation for every policy of `exp`.
 pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
@@ -150,28 +169,67 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
             );
         }
     }
-    let mut runs = Vec::new();
-    for (i, pol) in policies.iter().enumerate() {
-        eprintln!("[{}/{}] {}", i + 1, policies.len(), pol.name());
+    let jobs = opts.jobs.clamp(1, policies.len().max(1));
+    eprintln!(
+        "{} policies, {jobs} at a time: {}",
+        policies.len(),
+        spec.policies.join(", ")
+    );
+    let run_policy = |pol: &dyn policy::Policy| -> Result<PolicyRun> {
         let t = Instant::now();
         let plan = pol.plan(&geometry, &population, exp.seed)?;
         plan.check(&geometry)
             .map_err(|e| anyhow::anyhow!("policy {} made an inconsistent plan: {e}", pol.name()))?;
-        progress(&format!(
-            "planned {} inodes, {} indirect blocks in {:.1} s",
-            plan.inodes.len(),
-            plan.mapping_blocks(),
-            t.elapsed().as_secs_f64()
-        ));
+        progress(
+            pol.name(),
+            &format!(
+                "planned {} inodes, {} indirect blocks in {:.1} s",
+                plan.inodes.len(),
+                plan.mapping_blocks(),
+                t.elapsed().as_secs_f64()
+            ),
+        );
         let image_path = image_path(exp, opts, pol.name());
         // Removed on error, Ctrl-C or panic through the rig's cleanup; kept only after a
         // successful run with --keep, so a half-written image never stays.
         let image = TempFile::adopt(&image_path);
         let run = run_one(spec, opts, &profile, &geometry, &plan, image.path())?;
-        runs.push(PolicyRun {
+        Ok(PolicyRun {
             image: opts.keep.then(|| image.keep()),
             ..run
-        });
+        })
+    };
+    // Work queue: each worker takes the next policy; results keep the policies' order.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<PolicyRun>>>> = policies
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(pol) = policies.get(i) else { break };
+                eprintln!("[{}/{}] {}", i + 1, policies.len(), pol.name());
+                let r = run_policy(pol.as_ref());
+                let failed = r.is_err();
+                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                if failed {
+                    // Start nothing new after a failure; runs under way finish.
+                    next.store(policies.len(), std::sync::atomic::Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    let mut runs = Vec::new();
+    for (r, pol) in results.into_iter().zip(&policies) {
+        match r.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(r) => runs.push(r.with_context(|| format!("policy {}", pol.name()))?),
+            None => bail!(
+                "policy {} was not run (an earlier policy failed)",
+                pol.name()
+            ),
+        }
     }
     Ok(runs)
 }
@@ -191,13 +249,19 @@ fn run_one(
     let t = Instant::now();
     let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
     layoutlab_image::mkfs(image, fs_bytes, &profile.mke2fs_args(fs_bytes))?;
-    let stats = layoutlab_image::materialize(image, plan)?;
-    progress(&format!(
-        "image written through libext2fs in {:.1} s ({} data blocks, {} indirect blocks)",
-        t.elapsed().as_secs_f64(),
-        stats.file_data_blocks,
-        stats.mapping_blocks
-    ));
+    let stats = {
+        let _one_at_a_time = LIBEXT2FS.lock().unwrap_or_else(|p| p.into_inner());
+        layoutlab_image::materialize(image, plan)?
+    };
+    progress(
+        &plan.policy,
+        &format!(
+            "image written through libext2fs in {:.1} s ({} data blocks, {} indirect blocks)",
+            t.elapsed().as_secs_f64(),
+            stats.file_data_blocks,
+            stats.mapping_blocks
+        ),
+    );
 
     let t = Instant::now();
     let run = {
@@ -232,12 +296,21 @@ fn run_one(
             run.capture.lost_events
         );
     }
+    let scheduler_cpu_seconds = run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9);
     let trace = run.capture.trace;
-    progress(&format!(
-        "traced e2fsck -fn -tt: clean; {} requests in {:.1} s here",
-        trace.requests.len(),
-        t.elapsed().as_secs_f64()
-    ));
+    let think = think_summary(&trace);
+    let think_source = ThinkSource::of(&trace);
+    let total = run.times.total();
+    progress(
+        &plan.policy,
+        &format!(
+            "traced e2fsck -fn -tt: clean; {} requests in {:.1} s here; CPU {} (e2fsck -tt: {:.2} s)",
+            trace.requests.len(),
+            t.elapsed().as_secs_f64(),
+            scheduler_cpu_seconds.map_or("not accounted".to_string(), |s| format!("{s:.2} s")),
+            total.map_or(0.0, |s| s.user_s + s.sys_s),
+        ),
+    );
 
     let read = indirect_blocks_read(plan, &trace, geometry.block_size_bytes);
     let mut device = crate::cmd::device::load_device(&opts.device)?;
@@ -259,7 +332,6 @@ fn run_one(
             requests: s.requests,
         })
         .collect();
-    let total = run.times.total();
     Ok(PolicyRun {
         policy: plan.policy.clone(),
         fsck_clean: true,
@@ -274,6 +346,13 @@ fn run_one(
             real_seconds: total.map(|s| s.real_s).unwrap_or(0.0),
             user_seconds: total.map(|s| s.user_s).unwrap_or(0.0),
             sys_seconds: total.map(|s| s.sys_s).unwrap_or(0.0),
+            scheduler_cpu_seconds,
+            think_source,
+            think_seconds: match (think_source, think.cpu) {
+                (ThinkSource::Cpu, Some(cpu)) => cpu.total_ns() as f64 / 1e9,
+                _ => think.wall.total_ns() as f64 / 1e9,
+            },
+            think_wall_seconds: think.wall.total_ns() as f64 / 1e9,
         },
         file_data_bytes: plan.file_data_blocks() * u64::from(geometry.block_size_bytes),
         fragmented_files: plan

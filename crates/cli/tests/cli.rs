@@ -211,6 +211,92 @@ fn metacluster_fsck_end_to_end_json_contract() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Totals per policy of one default-scale run (in the default in-memory work directory).
+fn fsck_totals(json: &Path) -> Vec<(String, f64, String)> {
+    let o = layoutlab(&[
+        "reproduce",
+        "metacluster-fsck",
+        "--scale",
+        "0.05",
+        "--out",
+        json.parent().unwrap().join("out").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["policy"].as_str().unwrap().to_string(),
+                r["total_seconds"].as_f64().unwrap(),
+                r["measured_here"]["think_source"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The point of taking think times from the scheduler's account: the same experiment
+/// predicts the same totals on a quiet machine and with every CPU busy with something else.
+/// (With wall-clock gaps, e2fsck's think time doubled under load: 20 s → 43 s at scale 1.)
+/// Medians of three runs each, since e2fsck's own CPU time varies a little from run to run.
+#[test]
+fn predictions_do_not_depend_on_how_busy_the_machine_is() {
+    if !is_root() {
+        eprintln!("skipped: the experiment needs root (loop devices, tracefs)");
+        return;
+    }
+    let dir = scratch("load");
+    let json = dir.join("r.json");
+    let median = |runs: Vec<Vec<(String, f64, String)>>| -> Vec<(String, f64)> {
+        (0..runs[0].len())
+            .map(|i| {
+                let mut v: Vec<f64> = runs.iter().map(|r| r[i].1).collect();
+                v.sort_by(f64::total_cmp);
+                assert!(
+                    runs.iter().all(|r| r[i].2 == "cpu"),
+                    "think time not from CPU"
+                );
+                (runs[0][i].0.clone(), v[v.len() / 2])
+            })
+            .collect()
+    };
+    let quiet = median((0..3).map(|_| fsck_totals(&json)).collect());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let burners: Vec<_> = (0..cpus)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            })
+        })
+        .collect();
+    let busy = median((0..3).map(|_| fsck_totals(&json)).collect());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for b in burners {
+        b.join().unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    for ((policy, q), (_, b)) in quiet.iter().zip(&busy) {
+        eprintln!("{policy}: quiet {q:.3} s, busy {b:.3} s");
+        assert!(
+            (q - b).abs() <= 0.005 * q,
+            "{policy}: {q} s quiet vs {b} s with {cpus} CPUs busy"
+        );
+    }
+}
+
 #[test]
 fn sigint_and_sigterm_leave_no_device_or_image() {
     if !is_root() {
@@ -265,6 +351,46 @@ fn sigint_and_sigterm_leave_no_device_or_image() {
         assert!(imgs.is_empty(), "SIG{name} left {imgs:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+/// The default work directory is a tmpfs the run mounts for itself: a signal must unmount it
+/// with the images in it, and detach the loop devices over them.
+#[test]
+fn sigterm_leaves_no_in_memory_work_directory() {
+    if !is_root() {
+        eprintln!("skipped: the experiment needs root");
+        return;
+    }
+    let out = scratch("signal-mem");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(["reproduce", "metacluster-fsck", "--scale", "0.02"])
+        .args(["--out", out.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let own = std::env::temp_dir().join(format!("layoutlab-mnt-{}-", child.id()));
+    let t0 = std::time::Instant::now();
+    while loops_under(&own).is_empty() && t0.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !loops_under(&own).is_empty(),
+        "no loop device over the tmpfs"
+    );
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(mounts.contains(own.to_str().unwrap()), "no tmpfs: {mounts}");
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    assert!(loops_under(&own).is_empty(), "left a loop device");
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(
+        !mounts.contains(own.to_str().unwrap()),
+        "left a mount: {mounts}"
+    );
+    std::fs::remove_dir_all(&out).unwrap();
 }
 
 /// SIGKILL runs no cleanup: what is left must be found (and only that) and removed by

@@ -47,9 +47,17 @@ fn registry() -> MutexGuard<'static, Vec<Entry>> {
 /// Registers `action` to undo the resource described by `label`; installs the signal handlers
 /// on first use. The action runs exactly once: from [`run`], [`run_all`], a signal or the panic
 /// hook, whichever comes first — or never, after [`forget`].
+///
+/// After a signal was caught, another thread (experiments run policies at once) may still
+/// create a resource while the cleanup runs: it is undone at once, here, instead of being
+/// registered where nobody would run it before the process exits.
 pub fn register(label: impl Into<String>, action: impl FnOnce() + Send + 'static) -> CleanupId {
     install_signal_handlers();
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    if SIGNAL_CAUGHT.load(Ordering::SeqCst) {
+        action();
+        return CleanupId(id);
+    }
     registry().push(Entry {
         id,
         label: label.into(),
@@ -164,6 +172,18 @@ fn watch_signals(read_fd: libc::c_int) {
                 labels.len()
             );
             run_all();
+            // A thread that was creating a resource when the list was taken registers it
+            // just after: drain until nothing new has come for a while (new ones are undone
+            // in `register` from now on, but one may be between the check and the push).
+            let mut quiet_rounds = 0;
+            while quiet_rounds < 3 {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                if run_all() == 0 {
+                    quiet_rounds += 1;
+                } else {
+                    quiet_rounds = 0;
+                }
+            }
             unsafe { libc::_exit(128 + signal) };
         }
         if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {

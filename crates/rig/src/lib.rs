@@ -43,8 +43,8 @@ pub use loopdev::LoopDevice;
 pub use mkfs::{mkfs, FsKind};
 pub use mount::Mount;
 pub use system::{
-    check_free_space, drop_caches, free_space_bytes, is_root, require_root, run_command, TempDir,
-    TempFile,
+    check_free_space, drop_caches, free_space_bytes, is_memory_fs, is_root, mem_available_bytes,
+    require_root, run_command, TempDir, TempFile,
 };
-pub use tracefs::{Capture, Marker, TraceOptions, TracefsSession};
+pub use tracefs::{Capture, CpuAccounting, CpuFollower, Marker, TraceOptions, TracefsSession};
 pub use zram::Zram;

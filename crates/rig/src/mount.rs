@@ -141,6 +141,21 @@ impl Mount {
         })
     }
 
+    /// A private tmpfs of at most `size_bytes` on a fresh temp directory: a work directory
+    /// whose files cost memory only for the blocks written (holes are free, and punching
+    /// them is how libext2fs zeroes inode tables there), unmounted with everything in it at
+    /// the end. The size is a cap the kernel enforces, so a run can never eat all memory.
+    pub fn tmpfs(size_bytes: u64) -> Result<Mount> {
+        let size_kb = (size_bytes / 1024).max(1024);
+        Mount::new(
+            Path::new("layoutlab"),
+            None,
+            "tmpfs",
+            false,
+            &format!("size={size_kb}k,mode=0700"),
+        )
+    }
+
     /// Where it is mounted.
     pub fn target(&self) -> &Path {
         &self.target

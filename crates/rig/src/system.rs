@@ -35,6 +35,33 @@ pub fn free_space_bytes(dir: &Path) -> Result<u64> {
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
+/// Memory the kernel says is available for new work without swapping (`MemAvailable` of
+/// /proc/meminfo), bytes.
+pub fn mem_available_bytes() -> Result<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo")
+        .map_err(|e| RigError::io("read /proc/meminfo", e))?;
+    text.lines()
+        .find_map(|l| {
+            let kb = l.strip_prefix("MemAvailable:")?.trim().strip_suffix("kB")?;
+            kb.trim().parse::<u64>().ok()
+        })
+        .map(|kb| kb * 1024)
+        .ok_or_else(|| RigError::Unsupported("/proc/meminfo has no MemAvailable line".into()))
+}
+
+/// Whether `dir` lies on a memory file system (tmpfs/ramfs), where reads cost no device time.
+pub fn is_memory_fs(dir: &Path) -> Result<bool> {
+    let c_dir = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| RigError::InvalidArgument(format!("path {} has a NUL byte", dir.display())))?;
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c_dir.as_ptr(), &mut st) } != 0 {
+        return Err(RigError::last_os(format!("statfs {}", dir.display())));
+    }
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    Ok(matches!(st.f_type as i64, TMPFS_MAGIC | RAMFS_MAGIC))
+}
+
 /// `Ok` when the file system of `dir` has at least `bytes` available; otherwise
 /// [`RigError::NoSpace`], before anything is written.
 pub fn check_free_space(dir: &Path, bytes: u64) -> Result<()> {

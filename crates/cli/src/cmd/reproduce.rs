@@ -27,13 +27,21 @@ pub struct Args {
     /// Write the results as JSON to PATH ("-" for stdout).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
-    /// Where images are made while the experiment runs (sparse files; default: a fresh
-    /// directory under $TMPDIR, removed afterwards).
+    /// Where images are made while the experiment runs (sparse files). Default: a private
+    /// in-memory file system (tmpfs, capped at half the available memory) removed afterwards.
+    /// The kernel's read-ahead depends on how fast the loop device answers, so images on a
+    /// disk give a request stream that depends on that disk (docs/replay.md).
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
-    /// Keep the images (and the captured traces as CSV) in the work directory.
-    #[arg(long)]
+    /// Keep the images (and the captured traces as CSV) in the work directory (needs
+    /// --workdir: the default one is gone at the end).
+    #[arg(long, requires = "workdir")]
     keep: bool,
+    /// Policies run at once, each with its own image, loop device and traced e2fsck. Default:
+    /// as many as this machine has CPUs. Predictions do not depend on it (think times come
+    /// from each e2fsck's own CPU time).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    jobs: Option<u32>,
     /// Where the report (Markdown, HTML, SVG) is written.
     #[arg(long, value_name = "DIR", default_value = "results")]
     out: PathBuf,
@@ -107,12 +115,24 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
     super::clean::warn_if_leftovers();
     let scale = a.scale.unwrap_or(spec.default_scale);
     let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
-    let tmp;
+    let memory;
     let workdir = match &a.workdir {
-        Some(d) => d.clone(),
+        Some(d) => {
+            if d.exists() && !layoutlab_rig::is_memory_fs(d)? {
+                eprintln!(
+                    "note: {} is not in memory: the kernel's read-ahead, and so the requests \
+                     e2fsck issues, depend on how fast this disk answers (docs/replay.md)",
+                    d.display()
+                );
+            }
+            d.clone()
+        }
         None => {
-            tmp = layoutlab_rig::TempDir::new(&std::env::temp_dir(), "layoutlab")?;
-            tmp.path().to_path_buf()
+            layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
+            let cap = layoutlab_rig::mem_available_bytes()? / 2;
+            memory = layoutlab_rig::Mount::tmpfs(cap)
+                .context("mounting the in-memory work directory (or choose one: --workdir DIR)")?;
+            memory.target().to_path_buf()
         }
     };
     eprintln!(
@@ -126,6 +146,10 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
         workdir: workdir.clone(),
         keep: a.keep,
         cpu_scale,
+        jobs: a.jobs.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |j| j as usize,
+        ),
     };
     let runs = fsck_experiment::run(exp, &opts)?;
 

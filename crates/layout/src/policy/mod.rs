@@ -14,8 +14,9 @@ pub type PolicyParams = BTreeMap<String, String>;
 
 /// An allocator: decides where every inode, data block, mapping block and directory block
 /// of a population goes on a freshly made file system. Pure: no I/O, deterministic in
-/// (geometry, population, seed).
-pub trait Policy {
+/// (geometry, population, seed). `Send + Sync`, so experiments can plan several policies at
+/// once.
+pub trait Policy: Send + Sync {
     /// The policy's name, e.g. "ext3-2007".
     fn name(&self) -> &str;
     /// Lays out `pop` on `geo`; `seed` drives every random choice.

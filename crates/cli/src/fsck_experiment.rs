@@ -71,6 +71,24 @@ pub struct MeasuredHere {
     pub think_seconds: f64,
     /// The wall-clock gaps that time replaces (a diagnostic: grows with the machine's load).
     pub think_wall_seconds: f64,
+    /// Where this machine spent its time on the policy (what `layoutlab bench experiment`
+    /// reports; policies run at once, so these add up to more than the run's wall time).
+    pub stage_seconds: StageSeconds,
+}
+
+/// Wall seconds of each stage of one policy's run on this machine.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct StageSeconds {
+    /// Planning the layout (the policy, in memory).
+    pub plan: f64,
+    /// The real mke2fs.
+    pub mkfs: f64,
+    /// Writing the plan into the image through libext2fs.
+    pub materialize: f64,
+    /// The traced e2fsck (loop device, tracefs, parsing the trace).
+    pub traced_check: f64,
+    /// Replaying the trace on the device model.
+    pub replay: f64,
 }
 
 /// One policy's run.
@@ -178,6 +196,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
     let run_policy = |pol: &dyn policy::Policy| -> Result<PolicyRun> {
         let t = Instant::now();
         let plan = pol.plan(&geometry, &population, exp.seed)?;
+        let plan_seconds = t.elapsed().as_secs_f64();
         plan.check(&geometry)
             .map_err(|e| anyhow::anyhow!("policy {} made an inconsistent plan: {e}", pol.name()))?;
         progress(
@@ -193,7 +212,8 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         // Removed on error, Ctrl-C or panic through the rig's cleanup; kept only after a
         // successful run with --keep, so a half-written image never stays.
         let image = TempFile::adopt(&image_path);
-        let run = run_one(spec, opts, &profile, &geometry, &plan, image.path())?;
+        let mut run = run_one(spec, opts, &profile, &geometry, &plan, image.path())?;
+        run.measured_here.stage_seconds.plan = plan_seconds;
         Ok(PolicyRun {
             image: opts.keep.then(|| image.keep()),
             ..run
@@ -249,10 +269,15 @@ fn run_one(
     let t = Instant::now();
     let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
     layoutlab_image::mkfs(image, fs_bytes, &profile.mke2fs_args(fs_bytes))?;
+    let mut stages = StageSeconds {
+        mkfs: t.elapsed().as_secs_f64(),
+        ..StageSeconds::default()
+    };
     let stats = {
         let _one_at_a_time = LIBEXT2FS.lock().unwrap_or_else(|p| p.into_inner());
         layoutlab_image::materialize(image, plan)?
     };
+    stages.materialize = t.elapsed().as_secs_f64() - stages.mkfs;
     progress(
         &plan.policy,
         &format!(
@@ -296,6 +321,7 @@ fn run_one(
             run.capture.lost_events
         );
     }
+    stages.traced_check = t.elapsed().as_secs_f64();
     let scheduler_cpu_seconds = run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9);
     let trace = run.capture.trace;
     let think = think_summary(&trace);
@@ -313,6 +339,7 @@ fn run_one(
     );
 
     let read = indirect_blocks_read(plan, &trace, geometry.block_size_bytes);
+    let t = Instant::now();
     let mut device = crate::cmd::device::load_device(&opts.device)?;
     let replayed = replay(
         device.as_mut(),
@@ -322,6 +349,7 @@ fn run_one(
             ..ReplayOptions::default()
         },
     );
+    stages.replay = t.elapsed().as_secs_f64();
     let passes: Vec<PassResult> = replayed
         .tags
         .iter()
@@ -353,6 +381,7 @@ fn run_one(
                 _ => think.wall.total_ns() as f64 / 1e9,
             },
             think_wall_seconds: think.wall.total_ns() as f64 / 1e9,
+            stage_seconds: stages,
         },
         file_data_bytes: plan.file_data_blocks() * u64::from(geometry.block_size_bytes),
         fragmented_files: plan

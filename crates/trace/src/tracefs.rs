@@ -76,9 +76,14 @@ pub fn read_cpu(
         },
         Off,
     }
-    let mut tasks: HashMap<u32, State> = HashMap::new();
-    let mut intervals = Vec::new();
-    let (mut first, mut last) = (None::<u64>, 0u64);
+    /// What one line says, in the order of time (not of the text: `trace_pipe` merges the
+    /// per-CPU buffers as they fill, so a switch on one CPU can be printed before an earlier
+    /// switch on another).
+    enum Sched {
+        Switch { prev: u32, next: u32 },
+        Fork { parent: u32, child: u32 },
+    }
+    let mut events: Vec<(u64, usize, Sched)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -98,19 +103,36 @@ pub fn read_cpu(
                     .into(),
             ));
         };
-        if first.is_none() {
-            first = Some(time_ns);
-            for &root in roots {
-                tasks.insert(root, State::Unseen { since: time_ns });
-            }
-        }
-        last = last.max(time_ns);
-        match name {
-            "sched_switch" => {
-                let prev = pid_field(payload, " prev_pid=")
-                    .ok_or_else(|| err(format!("sched_switch without prev_pid: '{payload}'")))?;
-                let next = pid_field(payload, " next_pid=")
-                    .ok_or_else(|| err(format!("sched_switch without next_pid: '{payload}'")))?;
+        let event = match name {
+            "sched_switch" => Sched::Switch {
+                prev: pid_field(payload, " prev_pid=")
+                    .ok_or_else(|| err(format!("sched_switch without prev_pid: '{payload}'")))?,
+                next: pid_field(payload, " next_pid=")
+                    .ok_or_else(|| err(format!("sched_switch without next_pid: '{payload}'")))?,
+            },
+            "sched_process_fork" => Sched::Fork {
+                parent: pid_field(payload, " pid=")
+                    .ok_or_else(|| err(format!("sched_process_fork without pid: '{payload}'")))?,
+                child: pid_field(payload, " child_pid=").ok_or_else(|| {
+                    err(format!("sched_process_fork without child_pid: '{payload}'"))
+                })?,
+            },
+            _ => continue,
+        };
+        events.push((time_ns, i, event));
+    }
+    // Stable: events of one instant keep the text's order (one CPU prints them in order).
+    events.sort_by_key(|e| (e.0, e.1));
+    let mut tasks: HashMap<u32, State> = HashMap::new();
+    let mut intervals = Vec::new();
+    let first = events.first().map_or(0, |e| e.0);
+    let last = events.last().map_or(0, |e| e.0);
+    for &root in roots {
+        tasks.insert(root, State::Unseen { since: first });
+    }
+    for (time_ns, _, event) in events {
+        match event {
+            Sched::Switch { prev, next } => {
                 if let Some(state) = tasks.get_mut(&prev) {
                     match *state {
                         State::Running { since } | State::Unseen { since } => {
@@ -124,17 +146,11 @@ pub fn read_cpu(
                     *state = State::Running { since: time_ns };
                 }
             }
-            "sched_process_fork" => {
-                let parent = pid_field(payload, " pid=")
-                    .ok_or_else(|| err(format!("sched_process_fork without pid: '{payload}'")))?;
-                let child = pid_field(payload, " child_pid=").ok_or_else(|| {
-                    err(format!("sched_process_fork without child_pid: '{payload}'"))
-                })?;
+            Sched::Fork { parent, child } => {
                 if tasks.contains_key(&parent) {
-                    tasks.insert(child, State::Off);
+                    tasks.entry(child).or_insert(State::Off);
                 }
             }
-            _ => {}
         }
     }
     for state in tasks.values() {
@@ -283,6 +299,21 @@ mod tests {
             t.used_ns(629_801_300_000) - t.used_ns(629_801_200_000),
             200_000
         );
+    }
+
+    #[test]
+    fn sched_events_printed_out_of_time_order_count_the_same() {
+        // trace_pipe may print CPU 1's switch to 70 before CPU 0's earlier switch away
+        // from it; reversing two such lines must not lose the interval.
+        let mut lines: Vec<&str> = SCHED.lines().collect();
+        lines.swap(0, 1);
+        let swapped = lines.join("\n");
+        let a = read_cpu(SCHED, "sched.txt", &[70]).unwrap();
+        let b = read_cpu(&swapped, "sched.txt", &[70]).unwrap();
+        assert_eq!(a.total_ns(), b.total_ns());
+        let mut all: Vec<&str> = SCHED.lines().collect();
+        all.reverse();
+        assert_eq!(read_cpu(&all.join("\n"), "s", &[70]).unwrap(), a);
     }
 
     #[test]

@@ -2,9 +2,10 @@
 
 use super::device::load_device;
 use super::{write_json, Human};
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 use layoutlab_device::bench::bench_replay;
+use layoutlab_report::{Cell, Column, Table};
 use std::path::PathBuf;
 
 /// Benchmarks.
@@ -26,6 +27,90 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
     },
+    /// Run a named fsck experiment (the real `layoutlab reproduce`) at each scale and report
+    /// the wall time of each stage: plan, mkfs, materialise, traced check, replay (summed over
+    /// policies, which run at once) and report. Targets: metacluster-fsck ≤ 15 s at its
+    /// default scale and ≤ 90 s at scale 1 on a 2-core machine. Root (it runs e2fsck on loop
+    /// devices).
+    Experiment {
+        /// Experiment name (see `layoutlab experiments`).
+        #[arg(default_value = "metacluster-fsck")]
+        name: String,
+        /// Scales to run, comma-separated; "default" is the experiment's own.
+        #[arg(long, value_delimiter = ',', default_value = "default,1")]
+        scale: Vec<String>,
+        /// Policies at once (passed to reproduce --jobs; default: one per CPU).
+        #[arg(long)]
+        jobs: Option<u32>,
+        /// Write the results as JSON to PATH ("-" for stdout).
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+    },
+}
+
+/// One scale's timing, from the run's own `--json` (`timing`, `measured_here.stage_seconds`).
+#[derive(serde::Serialize)]
+struct ExperimentBench {
+    experiment: String,
+    scale: f64,
+    jobs: u64,
+    /// The whole `layoutlab reproduce` command, wall seconds.
+    wall_seconds: f64,
+    /// Stages summed over policies, wall seconds (they overlap when policies run at once).
+    stage_seconds: std::collections::BTreeMap<String, f64>,
+    /// Writing the report, wall seconds.
+    report_seconds: f64,
+}
+
+fn bench_experiment(name: &str, scale: &str, jobs: Option<u32>) -> Result<ExperimentBench> {
+    let dir = std::env::temp_dir().join(format!(
+        "layoutlab-bench-{}-{}",
+        std::process::id(),
+        scale.replace('.', "_")
+    ));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let json = dir.join("run.json");
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.args(["reproduce", name, "--json"])
+        .arg(&json)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .stdout(std::process::Stdio::null());
+    if scale != "default" {
+        cmd.args(["--scale", scale]);
+    }
+    if let Some(j) = jobs {
+        cmd.args(["--jobs", &j.to_string()]);
+    }
+    eprintln!("bench: layoutlab reproduce {name} --scale {scale}");
+    let t = std::time::Instant::now();
+    let status = cmd.status().context("running layoutlab reproduce")?;
+    let wall_seconds = t.elapsed().as_secs_f64();
+    let text = std::fs::read_to_string(&json);
+    let _ = std::fs::remove_dir_all(&dir);
+    if !status.success() {
+        bail!("layoutlab reproduce {name} --scale {scale} failed ({status})");
+    }
+    let v: serde_json::Value = serde_json::from_str(&text.context("reading the run's JSON")?)?;
+    let Some(runs) = v["runs"].as_array() else {
+        bail!("experiment '{name}' is not an fsck experiment (no runs to time)");
+    };
+    let mut stage_seconds = std::collections::BTreeMap::new();
+    for r in runs {
+        if let Some(stages) = r["measured_here"]["stage_seconds"].as_object() {
+            for (stage, s) in stages {
+                *stage_seconds.entry(stage.clone()).or_insert(0.0) += s.as_f64().unwrap_or(0.0);
+            }
+        }
+    }
+    Ok(ExperimentBench {
+        experiment: name.to_string(),
+        scale: v["scale"].as_f64().unwrap_or(0.0),
+        jobs: v["timing"]["jobs"].as_u64().unwrap_or(1),
+        wall_seconds,
+        stage_seconds,
+        report_seconds: v["timing"]["report_seconds"].as_f64().unwrap_or(0.0),
+    })
 }
 
 /// Run a benchmark.
@@ -48,6 +133,50 @@ pub fn run(cmd: Command) -> Result<()> {
             ));
             if let Some(path) = json {
                 write_json(&path, &r)?;
+            }
+            Ok(())
+        }
+        Command::Experiment {
+            name,
+            scale,
+            jobs,
+            json,
+        } => {
+            layoutlab_rig::require_root("running the experiment's e2fsck on loop devices")?;
+            let results = scale
+                .iter()
+                .map(|s| bench_experiment(&name, s.trim(), jobs))
+                .collect::<Result<Vec<_>>>()?;
+            let stages = ["plan", "mkfs", "materialize", "traced_check", "replay"];
+            let mut t = Table::new(
+                &format!("{name}: wall time per stage on this machine"),
+                std::iter::once(Column::number("scale", None))
+                    .chain(std::iter::once(Column::number("wall", Some("s"))))
+                    .chain(std::iter::once(Column::number("jobs", None)))
+                    .chain(stages.iter().map(|s| Column::number(s, Some("s"))))
+                    .chain(std::iter::once(Column::number("report", Some("s"))))
+                    .collect(),
+            );
+            for r in &results {
+                let mut row = vec![
+                    Cell::num(r.scale, 3),
+                    Cell::num(r.wall_seconds, 1),
+                    Cell::num(r.jobs as f64, 0),
+                ];
+                row.extend(
+                    stages
+                        .iter()
+                        .map(|s| Cell::num(r.stage_seconds.get(*s).copied().unwrap_or(0.0), 1)),
+                );
+                row.push(Cell::num(r.report_seconds, 2));
+                t.push_row(row)?;
+            }
+            Human::new(json.as_deref()).say(&format!(
+                "{}\nstages are summed over policies, which run at once: they add up to more than the wall time.\n",
+                t.to_terminal(None)?
+            ));
+            if let Some(path) = json {
+                write_json(&path, &results)?;
             }
             Ok(())
         }

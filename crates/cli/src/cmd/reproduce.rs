@@ -96,6 +96,18 @@ struct FsckJson<'a> {
     runs: &'a [PolicyRun],
     reduction: Option<f64>,
     published: PublishedJson,
+    timing: Timing,
+}
+
+/// How long the command took on this machine (not a prediction; see `bench experiment`).
+#[derive(Serialize)]
+struct Timing {
+    /// Policies run at once.
+    jobs: usize,
+    /// The experiment's stages, all policies (plan … replay), wall seconds.
+    experiment_seconds: f64,
+    /// Writing tables, plots and reports, wall seconds.
+    report_seconds: f64,
 }
 
 #[derive(Serialize)]
@@ -151,7 +163,9 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
             |j| j as usize,
         ),
     };
+    let started = std::time::Instant::now();
     let runs = fsck_experiment::run(exp, &opts)?;
+    let experiment_seconds = started.elapsed().as_secs_f64();
 
     let published = &exp.published;
     let mut tables = Vec::new();
@@ -309,6 +323,11 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
                     source: published.source.clone(),
                     total_seconds: published.total_seconds.clone(),
                     reduction: theirs,
+                },
+                timing: Timing {
+                    jobs: opts.jobs,
+                    experiment_seconds,
+                    report_seconds: started.elapsed().as_secs_f64() - experiment_seconds,
                 },
             },
         )?;

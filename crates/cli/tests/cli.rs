@@ -831,3 +831,69 @@ fn a_reader_that_goes_away_ends_the_program_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
 }
+
+/// A trace without CPU accounting replays exactly as before the replay learned CPU stamps: the
+/// JSON of `trace replay` is byte-identical to what the previous release (commit 1cc0b32)
+/// wrote for the same real e2fsck trace, on a disk and an SSD, FCFS and SPTF; and it says so.
+/// The same trace with its CPU stamps takes its think times from them instead.
+#[test]
+fn traces_without_cpu_accounting_replay_byte_identically() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let wall = data.join("e2fsck-ext3-2007-s0.005.wall.csv");
+    let dir = scratch("golden");
+    for device in ["sata-400g-2007", "ssd-sata-2010"] {
+        for sched in ["fcfs", "sptf"] {
+            let out = dir.join(format!("{device}.{sched}.json"));
+            let o = layoutlab(&[
+                "trace",
+                "replay",
+                wall.to_str().unwrap(),
+                "--device",
+                device,
+                "--scheduler",
+                sched,
+                "--json",
+                out.to_str().unwrap(),
+            ]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            assert!(stderr(&o).contains("no CPU accounting"), "{}", stderr(&o));
+            let golden = data.join(format!(
+                "e2fsck-ext3-2007-s0.005.wall.{device}.{sched}.json"
+            ));
+            assert_eq!(
+                std::fs::read(&out).unwrap(),
+                std::fs::read(&golden).unwrap(),
+                "{device} {sched}: replay of a wall-clock trace moved"
+            );
+        }
+    }
+    let cpu = data.join("e2fsck-ext3-2007-s0.005.cpu.csv");
+    let out = dir.join("cpu.json");
+    let o = layoutlab(&[
+        "trace",
+        "replay",
+        cpu.to_str().unwrap(),
+        "--device",
+        "sata-400g-2007",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("no CPU accounting"), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let g: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            data.join("e2fsck-ext3-2007-s0.005.wall.sata-400g-2007.fcfs.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    // e2fsck's CPU time is less than the wall gaps it ran in (they hold wake-ups and waits).
+    let (c, w) = (
+        v["cpu_not_overlapped_seconds"].as_f64().unwrap(),
+        g["cpu_not_overlapped_seconds"].as_f64().unwrap(),
+    );
+    assert!(c > 0.0 && c < w, "CPU think {c} s vs wall {w} s");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -198,6 +198,17 @@ pub fn run(cmd: Command) -> Result<()> {
                 discipline: parse_discipline(&a.scheduler)?,
                 depth: a.depth,
             };
+            if layoutlab_device::replay::ThinkSource::of(&trace)
+                == layoutlab_device::replay::ThinkSource::Wall
+            {
+                // stderr: stdout and --json - stay as they always were for such traces.
+                eprintln!(
+                    "note: {} carries no CPU accounting (cpu_issue_ns/cpu_complete_ns): the time \
+                     between requests is the wall-clock gap, which also holds the time the \
+                     program waited for a CPU on the capturing machine (docs/replay.md)",
+                    a.input.display()
+                );
+            }
             let r = replay(dev.as_mut(), &trace, &opts);
             let mut t = Table::new(
                 &format!("{} on {}", a.input.display(), a.device),

@@ -64,6 +64,14 @@ pub struct MeasuredHere {
     /// `sched_switch` events); should agree with `user_seconds + sys_seconds`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduler_cpu_seconds: Option<f64>,
+    /// Of that, between its first request's issue and its last request's completion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler_cpu_in_trace_seconds: Option<f64>,
+    /// Of that, before the first request and after the last one (start-up, e2fsck's last
+    /// work): no I/O overlaps it, so the prediction adds it (times `cpu_scale`) to `setup`
+    /// and to the last pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler_cpu_outside_trace_seconds: Option<f64>,
     /// Where the replay took the time between requests from: "cpu" (the scheduler's
     /// account, independent of how busy this machine was) or "wall" (the clock gaps).
     pub think_source: ThinkSource,
@@ -108,7 +116,8 @@ pub struct PolicyRun {
     pub total_seconds: f64,
     /// Predicted seconds the disk was busy.
     pub io_seconds: f64,
-    /// CPU seconds (measured here, times cpu_scale) not overlapped with I/O.
+    /// CPU seconds (measured here, times cpu_scale) not overlapped with I/O, start-up and
+    /// e2fsck's work after its last request included.
     pub cpu_seconds: f64,
     /// MB (2^20 bytes) read in total.
     pub mb_read: f64,
@@ -323,6 +332,21 @@ fn run_one(
     }
     stages.traced_check = t.elapsed().as_secs_f64();
     let scheduler_cpu_seconds = run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9);
+    let scheduler_cpu_in_trace_seconds = run
+        .capture
+        .cpu
+        .as_ref()
+        .map(|c| c.during_trace_ns as f64 / 1e9);
+    // CPU with no request of the program in flight before its first and after its last
+    // request: part of the command's time, outside the replay's window.
+    let (head_seconds, tail_seconds) = match (&run.capture.cpu, ThinkSource::of(&run.capture.trace))
+    {
+        (Some(c), ThinkSource::Cpu) => (
+            c.before_trace_ns as f64 / 1e9 * opts.cpu_scale,
+            c.after_trace_ns as f64 / 1e9 * opts.cpu_scale,
+        ),
+        _ => (0.0, 0.0),
+    };
     let trace = run.capture.trace;
     let think = think_summary(&trace);
     let think_source = ThinkSource::of(&trace);
@@ -350,7 +374,7 @@ fn run_one(
         },
     );
     stages.replay = t.elapsed().as_secs_f64();
-    let passes: Vec<PassResult> = replayed
+    let mut passes: Vec<PassResult> = replayed
         .tags
         .iter()
         .map(|s| PassResult {
@@ -360,14 +384,20 @@ fn run_one(
             requests: s.requests,
         })
         .collect();
+    if let Some(first) = passes.first_mut() {
+        first.seconds += head_seconds;
+    }
+    if let Some(last) = passes.last_mut() {
+        last.seconds += tail_seconds;
+    }
     Ok(PolicyRun {
         policy: plan.policy.clone(),
         fsck_clean: true,
         indirect_blocks: plan.mapping_blocks(),
         indirect_blocks_read: read,
-        total_seconds: replayed.wall_ns / 1e9,
+        total_seconds: replayed.wall_ns / 1e9 + head_seconds + tail_seconds,
         io_seconds: replayed.io_busy_ns / 1e9,
-        cpu_seconds: replayed.cpu_not_overlapped_ns / 1e9,
+        cpu_seconds: replayed.cpu_not_overlapped_ns / 1e9 + head_seconds + tail_seconds,
         mb_read: passes.iter().map(|p| p.mb_read).sum(),
         requests: trace.requests.len() as u64,
         measured_here: MeasuredHere {
@@ -375,6 +405,12 @@ fn run_one(
             user_seconds: total.map(|s| s.user_s).unwrap_or(0.0),
             sys_seconds: total.map(|s| s.sys_s).unwrap_or(0.0),
             scheduler_cpu_seconds,
+            scheduler_cpu_in_trace_seconds,
+            scheduler_cpu_outside_trace_seconds: run
+                .capture
+                .cpu
+                .as_ref()
+                .map(|c| (c.before_trace_ns + c.after_trace_ns) as f64 / 1e9),
             think_source,
             think_seconds: match (think_source, think.cpu) {
                 (ThinkSource::Cpu, Some(cpu)) => cpu.total_ns() as f64 / 1e9,

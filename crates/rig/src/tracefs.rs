@@ -66,6 +66,10 @@ pub struct CpuAccounting {
     pub total_ns: u64,
     /// Of that, between the trace's first request and its last issue or completion, ns.
     pub during_trace_ns: u64,
+    /// Of that, before the trace's first request (start-up: exec, opening the device), ns.
+    pub before_trace_ns: u64,
+    /// Of that, after its last issue or completion (the program's last work, exit), ns.
+    pub after_trace_ns: u64,
     /// Scheduler events the kernel lost (non-zero: the stamps are wrong; the capture fails).
     pub lost_events: u64,
 }
@@ -630,8 +634,10 @@ impl TracefsSession {
             Some((text, lost)) if !roots.is_empty() => {
                 let timeline =
                     layoutlab_trace::tracefs::read_cpu(&text, "scheduler events", &roots)?;
-                let during_trace_ns = timeline.used_ns(origin_mono_ns + trace.duration_ns())
-                    - timeline.used_ns(origin_mono_ns);
+                let before_trace_ns = timeline.used_ns(origin_mono_ns);
+                let until_end = timeline.used_ns(origin_mono_ns + trace.duration_ns());
+                let during_trace_ns = until_end - before_trace_ns;
+                let after_trace_ns = timeline.total_ns() - until_end;
                 if lost == 0 {
                     layoutlab_trace::cpu::stamp(&mut trace, &timeline, origin_mono_ns);
                 }
@@ -639,6 +645,8 @@ impl TracefsSession {
                     roots,
                     total_ns: timeline.total_ns(),
                     during_trace_ns,
+                    before_trace_ns,
+                    after_trace_ns,
                     lost_events: lost,
                 })
             }

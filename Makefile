@@ -37,3 +37,4 @@ lint: deps
 # Performance targets live here, not in timed tests.
 bench: build
 	$(BIN) bench replay
+	$(BIN) bench experiment metacluster-fsck --scale default,1

@@ -298,10 +298,8 @@ mod tests {
 
     #[test]
     fn hdd_presets_dispatch_to_the_hdd_model() {
-        let parv = std::path::Path::new("/work/shared/data/disksim/barracuda.parv");
-        let Ok(spec) = crate::disksim::import_parv(parv) else {
-            return; // shared data absent on this machine
-        };
+        let parv = crate::shared_disksim("barracuda.parv");
+        let spec = crate::disksim::import_parv(&parv).unwrap();
         let hdd = crate::hdd::Hdd::new(spec).unwrap();
         let text = hdd.to_toml_string();
         let d = load_preset_str(&text, "barracuda.toml").unwrap();

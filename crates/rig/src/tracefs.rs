@@ -236,9 +236,11 @@ impl TracefsSession {
             ))
         });
         let keep_text = options.text_path.is_some();
-        File::create(&text_path)
-            .map_err(|e| RigError::io(format!("create {}", text_path.display()), e))?;
-        let text_file = (!keep_text).then(|| TempFile::adopt(&text_path));
+        let text_file = cleanup::creating(|| {
+            File::create(&text_path)
+                .map_err(|e| RigError::io(format!("create {}", text_path.display()), e))?;
+            Ok::<_, RigError>((!keep_text).then(|| TempFile::adopt(&text_path)))
+        })?;
 
         static INSTANCE_N: AtomicU64 = AtomicU64::new(0);
         let instance = root.join("instances").join(format!(
@@ -246,26 +248,27 @@ impl TracefsSession {
             std::process::id(),
             INSTANCE_N.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::create_dir(&instance).map_err(|e| {
-            RigError::io(format!("create tracefs instance {}", instance.display()), e)
-        })?;
         let stop_flag = Arc::new(AtomicBool::new(false));
         let reader_done = Arc::new(AtomicBool::new(true));
         let marker = Marker {
             file: Arc::new(Mutex::new(None)),
         };
-        let instance_cleanup = {
+        // mkdir and register as one step: a signal between them would leave the instance.
+        let instance_cleanup = cleanup::creating(|| {
+            std::fs::create_dir(&instance).map_err(|e| {
+                RigError::io(format!("create tracefs instance {}", instance.display()), e)
+            })?;
             let (instance, stop_flag, reader_done, marker) = (
                 instance.clone(),
                 stop_flag.clone(),
                 reader_done.clone(),
                 marker.clone(),
             );
-            cleanup::register(
+            Ok::<_, RigError>(cleanup::register(
                 format!("tracefs instance {}", instance.display()),
                 move || remove_instance(&instance, &stop_flag, &reader_done, &marker),
-            )
-        };
+            ))
+        })?;
         let mut session = TracefsSession {
             dev,
             instance: instance.clone(),

@@ -11,7 +11,7 @@ use layoutlab_device::replay::{replay, ReplayOptions, Replayed};
 use layoutlab_layout::geometry::Geometry;
 use layoutlab_layout::mkfs::MkfsProfile;
 use layoutlab_layout::policy::{self, PolicyParams};
-use layoutlab_layout::Plan;
+use layoutlab_layout::{BlockClasses, Plan};
 use layoutlab_rig::{FsckOptions, LoopDevice, TempFile};
 use layoutlab_trace::{Op, Trace};
 use serde::Serialize;
@@ -98,6 +98,9 @@ pub struct PolicyRun {
     /// Its replay (not serialized).
     #[serde(skip)]
     pub replayed: Replayed,
+    /// What each block of the image holds, to attribute the trace (not serialized).
+    #[serde(skip)]
+    pub classes: BlockClasses,
 }
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -285,6 +288,7 @@ fn run_one(
         image: None,
         trace,
         replayed,
+        classes: BlockClasses::new(geometry, plan),
     })
 }
 

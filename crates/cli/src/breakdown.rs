@@ -153,7 +153,7 @@ pub fn window_table(title: &str, b: &Breakdown) -> anyhow::Result<layoutlab_repo
         vec![
             Column::text("window [s]"),
             Column::number("inode table req", None),
-            Column::number("inode table MB", Some("MB")),
+            Column::number("inode table read", Some("MB")),
             Column::number("inode table drive", Some("s")),
             Column::number("indirect req", None),
             Column::number("indirect drive", Some("s")),
@@ -222,5 +222,16 @@ pub fn class_plot(title: &str, trace: &Trace, replayed: &Replayed, b: &Breakdown
             .position(|c| c.as_str() == s.name)
             .unwrap_or(usize::MAX)
     });
-    layoutlab_report::offset_plot(title, &series)
+    // Fewer marks than the default (merged on a grid beyond that): one of these per policy
+    // goes into the docs, and the classes, not single requests, are the point.
+    layoutlab_report::OffsetPlot {
+        title: title.to_string(),
+        max_points: 30_000,
+        rate_panels: vec![
+            layoutlab_report::RatePanel::Throughput,
+            layoutlab_report::RatePanel::SeeksPerSecond,
+        ],
+        ..layoutlab_report::OffsetPlot::default()
+    }
+    .render(&series)
 }

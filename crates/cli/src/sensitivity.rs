@@ -32,6 +32,26 @@ fn show(v: &toml::Value) -> String {
     }
 }
 
+/// Checks, before any work, that every key of `specs` is a value of `device`'s preset and
+/// that every variant loads (a typo must not cost a whole experiment run first).
+pub fn check(device: &str, specs: &[Sensitivity]) -> Result<()> {
+    let (text, path) = preset_source(device)?;
+    if specs.is_empty() {
+        anyhow::bail!("the experiment lists no [[sensitivity]] values to vary");
+    }
+    for spec in specs {
+        for set in &spec.set {
+            let changes: Vec<(String, toml::Value)> =
+                set.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let varied = vary_preset(&text, &path, &changes, &spec.why)
+                .with_context(|| format!("[[sensitivity]] '{}'", spec.why))?;
+            load_preset_str(&varied, &path)
+                .with_context(|| format!("[[sensitivity]] '{}': {set:?}", spec.why))?;
+        }
+    }
+    Ok(())
+}
+
 /// Replays each `(policy, trace)` on `device` as shipped and on every variant of `specs`.
 pub fn run(
     device: &str,

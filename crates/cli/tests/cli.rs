@@ -251,6 +251,101 @@ fn metacluster_fsck_end_to_end_json_contract() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--sensitivity`: one row per variant of the experiment file plus "as shipped", whose totals
+/// are the run's own; the drive's read-ahead, the value it rests on most, moves the result.
+/// A key the preset does not have is an error before any image is made.
+#[test]
+fn metacluster_fsck_sensitivity_rows_and_refusals() {
+    if !is_root() {
+        eprintln!("skipped: the experiment needs root (loop devices, tracefs)");
+        return;
+    }
+    let dir = scratch("sensitivity");
+    let o = layoutlab(&[
+        "reproduce",
+        "metacluster-fsck",
+        "--scale",
+        "0.005",
+        "--sensitivity",
+        "--workdir",
+        dir.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+        "--json",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["sensitivity"].as_array().unwrap();
+    let toml_text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/metacluster-fsck.toml"),
+    )
+    .unwrap();
+    let variants: usize = toml_text
+        .lines()
+        .filter(|l| l.starts_with("set = "))
+        .map(|l| l.matches("{ \"").count())
+        .sum();
+    assert!(variants >= 10, "{variants}");
+    assert_eq!(rows.len(), 1 + variants);
+    assert_eq!(rows[0]["change"], "as shipped");
+    for (i, r) in v["runs"].as_array().unwrap().iter().enumerate() {
+        let policy = r["policy"].as_str().unwrap();
+        let shipped = rows[0]["total_seconds"][policy].as_f64().unwrap();
+        let run = r["total_seconds"].as_f64().unwrap();
+        assert!(
+            (shipped - run).abs() < 1e-9,
+            "row 0, {policy}: {shipped} vs {run} ({i})"
+        );
+    }
+    let no_read_ahead = rows
+        .iter()
+        .find(|r| {
+            r["change"]
+                .as_str()
+                .unwrap()
+                .starts_with("cache.read_ahead_max_sectors = 0 ")
+        })
+        .unwrap();
+    let meta = |r: &serde_json::Value| r["total_seconds"]["ext3-metacluster"].as_f64().unwrap();
+    assert!(
+        meta(no_read_ahead) > 1.5 * meta(&rows[0]),
+        "{no_read_ahead}"
+    );
+    assert!(dir.join("out/metacluster-fsck/sensitivity.md").exists());
+
+    // A typo in a [[sensitivity]] key: refused before any image or loop device.
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        toml_text.replace(
+            "\"seek.full_stroke_ms\" = 14.0",
+            "\"seek.full_strok_ms\" = 14.0",
+        ),
+    )
+    .unwrap();
+    let work = dir.join("bad-work");
+    let o = layoutlab(&[
+        "reproduce",
+        bad.to_str().unwrap(),
+        "--scale",
+        "0.005",
+        "--sensitivity",
+        "--workdir",
+        work.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("seek.full_strok_ms"), "{}", stderr(&o));
+    assert!(!work.exists() || entries(&work).is_empty());
+    // fio experiments have no traces to vary.
+    let o = layoutlab(&["reproduce", "fio-randread", "--sensitivity"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("fsck experiments"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn sigint_and_sigterm_leave_no_device_or_image() {
     if !is_root() {

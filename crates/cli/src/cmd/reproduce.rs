@@ -78,6 +78,13 @@ pub fn run(a: Args) -> Result<()> {
     let exp = experiment::load(&a.name)?;
     let device = a.device.clone().unwrap_or_else(|| exp.device.clone());
     let out_dir = a.out.join(&exp.name);
+    if a.sensitivity && exp.operation != "fsck" {
+        anyhow::bail!(
+            "--sensitivity replays captured traces and applies to fsck experiments; '{}' is a {} experiment",
+            exp.name,
+            exp.operation
+        );
+    }
     match exp.operation.as_str() {
         "fsck" => run_fsck(&exp, &a, &device, &out_dir),
         _ => run_fio(&exp, &a, &device, &out_dir),
@@ -131,6 +138,9 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
         exp.title,
         workdir.display()
     );
+    if a.sensitivity {
+        crate::sensitivity::check(device, &exp.sensitivity)?;
+    }
     let opts = RunOptions {
         scale,
         device: device.to_string(),

@@ -1,10 +1,10 @@
 # layoutlab — one Makefile for a fresh Debian machine: every target installs what it needs.
 SHELL := /bin/bash
 CARGO ?= cargo
-DEBS := e2fsprogs libext2fs-dev comerr-dev pkg-config gcc make fio xfsprogs btrfs-progs util-linux
+DEBS := e2fsprogs libext2fs-dev comerr-dev pkg-config gcc make fio xfsprogs btrfs-progs util-linux jq
 BIN := target/release/layoutlab
 
-.PHONY: all deps build demo test lint bench clean-work
+.PHONY: all deps build demo test lint bench clean-work docs-figures
 
 all: build
 
@@ -38,3 +38,8 @@ lint: deps
 bench: build
 	$(BIN) bench replay
 	$(BIN) bench experiment metacluster-fsck --scale default,1
+
+# Every figure and generated table of docs/experiments/metacluster-fsck.md (and README's
+# headline) from one build: scale 1 (~4 min) and scale 0.05, with the sensitivity tables.
+docs-figures: build
+	LAYOUTLAB=$(BIN) docs/regenerate-figures.sh

@@ -42,6 +42,21 @@ pub struct Experiment {
     /// Published numbers, shown beside ours, never used in the computation.
     #[serde(default)]
     pub published: Published,
+    /// Device-preset values the result rests on that are borrowed or assumed, each with the
+    /// values to try instead (`reproduce NAME --sensitivity`).
+    #[serde(default)]
+    pub sensitivity: Vec<Sensitivity>,
+}
+
+/// One borrowed or assumed preset value and its plausible alternatives.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sensitivity {
+    /// Why the value is uncertain and where the alternatives come from.
+    pub why: String,
+    /// The alternatives, one replay each: dotted preset keys and their values (several keys
+    /// when values move together, e.g. surfaces and cylinders at a constant capacity).
+    pub set: Vec<BTreeMap<String, toml::Value>>,
 }
 
 /// Parameters of the "fsck" operation.

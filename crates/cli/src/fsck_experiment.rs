@@ -11,7 +11,7 @@ use layoutlab_device::replay::{replay, think_summary, ReplayOptions, Replayed, T
 use layoutlab_layout::geometry::Geometry;
 use layoutlab_layout::mkfs::MkfsProfile;
 use layoutlab_layout::policy::{self, PolicyParams};
-use layoutlab_layout::Plan;
+use layoutlab_layout::{BlockClasses, Plan};
 use layoutlab_rig::{FsckOptions, LoopDevice, TempFile};
 use layoutlab_trace::{Op, Trace};
 use serde::Serialize;
@@ -136,9 +136,16 @@ pub struct PolicyRun {
     /// The captured trace (not serialized).
     #[serde(skip)]
     pub trace: Trace,
+    /// CPU seconds (times cpu_scale) before the trace's first request and after its last,
+    /// which the total adds to the replay of `trace` (not serialized: `measured_here` has it).
+    #[serde(skip)]
+    pub cpu_outside_trace_seconds: f64,
     /// Its replay (not serialized).
     #[serde(skip)]
     pub replayed: Replayed,
+    /// What each block of the image holds, to attribute the trace (not serialized).
+    #[serde(skip)]
+    pub classes: BlockClasses,
 }
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -428,7 +435,9 @@ fn run_one(
         passes,
         image: None,
         trace,
+        cpu_outside_trace_seconds: head_seconds + tail_seconds,
         replayed,
+        classes: BlockClasses::new(geometry, plan),
     })
 }
 

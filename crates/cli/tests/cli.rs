@@ -192,11 +192,51 @@ fn metacluster_fsck_end_to_end_json_contract() {
             .iter()
             .any(|p| p["pass"] == 1 && p["mb_read"].as_f64().unwrap() > 0.0));
     }
+    // At this scale the model predicts 4.7 s → 1.34 s, a 71.7% reduction (two runs
+    // 2026-11-23: 0.7166, 0.7176; the CPU time measured between requests is ~2% of the
+    // total, so machine load moves it by well under a point). ±5 points holds that and breaks
+    // on a real regression: the drive's read-ahead off gives ~49% at scale 0.05, no
+    // almost-read-hits ~64%, a metacluster that does not cluster ~0%.
     let red = v["reduction"].as_f64().unwrap();
     assert!(
-        red > 0.0 && red < 1.0,
-        "clustering indirect blocks should shorten fsck: {red}"
+        (0.667..=0.767).contains(&red),
+        "reduction {red:.4} outside 0.717 ± 0.05: {v}"
     );
+    // What pass 1 read, by class of block (docs/experiments/metacluster-fsck.md): both
+    // layouts read the same inode tables at the same drive cost; vanilla's indirect blocks
+    // cost more than ten times the metacluster's.
+    let class = |policy: &str, class: &str| -> (u64, f64) {
+        let total = v["pass1_by_class"][policy]["total"].as_array().unwrap();
+        total
+            .iter()
+            .find(|e| e[0] == class)
+            .map(|e| {
+                (
+                    e[1]["requests"].as_u64().unwrap(),
+                    e[1]["device_seconds"].as_f64().unwrap(),
+                )
+            })
+            .unwrap_or((0, 0.0))
+    };
+    let (it_v, it_v_s) = class("ext3-2007", "inode_table");
+    let (it_m, it_m_s) = class("ext3-metacluster", "inode_table");
+    assert!(
+        it_v > 0 && (it_v as f64 / it_m as f64 - 1.0).abs() < 0.05,
+        "inode-table requests {it_v} vs {it_m}"
+    );
+    assert!(
+        (it_v_s / it_m_s - 1.0).abs() < 0.05,
+        "inode-table drive seconds {it_v_s} vs {it_m_s}"
+    );
+    let (_, ind_v_s) = class("ext3-2007", "indirect");
+    let (_, ind_m_s) = class("ext3-metacluster", "indirect");
+    assert!(
+        ind_v_s > 10.0 * ind_m_s && ind_m_s > 0.0,
+        "indirect drive seconds {ind_v_s} vs {ind_m_s}"
+    );
+    // Published numbers are for scale 1: not beside a run at another scale.
+    assert!(!stdout.contains("738.1"), "{stdout}");
+    assert!(stdout.contains("not shown beside this run"), "{stdout}");
     assert!(v["published"]["total_seconds"]["ext3-2007"]
         .as_f64()
         .is_some());
@@ -297,6 +337,101 @@ fn predictions_do_not_depend_on_how_busy_the_machine_is() {
     }
 }
 
+/// `--sensitivity`: one row per variant of the experiment file plus "as shipped", whose totals
+/// are the run's own; the drive's read-ahead, the value it rests on most, moves the result.
+/// A key the preset does not have is an error before any image is made.
+#[test]
+fn metacluster_fsck_sensitivity_rows_and_refusals() {
+    if !is_root() {
+        eprintln!("skipped: the experiment needs root (loop devices, tracefs)");
+        return;
+    }
+    let dir = scratch("sensitivity");
+    let o = layoutlab(&[
+        "reproduce",
+        "metacluster-fsck",
+        "--scale",
+        "0.005",
+        "--sensitivity",
+        "--workdir",
+        dir.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+        "--json",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["sensitivity"].as_array().unwrap();
+    let toml_text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/metacluster-fsck.toml"),
+    )
+    .unwrap();
+    let variants: usize = toml_text
+        .lines()
+        .filter(|l| l.starts_with("set = "))
+        .map(|l| l.matches("{ \"").count())
+        .sum();
+    assert!(variants >= 10, "{variants}");
+    assert_eq!(rows.len(), 1 + variants);
+    assert_eq!(rows[0]["change"], "as shipped");
+    for (i, r) in v["runs"].as_array().unwrap().iter().enumerate() {
+        let policy = r["policy"].as_str().unwrap();
+        let shipped = rows[0]["total_seconds"][policy].as_f64().unwrap();
+        let run = r["total_seconds"].as_f64().unwrap();
+        assert!(
+            (shipped - run).abs() < 1e-9,
+            "row 0, {policy}: {shipped} vs {run} ({i})"
+        );
+    }
+    let no_read_ahead = rows
+        .iter()
+        .find(|r| {
+            r["change"]
+                .as_str()
+                .unwrap()
+                .starts_with("cache.read_ahead_max_sectors = 0 ")
+        })
+        .unwrap();
+    let meta = |r: &serde_json::Value| r["total_seconds"]["ext3-metacluster"].as_f64().unwrap();
+    assert!(
+        meta(no_read_ahead) > 1.5 * meta(&rows[0]),
+        "{no_read_ahead}"
+    );
+    assert!(dir.join("out/metacluster-fsck/sensitivity.md").exists());
+
+    // A typo in a [[sensitivity]] key: refused before any image or loop device.
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        toml_text.replace(
+            "\"seek.full_stroke_ms\" = 14.0",
+            "\"seek.full_strok_ms\" = 14.0",
+        ),
+    )
+    .unwrap();
+    let work = dir.join("bad-work");
+    let o = layoutlab(&[
+        "reproduce",
+        bad.to_str().unwrap(),
+        "--scale",
+        "0.005",
+        "--sensitivity",
+        "--workdir",
+        work.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("seek.full_strok_ms"), "{}", stderr(&o));
+    assert!(!work.exists() || entries(&work).is_empty());
+    // fio experiments have no traces to vary.
+    let o = layoutlab(&["reproduce", "fio-randread", "--sensitivity"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("fsck experiments"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn sigint_and_sigterm_leave_no_device_or_image() {
     if !is_root() {
@@ -348,6 +483,15 @@ fn sigint_and_sigterm_leave_no_device_or_image() {
             !mounts.contains(&own),
             "SIG{name} left a tracefs mount: {mounts}"
         );
+        // Nor a tracefs instance (one made just as the signal came once outlived the run).
+        let instance = format!("layoutlab-{}-", child.id());
+        for root in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+            let left: Vec<String> = entries(&Path::new(root).join("instances"))
+                .into_iter()
+                .filter(|n| n.starts_with(&instance))
+                .collect();
+            assert!(left.is_empty(), "SIG{name} left tracefs instances {left:?}");
+        }
         assert!(imgs.is_empty(), "SIG{name} left {imgs:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -496,10 +640,26 @@ fn sigkill_leftovers_are_found_and_cleaned() {
     // A dry run changed nothing.
     assert!(entries(&dir).iter().any(|n| n.contains(&own)));
     let done = clean(false);
-    assert_eq!(done["removed"], found.len(), "{done}");
     assert_eq!(done["failed"], 0, "{done}");
-    // Nothing is left, here or in tracefs (looked at through a fresh scan).
-    assert!(clean(true)["found"].as_array().unwrap().is_empty());
+    // Every leftover of the killed run that the dry run listed was removed. (tracefs
+    // instances are global: other dead processes' leftovers may appear or go between two
+    // scans — a concurrent test's child, another checkout's run — so only this run's items are
+    // counted. Counting all of them made this test flaky.)
+    let ours = |v: &serde_json::Value| -> Vec<String> {
+        let mut p: Vec<String> = v["found"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["pid"] == pid)
+            .map(|i| i["path"].as_str().unwrap().to_string())
+            .collect();
+        p.sort();
+        p
+    };
+    assert_eq!(ours(&done), ours(&dry), "{done}");
+    // Nothing of it is left, here or in tracefs (looked at through a fresh scan).
+    let rescan = clean(true);
+    assert!(ours(&rescan).is_empty(), "{rescan}");
     assert!(!entries(&dir).iter().any(|n| n.contains(&own)));
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     assert!(!mounts.contains(dir.to_str().unwrap()), "{mounts}");
@@ -534,18 +694,21 @@ fn plan_json_is_a_whole_plan() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The shared measured-drive data, beside the checkout (../shared) — absent on a bare clone.
-fn shared_disksim() -> Option<PathBuf> {
+/// The shared measured-drive data, beside the checkout (../shared). Missing, it is a failure
+/// that says what to provide, never a silent pass.
+fn shared_disksim() -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim");
-    d.is_dir().then_some(d)
+    assert!(
+        d.is_dir(),
+        "the shared measured-drive data is missing: expected {} (the `shared` directory beside the checkout)",
+        d.display()
+    );
+    d
 }
 
 #[test]
 fn device_validate_json_contract_and_cdf_svg() {
-    let Some(d) = shared_disksim() else {
-        eprintln!("skipped: ../shared/data/disksim not found");
-        return;
-    };
+    let d = shared_disksim();
     let dir = scratch("validate");
     let svg = dir.join("cdf.svg");
     let o = layoutlab(&[
@@ -582,10 +745,7 @@ fn device_validate_json_contract_and_cdf_svg() {
 
 #[test]
 fn device_import_writes_a_preset_that_loads_and_validates_the_same() {
-    let Some(d) = shared_disksim() else {
-        eprintln!("skipped: ../shared/data/disksim not found");
-        return;
-    };
+    let d = shared_disksim();
     let dir = scratch("import");
     let preset = dir.join("barracuda.toml");
     let o = layoutlab(&[

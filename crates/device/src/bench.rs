@@ -203,8 +203,8 @@ mod measure {
             println!("{name} replay bench: {b:?}");
         }
         // The HDD model, built from a shared DiskSim drive until the HDD presets land.
-        let parv = std::path::Path::new("/work/shared/data/disksim/barracuda.parv");
-        if let Ok(spec) = crate::disksim::import_parv(parv) {
+        let parv = crate::shared_disksim("barracuda.parv");
+        if let Ok(spec) = crate::disksim::import_parv(&parv) {
             let mut hdd = crate::hdd::Hdd::new(spec).unwrap();
             for _ in 0..3 {
                 let b = bench_replay(&mut hdd, 1_000_000, 1);

@@ -89,3 +89,18 @@ pub enum DeviceError {
 pub mod disksim;
 pub mod hdd;
 pub mod validate;
+
+/// The measured-drive data shared beside the checkout (`../shared/data/disksim` from the
+/// workspace root): DiskSim's validation drives and traces. Tests that need it fail with this
+/// message when it is missing, rather than pass without running.
+#[cfg(test)]
+pub(crate) fn shared_disksim(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim");
+    assert!(
+        dir.is_dir(),
+        "the shared measured-drive data is missing: expected {} (the `shared` directory beside \
+         the checkout, with data/disksim/ holding DiskSim's .parv/.trace/.seek files)",
+        dir.display()
+    );
+    dir.join(name)
+}

@@ -109,6 +109,71 @@ pub fn preset_names() -> Vec<String> {
     names
 }
 
+/// The text of preset `name` (a shipped name, or a `.toml` file that exists) and the path to
+/// report in errors.
+pub fn preset_source(name_or_path: &str) -> Result<(String, String), DeviceError> {
+    let p = Path::new(name_or_path);
+    if name_or_path.ends_with(".toml") && p.is_file() {
+        let text = std::fs::read_to_string(p).map_err(|source| DeviceError::Io {
+            path: p.display().to_string(),
+            source,
+        })?;
+        return Ok((text, p.display().to_string()));
+    }
+    preset_text(name_or_path)
+}
+
+/// The value of a preset's `{ value, source }` entry at a dotted path (`seek.full_stroke_ms`).
+pub fn preset_value(text: &str, path: &str, key: &str) -> Result<toml::Value, DeviceError> {
+    let doc: toml::Table = parse_toml(text, path)?;
+    let mut at = &doc;
+    let parts: Vec<&str> = key.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let missing = || DeviceError::Invalid(format!("{path}: no parameter '{key}'"));
+        let next = at.get(*part).ok_or_else(missing)?;
+        if i + 1 == parts.len() {
+            return next
+                .get("value")
+                .cloned()
+                .ok_or_else(|| DeviceError::Invalid(format!("{path}: '{key}' has no value")));
+        }
+        at = next.as_table().ok_or_else(missing)?;
+    }
+    Err(DeviceError::Invalid(format!(
+        "{path}: empty parameter name"
+    )))
+}
+
+/// The preset text with the values at the dotted paths of `changes` replaced, each one's
+/// source saying `why` (a what-if of the preset, e.g. for a sensitivity table). A path that
+/// is not a `{ value, source }` entry of the preset is an error, so a typo cannot vary nothing.
+pub fn vary_preset(
+    text: &str,
+    path: &str,
+    changes: &[(String, toml::Value)],
+    why: &str,
+) -> Result<String, DeviceError> {
+    let mut doc: toml::Table = parse_toml(text, path)?;
+    for (key, value) in changes {
+        preset_value(text, path, key)?;
+        let mut at = &mut doc;
+        let parts: Vec<&str> = key.split('.').collect();
+        for part in &parts[..parts.len() - 1] {
+            at = at
+                .get_mut(*part)
+                .and_then(toml::Value::as_table_mut)
+                .expect("checked by preset_value");
+        }
+        let entry = at
+            .get_mut(parts[parts.len() - 1])
+            .and_then(toml::Value::as_table_mut)
+            .expect("checked by preset_value");
+        entry.insert("value".into(), value.clone());
+        entry.insert("source".into(), toml::Value::String(why.to_string()));
+    }
+    toml::to_string(&doc).map_err(|e| DeviceError::Invalid(format!("{path}: {e}")))
+}
+
 /// The text of preset `name` and the path to report in errors.
 fn preset_text(name: &str) -> Result<(String, String), DeviceError> {
     let valid_name = !name.is_empty()
@@ -288,6 +353,38 @@ mod tests {
     }
 
     #[test]
+    fn a_varied_preset_changes_only_what_was_asked_and_refuses_typos() {
+        let (text, path) = preset_source("sata-400g-2007").unwrap();
+        let varied = vary_preset(
+            &text,
+            &path,
+            &[("seek.full_stroke_ms".into(), toml::Value::Float(20.0))],
+            "what if",
+        )
+        .unwrap();
+        assert_eq!(
+            preset_value(&varied, "v", "seek.full_stroke_ms").unwrap(),
+            toml::Value::Float(20.0)
+        );
+        assert_eq!(
+            preset_value(&varied, "v", "seek.average_ms").unwrap(),
+            preset_value(&text, "t", "seek.average_ms").unwrap()
+        );
+        let a = load_preset_str(&text, "a").unwrap();
+        let b = load_preset_str(&varied, "b").unwrap();
+        assert_eq!(a.capacity_sectors(), b.capacity_sectors());
+        let e = vary_preset(
+            &text,
+            &path,
+            &[("seek.full_strok_ms".into(), toml::Value::Float(20.0))],
+            "typo",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("seek.full_strok_ms"), "{e}");
+    }
+
+    #[test]
     fn every_listed_preset_loads() {
         for name in preset_names() {
             if let Err(e) = load_preset(&name) {
@@ -298,10 +395,8 @@ mod tests {
 
     #[test]
     fn hdd_presets_dispatch_to_the_hdd_model() {
-        let parv = std::path::Path::new("/work/shared/data/disksim/barracuda.parv");
-        let Ok(spec) = crate::disksim::import_parv(parv) else {
-            return; // shared data absent on this machine
-        };
+        let parv = crate::shared_disksim("barracuda.parv");
+        let spec = crate::disksim::import_parv(&parv).unwrap();
         let hdd = crate::hdd::Hdd::new(spec).unwrap();
         let text = hdd.to_toml_string();
         let d = load_preset_str(&text, "barracuda.toml").unwrap();

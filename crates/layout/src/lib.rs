@@ -22,12 +22,14 @@
 //! ```
 
 pub mod alloc;
+pub mod classify;
 mod error;
 pub mod geometry;
 pub mod mkfs;
 pub mod plan;
 pub mod policy;
 
+pub use classify::{BlockClass, BlockClasses};
 pub use error::LayoutError;
 pub use geometry::Geometry;
 pub use mkfs::MkfsProfile;

@@ -13,9 +13,15 @@
 //! handlers are installed the first time anything registers; the panic hook only when the
 //! program asks ([`install_panic_hook`]), because a library must not turn a caught panic in one
 //! thread (a failing test among others) into the teardown of every resource in the process.
+//!
+//! A resource is created and registered inside [`creating`]: the signal watcher waits for any
+//! creation under way to register before it undoes everything, and a creation that starts after
+//! the signal blocks until the process exits. Without that, a SIGINT arriving between a tracefs
+//! instance's `mkdir` and its `register` left the instance behind, named after a dead process,
+//! for the next `layoutlab clean` to find (the once-flaky `sigkill_leftovers_are_found_and_cleaned`).
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::{Mutex, MutexGuard, Once, RwLock};
 
 type Action = Box<dyn FnOnce() + Send + 'static>;
 
@@ -26,6 +32,9 @@ struct Entry {
 }
 
 static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+/// Held shared while a resource is created and registered, exclusively by the signal watcher
+/// from just before its cleanup until the process exits.
+static CREATING: RwLock<()> = RwLock::new(());
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 static SIGNAL_PIPE_WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 static SIGNALS_ONCE: Once = Once::new();
@@ -64,6 +73,15 @@ pub fn register(label: impl Into<String>, action: impl FnOnce() + Send + 'static
         action: Box::new(action),
     });
     CleanupId(id)
+}
+
+/// Runs `create`, which makes a resource and [`register`]s its undo, so that a SIGINT/SIGTERM
+/// cannot fall between the two: the signal's cleanup waits for `create` to return, and a
+/// `create` that would start after the signal never starts (the process exits first). Keep
+/// `create` short and do not nest calls (the lock is not re-entrant once a signal is waiting).
+pub fn creating<T>(create: impl FnOnce() -> T) -> T {
+    let _shared = CREATING.read().unwrap_or_else(|p| p.into_inner());
+    create()
 }
 
 fn take(id: &CleanupId) -> Option<Entry> {
@@ -166,6 +184,9 @@ fn watch_signals(read_fd: libc::c_int) {
                 "SIGTERM"
             };
             SIGNAL_CAUGHT.store(true, Ordering::SeqCst);
+            // Wait for a creation under way to register its resource; hold the lock until
+            // `_exit` so no new one starts.
+            let _exclusive = CREATING.write().unwrap_or_else(|p| p.into_inner());
             let labels = pending();
             eprintln!(
                 "layoutlab: caught {name}; cleaning up {} resource(s) the rig created",

@@ -206,19 +206,26 @@ pub fn run_e2fsck_traced(
         opts.e2fsck.display(),
         device_path.display()
     );
-    let child = command.spawn().map_err(|e| RigError::Command {
-        program: shown.clone(),
-        status: "not started".into(),
-        stderr: format!("{e} (e2fsck comes with the Debian package e2fsprogs)"),
+    // Spawned and registered as one step (`cleanup::creating`): a signal in between left
+    // e2fsck running, holding the loop device, until the parent-death signal reached it —
+    // after our exit, so the loop device outlived the run for a moment.
+    let (child, kill_child) = cleanup::creating(|| {
+        let child = command.spawn().map_err(|e| RigError::Command {
+            program: shown.clone(),
+            status: "not started".into(),
+            stderr: format!("{e} (e2fsck comes with the Debian package e2fsprogs)"),
+        })?;
+        // Registered after the session, so on a signal it runs first: a SIGTERM sent to us
+        // alone must not leave e2fsck holding the loop device and the tracing instance.
+        let pid = child.id() as libc::pid_t;
+        let kill_child = cleanup::register(format!("e2fsck process {pid}"), move || {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            wait_until_exited(pid);
+        });
+        Ok::<_, RigError>((child, kill_child))
     })?;
     drop(marker_fd);
     session.followed(child.id());
-    // Registered after the session, so on a signal it runs first: a SIGTERM sent to us alone
-    // must not leave e2fsck holding the loop device and the tracing instance.
-    let pid = child.id() as libc::pid_t;
-    let kill_child = cleanup::register(format!("e2fsck process {pid}"), move || unsafe {
-        libc::kill(pid, libc::SIGKILL);
-    });
     let output = child.wait_with_output();
     cleanup::forget(&kill_child);
     let output = output.map_err(|e| RigError::io(format!("wait for {shown}"), e))?;
@@ -259,4 +266,25 @@ pub fn run_e2fsck_traced(
         stdout,
         stderr,
     })
+}
+
+/// Waits (up to 5 s) until process `pid` has exited — gone, or a zombie, whose open files
+/// (the loop device) are already closed — without reaping it: its parent's `wait` may be
+/// under way on another thread.
+fn wait_until_exited(pid: libc::pid_t) {
+    let stat = format!("/proc/{pid}/stat");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        match std::fs::read_to_string(&stat) {
+            // The state follows the parenthesised command name: "pid (comm) S ...".
+            Ok(text) => {
+                let state = text.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+                if state.is_some_and(|r| r.starts_with('Z') || r.starts_with('X')) {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }

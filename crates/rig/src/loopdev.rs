@@ -94,7 +94,8 @@ impl LoopDevice {
             libc::O_RDWR
         };
         let file_fd = open_raw(&backing_file, mode)?;
-        let result = Self::attach_fd(file_fd, &backing_file, read_only);
+        // Attached and registered as one step (see `cleanup::creating`).
+        let result = cleanup::creating(|| Self::attach_fd(file_fd, &backing_file, read_only));
         unsafe { libc::close(file_fd) };
         result
     }

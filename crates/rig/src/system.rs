@@ -178,14 +178,18 @@ impl TempDir {
         loop {
             let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let path = parent.join(format!("{prefix}-{}-{n}", std::process::id()));
-            match std::fs::create_dir(&path) {
-                Ok(()) => {
+            // mkdir and register as one step (see `cleanup::creating`).
+            let made = cleanup::creating(|| {
+                std::fs::create_dir(&path).map(|()| {
                     let owned = path.clone();
-                    let cleanup =
-                        cleanup::register(format!("directory {}", path.display()), move || {
-                            // Only if empty: never delete what someone else put there.
-                            let _ = std::fs::remove_dir(&owned);
-                        });
+                    cleanup::register(format!("directory {}", path.display()), move || {
+                        // Only if empty: never delete what someone else put there.
+                        let _ = std::fs::remove_dir(&owned);
+                    })
+                })
+            });
+            match made {
+                Ok(cleanup) => {
                     return Ok(TempDir {
                         path,
                         cleanup: Some(cleanup),

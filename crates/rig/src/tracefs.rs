@@ -196,21 +196,27 @@ impl Streamed {
         buffer_size_kb: u32,
         marker: Option<Marker>,
     ) -> Result<Streamed> {
-        File::create(&text_path)
-            .map_err(|e| RigError::io(format!("create {}", text_path.display()), e))?;
-        let text_file = (!keep_text).then(|| TempFile::adopt(&text_path));
+        // Each resource is made and registered as one step (`cleanup::creating`): a signal in
+        // between would leave it behind.
+        let text_file = cleanup::creating(|| {
+            File::create(&text_path)
+                .map_err(|e| RigError::io(format!("create {}", text_path.display()), e))?;
+            Ok::<_, RigError>((!keep_text).then(|| TempFile::adopt(&text_path)))
+        })?;
         let dir = root.join("instances").join(name);
-        std::fs::create_dir(&dir)
-            .map_err(|e| RigError::io(format!("create tracefs instance {}", dir.display()), e))?;
         let stop_flag = Arc::new(AtomicBool::new(false));
         let reader_done = Arc::new(AtomicBool::new(true));
-        let cleanup = {
+        let cleanup = cleanup::creating(|| {
+            std::fs::create_dir(&dir).map_err(|e| {
+                RigError::io(format!("create tracefs instance {}", dir.display()), e)
+            })?;
             let (dir, stop_flag, reader_done) =
                 (dir.clone(), stop_flag.clone(), reader_done.clone());
-            cleanup::register(format!("tracefs instance {}", dir.display()), move || {
-                remove_instance(&dir, &stop_flag, &reader_done, marker.as_ref())
-            })
-        };
+            Ok::<_, RigError>(cleanup::register(
+                format!("tracefs instance {}", dir.display()),
+                move || remove_instance(&dir, &stop_flag, &reader_done, marker.as_ref()),
+            ))
+        })?;
         let streamed = Streamed {
             dir,
             stop_flag,

@@ -2,6 +2,7 @@
 
 use super::device::load_device;
 use super::{parse_size, write_json, Human};
+use crate::breakdown;
 use crate::experiment::{self, Experiment};
 use crate::fsck_experiment::{self, PolicyRun, RunOptions};
 use anyhow::{Context, Result};
@@ -48,6 +49,11 @@ pub struct Args {
     /// Multiply the CPU time measured between requests (2.0 = a CPU half as fast as this one).
     #[arg(long)]
     cpu_scale: Option<f64>,
+    /// Also replay the captured traces on variants of the device preset, one borrowed or
+    /// assumed value changed at a time (the experiment file's [[sensitivity]] list), and report
+    /// how much each moves both totals and the reduction (fsck experiments).
+    #[arg(long)]
+    sensitivity: bool,
 }
 
 /// Arguments of `experiments`.
@@ -80,6 +86,13 @@ pub fn run(a: Args) -> Result<()> {
     let exp = experiment::load(&a.name)?;
     let device = a.device.clone().unwrap_or_else(|| exp.device.clone());
     let out_dir = a.out.join(&exp.name);
+    if a.sensitivity && exp.operation != "fsck" {
+        anyhow::bail!(
+            "--sensitivity replays captured traces and applies to fsck experiments; '{}' is a {} experiment",
+            exp.name,
+            exp.operation
+        );
+    }
     match exp.operation.as_str() {
         "fsck" => run_fsck(&exp, &a, &device, &out_dir),
         _ => run_fio(&exp, &a, &device, &out_dir),
@@ -94,6 +107,11 @@ struct FsckJson<'a> {
     device: &'a str,
     cpu_scale: f64,
     runs: &'a [PolicyRun],
+    /// Preset variants and their predictions (with --sensitivity).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sensitivity: Option<Vec<crate::sensitivity::Row>>,
+    /// Per policy: what pass 1 read, by class of block and window of modelled time.
+    pass1_by_class: std::collections::BTreeMap<String, &'a breakdown::Breakdown>,
     reduction: Option<f64>,
     published: PublishedJson,
     timing: Timing,
@@ -152,6 +170,9 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
         exp.title,
         workdir.display()
     );
+    if a.sensitivity {
+        crate::sensitivity::check(device, &exp.sensitivity)?;
+    }
     let opts = RunOptions {
         scale,
         device: device.to_string(),
@@ -168,6 +189,7 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
     let experiment_seconds = started.elapsed().as_secs_f64();
 
     let published = &exp.published;
+    let comparable = scale == 1.0;
     let mut tables = Vec::new();
     for r in &runs {
         let rows: Vec<PassRow> = r
@@ -190,9 +212,12 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
             mb_read: r.mb_read,
             requests: Some(r.requests),
         };
+        // Published numbers are for the full-size file system: beside a run at another
+        // scale they would invite comparing unlike with like.
         let pubs: Vec<(String, f64)> = published
             .total_seconds
             .get(&r.policy)
+            .filter(|_| comparable)
             .map(|v| vec![("total".to_string(), *v)])
             .unwrap_or_default();
         tables.push(pass_table(
@@ -202,32 +227,47 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
             (!pubs.is_empty()).then_some(pubs.as_slice()),
         )?);
     }
+    let mut columns = vec![
+        Column::text("policy"),
+        Column::number("predicted", Some("s")),
+    ];
+    if comparable {
+        columns.push(Column::published("time", Some("s")));
+    }
     let mut summary = Table::new(
         &format!("{} at scale {scale} on {device}", exp.name),
-        vec![
-            Column::text("policy"),
-            Column::number("predicted", Some("s")),
-            Column::published("time", Some("s")),
-            Column::number("disk busy", Some("s")),
-            Column::number("CPU", Some("s")),
-            Column::number("file data", Some("GB")),
-            Column::number("indirect blocks", None),
-            Column::number("read by e2fsck", None),
-            Column::number("e2fsck here", Some("s")),
-        ],
+        columns
+            .into_iter()
+            .chain([
+                Column::number("disk busy", Some("s")),
+                Column::number("CPU", Some("s")),
+                Column::number("file data", Some("GB")),
+                Column::number("indirect blocks", None),
+                Column::number("read by e2fsck", None),
+                Column::number("e2fsck here", Some("s")),
+            ])
+            .collect(),
     );
     for r in &runs {
-        summary.push_row(vec![
-            Cell::text(&r.policy),
-            Cell::num(r.total_seconds, 1),
-            published_cell(published.total_seconds.get(&r.policy).copied()),
-            Cell::num(r.io_seconds, 1),
-            Cell::num(r.cpu_seconds, 1),
-            Cell::num(r.file_data_bytes as f64 / 1e9, 1),
-            Cell::num(r.indirect_blocks as f64, 0),
-            Cell::num(r.indirect_blocks_read as f64, 0),
-            Cell::num(r.measured_here.real_seconds, 2),
-        ])?;
+        let mut cells = vec![Cell::text(&r.policy), Cell::num(r.total_seconds, 1)];
+        if comparable {
+            cells.push(published_cell(
+                published.total_seconds.get(&r.policy).copied(),
+            ));
+        }
+        summary.push_row(
+            cells
+                .into_iter()
+                .chain([
+                    Cell::num(r.io_seconds, 1),
+                    Cell::num(r.cpu_seconds, 1),
+                    Cell::num(r.file_data_bytes as f64 / 1e9, 1),
+                    Cell::num(r.indirect_blocks as f64, 0),
+                    Cell::num(r.indirect_blocks_read as f64, 0),
+                    Cell::num(r.measured_here.real_seconds, 2),
+                ])
+                .collect(),
+        )?;
     }
     let ours = (runs.len() >= 2)
         .then(|| reduction(runs[0].total_seconds, runs[runs.len() - 1].total_seconds))
@@ -240,6 +280,31 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
             .and_then(|(b, n)| reduction(*b, *n)),
         _ => None,
     };
+    // What pass 1 read, by class of block and window of modelled time (same windows for
+    // every policy, so they line up).
+    let pass1_s = runs
+        .iter()
+        .flat_map(|r| r.passes.iter().filter(|p| p.pass == 1))
+        .map(|p| p.seconds)
+        .fold(0.0, f64::max);
+    let window_s = breakdown::round_window_s(pass1_s, 10.0);
+    let breakdowns: Vec<breakdown::Breakdown> = runs
+        .iter()
+        .map(|r| {
+            breakdown::breakdown(&r.classes, &r.trace, &r.replayed, window_s, |t| {
+                t == "pass1"
+            })
+        })
+        .collect();
+    for (r, b) in runs.iter().zip(&breakdowns) {
+        tables.push(breakdown::window_table(
+            &format!(
+                "pass 1 of {} by what it read, per {window_s} s of modelled time",
+                r.policy
+            ),
+            b,
+        )?);
+    }
     for t in &tables {
         h.say(&format!("{}\n", t.to_terminal(None)?));
     }
@@ -251,16 +316,16 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
             runs[runs.len() - 1].policy,
             o * 100.0
         ));
-        match theirs {
-            Some(p) => h.say(&format!(" (published, at scale 1: {:.0}%)\n", p * 100.0)),
+        match theirs.filter(|_| comparable) {
+            Some(p) => h.say(&format!(" (published: {:.0}%)\n", p * 100.0)),
             None => h.say("\n"),
         }
     }
-    if scale != 1.0 {
-        h.say("note: published numbers are for the full 400 GB file system (scale 1); use --scale 1 to compare like with like.\n");
+    if !comparable {
+        h.say("note: the published numbers are for the full 400 GB file system (scale 1) and are not shown beside this run; use --scale 1 to compare like with like.\n");
     }
     if !published.source.is_empty() {
-        h.say(&format!("published: {}\n", published.source));
+        h.say(&format!("published (scale 1): {}\n", published.source));
     }
 
     // Report files: Markdown, an HTML bundle and the seekwatcher-style plot of the modelled runs.
@@ -278,6 +343,21 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
     );
     let svg_path = out_dir.join("fsck-offset.svg");
     std::fs::write(&svg_path, &svg).with_context(|| format!("writing {}", svg_path.display()))?;
+    let mut class_svgs = Vec::new();
+    for (r, b) in runs.iter().zip(&breakdowns) {
+        let svg = breakdown::class_plot(
+            &format!(
+                "{}: e2fsck -fn, {} on {device}, by what each request read",
+                exp.name, r.policy
+            ),
+            &r.trace,
+            &r.replayed,
+            b,
+        );
+        let path = out_dir.join(format!("fsck-classes-{}.svg", r.policy));
+        std::fs::write(&path, &svg).with_context(|| format!("writing {}", path.display()))?;
+        class_svgs.push((r.policy.clone(), svg));
+    }
     let mut md = format!("# {}\n\n{}\n\n", exp.name, exp.title);
     for t in tables.iter().chain(std::iter::once(&summary)) {
         md.push_str(&t.to_markdown()?);
@@ -290,15 +370,34 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
         html.table(t.clone());
     }
     html.svg("disk offset over modelled time, both layouts", svg);
+    for (policy, svg) in class_svgs {
+        html.svg(
+            &format!("{policy}: disk offset by class of block read"),
+            svg,
+        );
+    }
     html.write(&out_dir.join("index.html"))?;
     eprintln!(
-        "report: {}/{{report.md,index.html,fsck-offset.svg}}",
+        "report: {}/{{report.md,index.html,fsck-offset.svg,fsck-classes-POLICY.svg}}",
         out_dir.display()
     );
     if a.keep {
         for r in &runs {
             let p = workdir.join(format!("{}-{}.trace.csv", exp.name, r.policy));
             layoutlab_trace::format::write_path(&r.trace, &p, layoutlab_trace::Format::Csv)?;
+            // Per request: what it read and its modelled times (for analysis beside the trace).
+            let b = breakdown::breakdown(&r.classes, &r.trace, &r.replayed, window_s, |_| true);
+            let mut csv = String::from("index,class,start_s,complete_s\n");
+            for (i, (c, q)) in b.request_class.iter().zip(&r.replayed.requests).enumerate() {
+                csv.push_str(&format!(
+                    "{i},{},{:.9},{:.9}\n",
+                    c.as_str(),
+                    q.start_ns / 1e9,
+                    q.complete_ns / 1e9
+                ));
+            }
+            let cp = workdir.join(format!("{}-{}.classes.csv", exp.name, r.policy));
+            std::fs::write(&cp, csv).with_context(|| format!("writing {}", cp.display()))?;
             eprintln!(
                 "kept {} and {}",
                 r.image
@@ -309,15 +408,45 @@ fn run_fsck(exp: &Experiment, a: &Args, device: &str, out_dir: &Path) -> Result<
             );
         }
     }
+    let sensitivity = if a.sensitivity {
+        eprintln!("sensitivity: replaying the captured traces on variants of {device}");
+        let traces: Vec<(String, &layoutlab_trace::Trace, f64)> = runs
+            .iter()
+            .map(|r| (r.policy.clone(), &r.trace, r.cpu_outside_trace_seconds))
+            .collect();
+        let rows = crate::sensitivity::run(device, &exp.sensitivity, &traces, cpu_scale)?;
+        let policies: Vec<String> = runs.iter().map(|r| r.policy.clone()).collect();
+        let t = crate::sensitivity::table(
+            &format!("sensitivity of the prediction at scale {scale}: one preset value changed at a time, same traces"),
+            &policies,
+            &rows,
+        )?;
+        h.say(&format!("{}\n", t.to_terminal(None)?));
+        let mut md = t.to_markdown()?;
+        md.push_str("\nWhy each value is uncertain:\n\n");
+        for s in &exp.sensitivity {
+            md.push_str(&format!("- {}\n", s.why));
+        }
+        std::fs::write(out_dir.join("sensitivity.md"), md)?;
+        Some(rows)
+    } else {
+        None
+    };
     if let Some(path) = &a.json {
         write_json(
             path,
             &FsckJson {
+                sensitivity,
                 experiment: &exp.name,
                 scale,
                 device,
                 cpu_scale,
                 runs: &runs,
+                pass1_by_class: runs
+                    .iter()
+                    .zip(&breakdowns)
+                    .map(|(r, b)| (r.policy.clone(), b))
+                    .collect(),
                 reduction: ours,
                 published: PublishedJson {
                     source: published.source.clone(),

@@ -335,10 +335,8 @@ mod tests {
     #[test]
     fn curve_from_three_figures_reproduces_measured_tables() {
         for name in ["barracuda", "atlas_III", "cheetah4LP"] {
-            let path = format!("/work/shared/data/disksim/{name}.seek");
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
+            let path = crate::shared_disksim(&format!("{name}.seek"));
+            let text = std::fs::read_to_string(&path).unwrap();
             let mut d = Vec::new();
             let mut t = Vec::new();
             for line in text.lines().skip(1) {

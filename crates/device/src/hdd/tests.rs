@@ -162,10 +162,7 @@ fn write_back_reports_before_the_media() {
 fn random_requests_never_complete_before_they_arrive_and_positioning_is_pure() {
     // Property over seeded random input: completion ≥ arrival, response bounded by a
     // generous physical maximum, and positioning_ns does not change state.
-    let spec = crate::disksim::import_parv(std::path::Path::new(
-        "/work/shared/data/disksim/barracuda.parv",
-    ))
-    .unwrap_or_else(|_| simple_spec());
+    let spec = crate::disksim::import_parv(&crate::shared_disksim("barracuda.parv")).unwrap();
     let mut d = Hdd::new(spec).unwrap();
     let cap = d.capacity_sectors();
     let mut rng = ChaCha8Rng::seed_from_u64(7);
@@ -201,10 +198,7 @@ fn random_requests_never_complete_before_they_arrive_and_positioning_is_pure() {
 #[test]
 fn preset_round_trip_is_exact() {
     for parv in ["barracuda", "atlas_III", "cheetah4LP", "hp_c2247a"] {
-        let p = std::path::PathBuf::from(format!("/work/shared/data/disksim/{parv}.parv"));
-        if !p.exists() {
-            continue;
-        }
+        let p = crate::shared_disksim(&format!("{parv}.parv"));
         let spec = crate::disksim::import_parv(&p).unwrap();
         let d = Hdd::new(spec.clone()).unwrap();
         let text = d.to_toml_string();
@@ -249,10 +243,7 @@ fn presets_without_sources_or_with_unknown_keys_are_rejected() {
 #[test]
 #[ignore]
 fn throughput_requests_per_second() {
-    let spec = crate::disksim::import_parv(std::path::Path::new(
-        "/work/shared/data/disksim/barracuda.parv",
-    ))
-    .unwrap_or_else(|_| simple_spec());
+    let spec = crate::disksim::import_parv(&crate::shared_disksim("barracuda.parv")).unwrap();
     let mut d = Hdd::new(spec).unwrap();
     let cap = d.capacity_sectors();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
@@ -347,8 +338,7 @@ fn garbage_presets_and_parameter_files_give_errors_not_panics() {
     let good = Hdd::new(simple_spec()).unwrap().to_toml_string();
     let dir = std::env::temp_dir().join(format!("ll-hdd-fuzz-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let parv = std::fs::read_to_string("/work/shared/data/disksim/barracuda.diskspecs")
-        .unwrap_or_default();
+    let parv = std::fs::read_to_string(crate::shared_disksim("barracuda.diskspecs")).unwrap();
     for i in 0..300 {
         // Mutate a valid file: drop, duplicate or replace a random byte range.
         let mut bytes = if i % 2 == 0 {

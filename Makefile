@@ -40,6 +40,6 @@ bench: build
 	$(BIN) bench experiment metacluster-fsck --scale default,1
 
 # Every figure and generated table of docs/experiments/metacluster-fsck.md (and README's
-# headline) from one build: scale 1 (~4 min) and scale 0.05, with the sensitivity tables.
+# headline) from one build: scale 1 (~1 min with --sensitivity) and scale 0.05, with the sensitivity tables.
 docs-figures: build
 	LAYOUTLAB=$(BIN) docs/regenerate-figures.sh

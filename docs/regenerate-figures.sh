@@ -3,7 +3,7 @@
 # headline sentence of README.md, from ONE build of layoutlab (`make docs-figures` runs it).
 #
 # It runs `layoutlab reproduce metacluster-fsck --sensitivity` at scale 1 (the 400 GB of the
-# post, ~4 minutes, two sparse 400 GB images) and at the default scale 0.05, copies the plots to
+# post, about a minute here, two sparse 400 GB images in memory) and at the default scale 0.05, copies the plots to
 # docs/experiments/metacluster-fsck/, and replaces each block between
 #   <!-- BEGIN generated NAME -->  and  <!-- END generated NAME -->
 # with the run's own Markdown. Text outside those blocks is left alone: prose that quotes a

@@ -4,8 +4,6 @@
 //! prints a table (or `--json`). See `layoutlab --help` and the README.
 
 mod cmd;
-mod experiment;
-mod fsck_experiment;
 
 use clap::{Parser, Subcommand};
 

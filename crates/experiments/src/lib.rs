@@ -20,6 +20,8 @@
 pub mod experiment;
 pub mod fio;
 pub mod fsck;
+pub mod kernel_profile;
+pub mod large_delete;
 pub mod output;
 pub mod support;
 
@@ -30,7 +32,7 @@ use std::path::PathBuf;
 
 /// Every operation an experiment can name, in the order `--help` and errors list them.
 /// Registering a new operation is one line here.
-pub static OPERATIONS: &[&dyn Operation] = &[&fsck::Fsck, &fio::Fio];
+pub static OPERATIONS: &[&dyn Operation] = &[&fsck::Fsck, &fio::Fio, &large_delete::LargeDelete];
 
 /// The experiments shipped with layoutlab, embedded so the binary works from anywhere, in the
 /// order `layoutlab experiments` lists them. A new experiment is one line here and its TOML.
@@ -42,6 +44,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     (
         "fio-randread",
         include_str!("../../../experiments/fio-randread.toml"),
+    ),
+    (
+        "large-delete",
+        include_str!("../../../experiments/large-delete.toml"),
     ),
 ];
 
@@ -98,6 +104,8 @@ pub struct RunArgs {
     pub out: PathBuf,
     /// Multiplier of the CPU time measured between requests.
     pub cpu_scale: Option<f64>,
+    /// File systems (kernel profiles) to run, for operations that run several.
+    pub fs: Option<Vec<String>>,
 }
 
 impl RunArgs {

@@ -37,6 +37,10 @@ pub struct Args {
     /// Multiply the CPU time measured between requests (2.0 = a CPU half as fast as this one).
     #[arg(long)]
     cpu_scale: Option<f64>,
+    /// File systems to run, comma-separated (large-delete: ext3, ext4-2007, ext4, xfs, btrfs).
+    /// Default: the experiment's.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    fs: Option<Vec<String>>,
 }
 
 /// Arguments of `experiments`.
@@ -75,6 +79,7 @@ pub fn run(a: Args) -> Result<()> {
         keep: a.keep,
         out: a.out,
         cpu_scale: a.cpu_scale,
+        fs: a.fs,
     };
     exp.operation()?.run(&exp, &args)
 }

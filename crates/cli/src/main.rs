@@ -3,11 +3,7 @@
 //! The binary is thin glue: every command parses its arguments, calls the library crates, and
 //! prints a table (or `--json`). See `layoutlab --help` and the README.
 
-mod breakdown;
 mod cmd;
-mod experiment;
-mod fsck_experiment;
-mod sensitivity;
 
 use clap::{Parser, Subcommand};
 

@@ -1057,3 +1057,77 @@ fn traces_without_cpu_accounting_replay_byte_identically() {
     assert!(c > 0.0 && c < w, "CPU think {c} s vs wall {w} s");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `reproduce fio-randread` is deterministic (seeded model, no kernel): its table, JSON and
+/// report are byte for byte those of the binary before the experiments moved into their own
+/// crate (golden files made by that binary). A deliberate change of the fio model or report
+/// replaces them from a run of `layoutlab reproduce fio-randread --json result.json`.
+#[test]
+fn fio_randread_output_matches_the_golden_files() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/fio-randread");
+    let dir = scratch("fio-golden");
+    let json = dir.join("result.json");
+    let o = layoutlab(&[
+        "reproduce",
+        "fio-randread",
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let same = |ours: &[u8], name: &str| {
+        let want = std::fs::read(golden.join(name)).unwrap();
+        assert!(
+            ours == want.as_slice(),
+            "{name} differs from the golden file:\n{}",
+            String::from_utf8_lossy(ours)
+        );
+    };
+    same(&o.stdout, "human.txt");
+    same(&std::fs::read(&json).unwrap(), "result.json");
+    same(
+        &std::fs::read(dir.join("fio-randread/report.md")).unwrap(),
+        "report.md",
+    );
+    // With --json -, stdout is the JSON alone and the table goes to stderr.
+    let o = layoutlab(&[
+        "reproduce",
+        "fio-randread",
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    same(&o.stdout, "result.json");
+    assert!(stderr(&o).starts_with(
+        &String::from_utf8_lossy(&std::fs::read(golden.join("human.txt")).unwrap()).to_string()
+    ));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_experiment_file_with_an_unknown_operation_lists_the_valid_ones() {
+    let dir = scratch("unknown-op");
+    let p = dir.join("x.toml");
+    std::fs::write(
+        &p,
+        "name='x'\ntitle='t'\noperation='fsk'\ndevice='sata-400g-2007'\nseed=1\n[fsk]\n",
+    )
+    .unwrap();
+    let o = layoutlab(&[
+        "reproduce",
+        p.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("unknown operation 'fsk'") && e.contains("fsck") && e.contains("fio"),
+        "{e}"
+    );
+    assert_eq!(entries(&dir), vec!["x.toml".to_string()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

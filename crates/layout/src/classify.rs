@@ -86,6 +86,16 @@ pub struct BlockClasses {
     block_size_bytes: u32,
 }
 
+impl Default for BlockClasses {
+    /// No known blocks: every block is [`BlockClass::Other`] (4 KiB blocks).
+    fn default() -> BlockClasses {
+        BlockClasses {
+            extents: Vec::new(),
+            block_size_bytes: 4096,
+        }
+    }
+}
+
 impl BlockClasses {
     /// Classes from mke2fs's layout and the plan's inodes. Where the plan claims a block
     /// mke2fs also placed (the root directory's first block), mke2fs's class wins.

@@ -1,7 +1,8 @@
 //! The rig: real kernel block devices and file systems on devices it created, tracefs capture
 //! of their requests, and guaranteed teardown.
 //!
-//! It owns: loop devices over files ([`LoopDevice`]), zram devices ([`Zram`]), mkfs for
+//! It owns: a kernel file system's whole run ([`KernelFs`]: backing, mkfs, mount, traced
+//! phases, teardown), loop devices over files ([`LoopDevice`]), zram devices ([`Zram`]), mkfs for
 //! ext2/3/4, XFS and btrfs ([`mkfs`]), mounts ([`Mount`]), temp files ([`TempFile`]), tracefs
 //! capture of one device's block requests ([`TracefsSession`]), the traced run of the real
 //! `e2fsck -fn -tt` ([`run_e2fsck_traced`]) and the process-wide [`cleanup`] registry that undoes
@@ -27,6 +28,7 @@ pub mod cleanup;
 mod error;
 mod fsck;
 mod fsck_times;
+mod kernelfs;
 mod loopdev;
 mod mkfs;
 mod mount;
@@ -39,12 +41,16 @@ mod zram;
 pub use error::{Result, RigError};
 pub use fsck::{run_e2fsck_traced, FsckOptions, FsckRun, ProgressChange};
 pub use fsck_times::{parse_fsck_times, FsckTimes, Section};
+pub use kernelfs::{
+    check_fits, device_stat_sectors, mem_available_bytes, Backing, KernelFs, KernelFsOptions,
+    KernelTrace, PhaseBytes, TracedRun,
+};
 pub use loopdev::LoopDevice;
 pub use mkfs::{mkfs, FsKind};
 pub use mount::Mount;
 pub use system::{
-    check_free_space, drop_caches, free_space_bytes, is_memory_fs, is_root, mem_available_bytes,
-    require_root, run_command, TempDir, TempFile,
+    check_free_space, drop_caches, free_space_bytes, is_memory_fs, is_root, require_root,
+    run_command, TempDir, TempFile,
 };
 pub use tracefs::{Capture, CpuAccounting, CpuFollower, Marker, TraceOptions, TracefsSession};
 pub use zram::Zram;

@@ -35,20 +35,6 @@ pub fn free_space_bytes(dir: &Path) -> Result<u64> {
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
-/// Memory the kernel says is available for new work without swapping (`MemAvailable` of
-/// /proc/meminfo), bytes.
-pub fn mem_available_bytes() -> Result<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo")
-        .map_err(|e| RigError::io("read /proc/meminfo", e))?;
-    text.lines()
-        .find_map(|l| {
-            let kb = l.strip_prefix("MemAvailable:")?.trim().strip_suffix("kB")?;
-            kb.trim().parse::<u64>().ok()
-        })
-        .map(|kb| kb * 1024)
-        .ok_or_else(|| RigError::Unsupported("/proc/meminfo has no MemAvailable line".into()))
-}
-
 /// Whether `dir` lies on a memory file system (tmpfs/ramfs), where reads cost no device time.
 pub fn is_memory_fs(dir: &Path) -> Result<bool> {
     let c_dir = CString::new(dir.as_os_str().as_bytes())

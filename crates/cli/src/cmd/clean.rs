@@ -108,16 +108,3 @@ pub fn run(a: Args) -> Result<()> {
     }
     Ok(())
 }
-
-/// A one-line warning on stderr when leftovers of killed runs exist (long commands print it
-/// first; they do not remove anything themselves).
-pub fn warn_if_leftovers() {
-    if let Ok(found) = stale::find(&std::env::temp_dir()) {
-        if !found.is_empty() {
-            eprintln!(
-                "note: {} leftovers of killed layoutlab runs (tracefs instances, mounts, loop devices, temp files); `layoutlab clean --dry-run` lists them, `layoutlab clean` removes them",
-                found.len()
-            );
-        }
-    }
-}

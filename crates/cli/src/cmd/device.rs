@@ -99,23 +99,7 @@ pub struct FioArgs {
     json: Option<PathBuf>,
 }
 
-/// A preset name or a path to a preset file.
-pub fn load_device(name_or_path: &str) -> Result<Box<dyn layoutlab_device::Device>> {
-    load_device_with(name_or_path, &preset::LoadOptions::default())
-}
-
-/// [`load_device`], with the SSD starting state a command asked for.
-pub fn load_device_with(
-    name_or_path: &str,
-    opts: &preset::LoadOptions,
-) -> Result<Box<dyn layoutlab_device::Device>> {
-    let p = std::path::Path::new(name_or_path);
-    if name_or_path.ends_with(".toml") && p.exists() {
-        return preset::load_preset_file_with(p, opts)
-            .with_context(|| format!("loading preset file {name_or_path}"));
-    }
-    Ok(preset::load_preset_with(name_or_path, opts)?)
-}
+pub use layoutlab_experiments::support::{load_device, load_device_with};
 
 /// The SSD starting state of `--precondition`.
 pub fn parse_precondition(s: &str) -> Result<Precondition, String> {

@@ -8,61 +8,8 @@ pub mod plan;
 pub mod reproduce;
 pub mod trace;
 
-use anyhow::{Context, Result};
-use std::path::Path;
-
-/// Write `value` as pretty JSON to `path` ("-" = stdout).
-pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)?;
-    if path == Path::new("-") {
-        emit(&(text + "\n"), false);
-        return Ok(());
-    }
-    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
-}
-
-/// Where human-readable output goes: stdout, unless `--json -` claims stdout for the JSON,
-/// in which case tables and notes go to stderr so the JSON stays parseable.
-pub struct Human {
-    to_stderr: bool,
-}
-
-impl Human {
-    /// For a command whose `--json` argument is `json`.
-    pub fn new(json: Option<&Path>) -> Human {
-        Human {
-            to_stderr: json == Some(Path::new("-")),
-        }
-    }
-
-    /// Print `text` as is.
-    pub fn say(&self, text: &str) {
-        emit(text, self.to_stderr);
-    }
-}
-
-/// Write `text` to stdout (or stderr). A reader that went away (`layoutlab ... | head`) ends
-/// the program quietly, after the rig's cleanup, instead of a panic.
-pub fn emit(text: &str, to_stderr: bool) {
-    use std::io::Write;
-    let result = if to_stderr {
-        std::io::stderr().write_all(text.as_bytes())
-    } else {
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes()).and_then(|()| out.flush())
-    };
-    if let Err(e) = result {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            layoutlab_rig::cleanup::exit(0);
-        }
-    }
-}
-
-/// Parse a size such as `4k`, `16g`, `512`, `1.5M` (binary units), for clap: the device
-/// crate's fio-style parser with its error as text.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    layoutlab_device::job::parse_size_bytes(s).map_err(|e| e.to_string())
-}
+pub use layoutlab_experiments::output::{emit, write_json, Human};
+pub use layoutlab_experiments::support::parse_size;
 
 #[cfg(test)]
 mod tests {

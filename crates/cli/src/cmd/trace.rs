@@ -5,8 +5,8 @@ use super::{write_json, Human};
 use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, Subcommand};
 use layoutlab_device::replay::{replay, ReplayOptions};
-use layoutlab_report::{offset_plot, Cell, Column, IoPoint, OffsetSeries, Table};
-use layoutlab_trace::{format as tformat, stats, Format, Op, Trace};
+use layoutlab_report::{offset_plot, Cell, Column, OffsetSeries, Table};
+use layoutlab_trace::{format as tformat, stats, Format, Trace};
 use std::path::{Path, PathBuf};
 
 /// Trace commands.
@@ -98,22 +98,7 @@ pub fn read_trace(path: &Path, from: Option<&str>) -> Result<Trace> {
     Ok(t)
 }
 
-/// The reads and writes of a trace as points of an offset plot, request `i` drawn at
-/// `time_s(i)` (the captured times, or a model's).
-pub fn io_points(trace: &Trace, time_s: impl Fn(usize) -> f64) -> Vec<IoPoint> {
-    trace
-        .requests
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| matches!(r.op, Op::Read | Op::Write))
-        .map(|(i, r)| IoPoint {
-            time_s: time_s(i),
-            offset_bytes: r.sector as f64 * 512.0,
-            length_bytes: r.bytes() as f64,
-            is_write: r.op == Op::Write,
-        })
-        .collect()
-}
+pub use layoutlab_experiments::support::io_points;
 
 /// Run a trace command.
 pub fn run(cmd: Command) -> Result<()> {

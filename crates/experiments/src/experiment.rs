@@ -2,24 +2,14 @@
 //!
 //! An experiment is data: the operation, its parameters, the device preset, and the published
 //! numbers it is judged against. Adding one needs no Rust change unless it needs a new
-//! operation (today: `fsck`, `fio`).
+//! operation (the modules listed in [`crate::OPERATIONS`]).
 
+use crate::{Operation, SHIPPED};
 use anyhow::{bail, Context, Result};
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-
-/// The experiments shipped with layoutlab, embedded so the binary works from anywhere.
-const SHIPPED: &[(&str, &str)] = &[
-    (
-        "metacluster-fsck",
-        include_str!("../../../experiments/metacluster-fsck.toml"),
-    ),
-    (
-        "fio-randread",
-        include_str!("../../../experiments/fio-randread.toml"),
-    ),
-];
 
 /// One named experiment, as written in its TOML file.
 #[derive(Clone, Debug, Deserialize)]
@@ -29,19 +19,18 @@ pub struct Experiment {
     pub name: String,
     /// One line saying what it measures.
     pub title: String,
-    /// The operation: "fsck" or "fio".
+    /// The operation (one of [`crate::OPERATIONS`]); its parameters are the table of that name.
     pub operation: String,
     /// Device preset the traces or jobs run on.
     pub device: String,
     /// Seed of every random choice.
     pub seed: u64,
-    /// Parameters of the "fsck" operation.
-    pub fsck: Option<FsckSpec>,
-    /// Parameters of the "fio" operation.
-    pub fio: Option<FioSpec>,
     /// Published numbers, shown beside ours, never used in the computation.
     #[serde(default)]
     pub published: Published,
+    /// The operation's own table (`[fsck]`, `[fio]`, ...), read by its module.
+    #[serde(skip)]
+    pub params: toml::Table,
     /// Device-preset values the result rests on that are borrowed or assumed, each with the
     /// values to try instead (`reproduce NAME --sensitivity`).
     #[serde(default)]
@@ -57,49 +46,6 @@ pub struct Sensitivity {
     /// The alternatives, one replay each: dotted preset keys and their values (several keys
     /// when values move together, e.g. surfaces and cylinders at a constant capacity).
     pub set: Vec<BTreeMap<String, toml::Value>>,
-}
-
-/// Parameters of the "fsck" operation.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FsckSpec {
-    /// Scale used when `--scale` is not given.
-    pub default_scale: f64,
-    /// Workload profile name.
-    pub workload: String,
-    /// mkfs profile name.
-    pub mkfs_profile: String,
-    /// Layout policies compared, in order; the first is the baseline.
-    pub policies: Vec<String>,
-    /// Block-device readahead the OS used with the modelled disk (KiB).
-    pub os_read_ahead_kb: u32,
-    /// Largest request the OS sent the modelled disk (KiB); `None`: leave the loop device's.
-    #[serde(default)]
-    pub os_max_sectors_kb: Option<u32>,
-    /// Scale factor applied to measured CPU time between requests.
-    pub cpu_scale: f64,
-    /// Extra arguments to the real e2fsck, after `-fn -tt -C 3`.
-    #[serde(default)]
-    pub e2fsck_extra_args: Vec<String>,
-    /// Run e2fsck seeing one CPU, so libext2fs reads bitmaps with one thread (as in 2007).
-    #[serde(default)]
-    pub e2fsck_single_cpu: bool,
-}
-
-/// Parameters of the "fio" operation: one job per block size.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FioSpec {
-    /// read, write, randread, randwrite.
-    pub rw: String,
-    /// Bytes of the device touched (fio's size=), e.g. "16g".
-    pub span: String,
-    /// Model seconds per job.
-    pub runtime_s: f64,
-    /// Requests in flight.
-    pub iodepth: u32,
-    /// Block sizes, e.g. ["4k", "8k"].
-    pub bs: Vec<String>,
 }
 
 /// Published numbers of an experiment, keyed by what they describe (a policy, a block size).
@@ -126,6 +72,19 @@ pub struct Published {
     pub mean_ms: BTreeMap<String, f64>,
 }
 
+impl Experiment {
+    /// Its operation.
+    pub fn operation(&self) -> Result<&'static dyn Operation> {
+        crate::operation(&self.operation)
+    }
+
+    /// The operation's table, parsed as its module's parameter type `T`.
+    pub fn params<T: DeserializeOwned>(&self) -> Result<T> {
+        T::deserialize(toml::Value::Table(self.params.clone()))
+            .with_context(|| format!("parsing the [{}] table", self.operation))
+    }
+}
+
 /// Names of the shipped experiments.
 pub fn names() -> Vec<&'static str> {
     SHIPPED.iter().map(|(n, _)| *n).collect()
@@ -145,34 +104,41 @@ pub fn load(name_or_path: &str) -> Result<Experiment> {
             names().join(", ")
         );
     };
-    let exp: Experiment =
-        toml::from_str(&text).with_context(|| format!("parsing experiment {origin}"))?;
-    match (exp.operation.as_str(), &exp.fsck, &exp.fio) {
-        ("fsck", Some(f), _) => {
-            if f.policies.is_empty() {
-                bail!("{origin}: [fsck] policies is empty");
-            }
-            if !(f.default_scale > 0.0 && f.default_scale <= 1.0) {
-                bail!(
-                    "{origin}: default_scale must be in (0, 1], got {}",
-                    f.default_scale
-                );
-            }
-        }
-        ("fio", _, Some(f)) => {
-            if f.bs.is_empty() {
-                bail!("{origin}: [fio] bs is empty");
-            }
-        }
-        ("fsck", None, _) | ("fio", _, None) => {
-            bail!(
-                "{origin}: operation '{}' needs a [{}] table",
-                exp.operation,
-                exp.operation
-            )
-        }
-        (other, _, _) => bail!("{origin}: unknown operation '{other}'; valid: fsck, fio"),
+    parse(&text, &origin)
+}
+
+/// Parse and check an experiment file's text (`origin` names it in errors).
+pub fn parse(text: &str, origin: &str) -> Result<Experiment> {
+    let mut table: toml::Table =
+        toml::from_str(text).with_context(|| format!("parsing experiment {origin}"))?;
+    // The operation's table is its module's to read; every other key is common to all.
+    let op_name = table
+        .get("operation")
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    if let Some(name) = &op_name {
+        crate::operation(name).with_context(|| origin.to_string())?;
     }
+    let params = match op_name.as_deref().and_then(|n| table.remove(n)) {
+        Some(toml::Value::Table(t)) => Some(t),
+        Some(_) => bail!(
+            "{origin}: [{}] must be a table",
+            op_name.as_deref().unwrap_or_default()
+        ),
+        None => None,
+    };
+    let mut exp = Experiment::deserialize(toml::Value::Table(table))
+        .with_context(|| format!("parsing experiment {origin}"))?;
+    let op = crate::operation(&exp.operation)?;
+    let Some(params) = params else {
+        bail!(
+            "{origin}: operation '{}' needs a [{}] table",
+            exp.operation,
+            exp.operation
+        );
+    };
+    exp.params = params;
+    op.check(&exp).with_context(|| origin.to_string())?;
     Ok(exp)
 }
 
@@ -210,5 +176,52 @@ mod tests {
         let err = format!("{:#}", load(p.to_str().unwrap()).unwrap_err());
         assert!(err.contains("needs a [fsck] table"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Once, an unknown operation ran as fio; now it is an error naming every operation.
+    #[test]
+    fn unknown_operation_is_an_error_listing_the_valid_ones() {
+        let text = "name='x'\ntitle='t'\noperation='fsk'\ndevice='d'\nseed=1\n[fsk]\nbs=['4k']\n";
+        let err = format!("{:#}", parse(text, "x.toml").unwrap_err());
+        assert!(err.contains("x.toml"), "{err}");
+        assert!(err.contains("unknown operation 'fsk'"), "{err}");
+        for op in crate::operation_names() {
+            assert!(err.contains(op), "{err} does not list {op}");
+        }
+    }
+
+    #[test]
+    fn a_table_of_another_operation_is_refused() {
+        let fio = SHIPPED
+            .iter()
+            .find(|(n, _)| *n == "fio-randread")
+            .unwrap()
+            .1;
+        let text = format!("{fio}\n[fsck]\ndefault_scale = 0.1\n");
+        let err = format!("{:#}", parse(&text, "x.toml").unwrap_err());
+        assert!(err.contains("fsck"), "{err}");
+    }
+
+    #[test]
+    fn bad_parameters_are_refused_at_load_with_the_file_named() {
+        let fsck = SHIPPED
+            .iter()
+            .find(|(n, _)| *n == "metacluster-fsck")
+            .unwrap()
+            .1;
+        let text = fsck.replace("default_scale = 0.05", "default_scale = 2.0");
+        let err = format!("{:#}", parse(&text, "m.toml").unwrap_err());
+        assert!(
+            err.contains("m.toml") && err.contains("default_scale"),
+            "{err}"
+        );
+        let fio = SHIPPED
+            .iter()
+            .find(|(n, _)| *n == "fio-randread")
+            .unwrap()
+            .1;
+        let text = fio.replace("iodepth = 1", "iodepth = 1\nqueue = 3");
+        let err = format!("{:#}", parse(&text, "f.toml").unwrap_err());
+        assert!(err.contains("queue"), "{err}");
     }
 }

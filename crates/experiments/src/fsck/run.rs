@@ -5,7 +5,8 @@
 //! Every number reported comes from the replay of a real e2fsck trace; the published numbers
 //! are carried along only to be printed beside ours.
 
-use crate::experiment::{Experiment, FsckSpec};
+use super::FsckSpec;
+use crate::Experiment;
 use anyhow::{bail, Context, Result};
 use layoutlab_device::replay::{replay, think_summary, ReplayOptions, Replayed, ThinkSource};
 use layoutlab_layout::geometry::Geometry;
@@ -162,9 +163,8 @@ static LIBEXT2FS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Run the fsck operation for every policy of `exp`.
 pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
-    let Some(spec) = exp.fsck.as_ref() else {
-        bail!("experiment '{}' has no [fsck] table", exp.name);
-    };
+    let spec: FsckSpec = exp.params()?;
+    let spec = &spec;
     if !(opts.scale > 0.0 && opts.scale <= 1.0) {
         bail!("--scale must be in (0, 1], got {}", opts.scale);
     }
@@ -178,7 +178,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         .iter()
         .map(|p| policy::by_name(p, &PolicyParams::new()))
         .collect::<Result<Vec<_>, _>>()?;
-    let device_check = crate::cmd::device::load_device(&opts.device)?;
+    let device_check = crate::support::load_device(&opts.device)?;
     layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
     let geometry = Geometry::new(&profile, population.fs_bytes)?;
     if device_check.capacity_sectors() * 512 < population.fs_bytes {
@@ -371,7 +371,7 @@ fn run_one(
 
     let read = indirect_blocks_read(plan, &trace, geometry.block_size_bytes);
     let t = Instant::now();
-    let mut device = crate::cmd::device::load_device(&opts.device)?;
+    let mut device = crate::support::load_device(&opts.device)?;
     let replayed = replay(
         device.as_mut(),
         &trace,
@@ -468,4 +468,91 @@ pub fn indirect_blocks_read(plan: &Plan, trace: &Trace, block_size_bytes: u32) -
         }
     }
     total - wanted.len() as u64
+}
+/// A fixed pair of runs (no root, no kernel): what the renderer's golden test draws.
+#[cfg(test)]
+pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
+    const CSV: &str = "issue_ns,complete_ns,op,sector,sectors,flags,tag
+0,100000,read,0,8,sync|meta,setup
+200000,300000,read,2048,256,meta,pass1
+400000,500000,read,409600,8,meta,pass1
+600000,700000,write,8192,16,sync,pass1
+800000,900000,read,1638400,64,meta,pass2
+1000000,1100000,read,4096,8,meta,pass5
+";
+    let make = |policy: &str, k: f64| {
+        let trace = layoutlab_trace::csv::read(CSV, "fixture").expect("fixture trace");
+        let requests: Vec<_> = (0..trace.requests.len())
+            .map(|i| layoutlab_device::replay::ReplayedRequest {
+                issue_ns: i as f64 * 3e9 * k,
+                start_ns: i as f64 * 3e9 * k + 1e8,
+                complete_ns: i as f64 * 3e9 * k + 2.5e9 * k,
+            })
+            .collect();
+        let replayed = layoutlab_device::replay::Replayed {
+            requests,
+            wall_ns: 18e9 * k,
+            io_busy_ns: 15e9 * k,
+            cpu_not_overlapped_ns: 3e9 * k,
+            ..Default::default()
+        };
+        let passes = vec![
+            PassResult {
+                pass: 0,
+                seconds: 3.0 * k,
+                mb_read: 12.5,
+                requests: 1,
+            },
+            PassResult {
+                pass: 1,
+                seconds: 9.0 * k,
+                mb_read: 300.25,
+                requests: 3,
+            },
+            PassResult {
+                pass: 2,
+                seconds: 3.0 * k,
+                mb_read: 40.0,
+                requests: 1,
+            },
+            PassResult {
+                pass: 5,
+                seconds: 3.0 * k,
+                mb_read: 1.5,
+                requests: 1,
+            },
+        ];
+        PolicyRun {
+            policy: policy.to_string(),
+            fsck_clean: true,
+            indirect_blocks: 1234,
+            indirect_blocks_read: 1234,
+            total_seconds: 18.0 * k,
+            io_seconds: 15.0 * k,
+            cpu_seconds: 3.0 * k,
+            mb_read: passes.iter().map(|p| p.mb_read).sum(),
+            requests: trace.requests.len() as u64,
+            measured_here: MeasuredHere {
+                real_seconds: 4.2 * k,
+                user_seconds: 0.1,
+                sys_seconds: 0.2,
+                scheduler_cpu_seconds: Some(0.31),
+                scheduler_cpu_in_trace_seconds: Some(0.25),
+                scheduler_cpu_outside_trace_seconds: Some(0.06),
+                think_source: ThinkSource::Cpu,
+                think_seconds: 0.2,
+                think_wall_seconds: 0.5,
+                stage_seconds: StageSeconds::default(),
+            },
+            fragmented_files: 7,
+            file_data_bytes: 987_654_321,
+            passes,
+            image: None,
+            trace,
+            cpu_outside_trace_seconds: 0.0,
+            replayed,
+            classes: BlockClasses::default(),
+        }
+    };
+    vec![make("ext3-2007", 1.0), make("ext3-metacluster", 0.4)]
 }

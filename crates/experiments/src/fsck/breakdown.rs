@@ -201,7 +201,7 @@ pub fn window_table(title: &str, b: &Breakdown) -> anyhow::Result<layoutlab_repo
 /// Disk offset over modelled time, one colour per class of block read.
 pub fn class_plot(title: &str, trace: &Trace, replayed: &Replayed, b: &Breakdown) -> String {
     let mut series: Vec<layoutlab_report::OffsetSeries> = Vec::new();
-    let points = crate::cmd::trace::io_points(trace, |i| replayed.requests[i].start_ns / 1e9);
+    let points = crate::support::io_points(trace, |i| replayed.requests[i].start_ns / 1e9);
     // io_points keeps reads and writes in trace order: pair them back with their request.
     let io: Vec<usize> = (0..trace.requests.len())
         .filter(|&i| matches!(trace.requests[i].op, Op::Read | Op::Write))

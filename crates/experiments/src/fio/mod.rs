@@ -1,0 +1,145 @@
+//! The "fio" operation: one fio-like job per block size on the experiment's device model (no
+//! kernel, no root), its table beside the published numbers, the report and the JSON.
+
+use crate::output::{write_json, Human};
+use crate::support::{load_device, parse_size};
+use crate::{Experiment, Operation, RunArgs};
+use anyhow::{bail, Context, Result};
+use layoutlab_device::job::{run_job, JobReport, JobSpec, Rw};
+use layoutlab_device::replay::Discipline;
+use layoutlab_report::{Cell, Column, Table};
+use serde::{Deserialize, Serialize};
+
+/// The "fio" operation (registered in [`crate::OPERATIONS`]).
+pub struct Fio;
+
+/// Parameters of the "fio" operation, an experiment's `[fio]` table: one job per block size.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FioSpec {
+    /// read, write, randread, randwrite.
+    pub rw: String,
+    /// Bytes of the device touched (fio's size=), e.g. "16g".
+    pub span: String,
+    /// Model seconds per job.
+    pub runtime_s: f64,
+    /// Requests in flight.
+    pub iodepth: u32,
+    /// Block sizes, e.g. ["4k", "8k"].
+    pub bs: Vec<String>,
+}
+
+impl Operation for Fio {
+    fn name(&self) -> &'static str {
+        "fio"
+    }
+
+    fn check(&self, exp: &Experiment) -> Result<()> {
+        let f: FioSpec = exp.params()?;
+        if f.bs.is_empty() {
+            bail!("[fio] bs is empty");
+        }
+        Ok(())
+    }
+
+    fn run(&self, exp: &Experiment, args: &RunArgs) -> Result<()> {
+        run_fio(exp, args)
+    }
+}
+
+/// One block size of a fio experiment.
+#[derive(Serialize)]
+struct FioRun {
+    bs: String,
+    bs_bytes: u64,
+    #[serde(flatten)]
+    report: JobReport,
+}
+
+fn run_fio(exp: &Experiment, a: &RunArgs) -> Result<()> {
+    let device = &a.device_or(exp);
+    let out_dir = &a.out_dir(exp);
+    let spec: FioSpec = exp.params()?;
+    let h = Human::new(a.json.as_deref());
+    let span = parse_size(&spec.span).map_err(anyhow::Error::msg)?;
+    let rw: Rw = spec.rw.parse()?;
+    let mut runs = Vec::new();
+    for bs in &spec.bs {
+        let bs_bytes = parse_size(bs).map_err(anyhow::Error::msg)?;
+        let mut dev = load_device(device)?;
+        let job = JobSpec {
+            rw,
+            bs_bytes,
+            span_bytes: span,
+            offset_bytes: 0,
+            runtime_s: Some(spec.runtime_s),
+            number: None,
+            iodepth: spec.iodepth,
+            discipline: Discipline::Fcfs,
+            seed: exp.seed,
+        };
+        let report = run_job(dev.as_mut(), &job)?;
+        runs.push(FioRun {
+            bs: bs.clone(),
+            bs_bytes,
+            report,
+        });
+    }
+    let mut t = Table::new(
+        &format!(
+            "{} on {device}: {} qd{} span {}",
+            exp.name, spec.rw, spec.iodepth, spec.span
+        ),
+        vec![
+            Column::text("bs"),
+            Column::number("IOPS", None),
+            Column::published("IOPS", None),
+            Column::number("vs published", Some("%")),
+            Column::number("mean", Some("ms")),
+            Column::published("mean", Some("ms")),
+            Column::number("min", Some("ms")),
+            Column::number("max", Some("ms")),
+            Column::number("stdev", Some("ms")),
+        ],
+    );
+    for r in &runs {
+        let p = exp.published.iops.get(&r.bs).copied();
+        t.push_row(vec![
+            Cell::text(&r.bs),
+            Cell::num(r.report.iops, 1),
+            p.map(|v| Cell::published(v, 0)).unwrap_or(Cell::Empty),
+            p.map(|v| Cell::num(100.0 * (r.report.iops / v - 1.0), 1))
+                .unwrap_or(Cell::Empty),
+            Cell::num(r.report.mean_ms, 3),
+            exp.published
+                .mean_ms
+                .get(&r.bs)
+                .map(|v| Cell::published(*v, 3))
+                .unwrap_or(Cell::Empty),
+            Cell::num(r.report.min_ms, 3),
+            Cell::num(r.report.max_ms, 3),
+            Cell::num(r.report.stdev_ms, 3),
+        ])?;
+    }
+    h.say(&format!("{}\n", t.to_terminal(None)?));
+    if !exp.published.source.is_empty() {
+        h.say(&format!("published: {}\n", exp.published.source));
+    }
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    std::fs::write(
+        out_dir.join("report.md"),
+        format!("# {}\n\n{}\n\n{}", exp.name, exp.title, t.to_markdown()?),
+    )?;
+    if let Some(path) = &a.json {
+        write_json(
+            path,
+            &serde_json::json!({
+                "experiment": exp.name,
+                "device": device,
+                "runs": runs,
+                "published": exp.published,
+            }),
+        )?;
+    }
+    Ok(())
+}

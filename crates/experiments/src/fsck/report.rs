@@ -1,0 +1,494 @@
+//! The report of the "fsck" operation: per-pass tables of every policy, what pass 1 read by
+//! class of block, the summary beside the published numbers (at scale 1 only), the offset
+//! plots, the sensitivity table, Markdown and HTML, and the JSON contract of `--json`.
+
+use super::run::{self as fsck_experiment, PolicyRun, RunOptions};
+use super::{breakdown, sensitivity, FsckSpec};
+use crate::output::{write_json, Human};
+use crate::{Experiment, RunArgs};
+use anyhow::{Context, Result};
+use layoutlab_report::table::passes::{pass_table, PassRow};
+use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, OffsetSeries, Table};
+use serde::Serialize;
+use std::path::Path;
+
+/// The JSON of an fsck experiment (the contract of `--json`).
+#[derive(Serialize)]
+struct FsckJson<'a> {
+    experiment: &'a str,
+    scale: f64,
+    device: &'a str,
+    cpu_scale: f64,
+    runs: &'a [PolicyRun],
+    /// Preset variants and their predictions (with --sensitivity).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sensitivity: Option<Vec<sensitivity::Row>>,
+    /// Per policy: what pass 1 read, by class of block and window of modelled time.
+    pass1_by_class: std::collections::BTreeMap<String, &'a breakdown::Breakdown>,
+    reduction: Option<f64>,
+    published: PublishedJson,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timing: Option<Timing>,
+}
+
+/// How long the command took on this machine (not a prediction; see `bench experiment`).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Timing {
+    /// Policies run at once.
+    pub jobs: usize,
+    /// The experiment's stages, all policies (plan … replay), wall seconds.
+    pub experiment_seconds: f64,
+    /// Writing tables, plots and reports, wall seconds.
+    pub report_seconds: f64,
+}
+
+#[derive(Serialize)]
+struct PublishedJson {
+    source: String,
+    total_seconds: std::collections::BTreeMap<String, f64>,
+    reduction: Option<f64>,
+}
+
+fn reduction(base: f64, new: f64) -> Option<f64> {
+    (base > 0.0).then(|| 1.0 - new / base)
+}
+
+/// Run the experiment (every policy) and report it.
+pub fn run_fsck(exp: &Experiment, a: &RunArgs) -> Result<()> {
+    let device = &a.device_or(exp);
+    let out_dir = &a.out_dir(exp);
+    let spec: FsckSpec = exp.params()?;
+    let h = Human::new(a.json.as_deref());
+    crate::support::warn_if_leftovers();
+    let scale = a.scale.unwrap_or(spec.default_scale);
+    let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
+    if a.sensitivity {
+        sensitivity::check(device, &exp.sensitivity)?;
+    }
+    let memory;
+    let workdir = match &a.workdir {
+        Some(d) => {
+            if d.exists() && !layoutlab_rig::is_memory_fs(d)? {
+                eprintln!(
+                    "note: {} is not in memory: the kernel's read-ahead, and so the requests \
+                     e2fsck issues, depend on how fast this disk answers (docs/replay.md)",
+                    d.display()
+                );
+            }
+            d.clone()
+        }
+        None => {
+            layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
+            let cap = layoutlab_rig::mem_available_bytes()? / 2;
+            memory = layoutlab_rig::Mount::tmpfs(cap)
+                .context("mounting the in-memory work directory (or choose one: --workdir DIR)")?;
+            memory.target().to_path_buf()
+        }
+    };
+    eprintln!(
+        "{} — scale {scale} on {device}; images in {}",
+        exp.title,
+        workdir.display()
+    );
+    let opts = RunOptions {
+        scale,
+        device: device.to_string(),
+        workdir: workdir.clone(),
+        keep: a.keep,
+        cpu_scale,
+        jobs: a.jobs.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |j| j as usize,
+        ),
+    };
+    let started = std::time::Instant::now();
+    let runs = fsck_experiment::run(exp, &opts)?;
+    let experiment_seconds = started.elapsed().as_secs_f64();
+    render(
+        exp,
+        a,
+        device,
+        out_dir,
+        (scale, cpu_scale),
+        &workdir,
+        &runs,
+        &h,
+        Some((opts.jobs, started, experiment_seconds)),
+    )
+}
+
+/// Print and write the report of `runs` (tables on `h`, files under `out_dir`, JSON to
+/// `a.json`): everything [`run_fsck`] shows, from runs already made. `timing` (jobs, when the
+/// run started, seconds the experiment took) goes into the JSON; `None` leaves it out.
+#[allow(clippy::too_many_arguments)]
+pub fn render(
+    exp: &Experiment,
+    a: &RunArgs,
+    device: &str,
+    out_dir: &Path,
+    (scale, cpu_scale): (f64, f64),
+    workdir: &Path,
+    runs: &[PolicyRun],
+    h: &Human,
+    timing: Option<(usize, std::time::Instant, f64)>,
+) -> Result<()> {
+    let published = &exp.published;
+    let comparable = scale == 1.0;
+    let mut tables = Vec::new();
+    for r in runs {
+        let rows: Vec<PassRow> = r
+            .passes
+            .iter()
+            .map(|p| PassRow {
+                pass: if p.pass == 0 {
+                    "setup".to_string()
+                } else {
+                    p.pass.to_string()
+                },
+                seconds: p.seconds,
+                mb_read: p.mb_read,
+                requests: Some(p.requests),
+            })
+            .collect();
+        let total = PassRow {
+            pass: "total".into(),
+            seconds: r.total_seconds,
+            mb_read: r.mb_read,
+            requests: Some(r.requests),
+        };
+        // Published numbers are for the full-size file system: beside a run at another
+        // scale they would invite comparing unlike with like.
+        let pubs: Vec<(String, f64)> = published
+            .total_seconds
+            .get(&r.policy)
+            .filter(|_| comparable)
+            .map(|v| vec![("total".to_string(), *v)])
+            .unwrap_or_default();
+        tables.push(pass_table(
+            &format!("e2fsck -fn per pass, {} (predicted on {device})", r.policy),
+            &rows,
+            &total,
+            (!pubs.is_empty()).then_some(pubs.as_slice()),
+        )?);
+    }
+    let mut columns = vec![
+        Column::text("policy"),
+        Column::number("predicted", Some("s")),
+    ];
+    if comparable {
+        columns.push(Column::published("time", Some("s")));
+    }
+    let mut summary = Table::new(
+        &format!("{} at scale {scale} on {device}", exp.name),
+        columns
+            .into_iter()
+            .chain([
+                Column::number("disk busy", Some("s")),
+                Column::number("CPU", Some("s")),
+                Column::number("file data", Some("GB")),
+                Column::number("indirect blocks", None),
+                Column::number("read by e2fsck", None),
+                Column::number("e2fsck here", Some("s")),
+            ])
+            .collect(),
+    );
+    for r in runs {
+        let mut cells = vec![Cell::text(&r.policy), Cell::num(r.total_seconds, 1)];
+        if comparable {
+            cells.push(published_cell(
+                published.total_seconds.get(&r.policy).copied(),
+            ));
+        }
+        summary.push_row(
+            cells
+                .into_iter()
+                .chain([
+                    Cell::num(r.io_seconds, 1),
+                    Cell::num(r.cpu_seconds, 1),
+                    Cell::num(r.file_data_bytes as f64 / 1e9, 1),
+                    Cell::num(r.indirect_blocks as f64, 0),
+                    Cell::num(r.indirect_blocks_read as f64, 0),
+                    Cell::num(r.measured_here.real_seconds, 2),
+                ])
+                .collect(),
+        )?;
+    }
+    let ours = (runs.len() >= 2)
+        .then(|| reduction(runs[0].total_seconds, runs[runs.len() - 1].total_seconds))
+        .flatten();
+    let theirs = match (runs.first(), runs.last()) {
+        (Some(f), Some(l)) if runs.len() >= 2 => published
+            .total_seconds
+            .get(&f.policy)
+            .zip(published.total_seconds.get(&l.policy))
+            .and_then(|(b, n)| reduction(*b, *n)),
+        _ => None,
+    };
+    // What pass 1 read, by class of block and window of modelled time (same windows for
+    // every policy, so they line up).
+    let pass1_s = runs
+        .iter()
+        .flat_map(|r| r.passes.iter().filter(|p| p.pass == 1))
+        .map(|p| p.seconds)
+        .fold(0.0, f64::max);
+    let window_s = breakdown::round_window_s(pass1_s, 10.0);
+    let breakdowns: Vec<breakdown::Breakdown> = runs
+        .iter()
+        .map(|r| {
+            breakdown::breakdown(&r.classes, &r.trace, &r.replayed, window_s, |t| {
+                t == "pass1"
+            })
+        })
+        .collect();
+    for (r, b) in runs.iter().zip(&breakdowns) {
+        tables.push(breakdown::window_table(
+            &format!(
+                "pass 1 of {} by what it read, per {window_s} s of modelled time",
+                r.policy
+            ),
+            b,
+        )?);
+    }
+    for t in &tables {
+        h.say(&format!("{}\n", t.to_terminal(None)?));
+    }
+    h.say(&format!("{}\n", summary.to_terminal(None)?));
+    if let Some(o) = ours {
+        h.say(&format!(
+            "reduction of e2fsck time, {} → {}: {:.0}%",
+            runs[0].policy,
+            runs[runs.len() - 1].policy,
+            o * 100.0
+        ));
+        match theirs.filter(|_| comparable) {
+            Some(p) => h.say(&format!(" (published: {:.0}%)\n", p * 100.0)),
+            None => h.say("\n"),
+        }
+    }
+    if !comparable {
+        h.say("note: the published numbers are for the full 400 GB file system (scale 1) and are not shown beside this run; use --scale 1 to compare like with like.\n");
+    }
+    if !published.source.is_empty() {
+        h.say(&format!("published (scale 1): {}\n", published.source));
+    }
+
+    // Report files: Markdown, an HTML bundle and the seekwatcher-style plot of the modelled runs.
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let series: Vec<OffsetSeries> = runs
+        .iter()
+        .map(|r| OffsetSeries {
+            name: r.policy.clone(),
+            points: crate::support::io_points(&r.trace, |i| r.replayed.requests[i].start_ns / 1e9),
+        })
+        .collect();
+    let svg = offset_plot(
+        &format!("{}: e2fsck -fn on {device} (modelled time)", exp.name),
+        &series,
+    );
+    let svg_path = out_dir.join("fsck-offset.svg");
+    std::fs::write(&svg_path, &svg).with_context(|| format!("writing {}", svg_path.display()))?;
+    let mut class_svgs = Vec::new();
+    for (r, b) in runs.iter().zip(&breakdowns) {
+        let svg = breakdown::class_plot(
+            &format!(
+                "{}: e2fsck -fn, {} on {device}, by what each request read",
+                exp.name, r.policy
+            ),
+            &r.trace,
+            &r.replayed,
+            b,
+        );
+        let path = out_dir.join(format!("fsck-classes-{}.svg", r.policy));
+        std::fs::write(&path, &svg).with_context(|| format!("writing {}", path.display()))?;
+        class_svgs.push((r.policy.clone(), svg));
+    }
+    let mut md = format!("# {}\n\n{}\n\n", exp.name, exp.title);
+    for t in tables.iter().chain(std::iter::once(&summary)) {
+        md.push_str(&t.to_markdown()?);
+        md.push('\n');
+    }
+    std::fs::write(out_dir.join("report.md"), md)?;
+    let mut html = HtmlBundle::new(&exp.title);
+    html.heading(&exp.name);
+    for t in tables.iter().chain(std::iter::once(&summary)) {
+        html.table(t.clone());
+    }
+    html.svg("disk offset over modelled time, both layouts", svg);
+    for (policy, svg) in class_svgs {
+        html.svg(
+            &format!("{policy}: disk offset by class of block read"),
+            svg,
+        );
+    }
+    html.write(&out_dir.join("index.html"))?;
+    eprintln!(
+        "report: {}/{{report.md,index.html,fsck-offset.svg,fsck-classes-POLICY.svg}}",
+        out_dir.display()
+    );
+    if a.keep {
+        for r in runs {
+            let p = workdir.join(format!("{}-{}.trace.csv", exp.name, r.policy));
+            layoutlab_trace::format::write_path(&r.trace, &p, layoutlab_trace::Format::Csv)?;
+            // Per request: what it read and its modelled times (for analysis beside the trace).
+            let b = breakdown::breakdown(&r.classes, &r.trace, &r.replayed, window_s, |_| true);
+            let mut csv = String::from("index,class,start_s,complete_s\n");
+            for (i, (c, q)) in b.request_class.iter().zip(&r.replayed.requests).enumerate() {
+                csv.push_str(&format!(
+                    "{i},{},{:.9},{:.9}\n",
+                    c.as_str(),
+                    q.start_ns / 1e9,
+                    q.complete_ns / 1e9
+                ));
+            }
+            let cp = workdir.join(format!("{}-{}.classes.csv", exp.name, r.policy));
+            std::fs::write(&cp, csv).with_context(|| format!("writing {}", cp.display()))?;
+            eprintln!(
+                "kept {} and {}",
+                r.image
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                p.display()
+            );
+        }
+    }
+    let sensitivity = if a.sensitivity {
+        eprintln!("sensitivity: replaying the captured traces on variants of {device}");
+        let traces: Vec<(String, &layoutlab_trace::Trace, f64)> = runs
+            .iter()
+            .map(|r| (r.policy.clone(), &r.trace, r.cpu_outside_trace_seconds))
+            .collect();
+        let rows = sensitivity::run(device, &exp.sensitivity, &traces, cpu_scale)?;
+        let policies: Vec<String> = runs.iter().map(|r| r.policy.clone()).collect();
+        let t = sensitivity::table(
+            &format!("sensitivity of the prediction at scale {scale}: one preset value changed at a time, same traces"),
+            &policies,
+            &rows,
+        )?;
+        h.say(&format!("{}\n", t.to_terminal(None)?));
+        let mut md = t.to_markdown()?;
+        md.push_str("\nWhy each value is uncertain:\n\n");
+        for s in &exp.sensitivity {
+            md.push_str(&format!("- {}\n", s.why));
+        }
+        std::fs::write(out_dir.join("sensitivity.md"), md)?;
+        Some(rows)
+    } else {
+        None
+    };
+    if let Some(path) = &a.json {
+        write_json(
+            path,
+            &FsckJson {
+                sensitivity,
+                experiment: &exp.name,
+                scale,
+                device,
+                cpu_scale,
+                runs,
+                pass1_by_class: runs
+                    .iter()
+                    .zip(&breakdowns)
+                    .map(|(r, b)| (r.policy.clone(), b))
+                    .collect(),
+                reduction: ours,
+                published: PublishedJson {
+                    source: published.source.clone(),
+                    total_seconds: published.total_seconds.clone(),
+                    reduction: theirs,
+                },
+                timing: timing.map(|(jobs, started, experiment_seconds)| Timing {
+                    jobs,
+                    experiment_seconds,
+                    report_seconds: started.elapsed().as_secs_f64() - experiment_seconds,
+                }),
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// A published number, or an empty cell. (They are for scale 1; the summary says so.)
+fn published_cell(v: Option<f64>) -> Cell {
+    v.map(|v| Cell::published(v, 1)).unwrap_or(Cell::Empty)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// The report of a fixed pair of runs, byte for byte as the `layoutlab` binary printed and
+    /// wrote it before the experiments moved into this crate (golden files made by that
+    /// binary from the same runs). A deliberate change of the report re-blesses them:
+    /// `LAYOUTLAB_BLESS=1 cargo test -p layoutlab-experiments golden`.
+    fn check_golden(case: &str, device: &str, scale: f64) {
+        let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden/metacluster-fsck")
+            .join(case);
+        let tmp = std::env::temp_dir().join(format!("ll-golden-{}-{case}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let exp = crate::experiment::load("metacluster-fsck").unwrap();
+        let args = RunArgs {
+            json: Some(tmp.join("result.json")),
+            out: tmp.clone(),
+            ..RunArgs::default()
+        };
+        let h = Human::capture();
+        let runs = super::super::run::fixture_runs();
+        render(
+            &exp,
+            &args,
+            device,
+            &args.out_dir(&exp),
+            (scale, 1.0),
+            &tmp,
+            &runs,
+            &h,
+            None,
+        )
+        .unwrap();
+        std::fs::write(tmp.join("human.txt"), h.captured()).unwrap();
+        let out_dir = args.out_dir(&exp);
+        let made = |name: &str| -> PathBuf {
+            if name == "human.txt" || name == "result.json" {
+                tmp.join(name)
+            } else {
+                out_dir.join(name)
+            }
+        };
+        let names = [
+            "human.txt",
+            "result.json",
+            "report.md",
+            "index.html",
+            "fsck-offset.svg",
+        ];
+        if std::env::var_os("LAYOUTLAB_BLESS").is_some() {
+            for n in names {
+                std::fs::copy(made(n), golden.join(n)).unwrap();
+            }
+        }
+        for n in names {
+            let ours = std::fs::read(made(n)).unwrap();
+            let want = std::fs::read(golden.join(n)).unwrap();
+            assert!(
+                ours == want,
+                "{case}/{n} differs from the golden file {}:\n{}",
+                golden.join(n).display(),
+                String::from_utf8_lossy(&ours)
+            );
+        }
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn golden_report_at_the_default_scale() {
+        check_golden("default", "sata-400g-2007", 0.05);
+    }
+
+    #[test]
+    fn golden_report_at_scale_1_on_another_device() {
+        check_golden("scale1", "sata-500g-2008", 1.0);
+    }
+}

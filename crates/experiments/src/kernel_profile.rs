@@ -1,0 +1,87 @@
+//! Kernel file-system profiles: how to make and mount one kernel file system (mkfs program and
+//! arguments, mount options), one TOML file each under `profiles/kernelfs/`, with sources.
+//! (The mke2fs profiles of images written through libext2fs are `profiles/mkfs/`, read by
+//! the layout crate.)
+
+use anyhow::{Context, Result};
+use layoutlab_rig::FsKind;
+use serde::Deserialize;
+
+/// The shipped profiles, in the order lists show them.
+const SHIPPED: &[(&str, &str)] = &[
+    ("ext3", include_str!("../../../profiles/kernelfs/ext3.toml")),
+    (
+        "ext4-2007",
+        include_str!("../../../profiles/kernelfs/ext4-2007.toml"),
+    ),
+    ("ext4", include_str!("../../../profiles/kernelfs/ext4.toml")),
+    ("xfs", include_str!("../../../profiles/kernelfs/xfs.toml")),
+    (
+        "btrfs",
+        include_str!("../../../profiles/kernelfs/btrfs.toml"),
+    ),
+];
+
+/// One kernel file-system profile.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelProfile {
+    /// Its name.
+    pub name: String,
+    /// One line saying what it is.
+    pub description: String,
+    /// File-system kind (`mount -t`).
+    pub kind: String,
+    /// Arguments of the mkfs program.
+    pub mkfs_args: Vec<String>,
+    /// Mount options.
+    pub mount_options: String,
+    /// Where each choice comes from.
+    pub sources: Vec<String>,
+}
+
+impl KernelProfile {
+    /// The rig's kind of this profile.
+    pub fn fs_kind(&self) -> Result<FsKind> {
+        Ok(FsKind::parse(&self.kind)?)
+    }
+}
+
+/// Names of the shipped profiles.
+pub fn names() -> Vec<&'static str> {
+    SHIPPED.iter().map(|(n, _)| *n).collect()
+}
+
+/// A shipped profile by name; an unknown name is an error listing the valid ones.
+pub fn by_name(name: &str) -> Result<KernelProfile> {
+    let (_, text) = SHIPPED.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+        anyhow::anyhow!(
+            "unknown file system '{name}'; valid: {}",
+            names().join(", ")
+        )
+    })?;
+    let p: KernelProfile =
+        toml::from_str(text).with_context(|| format!("parsing profiles/kernelfs/{name}.toml"))?;
+    p.fs_kind()?;
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_profiles_parse_with_sources() {
+        for n in names() {
+            let p = by_name(n).unwrap();
+            assert_eq!(p.name, n);
+            assert!(!p.sources.is_empty(), "{n} cites no source");
+        }
+    }
+
+    #[test]
+    fn unknown_profile_lists_the_valid_ones() {
+        let e = by_name("ntfs").unwrap_err().to_string();
+        assert!(e.contains("ext4-2007") && e.contains("btrfs"), "{e}");
+    }
+}

@@ -1,0 +1,125 @@
+//! Named experiments: what `layoutlab reproduce NAME` runs.
+//!
+//! It owns the experiment files (one TOML each under `experiments/`, embedded in [`SHIPPED`]),
+//! their loading and checking ([`experiment::load`]), and the operations they name: one module
+//! per operation behind the [`Operation`] trait (parse and check its TOML table, run, print
+//! tables, write the report files and the JSON), all listed in [`OPERATIONS`]. A new experiment
+//! is one TOML file and, if it needs a new operation, one module and one line in
+//! [`OPERATIONS`]. It does not own the command line (the `layoutlab` binary maps its flags onto
+//! [`RunArgs`]), device models, images, the rig or the tables' rendering (the other crates).
+//!
+//! ```no_run
+//! use layoutlab_experiments::{experiment, RunArgs};
+//! # fn main() -> anyhow::Result<()> {
+//! let exp = experiment::load("fio-randread")?; // or a path to a .toml
+//! let args = RunArgs { out: "results".into(), ..RunArgs::default() };
+//! exp.operation()?.run(&exp, &args)?; // tables on stdout, results/fio-randread/report.md
+//! # Ok(()) }
+//! ```
+
+pub mod experiment;
+pub mod fio;
+pub mod fsck;
+pub mod kernel_profile;
+pub mod large_delete;
+pub mod output;
+pub mod support;
+
+pub use experiment::{Experiment, Published};
+
+use anyhow::Result;
+use std::path::PathBuf;
+
+/// Every operation an experiment can name, in the order `--help` and errors list them.
+/// Registering a new operation is one line here.
+pub static OPERATIONS: &[&dyn Operation] = &[&fsck::Fsck, &fio::Fio, &large_delete::LargeDelete];
+
+/// The experiments shipped with layoutlab, embedded so the binary works from anywhere, in the
+/// order `layoutlab experiments` lists them. A new experiment is one line here and its TOML.
+pub const SHIPPED: &[(&str, &str)] = &[
+    (
+        "metacluster-fsck",
+        include_str!("../../../experiments/metacluster-fsck.toml"),
+    ),
+    (
+        "fio-randread",
+        include_str!("../../../experiments/fio-randread.toml"),
+    ),
+    (
+        "large-delete",
+        include_str!("../../../experiments/large-delete.toml"),
+    ),
+];
+
+/// One kind of experiment: the `operation = "NAME"` of an experiment file, whose parameters
+/// are the file's `[NAME]` table.
+pub trait Operation: Sync {
+    /// Its name, as written in `operation = "..."` and as the name of its table.
+    fn name(&self) -> &'static str;
+
+    /// Parse and check the experiment's `[NAME]` table, before any work (a bad file is an
+    /// error at load time, whatever the command).
+    fn check(&self, exp: &Experiment) -> Result<()>;
+
+    /// Run the experiment and report: tables on stdout (stderr with `--json -`), report files
+    /// under `args.out/NAME/`, and the JSON contract to `args.json`.
+    fn run(&self, exp: &Experiment, args: &RunArgs) -> Result<()>;
+}
+
+/// The operation named `name`, or an error listing the valid ones.
+pub fn operation(name: &str) -> Result<&'static dyn Operation> {
+    OPERATIONS
+        .iter()
+        .copied()
+        .find(|o| o.name() == name)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "unknown operation '{name}'; valid: {}",
+                operation_names().join(", ")
+            )
+        })
+}
+
+/// Names of the registered operations.
+pub fn operation_names() -> Vec<&'static str> {
+    OPERATIONS.iter().map(|o| o.name()).collect()
+}
+
+/// What the command line asks of a run (`layoutlab reproduce`'s flags); `None` means the
+/// experiment's own default.
+#[derive(Clone, Debug, Default)]
+pub struct RunArgs {
+    /// Shrink the disk and every file together (1.0 = as published).
+    pub scale: Option<f64>,
+    /// Device preset (name or .toml file).
+    pub device: Option<String>,
+    /// Where the JSON goes ("-" for stdout).
+    pub json: Option<PathBuf>,
+    /// Where images are made (default: a private in-memory file system, removed afterwards).
+    pub workdir: Option<PathBuf>,
+    /// Keep images and captured traces in the work directory.
+    pub keep: bool,
+    /// Where the report (Markdown, HTML, SVG) is written; the experiment's files go in a
+    /// subdirectory named after it.
+    pub out: PathBuf,
+    /// Multiplier of the CPU time measured between requests.
+    pub cpu_scale: Option<f64>,
+    /// File systems (kernel profiles) to run, for operations that run several.
+    pub fs: Option<Vec<String>>,
+    /// Units of work run at once (fsck: policies); `None`: one per CPU.
+    pub jobs: Option<u32>,
+    /// Also replay the captured traces on variants of the device preset (fsck experiments).
+    pub sensitivity: bool,
+}
+
+impl RunArgs {
+    /// The device preset of this run: `--device`, else the experiment's.
+    pub fn device_or(&self, exp: &Experiment) -> String {
+        self.device.clone().unwrap_or_else(|| exp.device.clone())
+    }
+
+    /// The directory of this experiment's report files.
+    pub fn out_dir(&self, exp: &Experiment) -> PathBuf {
+        self.out.join(&exp.name)
+    }
+}

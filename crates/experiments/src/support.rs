@@ -1,0 +1,60 @@
+//! Small helpers every operation (and the binary's other commands) share.
+
+use anyhow::{Context, Result};
+use layoutlab_device::preset;
+use layoutlab_report::IoPoint;
+use layoutlab_trace::{Op, Trace};
+
+/// A device model from a preset name or a preset `.toml` file.
+pub fn load_device(name_or_path: &str) -> Result<Box<dyn layoutlab_device::Device>> {
+    load_device_with(name_or_path, &preset::LoadOptions::default())
+}
+
+/// [`load_device`], with the SSD starting state a command asked for.
+pub fn load_device_with(
+    name_or_path: &str,
+    opts: &preset::LoadOptions,
+) -> Result<Box<dyn layoutlab_device::Device>> {
+    let p = std::path::Path::new(name_or_path);
+    if name_or_path.ends_with(".toml") && p.exists() {
+        return preset::load_preset_file_with(p, opts)
+            .with_context(|| format!("loading preset file {name_or_path}"));
+    }
+    Ok(preset::load_preset_with(name_or_path, opts)?)
+}
+
+/// Parse a size such as `4k`, `16g`, `512`, `1.5M` (binary units), for clap: the device
+/// crate's fio-style parser with its error as text.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    layoutlab_device::job::parse_size_bytes(s).map_err(|e| e.to_string())
+}
+
+/// The reads and writes of a trace as points of an offset plot, request `i` drawn at
+/// `time_s(i)` (the captured times, or a model's).
+pub fn io_points(trace: &Trace, time_s: impl Fn(usize) -> f64) -> Vec<IoPoint> {
+    trace
+        .requests
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r.op, Op::Read | Op::Write))
+        .map(|(i, r)| IoPoint {
+            time_s: time_s(i),
+            offset_bytes: r.sector as f64 * 512.0,
+            length_bytes: r.bytes() as f64,
+            is_write: r.op == Op::Write,
+        })
+        .collect()
+}
+
+/// A one-line warning on stderr when leftovers of killed runs exist (long commands print it
+/// first; they do not remove anything themselves).
+pub fn warn_if_leftovers() {
+    if let Ok(found) = layoutlab_rig::stale::find(&std::env::temp_dir()) {
+        if !found.is_empty() {
+            eprintln!(
+                "note: {} leftovers of killed layoutlab runs (tracefs instances, mounts, loop devices, temp files); `layoutlab clean --dry-run` lists them, `layoutlab clean` removes them",
+                found.len()
+            );
+        }
+    }
+}

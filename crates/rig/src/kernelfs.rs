@@ -1,0 +1,418 @@
+//! A kernel file system under the rig: backing store → mkfs → mount → named traced phases →
+//! unmount → teardown, every step undone by the cleanup registry on drop, error, panic and
+//! signal.
+//!
+//! The backing store is a sparse file when only metadata is written, or zram when file data
+//! must really be written (pages of zeros cost zram no memory); either way a loop device sits
+//! on top, because zram is bio-based and shows no request events in tracefs. Memory and disk
+//! space are checked before anything is created. Requests of each phase carry the phase's
+//! name as their trace tag, and the bytes the trace saw per phase are checked against the
+//! loop device's own counters (`/sys/block/loopN/stat`).
+
+use crate::cleanup;
+use crate::error::{Result, RigError};
+use crate::system::{check_free_space, drop_caches, require_root, TempFile};
+use crate::{mkfs, Capture, FsKind, LoopDevice, Mount, TraceOptions, TracefsSession, Zram};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// Where the file system's blocks live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Backing {
+    /// A sparse file in this directory (metadata-only work: unwritten blocks cost nothing).
+    SparseFile(PathBuf),
+    /// A zram device (file data is really written; zero pages cost no memory).
+    Zram,
+}
+
+/// What to make.
+#[derive(Clone, Debug)]
+pub struct KernelFsOptions {
+    /// File system kind (mkfs program and `mount -t`).
+    pub kind: FsKind,
+    /// Extra mkfs arguments (a mkfs profile's).
+    pub mkfs_args: Vec<String>,
+    /// Mount options (the data string, e.g. `"data=ordered"`).
+    pub mount_options: String,
+    /// Size of the block device.
+    pub bytes: u64,
+    /// Where its blocks live.
+    pub backing: Backing,
+    /// At most how many bytes of the device will hold non-zero data: the memory a zram
+    /// backing needs (checked against `MemAvailable` before anything is created), or the disk
+    /// space a sparse file needs.
+    pub resident_bytes: u64,
+    /// Block-device readahead of the loop device (KiB); `None` leaves the kernel's.
+    pub read_ahead_kb: Option<u32>,
+}
+
+/// A made and mounted kernel file system; dropping it unmounts and tears everything down.
+#[derive(Debug)]
+pub struct KernelFs {
+    // Drop order is field order: mount, then loop device, then its backing, then the lock.
+    mount: Option<Mount>,
+    loopdev: LoopDevice,
+    _zram: Option<Zram>,
+    _file: Option<TempFile>,
+    _lock: RigLock,
+    options: KernelFsOptions,
+}
+
+/// Memory the kernel says it can give without swapping (`MemAvailable` of /proc/meminfo).
+pub fn mem_available_bytes() -> Result<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo")
+        .map_err(|e| RigError::io("read /proc/meminfo", e))?;
+    parse_mem_available(&text).ok_or_else(|| RigError::Parse {
+        source_name: "/proc/meminfo".into(),
+        line: 0,
+        reason: "no MemAvailable line".into(),
+    })
+}
+
+fn parse_mem_available(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Memory kept free for everything else on the machine when sizing a zram backing.
+const MEM_MARGIN_BYTES: u64 = 1 << 30;
+
+/// Checks that `opts` fits here, before anything is created.
+pub fn check_fits(opts: &KernelFsOptions) -> Result<()> {
+    match &opts.backing {
+        Backing::SparseFile(dir) => check_free_space(dir, opts.resident_bytes),
+        Backing::Zram => {
+            let available = mem_available_bytes()?;
+            // zram keeps compressed pages plus its table (8 bytes a page here, 4 KiB pages).
+            let table = opts.bytes / 4096 * 8;
+            let need = opts.resident_bytes + table + MEM_MARGIN_BYTES;
+            if available < need {
+                return Err(RigError::InvalidArgument(format!(
+                    "a zram device of {:.1} GB holding up to {:.1} GB of data needs {:.1} GB of \
+                     memory (with a 1 GiB margin), but only {:.1} GB is available: use a smaller \
+                     --scale",
+                    opts.bytes as f64 / 1e9,
+                    opts.resident_bytes as f64 / 1e9,
+                    need as f64 / 1e9,
+                    available as f64 / 1e9
+                )));
+            }
+            Ok(())
+        }
+    }
+}
+
+impl KernelFs {
+    /// Checks the size fits, takes the rig lock, creates the backing store and its loop
+    /// device, runs mkfs and mounts. Root only; on error nothing is left.
+    pub fn create(opts: &KernelFsOptions) -> Result<KernelFs> {
+        require_root("making and mounting a kernel file system")?;
+        check_fits(opts)?;
+        let lock = RigLock::acquire()?;
+        let (zram, file, source): (Option<Zram>, Option<TempFile>, PathBuf) = match &opts.backing {
+            Backing::Zram => {
+                let z = Zram::create(opts.bytes)?;
+                let p = z.path().to_path_buf();
+                (Some(z), None, p)
+            }
+            Backing::SparseFile(dir) => {
+                let path = dir.join(format!(
+                    "layoutlab-kfs-{}-{}.img",
+                    std::process::id(),
+                    opts.kind.name()
+                ));
+                let f = TempFile::create_sparse(&path, opts.bytes)?;
+                let p = f.path().to_path_buf();
+                (None, Some(f), p)
+            }
+        };
+        let loopdev = LoopDevice::attach(&source, false)?;
+        loopdev.set_scheduler_none()?;
+        if let Some(kb) = opts.read_ahead_kb {
+            loopdev.set_read_ahead_kb(kb)?;
+        }
+        let args: Vec<&str> = opts.mkfs_args.iter().map(String::as_str).collect();
+        mkfs(opts.kind, loopdev.path(), &args)?;
+        let mount = Mount::new(
+            loopdev.path(),
+            None,
+            opts.kind.name(),
+            false,
+            &opts.mount_options,
+        )?;
+        Ok(KernelFs {
+            mount: Some(mount),
+            loopdev,
+            _zram: zram,
+            _file: file,
+            _lock: lock,
+            options: opts.clone(),
+        })
+    }
+
+    /// Where it is mounted.
+    pub fn mount_point(&self) -> &Path {
+        self.mount
+            .as_ref()
+            .map(Mount::target)
+            .expect("a KernelFs is mounted between its methods")
+    }
+
+    /// The loop device the file system is on (the traced device).
+    pub fn device(&self) -> &LoopDevice {
+        &self.loopdev
+    }
+
+    /// What it was made with.
+    pub fn options(&self) -> &KernelFsOptions {
+        &self.options
+    }
+
+    /// Writes everything back (`syncfs` of this file system, then the device's buffers).
+    pub fn sync(&self) -> Result<()> {
+        let dir = std::fs::File::open(self.mount_point())
+            .map_err(|e| RigError::io(format!("open {}", self.mount_point().display()), e))?;
+        if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
+            return Err(RigError::last_os(format!(
+                "syncfs {}",
+                self.mount_point().display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// `sync` and `drop_caches`: the next read of anything reaches the device.
+    pub fn drop_caches(&self) -> Result<()> {
+        self.sync()?;
+        drop_caches()?;
+        self.loopdev.flush_buffers()
+    }
+
+    /// Unmounts and mounts again (a cold in-memory state: no cached inodes, extents or
+    /// bitmaps), then drops the caches.
+    pub fn remount(&mut self) -> Result<()> {
+        self.sync()?;
+        drop(self.mount.take());
+        drop_caches()?;
+        self.loopdev.flush_buffers()?;
+        self.mount = Some(Mount::new(
+            self.loopdev.path(),
+            None,
+            self.options.kind.name(),
+            false,
+            &self.options.mount_options,
+        )?);
+        Ok(())
+    }
+
+    /// Starts tracing the loop device's requests; run phases on the returned [`TracedRun`].
+    pub fn trace(&mut self, options: &TraceOptions) -> Result<TracedRun<'_>> {
+        let session = TracefsSession::start(self.loopdev.dev(), options)?;
+        Ok(TracedRun {
+            fs: self,
+            session,
+            phases: Vec::new(),
+        })
+    }
+}
+
+/// Sectors read and written as the device counts them (`/sys/block/DEV/stat` fields 3 and 7,
+/// 512-byte units whatever the device's block size).
+pub fn device_stat_sectors(dev_name: &str) -> Result<(u64, u64)> {
+    let path = format!("/sys/block/{dev_name}/stat");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| RigError::io(format!("read {path}"), e))?;
+    parse_stat_sectors(&text).ok_or_else(|| RigError::Parse {
+        source_name: path,
+        line: 1,
+        reason: format!("expected at least 7 fields, got {text:?}"),
+    })
+}
+
+fn parse_stat_sectors(text: &str) -> Option<(u64, u64)> {
+    let f: Vec<u64> = text
+        .split_whitespace()
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    Some((*f.get(2)?, *f.get(6)?))
+}
+
+/// (sectors read, sectors written) of a device's counters.
+type StatSectors = (u64, u64);
+
+/// One phase of a traced run: what the trace and the device's counters saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PhaseBytes {
+    /// The phase's name (its requests' trace tag).
+    pub name: String,
+    /// Sectors read by the phase's requests in the trace.
+    pub sectors_read: u64,
+    /// Sectors written by them.
+    pub sectors_written: u64,
+    /// Sectors read according to `/sys/block/DEV/stat` over the phase.
+    pub stat_sectors_read: u64,
+    /// Sectors written according to `/sys/block/DEV/stat` over the phase.
+    pub stat_sectors_written: u64,
+}
+
+/// What a traced run produced.
+#[derive(Debug)]
+pub struct KernelTrace {
+    /// The capture (requests tagged by phase).
+    pub capture: Capture,
+    /// Per phase, in order.
+    pub phases: Vec<PhaseBytes>,
+}
+
+/// A running trace of a [`KernelFs`]'s device, one named phase after another.
+#[derive(Debug)]
+pub struct TracedRun<'a> {
+    fs: &'a mut KernelFs,
+    session: TracefsSession,
+    /// (name, device counters before, after).
+    phases: Vec<(String, StatSectors, StatSectors)>,
+}
+
+impl TracedRun<'_> {
+    /// Runs `work` as phase `name`: requests issued from now until it returns and its writes
+    /// are synced carry the tag `name`. A phase's name is one word.
+    pub fn phase<T>(
+        &mut self,
+        name: &str,
+        work: impl FnOnce(&mut KernelFs) -> Result<T>,
+    ) -> Result<T> {
+        let dev_name = format!("loop{}", self.fs.loopdev.number());
+        self.session.mark(name)?;
+        let before = device_stat_sectors(&dev_name)?;
+        let out = work(self.fs)?;
+        // The phase's writes belong to it: write them back before the next mark. (A remount
+        // phase has already synced and flushed.)
+        if self.fs.mount.is_some() {
+            self.fs.sync()?;
+        }
+        let after = device_stat_sectors(&dev_name)?;
+        self.phases.push((name.to_string(), before, after));
+        Ok(out)
+    }
+
+    /// Stops tracing, and checks every phase's bytes in the trace against the device's own
+    /// counters: a mismatch (lost or mis-tagged requests) is an error.
+    pub fn finish(self) -> Result<KernelTrace> {
+        let capture = self.session.stop()?;
+        if capture.lost_events > 0 {
+            return Err(RigError::Unsupported(format!(
+                "the kernel lost {} trace events; the trace is incomplete (raise the tracefs buffer)",
+                capture.lost_events
+            )));
+        }
+        let mut phases = Vec::new();
+        for (name, before, after) in self.phases {
+            let tag = capture.trace.tags.iter().position(|t| *t == name);
+            let (mut r, mut w) = (0u64, 0u64);
+            for q in &capture.trace.requests {
+                if Some(q.tag as usize) == tag {
+                    match q.op {
+                        layoutlab_trace::Op::Read => r += u64::from(q.sectors),
+                        layoutlab_trace::Op::Write => w += u64::from(q.sectors),
+                        _ => {}
+                    }
+                }
+            }
+            let p = PhaseBytes {
+                name,
+                sectors_read: r,
+                sectors_written: w,
+                stat_sectors_read: after.0 - before.0,
+                stat_sectors_written: after.1 - before.1,
+            };
+            if (p.sectors_read, p.sectors_written) != (p.stat_sectors_read, p.stat_sectors_written)
+            {
+                return Err(RigError::Unsupported(format!(
+                    "phase '{}': the trace saw {} sectors read and {} written, the device counted \
+                     {} and {}; the trace is incomplete or mis-tagged",
+                    p.name,
+                    p.sectors_read,
+                    p.sectors_written,
+                    p.stat_sectors_read,
+                    p.stat_sectors_written
+                )));
+            }
+            phases.push(p);
+        }
+        Ok(KernelTrace { capture, phases })
+    }
+}
+
+/// The rig lock: one layoutlab run at a time creates and traces kernel file systems, so two
+/// runs do not fight over devices (and one's `drop_caches` does not land in the other's
+/// traced phase). An exclusive `flock` on /run/lock/layoutlab-rig.lock, held while the
+/// [`KernelFs`] lives; the kernel releases it when the process dies, so a killed run never
+/// leaves it held.
+#[derive(Debug)]
+struct RigLock {
+    _file: std::fs::File,
+}
+
+const LOCK_PATH: &str = "/run/lock/layoutlab-rig.lock";
+
+impl RigLock {
+    fn acquire() -> Result<RigLock> {
+        let dir = Path::new(LOCK_PATH).parent().expect("has a parent");
+        std::fs::create_dir_all(dir)
+            .map_err(|e| RigError::io(format!("create {}", dir.display()), e))?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(LOCK_PATH)
+            .map_err(|e| RigError::io(format!("open {LOCK_PATH}"), e))?;
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            eprintln!("  waiting for another layoutlab run to release {LOCK_PATH}");
+            loop {
+                if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                    break;
+                }
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted || cleanup::signal_caught() {
+                    return Err(RigError::io(format!("lock {LOCK_PATH}"), e));
+                }
+            }
+        }
+        Ok(RigLock { _file: file })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_sectors_read_and_written() {
+        let text = "     120        3     9600      40       55        1     4400      20        0       60       60        0        0        0        0        0        0\n";
+        assert_eq!(parse_stat_sectors(text), Some((9600, 4400)));
+        assert_eq!(parse_stat_sectors("1 2"), None);
+    }
+
+    #[test]
+    fn mem_available_is_read_in_bytes() {
+        let text = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   2048 kB\n";
+        assert_eq!(parse_mem_available(text), Some(2048 * 1024));
+        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+    }
+
+    #[test]
+    fn zram_larger_than_memory_is_refused_before_anything_is_made() {
+        let opts = KernelFsOptions {
+            kind: FsKind::Ext4,
+            mkfs_args: vec![],
+            mount_options: String::new(),
+            bytes: 1 << 40,
+            backing: Backing::Zram,
+            resident_bytes: 1 << 50,
+            read_ahead_kb: None,
+        };
+        let err = check_fits(&opts).unwrap_err().to_string();
+        assert!(err.contains("memory") && err.contains("--scale"), "{err}");
+    }
+}

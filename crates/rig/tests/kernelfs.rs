@@ -1,0 +1,163 @@
+//! The KernelFs harness on every kernel file system at small size: made on zram under a loop
+//! device, traced by named phases whose bytes match the device's counters, and torn down
+//! without a trace.
+
+mod common;
+
+use common::*;
+use layoutlab_rig::{Backing, FsKind, KernelFs, KernelFsOptions, TraceOptions};
+use std::io::Write;
+
+const MIB: u64 = 1 << 20;
+
+fn zram_devices() -> Vec<String> {
+    std::fs::read_dir("/sys/block")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("zram"))
+        .collect()
+}
+
+/// Write a 16 MiB file of non-zero bytes, remount, read it back, delete it: each a traced
+/// phase. The read phase must read the whole file from the device (the caches were dropped),
+/// the write phase write at least all of it, and nothing may be left afterwards.
+fn write_remount_read_delete(kind: FsKind, mkfs_args: &[&str]) {
+    let opts = KernelFsOptions {
+        kind,
+        mkfs_args: mkfs_args.iter().map(|s| s.to_string()).collect(),
+        mount_options: String::new(),
+        // mkfs.xfs refuses file systems under 300 MB.
+        bytes: 512 * MIB,
+        backing: Backing::Zram,
+        resident_bytes: 64 * MIB,
+        read_ahead_kb: Some(128),
+    };
+    let mut fs = KernelFs::create(&opts).unwrap();
+    let mount_point = fs.mount_point().to_path_buf();
+    let loop_path = fs.device().path().to_path_buf();
+    let file = mount_point.join("data");
+    let file_bytes = 16 * MIB;
+    let mut run = fs.trace(&TraceOptions::default()).unwrap();
+    run.phase("write", |fs| {
+        let mut f = std::fs::File::create(fs.mount_point().join("data")).unwrap();
+        let block: Vec<u8> = (0..MIB).map(|i| (i % 251) as u8 + 1).collect();
+        for _ in 0..file_bytes / MIB {
+            f.write_all(&block).unwrap();
+        }
+        f.sync_all().unwrap();
+        Ok(())
+    })
+    .unwrap();
+    run.phase("remount", |fs| fs.remount()).unwrap();
+    let read = run
+        .phase("read", |fs| {
+            Ok(std::fs::read(fs.mount_point().join("data")).unwrap().len() as u64)
+        })
+        .unwrap();
+    assert_eq!(read, file_bytes);
+    run.phase("delete", |fs| {
+        std::fs::remove_file(fs.mount_point().join("data")).unwrap();
+        Ok(())
+    })
+    .unwrap();
+    let trace = run.finish().unwrap();
+    let names: Vec<&str> = trace.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["write", "remount", "read", "delete"]);
+    let w = &trace.phases[0];
+    assert!(
+        w.sectors_written >= file_bytes / 512,
+        "{kind:?} write phase wrote {} sectors",
+        w.sectors_written
+    );
+    let r = &trace.phases[2];
+    assert!(
+        r.sectors_read >= file_bytes / 512,
+        "{kind:?} read phase read {} sectors",
+        r.sectors_read
+    );
+    // Every request of the capture belongs to a phase (none before the first mark).
+    assert!(trace.capture.trace.requests.iter().all(|q| q.tag != 0));
+    drop(fs);
+    assert!(!is_mounted(&mount_point), "{kind:?} left a mount");
+    assert!(!file.exists());
+    let listed = std::process::Command::new("losetup")
+        .arg("-a")
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        !listed.contains(&format!("{}:", loop_path.display())),
+        "{kind:?} left {listed}"
+    );
+}
+
+#[test]
+fn every_kernel_fs_runs_traced_phases_and_leaves_nothing() {
+    if !root_or_skip("every_kernel_fs_runs_traced_phases_and_leaves_nothing") {
+        return;
+    }
+    let zram_before = zram_devices();
+    write_remount_read_delete(FsKind::Ext3, &[]);
+    write_remount_read_delete(FsKind::Ext4, &[]);
+    write_remount_read_delete(FsKind::Xfs, &[]);
+    write_remount_read_delete(FsKind::Btrfs, &["-m", "single", "-d", "single"]);
+    assert_eq!(zram_devices(), zram_before, "a zram device was left");
+}
+
+#[test]
+fn sparse_file_backing_too() {
+    if !root_or_skip("sparse_file_backing_too") {
+        return;
+    }
+    let dir = scratch("kfs-sparse");
+    std::fs::create_dir_all(&dir).unwrap();
+    let opts = KernelFsOptions {
+        kind: FsKind::Ext4,
+        mkfs_args: vec![],
+        mount_options: String::new(),
+        bytes: 256 * MIB,
+        backing: Backing::SparseFile(dir.clone()),
+        resident_bytes: 64 * MIB,
+        read_ahead_kb: None,
+    };
+    let mut fs = KernelFs::create(&opts).unwrap();
+    let mut run = fs.trace(&TraceOptions::default()).unwrap();
+    run.phase("mkdir", |fs| {
+        for i in 0..100 {
+            std::fs::create_dir(fs.mount_point().join(format!("d{i}"))).unwrap();
+        }
+        Ok(())
+    })
+    .unwrap();
+    let t = run.finish().unwrap();
+    assert!(t.phases[0].sectors_written > 0);
+    drop(fs);
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "the sparse image was left"
+    );
+    std::fs::remove_dir(&dir).unwrap();
+}
+
+#[test]
+fn too_little_disk_space_is_refused_before_anything_is_made() {
+    if !root_or_skip("too_little_disk_space_is_refused_before_anything_is_made") {
+        return;
+    }
+    let dir = scratch("kfs-nospace");
+    std::fs::create_dir_all(&dir).unwrap();
+    let opts = KernelFsOptions {
+        kind: FsKind::Ext4,
+        mkfs_args: vec![],
+        mount_options: String::new(),
+        bytes: 1 << 50,
+        backing: Backing::SparseFile(dir.clone()),
+        resident_bytes: 1 << 50,
+        read_ahead_kb: None,
+    };
+    let err = KernelFs::create(&opts).unwrap_err().to_string();
+    assert!(err.contains("space") || err.contains("free"), "{err}");
+    assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
+    std::fs::remove_dir(&dir).unwrap();
+}

@@ -27,7 +27,6 @@
 mod error;
 mod ffi;
 mod fsck;
-pub mod geometry;
 mod inspect;
 mod materialize;
 mod mkfs;

@@ -103,35 +103,7 @@ pub struct Geometry {
     pub meta: Vec<MetaExtent>,
 }
 
-/// Pointers per indirect block.
-pub fn addr_per_block(block_size_bytes: u32) -> u64 {
-    u64::from(block_size_bytes) / 4
-}
-
-/// Direct block slots in an ext2/3 inode.
-pub const DIRECT_BLOCKS: u64 = 12;
-
-/// Indirect (mapping) blocks a block-mapped file of `data_blocks` blocks needs.
-pub fn mapping_blocks_for(data_blocks: u64, addr: u64) -> u64 {
-    let mut n = 0;
-    let mut rest = data_blocks.saturating_sub(DIRECT_BLOCKS);
-    // IND
-    if rest > 0 {
-        n += 1;
-        rest = rest.saturating_sub(addr);
-    }
-    // DIND and its INDs
-    if rest > 0 {
-        let here = rest.min(addr * addr);
-        n += 1 + here.div_ceil(addr);
-        rest -= here;
-    }
-    // TIND, its DINDs and their INDs
-    if rest > 0 {
-        n += 1 + rest.div_ceil(addr * addr) + rest.div_ceil(addr);
-    }
-    n
-}
+pub use crate::mapping::{addr_per_block, mapping_blocks_for, DIRECT_BLOCKS};
 
 /// sparse_super: groups 0, 1 and powers of 3, 5 and 7 hold backups
 /// (lib/ext2fs/closefs.c `ext2fs_bg_has_super()`).

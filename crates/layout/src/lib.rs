@@ -24,12 +24,14 @@
 pub mod alloc;
 mod error;
 pub mod geometry;
+pub mod mapping;
 pub mod mkfs;
 pub mod plan;
 pub mod policy;
 
 pub use error::LayoutError;
 pub use geometry::Geometry;
+pub use mapping::MapFormat;
 pub use mkfs::MkfsProfile;
 pub use plan::*;
 pub use policy::{by_name as policy_by_name, Policy, PolicyParams};

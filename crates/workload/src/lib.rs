@@ -22,7 +22,60 @@ pub enum NsOp {
     Mkdir { path: String },
     /// Create a regular file and write `bytes` to it sequentially, then close it.
     Create { path: String, bytes: u64 },
+    /// Make a symbolic link `path` whose target is the text `target` (symlink(2): the
+    /// target need not exist).
+    Symlink { path: String, target: String },
+    /// Make `path` another name (a hard link, link(2)) of the existing non-directory
+    /// `target`, a path made by an earlier operation.
+    Link { path: String, target: String },
+    /// Make a device node, fifo or socket (mknod(2)).
+    Mknod {
+        path: String,
+        node: NodeKind,
+        major: u32,
+        minor: u32,
+    },
 }
+
+impl NsOp {
+    /// The path the operation makes.
+    pub fn path(&self) -> &str {
+        match self {
+            NsOp::Mkdir { path }
+            | NsOp::Create { path, .. }
+            | NsOp::Symlink { path, .. }
+            | NsOp::Link { path, .. }
+            | NsOp::Mknod { path, .. } => path,
+        }
+    }
+
+    /// The operation's name as a shell command would say it, for messages.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            NsOp::Mkdir { .. } => "mkdir",
+            NsOp::Create { .. } => "create",
+            NsOp::Symlink { .. } => "symlink",
+            NsOp::Link { .. } => "link",
+            NsOp::Mknod { .. } => "mknod",
+        }
+    }
+}
+
+/// What `mknod` makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NodeKind {
+    /// A character device.
+    Char,
+    /// A block device.
+    Block,
+    /// A named pipe.
+    Fifo,
+    /// A unix-domain socket.
+    Socket,
+}
+
+/// Longest symlink target (the kernel allows a block less its NUL; 4 KiB blocks assumed).
+pub const MAX_SYMLINK_TARGET_BYTES: usize = 4095;
 
 /// The operations that build a file system's contents, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +98,18 @@ pub enum Error {
         name: String,
         /// Every valid name.
         valid: Vec<&'static str>,
+    },
+    /// An operation that cannot be done on the tree the earlier ones made.
+    #[error("ops[{index}] ({verb} '{path}'): {reason}")]
+    BadTree {
+        /// Index of the operation in [`Population::ops`].
+        index: usize,
+        /// What it does.
+        verb: &'static str,
+        /// The path it makes.
+        path: String,
+        /// Why it cannot be done, and what would make it possible.
+        reason: String,
     },
     /// A scale factor that is not a finite number in (0, 1].
     #[error("scale factor {0} is not in (0, 1]")]
@@ -113,6 +178,7 @@ impl Population {
                     path: path.clone(),
                     bytes: shrink(*bytes),
                 },
+                other => other.clone(),
             })
             .collect();
         Ok(Population {
@@ -128,9 +194,90 @@ impl Population {
             .iter()
             .map(|op| match op {
                 NsOp::Create { bytes, .. } => *bytes,
-                NsOp::Mkdir { .. } => 0,
+                _ => 0,
             })
             .sum()
+    }
+
+    /// Checks that every operation can be done in order: a valid name, a parent directory
+    /// made earlier, no name made twice, a hard link naming an existing non-directory, a
+    /// symlink target of 1..=4095 bytes without NUL. Returns the first impossible operation
+    /// as [`Error::BadTree`], naming it and why.
+    pub fn check_tree(&self) -> Result<(), Error> {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Made {
+            Dir,
+            Other,
+        }
+        let mut made: std::collections::HashMap<&str, Made> = std::collections::HashMap::new();
+        made.insert("", Made::Dir);
+        for (index, op) in self.ops.iter().enumerate() {
+            let path = op.path();
+            let bad = |reason: String| Error::BadTree {
+                index,
+                verb: op.verb(),
+                path: path.to_string(),
+                reason,
+            };
+            let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+            if name.is_empty()
+                || name.len() > 255
+                || name == "."
+                || name == ".."
+                || path.contains('\0')
+            {
+                return Err(bad(
+                    "a name must be 1..=255 bytes, not '.' or '..', without NUL".into(),
+                ));
+            }
+            match made.get(parent) {
+                Some(Made::Dir) => {}
+                Some(Made::Other) => {
+                    return Err(bad(format!("parent '{parent}' is not a directory")))
+                }
+                None => {
+                    return Err(bad(format!(
+                        "parent directory '{parent}' does not exist (make it with an earlier mkdir)"
+                    )))
+                }
+            }
+            if made.contains_key(path) {
+                return Err(bad("the path already exists".into()));
+            }
+            match op {
+                NsOp::Link { target, .. } => match made.get(target.as_str()) {
+                    None => {
+                        return Err(bad(format!(
+                            "hard link target '{target}' does not exist (it must be made by an earlier operation)"
+                        )))
+                    }
+                    Some(Made::Dir) => {
+                        return Err(bad(format!(
+                            "hard link target '{target}' is a directory (directories cannot be hard-linked)"
+                        )))
+                    }
+                    Some(Made::Other) => {}
+                },
+                NsOp::Symlink { target, .. }
+                    if target.is_empty()
+                        || target.len() > MAX_SYMLINK_TARGET_BYTES
+                        || target.contains('\0') =>
+                {
+                    return Err(bad(format!(
+                        "symlink target of {} bytes: it must be 1..={MAX_SYMLINK_TARGET_BYTES} bytes without NUL",
+                        target.len()
+                    )));
+                }
+                _ => {}
+            }
+            let kind = if matches!(op, NsOp::Mkdir { .. }) {
+                Made::Dir
+            } else {
+                Made::Other
+            };
+            made.insert(path, kind);
+        }
+        Ok(())
     }
 }
 
@@ -152,6 +299,67 @@ mod tests {
             assert!(pop.scale(f).is_err(), "{f}");
         }
         assert!(matches!(pop.scale(1e-6), Err(Error::TooSmall { .. })));
+    }
+
+    #[test]
+    fn impossible_trees_name_the_operation_and_why() {
+        let pop = |ops: Vec<NsOp>| Population {
+            name: "t".into(),
+            fs_bytes: 1 << 30,
+            ops,
+        };
+        let mk = |p: &str| NsOp::Mkdir { path: p.into() };
+        let link = |p: &str, t: &str| NsOp::Link {
+            path: p.into(),
+            target: t.into(),
+        };
+        let ok = pop(vec![
+            mk("d"),
+            NsOp::Create {
+                path: "d/f".into(),
+                bytes: 1,
+            },
+            link("g", "d/f"),
+            NsOp::Symlink {
+                path: "s".into(),
+                target: "/nowhere".into(),
+            },
+            link("s2", "s"),
+            NsOp::Mknod {
+                path: "d/null".into(),
+                node: NodeKind::Char,
+                major: 1,
+                minor: 3,
+            },
+        ]);
+        ok.check_tree().unwrap();
+        let e = pop(vec![mk("d"), link("d/h", "d/missing")])
+            .check_tree()
+            .unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("ops[1]")
+                && msg.contains("d/h")
+                && msg.contains("'d/missing' does not exist"),
+            "{msg}"
+        );
+        let e = pop(vec![mk("d"), link("h", "d")]).check_tree().unwrap_err();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        let e = pop(vec![mk("a/b")]).check_tree().unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("parent directory 'a' does not exist"),
+            "{e}"
+        );
+        let e = pop(vec![mk("a"), mk("a")]).check_tree().unwrap_err();
+        assert!(e.to_string().contains("already exists"), "{e}");
+        let e = pop(vec![NsOp::Symlink {
+            path: "s".into(),
+            target: String::new(),
+        }])
+        .check_tree()
+        .unwrap_err();
+        assert!(e.to_string().contains("symlink target of 0 bytes"), "{e}");
     }
 
     #[test]

@@ -126,7 +126,77 @@ pub struct Inspected {
     pub used_runs: Vec<(u64, u64)>,
 }
 
+/// How many of each kind of object an image (or plan) holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KindCounts {
+    /// Regular files (inodes, not names).
+    pub regular_files: u64,
+    /// Directories, the root and lost+found included.
+    pub directories: u64,
+    /// Symlinks.
+    pub symlinks: u64,
+    /// Symlinks whose target is in the inode.
+    pub fast_symlinks: u64,
+    /// Names beyond each inode's first.
+    pub hard_links: u64,
+    /// Character devices.
+    pub char_devices: u64,
+    /// Block devices.
+    pub block_devices: u64,
+    /// Fifos.
+    pub fifos: u64,
+    /// Sockets.
+    pub sockets: u64,
+    /// Inodes mapped by extents.
+    pub extent_mapped: u64,
+    /// IND/DIND/TIND blocks.
+    pub indirect_blocks: u64,
+    /// Extent-tree (leaf and index) blocks.
+    pub extent_tree_blocks: u64,
+}
+
+impl KindCounts {
+    /// The counts of a plan (what `inspect` of its image reports).
+    pub fn of_plan(plan: &Plan) -> KindCounts {
+        let mut c = KindCounts {
+            hard_links: plan.links.len() as u64,
+            ..Default::default()
+        };
+        for i in &plan.inodes {
+            match i.kind {
+                InodeKind::File => c.regular_files += 1,
+                InodeKind::Dir => c.directories += 1,
+                InodeKind::Symlink => {
+                    c.symlinks += 1;
+                    if i.data.is_empty() {
+                        c.fast_symlinks += 1;
+                    }
+                }
+                InodeKind::CharDev => c.char_devices += 1,
+                InodeKind::BlockDev => c.block_devices += 1,
+                InodeKind::Fifo => c.fifos += 1,
+                InodeKind::Socket => c.sockets += 1,
+            }
+            if i.format == MapFormat::Extents {
+                c.extent_mapped += 1;
+            }
+            for m in &i.mapping {
+                match m.kind {
+                    MapKind::Extent { .. } => c.extent_tree_blocks += 1,
+                    _ => c.indirect_blocks += 1,
+                }
+            }
+        }
+        c
+    }
+}
+
 impl Inspected {
+    /// How many of each kind of object the image holds.
+    pub fn counts(&self) -> KindCounts {
+        KindCounts::of_plan(&self.plan(""))
+    }
+
     /// The inodes as a Plan (policy name as given), in inode-number order.
     pub fn plan(&self, policy: &str) -> Plan {
         Plan {

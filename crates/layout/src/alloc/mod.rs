@@ -4,6 +4,7 @@
 pub mod bitmap;
 pub mod ext3_alloc;
 pub mod ext3_fs;
+pub mod ext4_ialloc;
 pub mod ialloc;
 pub mod writer;
 

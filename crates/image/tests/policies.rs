@@ -149,13 +149,18 @@ fn random_tree(seed: u64) -> layoutlab_workload::Population {
 /// first name depends on the walk).
 #[test]
 fn random_trees_every_policy_round_trip() {
-    let profile = MkfsProfile::by_name("ext3-2007").unwrap();
     let mut checked = 0;
     for seed in 0..8u64 {
         let pop = random_tree(seed);
         pop.check_tree().unwrap();
-        let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
         for policy in layoutlab_layout::policy::POLICY_NAMES {
+            let profile = MkfsProfile::by_name(if policy.starts_with("ext4") {
+                "ext4-2009"
+            } else {
+                "ext3-2007"
+            })
+            .unwrap();
+            let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
             let plan = policy_by_name(policy, &PolicyParams::new())
                 .unwrap()
                 .plan(&geo, &pop, seed)

@@ -17,13 +17,14 @@ pub struct Args {
     /// Workload profile (e.g. bench5).
     #[arg(long, default_value = "bench5")]
     pub workload: String,
-    /// Layout policy (e.g. ext3-2007, ext3-metacluster).
+    /// Layout policy: ext3-2007, ext3-metacluster, or (with --mkfs-profile ext4-2009)
+    /// ext4-2008, ext4-2009.
     #[arg(long, default_value = "ext3-2007")]
     pub policy: String,
     /// A policy parameter NAME=VALUE (repeatable), e.g. --param region_start=1/2.
     #[arg(long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
-    /// mkfs profile.
+    /// mkfs profile: ext3-2007 (e2fsprogs 1.40) or ext4-2009 (1.41.3/1.41.4, flex_bg).
     #[arg(long, default_value = "ext3-2007")]
     pub mkfs_profile: String,
     /// Shrink the disk and every file together (1.0 = the profile's full size).

@@ -74,6 +74,50 @@ pub enum NodeKind {
     Socket,
 }
 
+/// Statistics of a population (see [`Population::stats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PopulationStats {
+    /// Regular files (inodes).
+    pub regular_files: u64,
+    /// Directories, the root and lost+found included.
+    pub directories: u64,
+    /// Symlinks.
+    pub symlinks: u64,
+    /// Symlinks of at most 59 bytes (kept in the inode).
+    pub fast_symlinks: u64,
+    /// Names beyond an inode's first.
+    pub hard_links: u64,
+    /// Character devices.
+    pub char_devices: u64,
+    /// Block devices.
+    pub block_devices: u64,
+    /// Fifos.
+    pub fifos: u64,
+    /// Sockets.
+    pub sockets: u64,
+    /// Files of 2 GiB or more.
+    pub large_files: u64,
+    /// Inodes in use once made, the reserved ones included (as e2fsck counts).
+    pub inodes_used: u64,
+    /// Bytes of regular-file data.
+    pub file_bytes: u64,
+    /// 4 KiB blocks of file data and slow-symlink targets (no metadata, no directories).
+    pub data_blocks: u64,
+    /// Deepest path, in components.
+    pub max_depth: u64,
+    /// Regular files by size: power-of-two buckets.
+    pub size_histogram: Vec<SizeBucket>,
+}
+
+/// Files below `below_bytes` (and at least half of it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SizeBucket {
+    /// Upper bound (exclusive) of the bucket; 1 for empty files.
+    pub below_bytes: u64,
+    /// Files in it.
+    pub files: u64,
+}
+
 /// Longest symlink target (the kernel allows a block less its NUL; 4 KiB blocks assumed).
 pub const MAX_SYMLINK_TARGET_BYTES: usize = 4095;
 
@@ -111,6 +155,16 @@ pub enum Error {
         /// Why it cannot be done, and what would make it possible.
         reason: String,
     },
+    /// A workload profile file that cannot be used.
+    #[error("workload profile {source_name}: {key}: {reason}")]
+    BadProfile {
+        /// The file (or "embedded NAME").
+        source_name: String,
+        /// The key at fault.
+        key: String,
+        /// Why, and what would do.
+        reason: String,
+    },
     /// A scale factor that is not a finite number in (0, 1].
     #[error("scale factor {0} is not in (0, 1]")]
     BadScale(f64),
@@ -127,7 +181,9 @@ pub enum Error {
 }
 
 /// Names of the built-in profiles.
-pub const PROFILE_NAMES: &[&str] = &["bench5"];
+pub const PROFILE_NAMES: &[&str] = &["bench5", "ubuntu-32g"];
+
+const UBUNTU_32G_TOML: &str = include_str!("../../../profiles/workloads/ubuntu-32g.toml");
 
 /// The built-in profile `name` at full scale.
 ///
@@ -135,6 +191,11 @@ pub const PROFILE_NAMES: &[&str] = &["bench5"];
 pub fn profile_by_name(name: &str) -> Result<Population, Error> {
     match name {
         "bench5" => Ok(profiles::bench5::bench5()),
+        "ubuntu-32g" => Ok(profiles::tree::TreeProfile::from_toml_str(
+            UBUNTU_32G_TOML,
+            "embedded ubuntu-32g",
+        )?
+        .generate()),
         _ => Err(Error::UnknownProfile {
             name: name.to_string(),
             valid: PROFILE_NAMES.to_vec(),
@@ -197,6 +258,70 @@ impl Population {
                 _ => 0,
             })
             .sum()
+    }
+
+    /// Counts by kind, data volume, depth and the size histogram (what `layoutlab workload
+    /// show` prints). Directories count the root and lost+found, as e2fsck does;
+    /// `inodes_used` adds the 9 other reserved inodes (1, 3-10) e2fsck counts as used.
+    pub fn stats(&self) -> PopulationStats {
+        let mut st = PopulationStats {
+            directories: 2,
+            ..Default::default()
+        };
+        let mut hist = std::collections::BTreeMap::new();
+        for op in &self.ops {
+            let depth = op.path().matches('/').count() as u64 + 1;
+            st.max_depth = st.max_depth.max(depth);
+            match op {
+                NsOp::Mkdir { .. } => st.directories += 1,
+                NsOp::Create { bytes, .. } => {
+                    st.regular_files += 1;
+                    st.file_bytes += bytes;
+                    st.data_blocks += bytes.div_ceil(4096);
+                    if *bytes >= 2 << 30 {
+                        st.large_files += 1;
+                    }
+                    // power-of-two buckets: "< 2^k bytes"
+                    let bucket = 64 - bytes.leading_zeros();
+                    *hist.entry(bucket).or_insert(0u64) += 1;
+                }
+                NsOp::Symlink { target, .. } => {
+                    st.symlinks += 1;
+                    if target.len() <= 59 {
+                        st.fast_symlinks += 1;
+                    } else {
+                        st.data_blocks += 1;
+                    }
+                }
+                NsOp::Link { .. } => st.hard_links += 1,
+                NsOp::Mknod { node, .. } => match node {
+                    NodeKind::Char => st.char_devices += 1,
+                    NodeKind::Block => st.block_devices += 1,
+                    NodeKind::Fifo => st.fifos += 1,
+                    NodeKind::Socket => st.sockets += 1,
+                },
+            }
+        }
+        st.inodes_used = 9
+            + st.directories
+            + st.regular_files
+            + st.symlinks
+            + st.char_devices
+            + st.block_devices
+            + st.fifos
+            + st.sockets;
+        st.size_histogram = hist
+            .into_iter()
+            .map(|(bucket, files)| SizeBucket {
+                below_bytes: if bucket >= 64 {
+                    u64::MAX
+                } else {
+                    1u64 << bucket
+                },
+                files,
+            })
+            .collect();
+        st
     }
 
     /// Checks that every operation can be done in order: a valid name, a parent directory
@@ -360,6 +485,92 @@ mod tests {
         .check_tree()
         .unwrap_err();
         assert!(e.to_string().contains("symlink target of 0 bytes"), "{e}");
+    }
+
+    #[test]
+    fn ubuntu_32g_counts_are_exact_and_in_rsync_order() {
+        let pop = profile_by_name("ubuntu-32g").unwrap();
+        pop.check_tree().unwrap();
+        let st = pop.stats();
+        // the vital statistics of Ts'o's file system (EXPERIMENTS.md), exactly
+        assert_eq!(st.inodes_used, 312_214);
+        assert_eq!(st.regular_files, 263_549);
+        assert_eq!(st.directories, 28_022);
+        assert_eq!((st.symlinks, st.fast_symlinks), (20_618, 19_450));
+        assert_eq!(st.hard_links, 615);
+        assert_eq!((st.char_devices, st.block_devices), (5, 1));
+        assert_eq!((st.fifos, st.sockets), (5, 5));
+        // e2fsck's "1 large file" is the resize inode: the tree has none
+        assert_eq!(st.large_files, 0);
+        // rsync -axH: a directory's entries in name order, then its subdirectories
+        let mut last_in_dir: std::collections::HashMap<&str, &str> = Default::default();
+        let mut finished: std::collections::HashSet<&str> = Default::default();
+        for op in &pop.ops {
+            let (dir, name) = op.path().rsplit_once('/').unwrap_or(("", op.path()));
+            assert!(
+                !finished.contains(dir),
+                "{dir} got an entry after its subtree began"
+            );
+            if let Some(prev) = last_in_dir.insert(dir, name) {
+                assert!(prev < name, "{prev} then {name} in '{dir}'");
+            }
+            // entering `dir` closes its parent's entry list
+            let mut up = dir;
+            while let Some((p, _)) = up.rsplit_once('/') {
+                finished.insert(p);
+                up = p;
+            }
+            if !dir.is_empty() {
+                finished.insert("");
+            }
+        }
+        // the same tree every time
+        assert_eq!(profile_by_name("ubuntu-32g").unwrap(), pop);
+        // sizes: the lognormal body's median is e^9.48 = 13 KB before scaling to the volume
+        let median_bucket = {
+            let mut seen = 0;
+            st.size_histogram
+                .iter()
+                .find(|b| {
+                    seen += b.files;
+                    seen * 2 >= st.regular_files
+                })
+                .unwrap()
+                .below_bytes
+        };
+        assert!((4096..=65536).contains(&median_bucket), "{median_bucket}");
+    }
+
+    #[test]
+    fn bad_tree_profiles_name_the_file_and_key() {
+        let text = include_str!("../../../profiles/workloads/ubuntu-32g.toml");
+        let bad = text.replace("fast_symlinks = 19450", "fast_symlinks = 30000");
+        let e = profiles::tree::TreeProfile::from_toml_str(&bad, "my.toml").unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("my.toml")
+                && msg.contains("counts.fast_symlinks")
+                && msg.contains("30000 fast of 20618"),
+            "{msg}"
+        );
+        let bad = text.replace("regular_files = 263549", "regular_files = 0");
+        let msg = profiles::tree::TreeProfile::from_toml_str(&bad, "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("counts.hard_links") && msg.contains("no regular file"),
+            "{msg}"
+        );
+        let bad = text.replace("directories = 28022", "directories = 1");
+        let msg = profiles::tree::TreeProfile::from_toml_str(&bad, "y.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("counts.directories"), "{msg}");
+        let bad = text.replace("lognormal_sigma = 2.46", "lognormal_sigma = -1");
+        let msg = profiles::tree::TreeProfile::from_toml_str(&bad, "z.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("shape.lognormal_sigma"), "{msg}");
     }
 
     #[test]

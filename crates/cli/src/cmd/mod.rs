@@ -7,6 +7,7 @@ pub mod image;
 pub mod plan;
 pub mod reproduce;
 pub mod trace;
+pub mod workload;
 
 use anyhow::{Context, Result};
 use std::path::Path;

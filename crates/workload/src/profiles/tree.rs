@@ -442,6 +442,10 @@ fn fit_sizes(sizes: &[f64], budget: u64) -> Vec<u64> {
 /// Splits `total` into integers proportional to `weights` (largest remainder).
 fn apportion(weights: &[f64], total: u64) -> Vec<u64> {
     let sum: f64 = weights.iter().sum();
+    if !(sum > 0.0 && sum.is_finite()) {
+        // no weight at all: spread evenly
+        return apportion(&vec![1.0; weights.len()], total);
+    }
     let exact: Vec<f64> = weights.iter().map(|w| w / sum * total as f64).collect();
     let mut out: Vec<u64> = exact.iter().map(|e| e.floor() as u64).collect();
     let mut left = total - out.iter().sum::<u64>();
@@ -471,6 +475,7 @@ mod tests {
         let v = apportion(&[1.0, 2.0, 3.0, 0.5], 101);
         assert_eq!(v.iter().sum::<u64>(), 101);
         assert!(v[2] > v[1] && v[1] > v[0]);
+        assert_eq!(apportion(&[0.0, 0.0, 0.0], 7).iter().sum::<u64>(), 7);
     }
 
     #[test]

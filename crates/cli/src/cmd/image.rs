@@ -56,7 +56,7 @@ pub fn run(cmd: Command) -> Result<()> {
                 Ok(stats) => {
                     super::emit(
                         &format!(
-                            "wrote {} ({} inodes, {} data blocks, {} indirect blocks); e2fsck -fn: clean\n",
+                            "wrote {} ({} inodes, {} data blocks, {} mapping blocks); e2fsck -fn: clean\n",
                             output.display(),
                             stats.inodes,
                             stats.file_data_blocks,

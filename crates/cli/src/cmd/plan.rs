@@ -83,7 +83,11 @@ pub fn run(a: Args) -> Result<()> {
         ("block groups", geo.group_count() as f64, 0),
         ("inodes planned", plan.inodes.len() as f64, 0),
         ("file data blocks", plan.file_data_blocks() as f64, 0),
-        ("indirect blocks", plan.mapping_blocks() as f64, 0),
+        (
+            "mapping blocks (indirect or extent tree)",
+            plan.mapping_blocks() as f64,
+            0,
+        ),
         (
             "files with >1 fragment",
             frags.iter().filter(|(_, f)| *f > 1).count() as f64,

@@ -33,6 +33,9 @@ enum Command {
     Experiments(cmd::reproduce::ListArgs),
     /// Plan a workload with a layout policy (no I/O) and summarise where things went.
     Plan(cmd::plan::Args),
+    /// Named workloads (bench5, ubuntu-32g): statistics and size histogram.
+    #[command(subcommand)]
+    Workload(cmd::workload::Command),
     /// Write an ext image through libext2fs from a plan, or inspect any ext image.
     #[command(subcommand)]
     Image(cmd::image::Command),
@@ -62,6 +65,7 @@ fn main() {
         Command::Reproduce(a) => cmd::reproduce::run(a),
         Command::Experiments(a) => cmd::reproduce::list(a),
         Command::Plan(a) => cmd::plan::run(a),
+        Command::Workload(c) => cmd::workload::run(c),
         Command::Image(c) => cmd::image::run(c),
         Command::Device(c) => cmd::device::run(c),
         Command::Trace(c) => cmd::trace::run(c),

@@ -145,6 +145,7 @@ struct ll_inode_info {
 	u32 links;
 	u32 flags;
 	u32 block0;		/* i_block[0]: root directory block for a fresh fs */
+	u32 block1;		/* i_block[1]: a device's new-style number */
 };
 
 long ll_read_inode(ext2_filsys fs, u32 ino, struct ll_inode_info *info)
@@ -161,6 +162,7 @@ long ll_read_inode(ext2_filsys fs, u32 ino, struct ll_inode_info *info)
 	info->links = inode.i_links_count;
 	info->flags = inode.i_flags;
 	info->block0 = inode.i_block[0];
+	info->block1 = inode.i_block[1];
 	return 0;
 }
 
@@ -200,7 +202,7 @@ long ll_walk_blocks(ext2_filsys fs, u32 ino, ll_block_cb cb, void *ctx)
 
 /* Extent-mapped inode: leaf extents and tree nodes (kind 0 = data extent, 1 = tree block). */
 typedef void (*ll_extent_cb)(void *ctx, int kind, u64 logical, u64 physical, u64 len,
-			     int level);
+			     int level, int max_depth);
 
 long ll_walk_extents(ext2_filsys fs, u32 ino, ll_extent_cb cb, void *ctx)
 {
@@ -228,9 +230,11 @@ long ll_walk_extents(ext2_filsys fs, u32 ino, ll_extent_cb cb, void *ctx)
 		if (err)
 			break;
 		if (extent.e_flags & EXT2_EXTENT_FLAGS_LEAF)
-			cb(ctx, 0, extent.e_lblk, extent.e_pblk, extent.e_len, info.curr_level);
+			cb(ctx, 0, extent.e_lblk, extent.e_pblk, extent.e_len, info.curr_level,
+			   info.max_depth);
 		else
-			cb(ctx, 1, extent.e_lblk, extent.e_pblk, 1, info.curr_level);
+			cb(ctx, 1, extent.e_lblk, extent.e_pblk, 1, info.curr_level,
+			   info.max_depth);
 	}
 	ext2fs_extent_free(handle);
 	return err;
@@ -264,21 +268,170 @@ long ll_walk_dir(ext2_filsys fs, u32 dir, ll_dirent_cb cb, void *ctx)
 
 /* ---------- writing (materialize) ---------- */
 
-/* A new inode, counted in the group (bitmap, free counts, used dirs). */
-long ll_create_inode(ext2_filsys fs, u32 ino, int is_dir, u32 timestamp)
+/*
+ * A new inode of type `mode` (S_IFREG, S_IFDIR, S_IFCHR, S_IFBLK, S_IFIFO, S_IFSOCK with
+ * permissions), counted in the group (bitmap, free counts, used dirs).  A device's numbers
+ * go in i_block as e2fsprogs' misc/create_inode.c (do_mknod_internal) puts them: the old
+ * 16-bit form in i_block[0] when both fit in a byte, else the new form in i_block[1].
+ */
+long ll_create_inode(ext2_filsys fs, u32 ino, u32 mode, u32 major, u32 minor, u32 timestamp)
 {
 	struct ext2_inode inode;
 	errcode_t err;
+	int is_dir = LINUX_S_ISDIR(mode);
 
 	memset(&inode, 0, sizeof(inode));
-	inode.i_mode = is_dir ? (LINUX_S_IFDIR | 0755) : (LINUX_S_IFREG | 0644);
+	inode.i_mode = mode;
 	inode.i_links_count = is_dir ? 2 : 1;
 	inode.i_atime = inode.i_ctime = inode.i_mtime = timestamp;
+	if (LINUX_S_ISCHR(mode) || LINUX_S_ISBLK(mode)) {
+		if (major < 256 && minor < 256) {
+			inode.i_block[0] = major * 256 + minor;
+			inode.i_block[1] = 0;
+		} else {
+			inode.i_block[0] = 0;
+			inode.i_block[1] = (minor & 0xff) | (major << 8) | ((minor & ~0xffU) << 12);
+		}
+	}
 	err = ext2fs_write_new_inode(fs, ino, &inode);
 	if (err)
 		return err;
 	ext2fs_inode_alloc_stats2(fs, ino, +1, is_dir);
 	return 0;
+}
+
+/* Hands out the plan's blocks, in order, to libext2fs's block allocations. */
+struct plan_blocks {
+	const u64 *order;
+	size_t n, next;
+};
+
+static errcode_t plan_blocks_alloc(ext2_filsys fs, blk64_t goal, blk64_t *ret)
+{
+	struct plan_blocks *p = fs->priv_data;
+	(void)goal;
+
+	if (!p || p->next >= p->n)
+		return EXT2_ET_BLOCK_ALLOC_FAIL;
+	*ret = p->order[p->next++];
+	return 0;
+}
+
+/*
+ * A symlink at inode `ino` (not linked anywhere yet): ext2fs_symlink() writes it, fast (the
+ * target in i_block) or slow (the target in one block, which must be `blk`: the allocator
+ * callback hands it out).  Its times are then set to `timestamp` for reproducible images.
+ */
+long ll_symlink(ext2_filsys fs, u32 ino, const char *target, u64 blk, u32 timestamp)
+{
+	struct plan_blocks p = { (const u64 *)&blk, blk ? 1 : 0, 0 };
+	errcode_t err, (*old)(ext2_filsys, blk64_t, blk64_t *) = NULL;
+	void *old_priv = fs->priv_data;
+	struct ext2_inode inode;
+
+	fs->priv_data = &p;
+	ext2fs_set_alloc_block_callback(fs, plan_blocks_alloc, &old);
+	err = ext2fs_symlink(fs, EXT2_ROOT_INO, ino, NULL, target);
+	ext2fs_set_alloc_block_callback(fs, old, NULL);
+	fs->priv_data = old_priv;
+	if (err)
+		return err;
+	if (p.next != p.n)
+		return EXT2_ET_BLOCK_ALLOC_FAIL;
+	err = ext2fs_read_inode(fs, ino, &inode);
+	if (err)
+		return err;
+	inode.i_atime = inode.i_ctime = inode.i_mtime = timestamp;
+	return ext2fs_write_inode(fs, ino, &inode);
+}
+
+/* A symlink's target (fast or slow) into buf (NUL-terminated, at most cap-1 bytes). */
+long ll_read_symlink(ext2_filsys fs, u32 ino, char *buf, size_t cap)
+{
+	struct ext2_inode inode;
+	errcode_t err = ext2fs_read_inode(fs, ino, &inode);
+	u64 len;
+	blk64_t blk = 0;
+	char *block;
+
+	if (err)
+		return err;
+	len = EXT2_I_SIZE(&inode);
+	if (len >= cap || len >= fs->blocksize)
+		return EXT2_ET_INVALID_ARGUMENT;
+	if (ext2fs_is_fast_symlink(&inode)) {
+		memcpy(buf, (char *)inode.i_block, len);
+		buf[len] = 0;
+		return 0;
+	}
+	if (inode.i_flags & EXT4_INLINE_DATA_FL)
+		return EXT2_ET_INLINE_DATA_CANT_ITERATE;
+	err = ext2fs_bmap2(fs, ino, &inode, NULL, 0, 0, NULL, &blk);
+	if (err)
+		return err;
+	if (!blk)
+		return EXT2_ET_BAD_BLOCK_NUM;
+	err = ext2fs_get_mem(fs->blocksize, &block);
+	if (err)
+		return err;
+	err = io_channel_read_blk64(fs->io, blk, 1, block);
+	if (!err) {
+		memcpy(buf, block, len);
+		buf[len] = 0;
+	}
+	ext2fs_free_mem(&block);
+	return err;
+}
+
+/*
+ * An extent-mapped inode's tree: extents (logical, physical, len) in logical order are
+ * inserted one after another with ext2fs_extent_insert(), which splits full nodes itself
+ * (lib/ext2fs/extent.c extent_node_split()); every tree block it allocates comes from
+ * `tree` in order (the plan's blocks, in the order the layout's mapping module predicts).
+ * The data blocks' bitmap bits are the caller's (ll_mark_blocks).
+ */
+long ll_set_extents(ext2_filsys fs, u32 ino, const u64 *extents, size_t nextents,
+		    const u64 *tree, size_t ntree, u64 *placed)
+{
+	struct plan_blocks p = { tree, ntree, 0 };
+	errcode_t err, (*old)(ext2_filsys, blk64_t, blk64_t *) = NULL;
+	void *old_priv = fs->priv_data;
+	struct ext2_inode inode;
+	ext2_extent_handle_t handle;
+	size_t i;
+
+	*placed = 0;
+	err = ext2fs_read_inode(fs, ino, &inode);
+	if (err)
+		return err;
+	memset(inode.i_block, 0, sizeof(inode.i_block));
+	inode.i_flags &= ~EXT4_EXTENTS_FL;
+	/* an all-zero i_block: the handle sets up an empty root and EXT4_EXTENTS_FL */
+	err = ext2fs_extent_open2(fs, ino, &inode, &handle);
+	if (err)
+		return err;
+	fs->priv_data = &p;
+	ext2fs_set_alloc_block_callback(fs, plan_blocks_alloc, &old);
+	for (i = 0; i < nextents && !err; i++) {
+		struct ext2fs_extent e;
+
+		e.e_lblk = extents[3 * i];
+		e.e_pblk = extents[3 * i + 1];
+		e.e_len = (u32)extents[3 * i + 2];
+		e.e_flags = 0;
+		err = ext2fs_extent_insert(handle, i ? EXT2_EXTENT_INSERT_AFTER : 0, &e);
+	}
+	if (!err && nextents)
+		err = ext2fs_extent_fix_parents(handle);
+	ext2fs_set_alloc_block_callback(fs, old, NULL);
+	fs->priv_data = old_priv;
+	ext2fs_extent_free(handle);
+	*placed = p.next;
+	if (err)
+		return err;
+	if (p.next != p.n)
+		return EXT2_ET_BLOCK_ALLOC_FAIL;
+	return ext2fs_write_inode(fs, ino, &inode);
 }
 
 /* i_size, i_blocks (in fs blocks) and an optional link-count increment. */
@@ -367,12 +520,39 @@ long ll_write_dir_block(ext2_filsys fs, u64 blk, u32 dir_ino, u32 parent_ino, u3
 	return err;
 }
 
-long ll_link(ext2_filsys fs, u32 dir, const char *name, u32 ino, int is_dir)
+/* The EXT2_FT_* code of an i_mode. */
+static int file_type_of(u32 mode)
 {
-	int ft = 0;
+	if (LINUX_S_ISREG(mode))
+		return EXT2_FT_REG_FILE;
+	if (LINUX_S_ISDIR(mode))
+		return EXT2_FT_DIR;
+	if (LINUX_S_ISCHR(mode))
+		return EXT2_FT_CHRDEV;
+	if (LINUX_S_ISBLK(mode))
+		return EXT2_FT_BLKDEV;
+	if (LINUX_S_ISLNK(mode))
+		return EXT2_FT_SYMLINK;
+	if (LINUX_S_ISFIFO(mode))
+		return EXT2_FT_FIFO;
+	if (LINUX_S_ISSOCK(mode))
+		return EXT2_FT_SOCK;
+	return EXT2_FT_UNKNOWN;
+}
 
-	if (ext2fs_has_feature_filetype(fs->super))
-		ft = is_dir ? EXT2_FT_DIR : EXT2_FT_REG_FILE;
+/* A directory entry; its file type comes from the inode's mode (when filetype is on). */
+long ll_link(ext2_filsys fs, u32 dir, const char *name, u32 ino)
+{
+	struct ext2_inode inode;
+	int ft = 0;
+	errcode_t err;
+
+	if (ext2fs_has_feature_filetype(fs->super)) {
+		err = ext2fs_read_inode(fs, ino, &inode);
+		if (err)
+			return err;
+		ft = file_type_of(inode.i_mode);
+	}
 	return ext2fs_link(fs, dir, name, ino, ft);
 }
 

@@ -43,10 +43,11 @@ pub(crate) struct RawInode {
     pub links: u32,
     pub flags: u32,
     pub block0: u32,
+    pub block1: u32,
 }
 
 type BlockCb = extern "C" fn(*mut c_void, i64, u64, u64, c_int);
-type ExtentCb = extern "C" fn(*mut c_void, c_int, u64, u64, u64, c_int);
+type ExtentCb = extern "C" fn(*mut c_void, c_int, u64, u64, u64, c_int, c_int);
 type DirentCb = extern "C" fn(*mut c_void, *const c_char, c_int, u32);
 type RunCb = extern "C" fn(*mut c_void, u64, u64);
 
@@ -71,7 +72,31 @@ extern "C" {
     fn ll_walk_blocks(fs: *mut RawFs, ino: u32, cb: BlockCb, ctx: *mut c_void) -> c_long;
     fn ll_walk_extents(fs: *mut RawFs, ino: u32, cb: ExtentCb, ctx: *mut c_void) -> c_long;
     fn ll_walk_dir(fs: *mut RawFs, dir: u32, cb: DirentCb, ctx: *mut c_void) -> c_long;
-    fn ll_create_inode(fs: *mut RawFs, ino: u32, is_dir: c_int, timestamp: u32) -> c_long;
+    fn ll_create_inode(
+        fs: *mut RawFs,
+        ino: u32,
+        mode: u32,
+        major: u32,
+        minor: u32,
+        timestamp: u32,
+    ) -> c_long;
+    fn ll_symlink(
+        fs: *mut RawFs,
+        ino: u32,
+        target: *const c_char,
+        blk: u64,
+        timestamp: u32,
+    ) -> c_long;
+    fn ll_read_symlink(fs: *mut RawFs, ino: u32, buf: *mut c_char, cap: usize) -> c_long;
+    fn ll_set_extents(
+        fs: *mut RawFs,
+        ino: u32,
+        extents: *const u64,
+        nextents: usize,
+        tree: *const u64,
+        ntree: usize,
+        placed: *mut u64,
+    ) -> c_long;
     fn ll_finish_inode(
         fs: *mut RawFs,
         ino: u32,
@@ -88,7 +113,7 @@ extern "C" {
         parent: u32,
         owner: u32,
     ) -> c_long;
-    fn ll_link(fs: *mut RawFs, dir: u32, name: *const c_char, ino: u32, is_dir: c_int) -> c_long;
+    fn ll_link(fs: *mut RawFs, dir: u32, name: *const c_char, ino: u32) -> c_long;
     fn ll_set_block_map_iterate(
         fs: *mut RawFs,
         ino: u32,
@@ -228,16 +253,26 @@ impl Fs {
         self.check(&format!("ext2fs_block_iterate3({ino})"), code)
     }
 
-    /// Extents of an extent-mapped inode: (is_tree_block, logical, physical, len, level).
+    /// Extents of an extent-mapped inode: (is_tree_block, logical, physical, len, level,
+    /// max_depth); `level` is where the entry is (0 = in the inode).
     pub fn walk_extents(
         &self,
         ino: u32,
-        f: &mut dyn FnMut(bool, u64, u64, u64, i32),
+        f: &mut dyn FnMut(bool, u64, u64, u64, i32, i32),
     ) -> Result<(), ImageError> {
-        extern "C" fn cb(ctx: *mut c_void, kind: c_int, l: u64, p: u64, n: u64, lvl: c_int) {
+        type F<'a> = &'a mut dyn FnMut(bool, u64, u64, u64, i32, i32);
+        extern "C" fn cb(
+            ctx: *mut c_void,
+            kind: c_int,
+            l: u64,
+            p: u64,
+            n: u64,
+            lvl: c_int,
+            depth: c_int,
+        ) {
             // SAFETY: ctx is the &mut &mut dyn FnMut passed below.
-            let f = unsafe { &mut *(ctx as *mut &mut dyn FnMut(bool, u64, u64, u64, i32)) };
-            f(kind == 1, l, p, n, lvl);
+            let f = unsafe { &mut *(ctx as *mut F<'_>) };
+            f(kind == 1, l, p, n, lvl, depth);
         }
         let mut f = f;
         // SAFETY: live handle; the callback runs only during this call.
@@ -260,10 +295,63 @@ impl Fs {
         Ok(v)
     }
 
-    pub fn create_inode(&self, ino: u32, is_dir: bool, timestamp: u32) -> Result<(), ImageError> {
+    /// A new inode of `mode` (type and permissions); `rdev` for device nodes.
+    pub fn create_inode(
+        &self,
+        ino: u32,
+        mode: u32,
+        rdev: (u32, u32),
+        timestamp: u32,
+    ) -> Result<(), ImageError> {
         // SAFETY: live handle.
-        let code = unsafe { ll_create_inode(self.raw, ino, is_dir as c_int, timestamp) };
+        let code = unsafe { ll_create_inode(self.raw, ino, mode, rdev.0, rdev.1, timestamp) };
         self.check(&format!("ext2fs_write_new_inode({ino})"), code)
+    }
+
+    /// A symlink written by ext2fs_symlink(), its one block (slow symlinks) at `blk`.
+    pub fn symlink(
+        &self,
+        ino: u32,
+        target: &str,
+        blk: Option<u64>,
+        timestamp: u32,
+    ) -> Result<(), ImageError> {
+        let c = cstring(&self.path, target)?;
+        // SAFETY: live handle, valid C string.
+        let code = unsafe { ll_symlink(self.raw, ino, c.as_ptr(), blk.unwrap_or(0), timestamp) };
+        self.check(&format!("ext2fs_symlink({ino})"), code)
+    }
+
+    /// A symlink's target.
+    pub fn read_symlink(&self, ino: u32) -> Result<String, ImageError> {
+        let mut buf = vec![0u8; 65536];
+        // SAFETY: live handle; buf holds cap bytes.
+        let code =
+            unsafe { ll_read_symlink(self.raw, ino, buf.as_mut_ptr() as *mut c_char, buf.len()) };
+        self.check(&format!("symlink target of {ino}"), code)?;
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+    }
+
+    /// An extent tree through ext2fs_extent_insert(): `extents` flattened (logical,
+    /// physical, len) triples; `tree` the tree blocks in allocation order. Returns the tree
+    /// blocks placed.
+    pub fn set_extents(&self, ino: u32, extents: &[u64], tree: &[u64]) -> Result<u64, ImageError> {
+        let mut placed = 0u64;
+        // SAFETY: live handle; slices outlive the call.
+        let code = unsafe {
+            ll_set_extents(
+                self.raw,
+                ino,
+                extents.as_ptr(),
+                extents.len() / 3,
+                tree.as_ptr(),
+                tree.len(),
+                &mut placed,
+            )
+        };
+        self.check(&format!("ext2fs_extent_insert({ino})"), code)?;
+        Ok(placed)
     }
 
     pub fn finish_inode(
@@ -301,10 +389,11 @@ impl Fs {
         self.check(&format!("ext2fs_write_dir_block4({blk})"), code)
     }
 
-    pub fn link(&self, dir: u32, name: &str, ino: u32, is_dir: bool) -> Result<(), ImageError> {
+    /// An entry `name` -> `ino` in directory `dir` (file type from the inode's mode).
+    pub fn link(&self, dir: u32, name: &str, ino: u32) -> Result<(), ImageError> {
         let c = cstring(&self.path, name)?;
         // SAFETY: live handle, valid C string.
-        let code = unsafe { ll_link(self.raw, dir, c.as_ptr(), ino, is_dir as c_int) };
+        let code = unsafe { ll_link(self.raw, dir, c.as_ptr(), ino) };
         self.check(&format!("ext2fs_link({dir}, {name:?}, {ino})"), code)
     }
 

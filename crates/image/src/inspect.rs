@@ -4,11 +4,13 @@ use std::collections::{HashMap, VecDeque};
 
 use std::path::Path;
 
-use layoutlab_layout::{push_run, InodeKind, MapBlock, Plan, PlannedInode};
+use layoutlab_layout::mapping::{kind_of, BlockMapGeometry};
+use layoutlab_layout::{
+    push_run, HardLink, InodeKind, MapBlock, MapFormat, MapKind, Plan, PlannedInode, Special,
+};
 
 use crate::error::ImageError;
 use crate::ffi::Fs;
-use crate::geometry::{kind_of, BlockMapGeometry};
 
 /// Superblock summary.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,24 +110,99 @@ pub struct Inspected {
     pub superblock: SuperSummary,
     /// Per group.
     pub groups: Vec<GroupSummary>,
-    /// The root, lost+found and every regular file and directory, by inode number.
+    /// The root, lost+found and every regular file, directory, symlink, device node, fifo
+    /// and socket, by inode number.
     pub inodes: Vec<InspectedInode>,
+    /// Names beyond each inode's first (hard links), in the order the walk from the root
+    /// found them.
+    pub links: Vec<HardLink>,
     /// Extent-tree blocks of extent-mapped inodes.
     pub extent_blocks: Vec<ExtentBlock>,
     /// Reserved inodes in use.
     pub special: Vec<SpecialInode>,
-    /// Inodes in use that are neither files nor directories (symlinks, devices, ...).
+    /// Inodes in use whose mode is no file type ext knows.
     pub other_inodes: Vec<u32>,
     /// Used blocks as (first, len) runs, from the block bitmap.
     pub used_runs: Vec<(u64, u64)>,
 }
 
+/// How many of each kind of object an image (or plan) holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KindCounts {
+    /// Regular files (inodes, not names).
+    pub regular_files: u64,
+    /// Directories, the root and lost+found included.
+    pub directories: u64,
+    /// Symlinks.
+    pub symlinks: u64,
+    /// Symlinks whose target is in the inode.
+    pub fast_symlinks: u64,
+    /// Names beyond each inode's first.
+    pub hard_links: u64,
+    /// Character devices.
+    pub char_devices: u64,
+    /// Block devices.
+    pub block_devices: u64,
+    /// Fifos.
+    pub fifos: u64,
+    /// Sockets.
+    pub sockets: u64,
+    /// Inodes mapped by extents.
+    pub extent_mapped: u64,
+    /// IND/DIND/TIND blocks.
+    pub indirect_blocks: u64,
+    /// Extent-tree (leaf and index) blocks.
+    pub extent_tree_blocks: u64,
+}
+
+impl KindCounts {
+    /// The counts of a plan (what `inspect` of its image reports).
+    pub fn of_plan(plan: &Plan) -> KindCounts {
+        let mut c = KindCounts {
+            hard_links: plan.links.len() as u64,
+            ..Default::default()
+        };
+        for i in &plan.inodes {
+            match i.kind {
+                InodeKind::File => c.regular_files += 1,
+                InodeKind::Dir => c.directories += 1,
+                InodeKind::Symlink => {
+                    c.symlinks += 1;
+                    if i.data.is_empty() {
+                        c.fast_symlinks += 1;
+                    }
+                }
+                InodeKind::CharDev => c.char_devices += 1,
+                InodeKind::BlockDev => c.block_devices += 1,
+                InodeKind::Fifo => c.fifos += 1,
+                InodeKind::Socket => c.sockets += 1,
+            }
+            if i.format == MapFormat::Extents {
+                c.extent_mapped += 1;
+            }
+            for m in &i.mapping {
+                match m.kind {
+                    MapKind::Extent { .. } => c.extent_tree_blocks += 1,
+                    _ => c.indirect_blocks += 1,
+                }
+            }
+        }
+        c
+    }
+}
+
 impl Inspected {
+    /// How many of each kind of object the image holds.
+    pub fn counts(&self) -> KindCounts {
+        KindCounts::of_plan(&self.plan(""))
+    }
+
     /// The inodes as a Plan (policy name as given), in inode-number order.
     pub fn plan(&self, policy: &str) -> Plan {
         Plan {
             policy: policy.to_string(),
             inodes: self.inodes.iter().map(|i| i.planned.clone()).collect(),
+            links: self.links.clone(),
         }
     }
 
@@ -141,6 +218,24 @@ impl Inspected {
 const S_IFMT: u32 = 0xF000;
 const S_IFDIR: u32 = 0x4000;
 const S_IFREG: u32 = 0x8000;
+const S_IFLNK: u32 = 0xA000;
+const S_IFCHR: u32 = 0x2000;
+const S_IFBLK: u32 = 0x6000;
+const S_IFIFO: u32 = 0x1000;
+const S_IFSOCK: u32 = 0xC000;
+
+/// A device number from `i_block[0]` (old 8:8 form) or `i_block[1]` (new form), as
+/// e2fsprogs' debugfs reads them.
+fn decode_rdev(block0: u32, block1: u32) -> (u32, u32) {
+    if block0 != 0 {
+        ((block0 >> 8) & 0xff, block0 & 0xff)
+    } else {
+        (
+            (block1 & 0xfff00) >> 8,
+            (block1 & 0xff) | ((block1 >> 12) & 0xfff00),
+        )
+    }
+}
 const EXTENTS_FL: u32 = 0x0008_0000;
 const INLINE_DATA_FL: u32 = 0x1000_0000;
 
@@ -258,24 +353,54 @@ pub fn inspect(image: &Path) -> Result<Inspected, ImageError> {
         let kind = match info.mode & S_IFMT {
             S_IFDIR => InodeKind::Dir,
             S_IFREG => InodeKind::File,
+            S_IFLNK => InodeKind::Symlink,
+            S_IFCHR => InodeKind::CharDev,
+            S_IFBLK => InodeKind::BlockDev,
+            S_IFIFO => InodeKind::Fifo,
+            S_IFSOCK => InodeKind::Socket,
             _ => {
                 other_inodes.push(ino);
                 continue;
             }
         };
+        let special = match kind {
+            InodeKind::Symlink => Special::Symlink {
+                target: fs.read_symlink(ino)?,
+            },
+            InodeKind::CharDev | InodeKind::BlockDev => {
+                let (major, minor) = decode_rdev(info.block0, info.block1);
+                Special::Device { major, minor }
+            }
+            _ => Special::None,
+        };
+        // a fast symlink's i_block holds its target, a device's its number: no map to walk
+        let has_map = match kind {
+            InodeKind::File | InodeKind::Dir => true,
+            InodeKind::Symlink => info.blocks_fs > 0,
+            _ => false,
+        };
         let mut data = Vec::new();
         let mut mapping = Vec::new();
         let extent_mapped = info.flags & EXTENTS_FL != 0;
-        if info.flags & INLINE_DATA_FL != 0 {
+        if info.flags & INLINE_DATA_FL != 0 || !has_map {
             // data lives in the inode: no blocks
         } else if extent_mapped {
-            fs.walk_extents(ino, &mut |tree, logical, physical, len, level| {
+            fs.walk_extents(ino, &mut |tree, logical, physical, len, level, depth| {
                 if tree {
                     extent_blocks.push(ExtentBlock {
                         ino,
                         logical,
                         physical,
                         level: level as u32,
+                    });
+                    // the entry at `level` points at a block `depth - level - 1` above the
+                    // leaves
+                    mapping.push(MapBlock {
+                        kind: MapKind::Extent {
+                            height: (depth - level - 1).max(0) as u8,
+                        },
+                        logical,
+                        physical,
                     });
                 } else {
                     push_run(&mut data, logical, physical, len);
@@ -314,6 +439,12 @@ pub fn inspect(image: &Path) -> Result<Inspected, ImageError> {
                 size_bytes: info.size_bytes,
                 data,
                 mapping,
+                format: if extent_mapped {
+                    MapFormat::Extents
+                } else {
+                    MapFormat::Blocks
+                },
+                special,
             },
             mode: info.mode,
             links: info.links,
@@ -329,6 +460,7 @@ pub fn inspect(image: &Path) -> Result<Inspected, ImageError> {
         .map(|(i, n)| (n.planned.ino, i))
         .collect();
     let mut named = vec![false; inodes.len()];
+    let mut links = Vec::new();
     let mut queue = VecDeque::new();
     if let Some(&r) = index.get(&2) {
         inodes[r].planned.parent = 2;
@@ -344,6 +476,13 @@ pub fn inspect(image: &Path) -> Result<Inspected, ImageError> {
                 continue;
             };
             if named[i] {
+                if inodes[i].planned.kind != InodeKind::Dir {
+                    links.push(HardLink {
+                        parent: dir,
+                        name: String::from_utf8_lossy(&name).into_owned(),
+                        ino: child,
+                    });
+                }
                 continue;
             }
             named[i] = true;
@@ -359,6 +498,7 @@ pub fn inspect(image: &Path) -> Result<Inspected, ImageError> {
         superblock,
         groups,
         inodes,
+        links,
         extent_blocks,
         special,
         other_inodes,
@@ -388,7 +528,7 @@ pub fn normalize_plan(plan: &Plan) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use layoutlab_layout::{MapKind, Run};
+    use layoutlab_layout::Run;
 
     #[test]
     fn normalize_merges_runs_and_orders_mapping() {
@@ -434,7 +574,9 @@ mod tests {
                         physical: 1998,
                     },
                 ],
+                ..Default::default()
             }],
+            ..Default::default()
         };
         let n = normalize_plan(&plan);
         assert_eq!(n.inodes[0].data.len(), 2);

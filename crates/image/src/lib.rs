@@ -27,7 +27,6 @@
 mod error;
 mod ffi;
 mod fsck;
-pub mod geometry;
 mod inspect;
 mod materialize;
 mod mkfs;
@@ -35,8 +34,8 @@ mod mkfs;
 pub use error::ImageError;
 pub use fsck::{fsck_check, FsckVerdict};
 pub use inspect::{
-    inspect, normalize_plan, ExtentBlock, GroupSummary, Inspected, InspectedInode, SpecialInode,
-    SuperSummary,
+    inspect, normalize_plan, ExtentBlock, GroupSummary, Inspected, InspectedInode, KindCounts,
+    SpecialInode, SuperSummary,
 };
 pub use materialize::{materialize, materialize_with, MapWriter, MaterializeStats};
 pub use mkfs::{add_journal, allocated_bytes, default_journal_blocks, mkfs, MkfsReport};

@@ -10,11 +10,12 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
 
-use layoutlab_layout::{InodeKind, MapKind, Plan, PlannedInode};
+use layoutlab_layout::mapping::{extents_of, level_of, required_mapping, BlockMapGeometry};
+use layoutlab_layout::plan::check_kind;
+use layoutlab_layout::{InodeKind, MapFormat, MapKind, Plan, PlannedInode, Special};
 
 use crate::error::ImageError;
 use crate::ffi::{Fs, RawSuper};
-use crate::geometry::{level_of, mapping_needed, BlockMapGeometry};
 
 /// How block maps are written (both produce the same image; see docs/image.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,8 +37,14 @@ pub struct MaterializeStats {
     pub file_data_blocks: u64,
     /// Directory blocks written.
     pub dir_blocks: u64,
-    /// Indirect blocks (IND/DIND/TIND) written.
+    /// Mapping blocks written: IND/DIND/TIND and extent-tree blocks.
     pub mapping_blocks: u64,
+    /// Symlinks made (fast and slow).
+    pub symlinks: u64,
+    /// Device nodes, fifos and sockets made.
+    pub special_inodes: u64,
+    /// Hard links (names beyond an inode's first).
+    pub hard_links: u64,
     /// Seconds spent checking the plan.
     pub check_seconds: f64,
     /// Seconds spent writing block maps (the part that scales with the data).
@@ -51,6 +58,20 @@ pub struct MaterializeStats {
 const ROOT_INO: u32 = 2;
 const FEATURE_RO_METADATA_CSUM: u32 = 0x400;
 const FEATURE_INCOMPAT_64BIT: u32 = 0x80;
+const FEATURE_INCOMPAT_EXTENTS: u32 = 0x40;
+
+/// i_mode of a planned inode (type and the permissions mke2fs/ls would show).
+fn mode_of(kind: InodeKind) -> u32 {
+    match kind {
+        InodeKind::File => 0o100644,
+        InodeKind::Dir => 0o040755,
+        InodeKind::Symlink => 0o120777,
+        InodeKind::CharDev => 0o020644,
+        InodeKind::BlockDev => 0o060660,
+        InodeKind::Fifo => 0o010644,
+        InodeKind::Socket => 0o140755,
+    }
+}
 
 /// Writes `plan` into the fresh image at `image` with the default [`MapWriter::Iterate`].
 pub fn materialize(image: &Path, plan: &Plan) -> Result<MaterializeStats, ImageError> {
@@ -62,10 +83,12 @@ struct Checked<'a> {
     inode: &'a PlannedInode,
     /// (logical, physical, len) triples in logical order.
     runs: Vec<u64>,
-    /// (level, logical, physical) triples sorted by (level, logical).
+    /// Block maps: (level, logical, physical) triples sorted by (level, logical).
+    /// Extent trees: the extents as (logical, physical, len) triples.
     maps: Vec<u64>,
-    /// Physical mapping blocks in the order ext2fs_bmap2 asks for them.
-    bmap_order: Vec<u64>,
+    /// Physical mapping blocks in the order libext2fs asks for them (ext2fs_bmap2 for block
+    /// maps, ext2fs_extent_insert for extent trees).
+    alloc_order: Vec<u64>,
 }
 
 /// Writes `plan` into the image at `image`, choosing how block maps are written.
@@ -84,7 +107,7 @@ pub fn materialize_with(
         check_seconds,
         ..Default::default()
     };
-    let written = write_plan(&fs, &sb, &checked, writer, &mut stats).and_then(|()| {
+    let written = write_plan(&fs, &sb, &checked, &plan.links, writer, &mut stats).and_then(|()| {
         let t = Instant::now();
         let closed = fs.close();
         stats.close_seconds = t.elapsed().as_secs_f64();
@@ -118,6 +141,7 @@ fn kind_name(kind: MapKind) -> &'static str {
         MapKind::Ind => "IND",
         MapKind::Dind => "DIND",
         MapKind::Tind => "TIND",
+        MapKind::Extent { .. } => "extent-tree",
     }
 }
 
@@ -201,6 +225,33 @@ fn check_plan<'a>(
                 sb.inodes_count
             )));
         }
+        let has_extents = sb.feature_incompat & FEATURE_INCOMPAT_EXTENTS != 0;
+        if node.format == MapFormat::Extents && !has_extents {
+            return Err(bad(
+                "extent-mapped, but the image has no extent feature (make it with -t ext4 or -O extent)".into(),
+            ));
+        }
+        if node.kind == InodeKind::Symlink {
+            let slow = node.data_blocks() > 0;
+            let want = if slow && has_extents {
+                MapFormat::Extents
+            } else {
+                MapFormat::Blocks
+            };
+            if node.format != want {
+                return Err(bad(format!(
+                    "a {} symlink on this image is mapped by {want:?} (as ext2fs_symlink and the kernel make it), not {:?}",
+                    if slow { "slow" } else { "fast" },
+                    node.format
+                )));
+            }
+        }
+        if !matches!(node.kind, InodeKind::File | InodeKind::Dir) {
+            if node.format == MapFormat::Extents && node.kind != InodeKind::Symlink {
+                return Err(bad(format!("a {} has no block map", node.kind.name())));
+            }
+            check_kind(node, node.data_blocks(), sb.block_size as u64).map_err(&bad)?;
+        }
         if ino == ROOT_INO {
             if node.kind != InodeKind::Dir || node.parent != ROOT_INO || !node.name.is_empty() {
                 return Err(bad(
@@ -266,7 +317,8 @@ fn check_plan<'a>(
                     run.logical
                 )));
             }
-            if run.logical + run.len > geo.max_logical_blocks() {
+            if node.format == MapFormat::Blocks && run.logical + run.len > geo.max_logical_blocks()
+            {
                 return Err(bad(format!(
                     "logical block {} is beyond what IND/DIND/TIND can map ({} blocks)",
                     run.logical + run.len - 1,
@@ -300,7 +352,7 @@ fn check_plan<'a>(
                     )));
                 }
             }
-            InodeKind::File => {
+            InodeKind::File | InodeKind::Symlink => {
                 let size_blocks = node.size_bytes.div_ceil(block_bytes);
                 if next_logical > size_blocks {
                     return Err(bad(format!(
@@ -310,16 +362,21 @@ fn check_plan<'a>(
                     )));
                 }
             }
+            _ => {}
         }
 
         // mapping blocks: exactly the ones the data runs need, each inside the fs
-        let needed = mapping_needed(&geo, &node.data);
-        let mut planned: BTreeSet<(u8, u64)> = BTreeSet::new();
+        let needed_in_order =
+            required_mapping(node.format, &node.data, block_bytes).map_err(&bad)?;
+        let needed: BTreeSet<(MapKind, u64)> = needed_in_order.iter().copied().collect();
+        let mut planned: BTreeSet<(MapKind, u64)> = BTreeSet::new();
+        let mut physical_of: HashMap<(MapKind, u64), u64> = HashMap::new();
         let mut maps = Vec::with_capacity(node.mapping.len() * 3);
         let mut by_key: Vec<(u8, u64, u64)> = Vec::with_capacity(node.mapping.len());
         for m in &node.mapping {
             let level = level_of(m.kind);
-            if !planned.insert((level, m.logical)) {
+            physical_of.insert((m.kind, m.logical), m.physical);
+            if !planned.insert((m.kind, m.logical)) {
                 return Err(bad(format!(
                     "{} block for logical {} is planned twice",
                     kind_name(m.kind),
@@ -338,31 +395,45 @@ fn check_plan<'a>(
             range_owner.push((m.physical, 1, ino));
             by_key.push((level, m.logical, m.physical));
         }
-        if let Some(&(level, logical)) = needed.difference(&planned).next() {
+        if let Some(&(kind, logical)) = needed.difference(&planned).next() {
             return Err(bad(format!(
                 "data needs a {} block mapping logical {logical}, the plan has none",
-                geometry_kind_name(level)
+                kind_name(kind)
             )));
         }
-        if let Some(&(level, logical)) = planned.difference(&needed).next() {
+        if let Some(&(kind, logical)) = planned.difference(&needed).next() {
             return Err(bad(format!(
                 "the plan's {} block at logical {logical} maps no data block",
-                geometry_kind_name(level)
+                kind_name(kind)
             )));
         }
-        by_key.sort_unstable();
-        for &(level, logical, physical) in &by_key {
-            maps.extend_from_slice(&[level as u64, logical, physical]);
-        }
-        // ext2fs_bmap2 asks for mapping blocks top-down as the logical position grows
-        let mut order = by_key.clone();
-        order.sort_unstable_by_key(|&(level, logical, _)| (logical, std::cmp::Reverse(level)));
-        let bmap_order = order.iter().map(|e| e.2).collect();
+        let alloc_order = match node.format {
+            MapFormat::Blocks => {
+                by_key.sort_unstable();
+                for &(level, logical, physical) in &by_key {
+                    maps.extend_from_slice(&[level as u64, logical, physical]);
+                }
+                // ext2fs_bmap2 asks for mapping blocks top-down as the logical position grows
+                let mut order = by_key.clone();
+                order.sort_unstable_by_key(|&(level, logical, _)| {
+                    (logical, std::cmp::Reverse(level))
+                });
+                order.iter().map(|e| e.2).collect()
+            }
+            MapFormat::Extents => {
+                for e in extents_of(&node.data) {
+                    maps.extend_from_slice(&[e.logical, e.physical, e.len]);
+                }
+                // ext2fs_extent_insert asks for tree blocks in the order the mapping module
+                // predicts
+                needed_in_order.iter().map(|key| physical_of[key]).collect()
+            }
+        };
         out.push(Checked {
             inode: node,
             runs,
             maps,
-            bmap_order,
+            alloc_order,
         });
     }
 
@@ -394,6 +465,54 @@ fn check_plan<'a>(
                 break;
             }
         }
+    }
+
+    // hard links: an existing non-directory, a new name in a planned (or the image's root)
+    // directory
+    for link in &plan.links {
+        let bad = |reason: String| reject(image, link.ino, reason);
+        match seen_ino.get(&link.ino) {
+            Some(&i) if plan.inodes[i].kind != InodeKind::Dir => {}
+            Some(_) => return Err(bad(format!("hard link {:?} names a directory", link.name))),
+            None => {
+                return Err(bad(format!(
+                    "hard link {:?} names an inode the plan does not make",
+                    link.name
+                )))
+            }
+        }
+        if link.parent != ROOT_INO
+            && !matches!(seen_ino.get(&link.parent), Some(&i) if plan.inodes[i].kind == InodeKind::Dir)
+        {
+            return Err(bad(format!(
+                "hard link {:?}: parent {} is not a planned directory",
+                link.name, link.parent
+            )));
+        }
+        if link.name.is_empty()
+            || link.name.len() > 255
+            || link.name.contains('/')
+            || link.name.contains('\0')
+            || link.name == "."
+            || link.name == ".."
+        {
+            return Err(bad(format!("invalid hard-link name {:?}", link.name)));
+        }
+        let clash = !names
+            .entry(link.parent)
+            .or_default()
+            .insert(link.name.as_str())
+            || (link.parent == ROOT_INO && root_existing_names.contains(&link.name));
+        if clash {
+            return Err(bad(format!(
+                "hard link name {:?} is used twice in directory {}",
+                link.name, link.parent
+            )));
+        }
+        dir_names
+            .entry(link.parent)
+            .or_default()
+            .push(link.name.len());
     }
 
     // every directory can hold its entries (ext2fs_link does not grow directories)
@@ -430,14 +549,6 @@ fn check_plan<'a>(
     Ok(out)
 }
 
-fn geometry_kind_name(level: u8) -> &'static str {
-    match level {
-        1 => "IND",
-        2 => "DIND",
-        _ => "TIND",
-    }
-}
-
 /// The parent must be the root or a directory planned earlier.
 fn plan_parent_ok(
     plan: &Plan,
@@ -461,6 +572,7 @@ fn write_plan(
     fs: &Fs,
     sb: &RawSuper,
     checked: &[Checked<'_>],
+    links: &[layoutlab_layout::HardLink],
     writer: MapWriter,
     stats: &mut MaterializeStats,
 ) -> Result<(), ImageError> {
@@ -491,11 +603,31 @@ fn write_plan(
     for c in checked {
         let node = c.inode;
         let is_dir = node.kind == InodeKind::Dir;
+        stats.inodes += 1;
+        match (&node.kind, &node.special) {
+            (InodeKind::Symlink, Special::Symlink { target }) => {
+                // ext2fs_symlink() writes it all and counts its block
+                let blk = node.data.first().map(|r| r.physical);
+                fs.symlink(node.ino, target, blk, timestamp)?;
+                stats.symlinks += 1;
+                continue;
+            }
+            (InodeKind::File | InodeKind::Dir, _) => {}
+            (kind, special) => {
+                let rdev = match special {
+                    Special::Device { major, minor } => (*major, *minor),
+                    _ => (0, 0),
+                };
+                fs.create_inode(node.ino, mode_of(*kind), rdev, timestamp)?;
+                stats.special_inodes += 1;
+                continue;
+            }
+        }
         if node.ino == ROOT_INO {
             // a fresh map (its old blocks were given back); mode, links and times stay
             fs.clear_block_map(ROOT_INO)?;
         } else {
-            fs.create_inode(node.ino, is_dir, timestamp)?;
+            fs.create_inode(node.ino, mode_of(node.kind), (0, 0), timestamp)?;
         }
         for run in &node.data {
             fs.mark_blocks(run.physical, run.len, true);
@@ -521,9 +653,14 @@ fn write_plan(
             stats.file_data_blocks += node.data_blocks();
         }
         let t = Instant::now();
-        let placed = match writer {
-            MapWriter::Iterate => fs.set_block_map_iterate(node.ino, &c.runs, &c.maps)?,
-            MapWriter::Bmap => fs.set_block_map_bmap(node.ino, &c.runs, &c.bmap_order)?,
+        let placed = match (node.format, writer) {
+            (MapFormat::Extents, _) => fs.set_extents(node.ino, &c.maps, &c.alloc_order)?,
+            (MapFormat::Blocks, MapWriter::Iterate) => {
+                fs.set_block_map_iterate(node.ino, &c.runs, &c.maps)?
+            }
+            (MapFormat::Blocks, MapWriter::Bmap) => {
+                fs.set_block_map_bmap(node.ino, &c.runs, &c.alloc_order)?
+            }
         };
         map_time += t.elapsed().as_secs_f64();
         if placed != node.mapping.len() as u64 {
@@ -536,7 +673,6 @@ fn write_plan(
             });
         }
         stats.mapping_blocks += placed;
-        stats.inodes += 1;
         fs.finish_inode(
             node.ino,
             node.size_bytes,
@@ -545,24 +681,25 @@ fn write_plan(
         )?;
     }
 
-    for (name, ino, is_dir) in &root_entries {
-        fs.link(ROOT_INO, name, *ino, *is_dir)?;
+    for (name, ino, _) in &root_entries {
+        fs.link(ROOT_INO, name, *ino)?;
     }
     for c in checked {
         let node = c.inode;
         if node.ino != ROOT_INO {
-            fs.link(
-                node.parent,
-                &node.name,
-                node.ino,
-                node.kind == InodeKind::Dir,
-            )?;
+            fs.link(node.parent, &node.name, node.ino)?;
         }
     }
-    let mut dirs: Vec<_> = extra_links.into_iter().collect();
-    dirs.sort_unstable();
-    for (dir, add) in dirs {
-        fs.add_links(dir, add)?;
+    let mut hard: HashMap<u32, i32> = HashMap::new();
+    for link in links {
+        fs.link(link.parent, &link.name, link.ino)?;
+        *hard.entry(link.ino).or_default() += 1;
+        stats.hard_links += 1;
+    }
+    let mut counts: Vec<_> = extra_links.into_iter().chain(hard).collect();
+    counts.sort_unstable();
+    for (ino, add) in counts {
+        fs.add_links(ino, add)?;
     }
     stats.block_map_seconds = map_time;
     Ok(())

@@ -1,9 +1,12 @@
-//! Seeded random plans: any valid plan round-trips and passes e2fsck.
+//! Seeded random plans: any valid plan — block- or extent-mapped, with symlinks, device
+//! nodes, fifos, sockets and hard links — round-trips and passes e2fsck.
 
 mod common;
 
 use common::*;
 use layoutlab_image::{fsck_check, materialize_with, MapWriter};
+use layoutlab_layout::mapping::MapFormat;
+use layoutlab_layout::InodeKind;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -22,6 +25,45 @@ fn random_plan(b: &mut Builder, rng: &mut ChaCha8Rng) {
     for i in 0..items {
         let parent = dirs[rng.gen_range(0..dirs.len())];
         let name = format!("n{i}-{}", "x".repeat(rng.gen_range(0..60)));
+        let other = rng.gen_range(0..10);
+        if other < 3 && i > 0 {
+            match other {
+                0 => {
+                    let len = if rng.gen_bool(0.5) {
+                        rng.gen_range(1..60)
+                    } else {
+                        rng.gen_range(60..bs as usize)
+                    };
+                    b.symlink(ino, parent, &name, &"t".repeat(len));
+                }
+                1 => {
+                    let kinds = [
+                        InodeKind::CharDev,
+                        InodeKind::BlockDev,
+                        InodeKind::Fifo,
+                        InodeKind::Socket,
+                    ];
+                    let kind = kinds[rng.gen_range(0..4)];
+                    let rdev = (rng.gen_range(0..4096), rng.gen_range(0..1 << 20));
+                    b.node(ino, parent, &name, kind, rdev);
+                }
+                _ => {
+                    // a hard link to an earlier non-directory, if any
+                    let targets: Vec<u32> = b
+                        .plan
+                        .inodes
+                        .iter()
+                        .filter(|n| n.kind != InodeKind::Dir)
+                        .map(|n| n.ino)
+                        .collect();
+                    if let Some(&t) = targets.get(rng.gen_range(0..targets.len().max(1))) {
+                        b.link(parent, &name, t);
+                    }
+                }
+            }
+            ino += rng.gen_range(1..4);
+            continue;
+        }
         if rng.gen_bool(0.2) {
             let blocks = dir_blocks(rng);
             b.dir(ino, parent, &name, blocks);
@@ -67,18 +109,18 @@ fn random_plan(b: &mut Builder, rng: &mut ChaCha8Rng) {
 
 #[test]
 fn random_plans_round_trip_clean() {
-    for seed in 0..24u64 {
+    for seed in 0..32u64 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let dir = tempfile::tempdir().unwrap();
-        let (mib, mkfs_args) = if seed % 3 == 2 {
-            (128, "-t ext3 -b 1024 -O ^resize_inode")
-        } else if seed % 3 == 1 {
-            (256, "-t ext4 -O ^extent,^64bit")
-        } else {
-            (256, EXT3)
+        let (mib, mkfs_args, format) = match seed % 4 {
+            0 => (256, EXT3, MapFormat::Blocks),
+            1 => (256, "-t ext4 -O ^extent,^64bit", MapFormat::Blocks),
+            2 => (128, "-t ext3 -b 1024 -O ^resize_inode", MapFormat::Blocks),
+            _ => (256, "-t ext4", MapFormat::Extents),
         };
         let image = fresh(dir.path(), "r.img", mib, mkfs_args);
         let mut b = Builder::new(&image);
+        b.format = format;
         b.cursor = rng.gen_range(0..b.blocks() / 2);
         random_plan(&mut b, &mut rng);
         let plan = b.plan.clone();

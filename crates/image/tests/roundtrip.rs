@@ -89,6 +89,7 @@ fn hand_made_plan_round_trips_and_fsck_is_clean() {
             MapKind::Ind => "IND",
             MapKind::Dind => "DIND",
             MapKind::Tind => "TIND",
+            MapKind::Extent { .. } => unreachable!("a block-mapped file"),
         };
         assert!(
             stat17.contains(&format!("({tag}):{}", m.physical)),

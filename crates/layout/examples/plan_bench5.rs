@@ -18,7 +18,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         geo.group_count(),
         geo.journal_total_blocks
     );
-    for name in policy::POLICY_NAMES {
+    for name in policy::POLICY_NAMES
+        .iter()
+        .filter(|n| n.starts_with("ext3"))
+    {
         let p = policy::by_name(name, &PolicyParams::new())?;
         let t = Instant::now();
         let plan = p.plan(&geo, &pop, seed)?;

@@ -9,7 +9,7 @@
 //! metadata, ~100K indirect blocks) classifies a trace of 10^5 requests in milliseconds.
 
 use crate::geometry::{Geometry, MetaKind};
-use crate::plan::{InodeKind, Plan};
+use crate::plan::{InodeKind, MapKind, Plan};
 use serde::Serialize;
 
 /// What a block holds.
@@ -26,24 +26,27 @@ pub enum BlockClass {
     InodeTable,
     /// Indirect (IND/DIND/TIND) blocks of files, and the resize inode's DIND block.
     Indirect,
+    /// Extent-tree blocks (leaves and index blocks) of extent-mapped inodes.
+    Extent,
     /// Directory blocks (the root's and lost+found's included).
     Directory,
     /// The journal (its data and its own indirect blocks).
     Journal,
     /// Regular-file data.
     FileData,
-    /// Anything else: a free block, or one no plan inode owns.
+    /// Anything else: a free block, a slow symlink's target, or one no plan inode owns.
     Other,
 }
 
 impl BlockClass {
     /// Every class, in report order.
-    pub const ALL: [BlockClass; 9] = [
+    pub const ALL: [BlockClass; 10] = [
         BlockClass::Superblock,
         BlockClass::GroupDescriptors,
         BlockClass::Bitmap,
         BlockClass::InodeTable,
         BlockClass::Indirect,
+        BlockClass::Extent,
         BlockClass::Directory,
         BlockClass::Journal,
         BlockClass::FileData,
@@ -58,6 +61,7 @@ impl BlockClass {
             BlockClass::Bitmap => "bitmap",
             BlockClass::InodeTable => "inode_table",
             BlockClass::Indirect => "indirect",
+            BlockClass::Extent => "extent",
             BlockClass::Directory => "directory",
             BlockClass::Journal => "journal",
             BlockClass::FileData => "file_data",
@@ -111,6 +115,11 @@ impl BlockClasses {
             let class = match inode.kind {
                 InodeKind::File => BlockClass::FileData,
                 InodeKind::Dir => BlockClass::Directory,
+                InodeKind::Symlink
+                | InodeKind::CharDev
+                | InodeKind::BlockDev
+                | InodeKind::Fifo
+                | InodeKind::Socket => BlockClass::Other,
             };
             extents.extend(
                 inode
@@ -119,12 +128,13 @@ impl BlockClasses {
                     .filter(|r| r.len > 0)
                     .map(|r| (r.physical, r.len, class)),
             );
-            extents.extend(
-                inode
-                    .mapping
-                    .iter()
-                    .map(|m| (m.physical, 1, BlockClass::Indirect)),
-            );
+            extents.extend(inode.mapping.iter().map(|m| {
+                let class = match m.kind {
+                    MapKind::Ind | MapKind::Dind | MapKind::Tind => BlockClass::Indirect,
+                    MapKind::Extent { .. } => BlockClass::Extent,
+                };
+                (m.physical, 1, class)
+            }));
         }
         // Sort meta first at equal starts, then drop (or trim) whatever overlaps an earlier
         // extent, so the result is disjoint.
@@ -260,6 +270,7 @@ mod tests {
             let want = match inode.kind {
                 InodeKind::File => BlockClass::FileData,
                 InodeKind::Dir => BlockClass::Directory,
+                other => panic!("bench5 makes files and directories only, not {other:?}"),
             };
             for r in &inode.data {
                 assert_eq!(c.of_block(r.physical), want);
@@ -277,6 +288,48 @@ mod tests {
         assert_eq!(get(BlockClass::FileData), plan.file_data_blocks());
         assert_eq!(get(BlockClass::Journal), geo.journal_total_blocks);
         assert_eq!(t.iter().map(|x| x.1).sum::<u64>(), geo.blocks_count);
+    }
+
+    #[test]
+    fn extent_tree_blocks_and_special_inodes_have_their_classes() {
+        use crate::plan::{MapBlock, PlannedInode, Run};
+        let (geo, _) = small();
+        let free = geo.groups[1].inode_table + geo.inode_table_blocks + 100;
+        let plan = Plan {
+            inodes: vec![
+                PlannedInode {
+                    ino: 12,
+                    kind: InodeKind::File,
+                    data: vec![Run {
+                        logical: 0,
+                        physical: free + 1,
+                        len: 4,
+                    }],
+                    mapping: vec![MapBlock {
+                        kind: MapKind::Extent { height: 0 },
+                        logical: 0,
+                        physical: free,
+                    }],
+                    ..Default::default()
+                },
+                PlannedInode {
+                    ino: 13,
+                    kind: InodeKind::Symlink,
+                    data: vec![Run {
+                        logical: 0,
+                        physical: free + 10,
+                        len: 1,
+                    }],
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let c = BlockClasses::new(&geo, &plan);
+        assert_eq!(c.of_block(free), BlockClass::Extent);
+        assert_eq!(c.of_block(free + 1), BlockClass::FileData);
+        assert_eq!(c.of_block(free + 10), BlockClass::Other);
+        assert_eq!(BlockClass::Extent.as_str(), "extent");
     }
 
     #[test]

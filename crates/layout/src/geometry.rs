@@ -97,41 +97,22 @@ pub struct Geometry {
     pub journal_blocks: u64,
     /// Journal blocks including its indirect blocks.
     pub journal_total_blocks: u64,
+    /// Block the journal's allocation started from.
+    #[serde(default)]
+    pub journal_goal: u64,
+    /// Groups per flex group (0: no flex_bg).
+    #[serde(default)]
+    pub flex_bg_size: u64,
+    /// Bytes per group descriptor (32, or 64 with 64bit).
+    #[serde(default)]
+    pub desc_bytes: u64,
     /// Per-group layout.
     pub groups: Vec<GroupLayout>,
     /// Every block mke2fs used, in allocation order within each kind.
     pub meta: Vec<MetaExtent>,
 }
 
-/// Pointers per indirect block.
-pub fn addr_per_block(block_size_bytes: u32) -> u64 {
-    u64::from(block_size_bytes) / 4
-}
-
-/// Direct block slots in an ext2/3 inode.
-pub const DIRECT_BLOCKS: u64 = 12;
-
-/// Indirect (mapping) blocks a block-mapped file of `data_blocks` blocks needs.
-pub fn mapping_blocks_for(data_blocks: u64, addr: u64) -> u64 {
-    let mut n = 0;
-    let mut rest = data_blocks.saturating_sub(DIRECT_BLOCKS);
-    // IND
-    if rest > 0 {
-        n += 1;
-        rest = rest.saturating_sub(addr);
-    }
-    // DIND and its INDs
-    if rest > 0 {
-        let here = rest.min(addr * addr);
-        n += 1 + here.div_ceil(addr);
-        rest -= here;
-    }
-    // TIND, its DINDs and their INDs
-    if rest > 0 {
-        n += 1 + rest.div_ceil(addr * addr) + rest.div_ceil(addr);
-    }
-    n
-}
+pub use crate::mapping::{addr_per_block, mapping_blocks_for, DIRECT_BLOCKS};
 
 /// sparse_super: groups 0, 1 and powers of 3, 5 and 7 hold backups
 /// (lib/ext2fs/closefs.c `ext2fs_bg_has_super()`).
@@ -157,8 +138,9 @@ impl Geometry {
         let bs = u64::from(profile.block_size_bytes);
         let bad = |reason: String| LayoutError::BadSize { fs_bytes, reason };
         let requested_blocks = fs_bytes / bs;
-        if requested_blocks > u64::from(u32::MAX) {
-            return Err(bad("more than 2^32 blocks (ext3 without 64bit)".into()));
+        let wide = profile.has_feature("64bit");
+        if requested_blocks > u64::from(u32::MAX) && !wide {
+            return Err(bad("more than 2^32 blocks (without 64bit)".into()));
         }
         let first_data_block = u64::from(bs == 1024);
         let mut bpg = u64::from(profile.blocks_per_group);
@@ -166,7 +148,9 @@ impl Geometry {
         // misc/mke2fs.c: s_inodes_count = blocks * blocksize / inode_ratio.
         let inodes_wanted = (blocks * bs / profile.bytes_per_inode).max(12);
         let isz = u64::from(profile.inode_size_bytes);
-        let desc_per_block = bs / 32;
+        // lib/ext2fs: EXT2_DESC_SIZE is 64 bytes with 64bit (s_desc_size), else 32
+        let desc_bytes: u64 = if wide { 64 } else { 32 };
+        let desc_per_block = bs / desc_bytes;
         let sparse = profile.has_feature("sparse_super");
         let (groups, gdt_blocks, ipg, itb, rsv_gdt) = loop {
             if blocks <= first_data_block {
@@ -249,6 +233,9 @@ impl Geometry {
             reserved_blocks: (profile.reserved_percent * blocks as f64 / 100.0) as u64,
             journal_blocks: 0,
             journal_total_blocks: 0,
+            journal_goal: 0,
+            flex_bg_size: u64::from(profile.flex_bg_size),
+            desc_bytes,
             groups: Vec::with_capacity(groups as usize),
             meta: Vec::new(),
         };
@@ -278,6 +265,18 @@ impl Geometry {
                     next += rsv_gdt;
                 }
             }
+            if geo.flex_bg_size > 0 {
+                // tables are placed below, once every group's superblock copy is marked
+                geo.groups.push(GroupLayout {
+                    first_block: first,
+                    blocks: len,
+                    has_super,
+                    block_bitmap: 0,
+                    inode_bitmap: 0,
+                    inode_table: 0,
+                });
+                continue;
+            }
             if next + 2 + itb > first + len {
                 return Err(bad(format!("group {group} is too short for its metadata")));
             }
@@ -305,8 +304,158 @@ impl Geometry {
                 inode_table: next + 2,
             });
         }
+        if geo.flex_bg_size > 0 {
+            geo.place_flex_tables()
+                .map_err(|reason| bad(format!("flex_bg tables: {reason}")))?;
+        }
         geo.add_mke2fs_allocations(profile)?;
         Ok(geo)
+    }
+
+    /// Last block of `group`.
+    fn group_last(&self, group: u64) -> u64 {
+        (self.first_data_block + (group + 1) * self.blocks_per_group - 1).min(self.blocks_count - 1)
+    }
+
+    /// `ext2fs_get_free_blocks2(start, finish, num)` (lib/ext2fs/alloc.c): the first `b` in
+    /// `start..finish` (start 0 means the first data block) with `num` free blocks from it.
+    /// Skipping past the used block that stops a candidate gives the same answer as trying
+    /// every block, as every candidate up to it fails too.
+    fn get_free_blocks(
+        &self,
+        map: &crate::alloc::FreeMap,
+        start: u64,
+        finish: u64,
+        num: u64,
+    ) -> Option<u64> {
+        let start = if start == 0 {
+            self.first_data_block
+        } else {
+            start
+        };
+        let mut b = start;
+        loop {
+            if b >= finish || b + num > self.blocks_count {
+                return None;
+            }
+            let used = map.next_used(b, b + num);
+            if used >= b + num {
+                return Some(b);
+            }
+            b = used + 1;
+        }
+    }
+
+    /// lib/ext2fs/alloc_tables.c `flexbg_offset()` (e2fsprogs 1.47): where to look for a
+    /// flex group's next table of `elem_size` blocks, `rem_grp` groups of them to come.
+    fn flexbg_offset(
+        &self,
+        map: &crate::alloc::FreeMap,
+        group: u64,
+        start_blk: u64,
+        rem_grp: u64,
+        elem_size: u64,
+    ) -> u64 {
+        let flex = self.flex_bg_size;
+        let size = (rem_grp * elem_size).min(self.blocks_per_group / 4);
+        // the previous search is still valid (skipping small obstructions)
+        if start_blk != 0 && start_blk < self.blocks_count {
+            if let Some(b) = self.get_free_blocks(map, start_blk, start_blk + size, elem_size) {
+                return b;
+            }
+        }
+        let first = self.first_data_block + group / flex * flex * self.blocks_per_group;
+        let last_grp = (group | (flex - 1)).min(self.group_count() - 1);
+        let last_blk = self.group_last(last_grp);
+        self.get_free_blocks(map, first, last_blk, size)
+            .or_else(|| self.get_free_blocks(map, first, last_blk, elem_size))
+            .or_else(|| self.get_free_blocks(map, 0, last_blk, elem_size))
+            .unwrap_or(0)
+    }
+
+    /// Block bitmaps, inode bitmaps and inode tables of every group, packed per flex group
+    /// as e2fsprogs 1.47's `ext2fs_allocate_group_table()` packs them: the bitmaps of the
+    /// flex group's groups one after another from its first free block, then its inode
+    /// bitmaps `flex_bg_size` blocks on, then its inode tables (the last, short flex group
+    /// keeps its tables contiguous). e2fsprogs 1.41 searched differently (`flexbg_offset`
+    /// with an `offset` and size/8) but packs full flex groups the same way; see
+    /// docs/mkfs-profiles.md.
+    fn place_flex_tables(&mut self) -> Result<(), String> {
+        let mut map = crate::alloc::FreeMap::new(
+            self.blocks_count,
+            self.first_data_block,
+            self.blocks_per_group,
+        );
+        for m in &self.meta {
+            map.mark_used(m.start, m.blocks);
+        }
+        let flex = self.flex_bg_size;
+        let groups = self.group_count();
+        let itb = self.inode_table_blocks;
+        for group in 0..groups {
+            let group_blk = self.groups[group as usize].first_block;
+            let last_grp = (group | (flex - 1)).min(groups - 1);
+            let rem_grps = last_grp - group + 1;
+            let last_blk = self.group_last(last_grp);
+            let mut table_offset = flex;
+            let prev = if group % flex != 0 {
+                self.groups[group as usize - 1].block_bitmap + 1
+            } else {
+                if last_grp == groups - 1 {
+                    // the last flex group keeps its tables contiguous
+                    table_offset = last_grp & (flex - 1);
+                    table_offset = if table_offset == 0 {
+                        flex
+                    } else {
+                        table_offset + 1
+                    };
+                }
+                0
+            };
+            let start = self.flexbg_offset(&map, group, prev, rem_grps, 1);
+            let bb = self
+                .get_free_blocks(&map, start, last_blk, 1)
+                .or_else(|| self.get_free_blocks(&map, group_blk, last_blk, 1))
+                .ok_or(format!("no block for group {group}'s block bitmap"))?;
+            map.mark_used(bb, 1);
+            let prev = if group % flex != 0 {
+                self.groups[group as usize - 1].inode_bitmap + 1
+            } else {
+                bb + table_offset
+            };
+            let start = self.flexbg_offset(&map, group, prev, rem_grps, 1);
+            let ib = self
+                .get_free_blocks(&map, start, last_blk, 1)
+                .or_else(|| self.get_free_blocks(&map, group_blk, last_blk, 1))
+                .ok_or(format!("no block for group {group}'s inode bitmap"))?;
+            map.mark_used(ib, 1);
+            let prev = if group % flex != 0 {
+                self.groups[group as usize - 1].inode_table + itb
+            } else {
+                ib + table_offset
+            };
+            let start = self.flexbg_offset(&map, group, prev, rem_grps, itb);
+            let it = self
+                .get_free_blocks(&map, start, last_blk, itb)
+                .ok_or(format!("no {itb} blocks for group {group}'s inode table"))?;
+            map.mark_used(it, itb);
+            let g = &mut self.groups[group as usize];
+            g.block_bitmap = bb;
+            g.inode_bitmap = ib;
+            g.inode_table = it;
+            for (kind, start, blocks) in [
+                (MetaKind::BlockBitmap, bb, 1),
+                (MetaKind::InodeBitmap, ib, 1),
+                (MetaKind::InodeTable, it, itb),
+            ] {
+                self.meta.push(MetaExtent {
+                    kind,
+                    start,
+                    blocks,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Root directory, lost+found, resize inode and journal, each taking the first free
@@ -322,10 +471,11 @@ impl Geometry {
             used.mark_used(m.start, m.blocks);
         }
         let fs_bytes = self.blocks_count * bs;
-        let mut take = |geo: &mut Geometry,
-                        kind: MetaKind,
-                        goal: u64,
-                        count: u64|
+        let take = |geo: &mut Geometry,
+                    used: &mut crate::alloc::FreeMap,
+                    kind: MetaKind,
+                    goal: u64,
+                    count: u64|
          -> Result<(), LayoutError> {
             let mut at = goal;
             let mut left = count;
@@ -355,24 +505,95 @@ impl Geometry {
         };
         // ext2fs_mkdir(): goal is the first block of the inode's group (group 0).
         let group0 = self.first_data_block;
-        take(self, MetaKind::RootDir, group0, 1)?;
+        take(self, &mut used, MetaKind::RootDir, group0, 1)?;
         // create_lost_and_found(): grows the directory until 16 KiB and 2 blocks, within
         // the 12 direct blocks.
         let lf_blocks = (16384 / bs).clamp(2, DIRECT_BLOCKS);
-        take(self, MetaKind::LostFound, group0, lf_blocks)?;
+        take(self, &mut used, MetaKind::LostFound, group0, lf_blocks)?;
         if profile.has_feature("resize_inode") {
-            // res_gdt.c: goal just past group 0's inode table, taken by the blocks above.
-            let goal = self.groups[0].inode_table + self.inode_table_blocks;
-            take(self, MetaKind::ResizeDind, goal, 1)?;
+            // res_gdt.c ext2fs_create_resize_inode(): goal = sb + descriptors + reserved
+            // descriptors + 2 + inode-table blocks (just past group 0's inode table without
+            // flex_bg; inside the packed tables with it), first free block from there.
+            let goal = self.first_data_block
+                + 1
+                + self.gdt_blocks
+                + self.reserved_gdt_blocks
+                + 2
+                + self.inode_table_blocks;
+            take(self, &mut used, MetaKind::ResizeDind, goal, 1)?;
         }
         self.journal_blocks = profile.journal_blocks(self.blocks_count);
         if self.journal_blocks > 0 {
-            self.journal_total_blocks = self.journal_blocks
-                + mapping_blocks_for(self.journal_blocks, addr_per_block(self.block_size_bytes));
+            let extents = profile.has_feature("extent");
+            // an extent-mapped journal of whole 32768-block extents in the inode needs no
+            // tree block; block-mapped, its IND/DIND blocks come inline
+            self.journal_total_blocks = if extents {
+                self.journal_blocks
+            } else {
+                self.journal_blocks
+                    + mapping_blocks_for(self.journal_blocks, addr_per_block(self.block_size_bytes))
+            };
+            self.journal_goal = match profile.journal_placement {
+                crate::mkfs::JournalPlacement::Fixed => profile.journal_goal_block(),
+                crate::mkfs::JournalPlacement::Midpoint => self.midpoint_journal_goal(&used),
+            };
             let total = self.journal_total_blocks;
-            take(self, MetaKind::Journal, profile.journal_goal_block(), total)?;
+            take(self, &mut used, MetaKind::Journal, self.journal_goal, total)?;
+            if extents {
+                let runs: Vec<crate::plan::Run> = self
+                    .meta
+                    .iter()
+                    .filter(|m| m.kind == MetaKind::Journal)
+                    .scan(0, |logical, m| {
+                        let r = crate::plan::Run {
+                            logical: *logical,
+                            physical: m.start,
+                            len: m.blocks,
+                        };
+                        *logical += m.blocks;
+                        Some(r)
+                    })
+                    .collect();
+                if crate::mapping::extents_of(&runs).len() as u64
+                    > crate::mapping::EXTENT_ROOT_ENTRIES
+                {
+                    return Err(LayoutError::Unsupported(
+                        "a journal in more than 4 extents (its extent-tree block)".into(),
+                    ));
+                }
+            }
         }
         Ok(())
+    }
+
+    /// e2fsprogs 1.41 lib/ext2fs/mkjournal.c `write_journal_inode()` (1.47
+    /// `get_midpoint_journal_block()`): the group of the middle block, rounded down to its
+    /// flex group (and on past full groups) when past the first flex group; of it and its
+    /// neighbour(s), the one with the most free blocks (first wins a tie); its first block.
+    fn midpoint_journal_goal(&self, used: &crate::alloc::FreeMap) -> u64 {
+        let groups = self.group_count();
+        let mut group = self.group_of((self.blocks_count - self.first_data_block) / 2);
+        let flex = self.flex_bg_size;
+        let start = if flex > 0 && group > flex {
+            group &= !(flex - 1);
+            while group < groups && used.group_free(group) == 0 {
+                group += 1;
+            }
+            if group == groups {
+                group = 0;
+            }
+            group
+        } else {
+            group.saturating_sub(1)
+        };
+        let end = if group + 1 < groups { group + 1 } else { group };
+        let mut best = start;
+        for g in start + 1..=end {
+            if used.group_free(g) > used.group_free(best) {
+                best = g;
+            }
+        }
+        self.first_data_block + best * self.blocks_per_group
     }
 
     /// Whether the file system has `feature`.

@@ -47,12 +47,34 @@ pub struct MkfsProfile {
     /// Block the journal allocation starts searching from (first free block at or after it).
     #[serde(default)]
     pub journal_goal_block: u64,
+    /// Where the journal goes: "fixed" (from `journal_goal_block`) or "midpoint" (e2fsprogs
+    /// 1.41's `write_journal_inode()`: the first block of the group with the most free
+    /// blocks near the middle of the file system, flex-group aligned).
+    #[serde(default)]
+    pub journal_placement: JournalPlacement,
+    /// Groups per flex group (mke2fs `-G`; 0 without flex_bg).
+    #[serde(default)]
+    pub flex_bg_size: u32,
+}
+
+/// Where the journal goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JournalPlacement {
+    /// First free blocks from `journal_goal_block` (1.40's mkjournal_proc from block 0).
+    #[default]
+    #[serde(rename = "fixed")]
+    Fixed,
+    /// e2fsprogs 1.41 lib/ext2fs/mkjournal.c `write_journal_inode()` (1.47's
+    /// `get_midpoint_journal_block()` is the same arithmetic).
+    #[serde(rename = "midpoint")]
+    Midpoint,
 }
 
 /// Names of the embedded profiles.
-pub const MKFS_PROFILE_NAMES: &[&str] = &["ext3-2007"];
+pub const MKFS_PROFILE_NAMES: &[&str] = &["ext3-2007", "ext4-2009"];
 
 const EXT3_2007_TOML: &str = include_str!("../../../profiles/mkfs/ext3-2007.toml");
+const EXT4_2009_TOML: &str = include_str!("../../../profiles/mkfs/ext4-2009.toml");
 
 /// Features this model knows the on-disk consequences of.
 const KNOWN_FEATURES: &[&str] = &[
@@ -63,6 +85,16 @@ const KNOWN_FEATURES: &[&str] = &[
     "has_journal",
     "large_file",
     "ext_attr",
+    // ext4 (e2fsprogs 1.41): the layout model covers flex_bg's table packing and 64bit's
+    // 64-byte descriptors; the others change no block's place at mkfs time (extent maps
+    // lost+found, the root and the journal by extents, which the geometry handles).
+    "extent",
+    "flex_bg",
+    "uninit_bg",
+    "huge_file",
+    "dir_nlink",
+    "extra_isize",
+    "64bit",
 ];
 
 impl MkfsProfile {
@@ -70,6 +102,7 @@ impl MkfsProfile {
     pub fn by_name(name: &str) -> Result<MkfsProfile, LayoutError> {
         match name {
             "ext3-2007" => MkfsProfile::from_toml_str(EXT3_2007_TOML, "embedded ext3-2007"),
+            "ext4-2009" => MkfsProfile::from_toml_str(EXT4_2009_TOML, "embedded ext4-2009"),
             _ => Err(LayoutError::UnknownProfile {
                 name: name.to_string(),
                 valid: MKFS_PROFILE_NAMES.iter().map(|s| s.to_string()).collect(),
@@ -125,6 +158,14 @@ impl MkfsProfile {
                     KNOWN_FEATURES.join(", ")
                 )));
             }
+        }
+        if profile.has_feature("flex_bg")
+            != (profile.flex_bg_size >= 2 && profile.flex_bg_size.is_power_of_two())
+        {
+            return Err(bad(format!(
+                "flex_bg_size = {}: flex_bg needs a power of two >= 2, and only flex_bg takes one",
+                profile.flex_bg_size
+            )));
         }
         if profile.has_feature("has_journal") == (profile.journal == JournalSize::None) {
             return Err(bad("has_journal and journal disagree".to_string()));
@@ -187,14 +228,16 @@ impl MkfsProfile {
                 .cloned(),
         );
         // Only what shapes the layout: how to run mke2fs (-F, -q) is the caller's business.
+        let fs_type = if self.has_feature("extent") || self.has_feature("flex_bg") {
+            "ext4"
+        } else if self.has_feature("has_journal") {
+            "ext3"
+        } else {
+            "ext2"
+        };
         let mut args = vec![
             "-t".to_string(),
-            if self.has_feature("has_journal") {
-                "ext3"
-            } else {
-                "ext2"
-            }
-            .to_string(),
+            fs_type.to_string(),
             "-b".to_string(),
             self.block_size_bytes.to_string(),
             "-g".to_string(),
@@ -210,13 +253,25 @@ impl MkfsProfile {
             "-E".to_string(),
             "nodiscard".to_string(),
         ];
+        if self.flex_bg_size > 0 {
+            args.push("-G".to_string());
+            args.push(self.flex_bg_size.to_string());
+        }
         let journal = self.journal_blocks(blocks);
         if journal > 0 {
             // -J size= is in MiB; every tier of the 1.40 table is a whole number of MiB for
             // 1, 2 and 4 KiB blocks, and the profile check keeps fixed sizes so.
             let mib = journal * u64::from(self.block_size_bytes) / (1 << 20);
             args.push("-J".to_string());
-            args.push(format!("size={mib},location={}", self.journal_goal_block));
+            let goal = match self.journal_placement {
+                JournalPlacement::Fixed => self.journal_goal_block,
+                // the goal depends on the tables: ask the geometry (same arithmetic as
+                // mke2fs's own midpoint, passed explicitly so the two cannot drift)
+                JournalPlacement::Midpoint => crate::Geometry::new(self, image_bytes)
+                    .map(|g| g.journal_goal)
+                    .unwrap_or(0),
+            };
+            args.push(format!("size={mib},location={goal}"));
         }
         args
     }
@@ -264,6 +319,30 @@ mod tests {
         assert!(e.contains("y.toml") && e.contains("line 1"), "{e}");
         let text = EXT3_2007_TOML.replace("\"dir_index\"", "\"flex_bg\"");
         assert!(MkfsProfile::from_toml_str(&text, "z").is_err());
+    }
+
+    #[test]
+    fn ext4_2009_profile_parses_and_checks_flex_bg() {
+        let p = MkfsProfile::by_name("ext4-2009").unwrap();
+        assert_eq!(
+            (p.inode_size_bytes, p.bytes_per_inode, p.flex_bg_size),
+            (256, 16384, 16)
+        );
+        assert!(p.has_feature("extent") && p.has_feature("uninit_bg"));
+        assert!(!p.has_feature("64bit"));
+        assert_eq!(p.journal_placement, JournalPlacement::Midpoint);
+        let a = p.mke2fs_args(40_008_845_721).join(" ");
+        assert!(a.starts_with("-t ext4 ") && a.contains("-G 16"), "{a}");
+        // the midpoint goal: group 149 holds the middle block; its flex group starts at 144,
+        // whose first group holds the packed tables, so group 145 has the most free blocks
+        assert!(a.contains(&format!("location={}", 145 * 32768)), "{a}");
+        let text = EXT4_2009_TOML.replace("flex_bg_size = 16", "flex_bg_size = 12");
+        let e = MkfsProfile::from_toml_str(&text, "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("flex_bg_size = 12"), "{e}");
+        let text = EXT3_2007_TOML.to_string() + "\nflex_bg_size = 16\n";
+        assert!(MkfsProfile::from_toml_str(&text, "g.toml").is_err());
     }
 
     #[test]

@@ -1,16 +1,80 @@
 //! The product of a layout policy: every inode and every block it owns.
 
-use crate::geometry::{addr_per_block, Geometry};
+use crate::geometry::Geometry;
+use crate::mapping::{required_mapping, MapFormat};
 use layoutlab_workload::{NsOp, Population};
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
 
-/// What an inode is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What an inode is (its `i_mode` file type).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum InodeKind {
     /// A regular file.
+    #[default]
     File,
     /// A directory.
     Dir,
+    /// A symbolic link (its target in [`Special::Symlink`]).
+    Symlink,
+    /// A character device (its numbers in [`Special::Device`]).
+    CharDev,
+    /// A block device (its numbers in [`Special::Device`]).
+    BlockDev,
+    /// A named pipe.
+    Fifo,
+    /// A unix-domain socket.
+    Socket,
+}
+
+impl InodeKind {
+    /// The kind's name as `ls -l` would describe it, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            InodeKind::File => "regular file",
+            InodeKind::Dir => "directory",
+            InodeKind::Symlink => "symlink",
+            InodeKind::CharDev => "character device",
+            InodeKind::BlockDev => "block device",
+            InodeKind::Fifo => "fifo",
+            InodeKind::Socket => "socket",
+        }
+    }
+}
+
+/// Longest symlink target kept in the inode itself (a "fast" symlink): `i_block` is 60
+/// bytes and the target needs its NUL (lib/ext2fs/symlink.c, fs/ext4/namei.c).
+pub const FAST_SYMLINK_MAX_BYTES: usize = 59;
+
+/// What an inode carries beyond its blocks.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Special {
+    /// Nothing (files, directories, fifos, sockets).
+    #[default]
+    None,
+    /// A symlink's target: in the inode when at most [`FAST_SYMLINK_MAX_BYTES`] bytes,
+    /// else in the symlink's one data block.
+    Symlink {
+        /// The target path.
+        target: String,
+    },
+    /// A device node's numbers.
+    Device {
+        /// Major number.
+        major: u32,
+        /// Minor number.
+        minor: u32,
+    },
+}
+
+/// A second (third, ...) name of an inode: a hard link.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HardLink {
+    /// The directory holding the name.
+    pub parent: u32,
+    /// The name.
+    pub name: String,
+    /// The inode it names (not a directory).
+    pub ino: u32,
 }
 
 /// A run of data blocks: file blocks `logical..logical+len` live at `physical..physical+len`.
@@ -42,7 +106,7 @@ pub fn push_run(runs: &mut Vec<Run>, logical: u64, physical: u64, len: u64) {
 }
 
 /// The kind of a mapping block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum MapKind {
     /// Single indirect block (maps data blocks).
     Ind,
@@ -50,9 +114,16 @@ pub enum MapKind {
     Dind,
     /// Triple indirect block (maps DIND blocks).
     Tind,
+    /// An extent-tree block below the inode: `height` 0 is a leaf (holds extents), 1 an
+    /// index block over leaves, and so on.
+    Extent {
+        /// Levels between this block and the leaves.
+        height: u8,
+    },
 }
 
-/// One mapping (metadata) block of a file: an indirect block of a block-mapped file.
+/// One mapping (metadata) block of a file: an indirect block of a block-mapped file or an
+/// extent-tree block of an extent-mapped one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MapBlock {
     /// Its kind.
@@ -64,11 +135,11 @@ pub struct MapBlock {
 }
 
 /// One inode of the plan.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlannedInode {
     /// Inode number.
     pub ino: u32,
-    /// File or directory.
+    /// File, directory, symlink, device, ...
     pub kind: InodeKind,
     /// Inode number of the directory it is linked in (the root links in itself: 2).
     pub parent: u32,
@@ -80,6 +151,12 @@ pub struct PlannedInode {
     pub data: Vec<Run>,
     /// Mapping blocks, in the order the allocator allocated them.
     pub mapping: Vec<MapBlock>,
+    /// How its blocks are mapped (block map or extent tree).
+    #[serde(default)]
+    pub format: MapFormat,
+    /// A symlink's target or a device's numbers.
+    #[serde(default)]
+    pub special: Special,
 }
 
 impl PlannedInode {
@@ -131,12 +208,15 @@ pub struct ShortFile {
 }
 
 /// Where a policy put everything.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     /// Policy name, e.g. "ext3-2007".
     pub policy: String,
     /// Inodes in creation order (directories before what they contain).
     pub inodes: Vec<PlannedInode>,
+    /// Extra names of inodes (hard links), in the order they were made.
+    #[serde(default)]
+    pub links: Vec<HardLink>,
 }
 
 impl Plan {
@@ -183,8 +263,8 @@ impl Plan {
                     let stop = (fdb + (g + 1) * bpg).min(end);
                     let s = &mut out[g as usize];
                     match inode.kind {
-                        InodeKind::File => s.data_blocks += stop - b,
                         InodeKind::Dir => s.dir_blocks += stop - b,
+                        _ => s.data_blocks += stop - b,
                     }
                     b = stop;
                 }
@@ -226,7 +306,7 @@ impl Plan {
             .iter()
             .filter_map(|op| match op {
                 NsOp::Create { path, bytes } => Some((path, *bytes)),
-                NsOp::Mkdir { .. } => None,
+                _ => None,
             })
             .filter_map(|(path, requested)| match planned.get(path.as_str()) {
                 Some(&i) if self.inodes[i].size_bytes >= requested => None,
@@ -248,13 +328,14 @@ impl Plan {
 
     /// Checks the plan against the file system it is for: every block inside the file
     /// system, used once, never one of mke2fs's (except the root directory's own first
-    /// block); every file block mapped exactly once from 0; mapping blocks exactly those the
-    /// block-map tree needs, each at the first logical block it maps. Returns the first
-    /// violation found.
+    /// block); every inode's blocks mapped exactly once from logical block 0 and matching its
+    /// kind and size; mapping blocks exactly those its tree ([`MapFormat`]) needs; parents
+    /// are directories made earlier; hard links name existing non-directories. Returns the
+    /// first violation found.
     pub fn check(&self, geo: &Geometry) -> Result<(), String> {
         let mut used = geo.free_map();
         let root_block = geo.root_dir_block();
-        let addr = addr_per_block(geo.block_size_bytes);
+        let bs = u64::from(geo.block_size_bytes);
         let mut claim = |start: u64, len: u64, what: &str| -> Result<(), String> {
             if start + len > geo.blocks_count || start < geo.first_data_block {
                 return Err(format!(
@@ -273,7 +354,29 @@ impl Plan {
             used.mark_used(start, len);
             Ok(())
         };
+        let mut kinds: HashMap<u32, InodeKind> = HashMap::new();
+        let mut names: HashSet<(u32, &str)> = HashSet::new();
         for inode in &self.inodes {
+            if inode.ino != 2 {
+                match kinds.get(&inode.parent) {
+                    Some(InodeKind::Dir) => {}
+                    _ => {
+                        return Err(format!(
+                            "inode {}: parent {} is not a directory made before it",
+                            inode.ino, inode.parent
+                        ))
+                    }
+                }
+                if !names.insert((inode.parent, inode.name.as_str())) {
+                    return Err(format!(
+                        "inode {}: name {:?} is used twice in directory {}",
+                        inode.ino, inode.name, inode.parent
+                    ));
+                }
+            }
+            if kinds.insert(inode.ino, inode.kind).is_some() {
+                return Err(format!("inode {} is planned twice", inode.ino));
+            }
             let mut next_logical = 0;
             for run in &inode.data {
                 if run.logical != next_logical || run.len == 0 {
@@ -292,16 +395,9 @@ impl Plan {
                     claim(run.physical, run.len, &what)?;
                 }
             }
-            let bs = u64::from(geo.block_size_bytes);
-            if inode.size_bytes.div_ceil(bs) != next_logical {
-                return Err(format!(
-                    "inode {}: size {} bytes but {next_logical} blocks",
-                    inode.ino, inode.size_bytes
-                ));
-            }
-            let mut want: Vec<(MapKind, u64)> = (0..next_logical)
-                .flat_map(|l| crate::alloc::writer::mapping_needed_at(l, addr))
-                .collect();
+            check_kind(inode, next_logical, bs)?;
+            let mut want = required_mapping(inode.format, &inode.data, bs)
+                .map_err(|e| format!("inode {}: {e}", inode.ino))?;
             let mut have: Vec<(MapKind, u64)> =
                 inode.mapping.iter().map(|m| (m.kind, m.logical)).collect();
             want.sort();
@@ -322,6 +418,102 @@ impl Plan {
                 )?;
             }
         }
+        for link in &self.links {
+            match kinds.get(&link.ino) {
+                None => {
+                    return Err(format!(
+                        "hard link {:?}: inode {} is not planned",
+                        link.name, link.ino
+                    ))
+                }
+                Some(InodeKind::Dir) => {
+                    return Err(format!(
+                        "hard link {:?}: inode {} is a directory",
+                        link.name, link.ino
+                    ))
+                }
+                Some(_) => {}
+            }
+            if kinds.get(&link.parent) != Some(&InodeKind::Dir) {
+                return Err(format!(
+                    "hard link {:?}: parent {} is not a directory",
+                    link.name, link.parent
+                ));
+            }
+            if !names.insert((link.parent, link.name.as_str())) {
+                return Err(format!(
+                    "hard link {:?}: the name is used twice in directory {}",
+                    link.name, link.parent
+                ));
+            }
+        }
         Ok(())
     }
+}
+
+/// Size, block count and special data agree with the inode's kind (`blocks` data blocks
+/// mapped, `bs`-byte blocks).
+pub fn check_kind(inode: &PlannedInode, blocks: u64, bs: u64) -> Result<(), String> {
+    let ino = inode.ino;
+    let special_ok = match (inode.kind, &inode.special) {
+        (InodeKind::Symlink, Special::Symlink { .. }) => true,
+        (InodeKind::CharDev | InodeKind::BlockDev, Special::Device { .. }) => true,
+        (InodeKind::Symlink | InodeKind::CharDev | InodeKind::BlockDev, _) => false,
+        (_, Special::None) => true,
+        _ => false,
+    };
+    if !special_ok {
+        return Err(format!(
+            "inode {ino}: a {} cannot carry {:?}",
+            inode.kind.name(),
+            inode.special
+        ));
+    }
+    match inode.kind {
+        InodeKind::File => {
+            if inode.size_bytes.div_ceil(bs) != blocks {
+                return Err(format!(
+                    "inode {ino}: size {} bytes but {blocks} blocks",
+                    inode.size_bytes
+                ));
+            }
+        }
+        InodeKind::Dir => {
+            if blocks == 0 || inode.size_bytes != blocks * bs {
+                return Err(format!(
+                    "inode {ino}: a directory of {blocks} blocks must have size {} bytes, not {}",
+                    blocks * bs,
+                    inode.size_bytes
+                ));
+            }
+        }
+        InodeKind::Symlink => {
+            let Special::Symlink { target } = &inode.special else {
+                unreachable!("checked above")
+            };
+            let len = target.len();
+            let want_blocks = u64::from(len > FAST_SYMLINK_MAX_BYTES);
+            if len == 0 || len as u64 >= bs || target.contains('\0') {
+                return Err(format!(
+                    "inode {ino}: symlink target of {len} bytes (1..{} without NUL)",
+                    bs - 1
+                ));
+            }
+            if inode.size_bytes != len as u64 || blocks != want_blocks {
+                return Err(format!(
+                    "inode {ino}: a symlink to {len} bytes has size {len} and {want_blocks} block(s), not {} and {blocks}",
+                    inode.size_bytes
+                ));
+            }
+        }
+        InodeKind::CharDev | InodeKind::BlockDev | InodeKind::Fifo | InodeKind::Socket => {
+            if blocks != 0 || inode.size_bytes != 0 {
+                return Err(format!(
+                    "inode {ino}: a {} has no size and no blocks",
+                    inode.kind.name()
+                ));
+            }
+        }
+    }
+    Ok(())
 }

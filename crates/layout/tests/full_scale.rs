@@ -9,7 +9,11 @@ fn bench5_full_scale_plans_in_seconds() {
     let pop = layoutlab_workload::profile_by_name("bench5").unwrap();
     let profile = MkfsProfile::by_name("ext3-2007").unwrap();
     let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
-    for name in policy::POLICY_NAMES {
+    // the ext3 policies: bench5 ends the disk full, which the ext4 policies do not model
+    for name in policy::POLICY_NAMES
+        .iter()
+        .filter(|n| n.starts_with("ext3"))
+    {
         let p = policy::by_name(name, &PolicyParams::new()).unwrap();
         let t = Instant::now();
         let plan = p.plan(&geo, &pop, 1).unwrap();

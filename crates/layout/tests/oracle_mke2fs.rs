@@ -35,7 +35,12 @@ fn parse_dumpe2fs(text: &str) -> Dumped {
     let mut groups: Vec<DumpedGroup> = Vec::new();
     for line in text.lines() {
         let t = line.trim();
-        if line.starts_with("Group ") {
+        // "Group 12: (Blocks ...", not the header's "Group descriptor size:"
+        let is_group = line
+            .strip_prefix("Group ")
+            .and_then(|r| r.split(':').next())
+            .is_some_and(|n| n.parse::<u64>().is_ok());
+        if is_group {
             groups.push(DumpedGroup::default());
         } else if groups.is_empty() {
             if let Some((k, v)) = line.split_once(':') {
@@ -72,8 +77,16 @@ fn header_value(d: &Dumped, key: &str) -> u64 {
 }
 
 fn check_size(fs_bytes: u64) {
-    let profile = MkfsProfile::by_name("ext3-2007").unwrap();
-    let geo = Geometry::new(&profile, fs_bytes).unwrap();
+    check_profile_size("ext3-2007", fs_bytes);
+}
+
+fn check_profile_size(profile_name: &str, fs_bytes: u64) {
+    check_profile(&MkfsProfile::by_name(profile_name).unwrap(), fs_bytes);
+}
+
+fn check_profile(profile: &MkfsProfile, fs_bytes: u64) {
+    let profile_name = profile.name.as_str();
+    let geo = Geometry::new(profile, fs_bytes).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("oracle.img");
     let file = std::fs::File::create(&image).unwrap();
@@ -126,6 +139,22 @@ fn check_size(fs_bytes: u64) {
     if geo.journal_blocks > 0 {
         assert_eq!(header_value(&d, "Total journal blocks"), geo.journal_blocks);
     }
+    if geo.flex_bg_size > 0 {
+        assert_eq!(header_value(&d, "Flex block group size"), geo.flex_bg_size);
+    }
+    let features = d
+        .header
+        .iter()
+        .find(|(k, _)| k == "Filesystem features")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    for f in &geo.features {
+        // dumpe2fs spells the extent feature "extent", uninit_bg as itself
+        assert!(
+            features.split_whitespace().any(|x| x == f),
+            "{profile_name} {fs_bytes}: feature {f} missing from '{features}'"
+        );
+    }
     assert_eq!(
         d.groups.len() as u64,
         geo.group_count(),
@@ -140,7 +169,10 @@ fn check_size(fs_bytes: u64) {
             free_blocks: free[i],
             free_ranges: geo.free_ranges(i as u64),
         };
-        assert_eq!(dumped, &expect, "{fs_bytes} bytes, group {i}");
+        assert_eq!(
+            dumped, &expect,
+            "{profile_name}: {fs_bytes} bytes, group {i}"
+        );
     }
 }
 
@@ -155,6 +187,56 @@ fn geometry_matches_real_mke2fs() {
         40_008_845_721,            // bench5 at scale 0.1
     ] {
         check_size(fs_bytes);
+    }
+}
+
+/// ext4 as e2fsprogs 1.41 made it: flex_bg table packing (full flex groups, a short last
+/// flex group, a file system smaller than one flex group), 256-byte inodes, uninit_bg, the
+/// midpoint journal.
+#[test]
+fn ext4_2009_geometry_matches_real_mke2fs() {
+    for fs_bytes in [
+        64 << 20,                   // one group
+        (32768 * 5 + 2000) * 4096,  // 6 groups: less than one flex group
+        (32768 * 16) * 4096,        // exactly one flex group
+        (32768 * 37 + 9000) * 4096, // two full flex groups and a short third
+        4_000_884_572,              // bench5 at scale 0.01 (30 groups)
+        34_359_738_368,             // 32 GiB, the ubuntu-32g file system (256 groups)
+        40_008_845_721,             // 299 groups: a last flex group of 11
+    ] {
+        check_profile_size("ext4-2009", fs_bytes);
+    }
+}
+
+/// 64bit: 64-byte group descriptors (half as many per block: more descriptor and reserved
+/// descriptor blocks), and flex groups of 4 — variations of the 2009 profile.
+#[test]
+fn ext4_64bit_and_flex_sizes_match_real_mke2fs() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../profiles/mkfs/ext4-2009.toml"
+    ))
+    .unwrap();
+    let wide = text
+        .replace("\"extra_isize\",", "\"extra_isize\", \"64bit\",")
+        .replace("name = \"ext4-2009\"", "name = \"ext4-64bit\"");
+    let wide = MkfsProfile::from_toml_str(&wide, "ext4-64bit").unwrap();
+    assert!(wide.has_feature("64bit"));
+    let four = text
+        .replace("flex_bg_size = 16", "flex_bg_size = 4")
+        .replace("name = \"ext4-2009\"", "name = \"ext4-flex4\"");
+    let four = MkfsProfile::from_toml_str(&four, "ext4-flex4").unwrap();
+    for fs_bytes in [
+        (32768 * 37 + 9000) * 4096,
+        40_008_845_721,
+        // 2049 groups: 33 descriptor blocks of 64 bytes, 17 of 32
+        (32768 * 2048 + 5000) * 4096,
+    ] {
+        let geo = Geometry::new(&wide, fs_bytes).unwrap();
+        assert_eq!(geo.desc_bytes, 64);
+        assert_eq!(geo.gdt_blocks, geo.group_count().div_ceil(64));
+        check_profile(&wide, fs_bytes);
+        check_profile(&four, fs_bytes);
     }
 }
 

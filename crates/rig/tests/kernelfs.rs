@@ -19,6 +19,15 @@ fn zram_devices() -> Vec<String> {
         .collect()
 }
 
+/// The tests of this binary run at once and wait for each other on the rig's lock, which is
+/// released when a `KernelFs` drops: another test may then take the loop device just freed
+/// before this one checks that it is gone. Each test holds this for its whole body.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Write a 16 MiB file of non-zero bytes, remount, read it back, delete it: each a traced
 /// phase. The read phase must read the whole file from the device (the caches were dropped),
 /// the write phase write at least all of it, and nothing may be left afterwards.
@@ -94,6 +103,7 @@ fn write_remount_read_delete(kind: FsKind, mkfs_args: &[&str]) {
 
 #[test]
 fn every_kernel_fs_runs_traced_phases_and_leaves_nothing() {
+    let _one = one_at_a_time();
     if !root_or_skip("every_kernel_fs_runs_traced_phases_and_leaves_nothing") {
         return;
     }
@@ -107,6 +117,7 @@ fn every_kernel_fs_runs_traced_phases_and_leaves_nothing() {
 
 #[test]
 fn sparse_file_backing_too() {
+    let _one = one_at_a_time();
     if !root_or_skip("sparse_file_backing_too") {
         return;
     }
@@ -142,6 +153,7 @@ fn sparse_file_backing_too() {
 
 #[test]
 fn too_little_disk_space_is_refused_before_anything_is_made() {
+    let _one = one_at_a_time();
     if !root_or_skip("too_little_disk_space_is_refused_before_anything_is_made") {
         return;
     }

@@ -22,7 +22,104 @@ pub enum NsOp {
     Mkdir { path: String },
     /// Create a regular file and write `bytes` to it sequentially, then close it.
     Create { path: String, bytes: u64 },
+    /// Make a symbolic link `path` whose target is the text `target` (symlink(2): the
+    /// target need not exist).
+    Symlink { path: String, target: String },
+    /// Make `path` another name (a hard link, link(2)) of the existing non-directory
+    /// `target`, a path made by an earlier operation.
+    Link { path: String, target: String },
+    /// Make a device node, fifo or socket (mknod(2)).
+    Mknod {
+        path: String,
+        node: NodeKind,
+        major: u32,
+        minor: u32,
+    },
 }
+
+impl NsOp {
+    /// The path the operation makes.
+    pub fn path(&self) -> &str {
+        match self {
+            NsOp::Mkdir { path }
+            | NsOp::Create { path, .. }
+            | NsOp::Symlink { path, .. }
+            | NsOp::Link { path, .. }
+            | NsOp::Mknod { path, .. } => path,
+        }
+    }
+
+    /// The operation's name as a shell command would say it, for messages.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            NsOp::Mkdir { .. } => "mkdir",
+            NsOp::Create { .. } => "create",
+            NsOp::Symlink { .. } => "symlink",
+            NsOp::Link { .. } => "link",
+            NsOp::Mknod { .. } => "mknod",
+        }
+    }
+}
+
+/// What `mknod` makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NodeKind {
+    /// A character device.
+    Char,
+    /// A block device.
+    Block,
+    /// A named pipe.
+    Fifo,
+    /// A unix-domain socket.
+    Socket,
+}
+
+/// Statistics of a population (see [`Population::stats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PopulationStats {
+    /// Regular files (inodes).
+    pub regular_files: u64,
+    /// Directories, the root and lost+found included.
+    pub directories: u64,
+    /// Symlinks.
+    pub symlinks: u64,
+    /// Symlinks of at most 59 bytes (kept in the inode).
+    pub fast_symlinks: u64,
+    /// Names beyond an inode's first.
+    pub hard_links: u64,
+    /// Character devices.
+    pub char_devices: u64,
+    /// Block devices.
+    pub block_devices: u64,
+    /// Fifos.
+    pub fifos: u64,
+    /// Sockets.
+    pub sockets: u64,
+    /// Files of 2 GiB or more.
+    pub large_files: u64,
+    /// Inodes in use once made, the reserved ones included (as e2fsck counts).
+    pub inodes_used: u64,
+    /// Bytes of regular-file data.
+    pub file_bytes: u64,
+    /// 4 KiB blocks of file data and slow-symlink targets (no metadata, no directories).
+    pub data_blocks: u64,
+    /// Deepest path, in components.
+    pub max_depth: u64,
+    /// Regular files by size: power-of-two buckets.
+    pub size_histogram: Vec<SizeBucket>,
+}
+
+/// Files below `below_bytes` (and at least half of it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SizeBucket {
+    /// Upper bound (exclusive) of the bucket; 1 for empty files.
+    pub below_bytes: u64,
+    /// Files in it.
+    pub files: u64,
+}
+
+/// Longest symlink target (the kernel allows a block less its NUL; 4 KiB blocks assumed).
+pub const MAX_SYMLINK_TARGET_BYTES: usize = 4095;
 
 /// The operations that build a file system's contents, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +143,28 @@ pub enum Error {
         /// Every valid name.
         valid: Vec<&'static str>,
     },
+    /// An operation that cannot be done on the tree the earlier ones made.
+    #[error("ops[{index}] ({verb} '{path}'): {reason}")]
+    BadTree {
+        /// Index of the operation in [`Population::ops`].
+        index: usize,
+        /// What it does.
+        verb: &'static str,
+        /// The path it makes.
+        path: String,
+        /// Why it cannot be done, and what would make it possible.
+        reason: String,
+    },
+    /// A workload profile file that cannot be used.
+    #[error("workload profile {source_name}: {key}: {reason}")]
+    BadProfile {
+        /// The file (or "embedded NAME").
+        source_name: String,
+        /// The key at fault.
+        key: String,
+        /// Why, and what would do.
+        reason: String,
+    },
     /// A scale factor that is not a finite number in (0, 1].
     #[error("scale factor {0} is not in (0, 1]")]
     BadScale(f64),
@@ -62,7 +181,9 @@ pub enum Error {
 }
 
 /// Names of the built-in profiles.
-pub const PROFILE_NAMES: &[&str] = &["bench5"];
+pub const PROFILE_NAMES: &[&str] = &["bench5", "ubuntu-32g"];
+
+const UBUNTU_32G_TOML: &str = include_str!("../../../profiles/workloads/ubuntu-32g.toml");
 
 /// The built-in profile `name` at full scale.
 ///
@@ -70,6 +191,11 @@ pub const PROFILE_NAMES: &[&str] = &["bench5"];
 pub fn profile_by_name(name: &str) -> Result<Population, Error> {
     match name {
         "bench5" => Ok(profiles::bench5::bench5()),
+        "ubuntu-32g" => Ok(profiles::tree::TreeProfile::from_toml_str(
+            UBUNTU_32G_TOML,
+            "embedded ubuntu-32g",
+        )?
+        .generate()),
         _ => Err(Error::UnknownProfile {
             name: name.to_string(),
             valid: PROFILE_NAMES.to_vec(),
@@ -113,6 +239,7 @@ impl Population {
                     path: path.clone(),
                     bytes: shrink(*bytes),
                 },
+                other => other.clone(),
             })
             .collect();
         Ok(Population {
@@ -128,9 +255,154 @@ impl Population {
             .iter()
             .map(|op| match op {
                 NsOp::Create { bytes, .. } => *bytes,
-                NsOp::Mkdir { .. } => 0,
+                _ => 0,
             })
             .sum()
+    }
+
+    /// Counts by kind, data volume, depth and the size histogram (what `layoutlab workload
+    /// show` prints). Directories count the root and lost+found, as e2fsck does;
+    /// `inodes_used` adds the 9 other reserved inodes (1, 3-10) e2fsck counts as used.
+    pub fn stats(&self) -> PopulationStats {
+        let mut st = PopulationStats {
+            directories: 2,
+            ..Default::default()
+        };
+        let mut hist = std::collections::BTreeMap::new();
+        for op in &self.ops {
+            let depth = op.path().matches('/').count() as u64 + 1;
+            st.max_depth = st.max_depth.max(depth);
+            match op {
+                NsOp::Mkdir { .. } => st.directories += 1,
+                NsOp::Create { bytes, .. } => {
+                    st.regular_files += 1;
+                    st.file_bytes += bytes;
+                    st.data_blocks += bytes.div_ceil(4096);
+                    if *bytes >= 2 << 30 {
+                        st.large_files += 1;
+                    }
+                    // power-of-two buckets: "< 2^k bytes"
+                    let bucket = 64 - bytes.leading_zeros();
+                    *hist.entry(bucket).or_insert(0u64) += 1;
+                }
+                NsOp::Symlink { target, .. } => {
+                    st.symlinks += 1;
+                    if target.len() <= 59 {
+                        st.fast_symlinks += 1;
+                    } else {
+                        st.data_blocks += 1;
+                    }
+                }
+                NsOp::Link { .. } => st.hard_links += 1,
+                NsOp::Mknod { node, .. } => match node {
+                    NodeKind::Char => st.char_devices += 1,
+                    NodeKind::Block => st.block_devices += 1,
+                    NodeKind::Fifo => st.fifos += 1,
+                    NodeKind::Socket => st.sockets += 1,
+                },
+            }
+        }
+        st.inodes_used = 9
+            + st.directories
+            + st.regular_files
+            + st.symlinks
+            + st.char_devices
+            + st.block_devices
+            + st.fifos
+            + st.sockets;
+        st.size_histogram = hist
+            .into_iter()
+            .map(|(bucket, files)| SizeBucket {
+                below_bytes: if bucket >= 64 {
+                    u64::MAX
+                } else {
+                    1u64 << bucket
+                },
+                files,
+            })
+            .collect();
+        st
+    }
+
+    /// Checks that every operation can be done in order: a valid name, a parent directory
+    /// made earlier, no name made twice, a hard link naming an existing non-directory, a
+    /// symlink target of 1..=4095 bytes without NUL. Returns the first impossible operation
+    /// as [`Error::BadTree`], naming it and why.
+    pub fn check_tree(&self) -> Result<(), Error> {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Made {
+            Dir,
+            Other,
+        }
+        let mut made: std::collections::HashMap<&str, Made> = std::collections::HashMap::new();
+        made.insert("", Made::Dir);
+        for (index, op) in self.ops.iter().enumerate() {
+            let path = op.path();
+            let bad = |reason: String| Error::BadTree {
+                index,
+                verb: op.verb(),
+                path: path.to_string(),
+                reason,
+            };
+            let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+            if name.is_empty()
+                || name.len() > 255
+                || name == "."
+                || name == ".."
+                || path.contains('\0')
+            {
+                return Err(bad(
+                    "a name must be 1..=255 bytes, not '.' or '..', without NUL".into(),
+                ));
+            }
+            match made.get(parent) {
+                Some(Made::Dir) => {}
+                Some(Made::Other) => {
+                    return Err(bad(format!("parent '{parent}' is not a directory")))
+                }
+                None => {
+                    return Err(bad(format!(
+                        "parent directory '{parent}' does not exist (make it with an earlier mkdir)"
+                    )))
+                }
+            }
+            if made.contains_key(path) {
+                return Err(bad("the path already exists".into()));
+            }
+            match op {
+                NsOp::Link { target, .. } => match made.get(target.as_str()) {
+                    None => {
+                        return Err(bad(format!(
+                            "hard link target '{target}' does not exist (it must be made by an earlier operation)"
+                        )))
+                    }
+                    Some(Made::Dir) => {
+                        return Err(bad(format!(
+                            "hard link target '{target}' is a directory (directories cannot be hard-linked)"
+                        )))
+                    }
+                    Some(Made::Other) => {}
+                },
+                NsOp::Symlink { target, .. }
+                    if target.is_empty()
+                        || target.len() > MAX_SYMLINK_TARGET_BYTES
+                        || target.contains('\0') =>
+                {
+                    return Err(bad(format!(
+                        "symlink target of {} bytes: it must be 1..={MAX_SYMLINK_TARGET_BYTES} bytes without NUL",
+                        target.len()
+                    )));
+                }
+                _ => {}
+            }
+            let kind = if matches!(op, NsOp::Mkdir { .. }) {
+                Made::Dir
+            } else {
+                Made::Other
+            };
+            made.insert(path, kind);
+        }
+        Ok(())
     }
 }
 
@@ -152,6 +424,153 @@ mod tests {
             assert!(pop.scale(f).is_err(), "{f}");
         }
         assert!(matches!(pop.scale(1e-6), Err(Error::TooSmall { .. })));
+    }
+
+    #[test]
+    fn impossible_trees_name_the_operation_and_why() {
+        let pop = |ops: Vec<NsOp>| Population {
+            name: "t".into(),
+            fs_bytes: 1 << 30,
+            ops,
+        };
+        let mk = |p: &str| NsOp::Mkdir { path: p.into() };
+        let link = |p: &str, t: &str| NsOp::Link {
+            path: p.into(),
+            target: t.into(),
+        };
+        let ok = pop(vec![
+            mk("d"),
+            NsOp::Create {
+                path: "d/f".into(),
+                bytes: 1,
+            },
+            link("g", "d/f"),
+            NsOp::Symlink {
+                path: "s".into(),
+                target: "/nowhere".into(),
+            },
+            link("s2", "s"),
+            NsOp::Mknod {
+                path: "d/null".into(),
+                node: NodeKind::Char,
+                major: 1,
+                minor: 3,
+            },
+        ]);
+        ok.check_tree().unwrap();
+        let e = pop(vec![mk("d"), link("d/h", "d/missing")])
+            .check_tree()
+            .unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("ops[1]")
+                && msg.contains("d/h")
+                && msg.contains("'d/missing' does not exist"),
+            "{msg}"
+        );
+        let e = pop(vec![mk("d"), link("h", "d")]).check_tree().unwrap_err();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        let e = pop(vec![mk("a/b")]).check_tree().unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("parent directory 'a' does not exist"),
+            "{e}"
+        );
+        let e = pop(vec![mk("a"), mk("a")]).check_tree().unwrap_err();
+        assert!(e.to_string().contains("already exists"), "{e}");
+        let e = pop(vec![NsOp::Symlink {
+            path: "s".into(),
+            target: String::new(),
+        }])
+        .check_tree()
+        .unwrap_err();
+        assert!(e.to_string().contains("symlink target of 0 bytes"), "{e}");
+    }
+
+    #[test]
+    fn ubuntu_32g_counts_are_exact_and_in_rsync_order() {
+        let pop = profile_by_name("ubuntu-32g").unwrap();
+        pop.check_tree().unwrap();
+        let st = pop.stats();
+        // the vital statistics of Ts'o's file system (EXPERIMENTS.md), exactly
+        assert_eq!(st.inodes_used, 312_214);
+        assert_eq!(st.regular_files, 263_549);
+        assert_eq!(st.directories, 28_022);
+        assert_eq!((st.symlinks, st.fast_symlinks), (20_618, 19_450));
+        assert_eq!(st.hard_links, 615);
+        assert_eq!((st.char_devices, st.block_devices), (5, 1));
+        assert_eq!((st.fifos, st.sockets), (5, 5));
+        // e2fsck's "1 large file" is the resize inode: the tree has none
+        assert_eq!(st.large_files, 0);
+        // rsync -axH: a directory's entries in name order, then its subdirectories
+        let mut last_in_dir: std::collections::HashMap<&str, &str> = Default::default();
+        let mut finished: std::collections::HashSet<&str> = Default::default();
+        for op in &pop.ops {
+            let (dir, name) = op.path().rsplit_once('/').unwrap_or(("", op.path()));
+            assert!(
+                !finished.contains(dir),
+                "{dir} got an entry after its subtree began"
+            );
+            if let Some(prev) = last_in_dir.insert(dir, name) {
+                assert!(prev < name, "{prev} then {name} in '{dir}'");
+            }
+            // entering `dir` closes its parent's entry list
+            let mut up = dir;
+            while let Some((p, _)) = up.rsplit_once('/') {
+                finished.insert(p);
+                up = p;
+            }
+            if !dir.is_empty() {
+                finished.insert("");
+            }
+        }
+        // the same tree every time
+        assert_eq!(profile_by_name("ubuntu-32g").unwrap(), pop);
+        // sizes: the lognormal body's median is e^9.48 = 13 KB before scaling to the volume
+        let median_bucket = {
+            let mut seen = 0;
+            st.size_histogram
+                .iter()
+                .find(|b| {
+                    seen += b.files;
+                    seen * 2 >= st.regular_files
+                })
+                .unwrap()
+                .below_bytes
+        };
+        assert!((4096..=65536).contains(&median_bucket), "{median_bucket}");
+    }
+
+    #[test]
+    fn bad_tree_profiles_name_the_file_and_key() {
+        let text = include_str!("../../../profiles/workloads/ubuntu-32g.toml");
+        let bad = text.replace("fast_symlinks = 19450", "fast_symlinks = 30000");
+        let e = profiles::tree::TreeProfile::from_toml_str(&bad, "my.toml").unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("my.toml")
+                && msg.contains("counts.fast_symlinks")
+                && msg.contains("30000 fast of 20618"),
+            "{msg}"
+        );
+        let bad = text.replace("regular_files = 263549", "regular_files = 0");
+        let msg = profiles::tree::TreeProfile::from_toml_str(&bad, "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("counts.hard_links") && msg.contains("no regular file"),
+            "{msg}"
+        );
+        let bad = text.replace("directories = 28022", "directories = 1");
+        let msg = profiles::tree::TreeProfile::from_toml_str(&bad, "y.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("counts.directories"), "{msg}");
+        let bad = text.replace("lognormal_sigma = 2.46", "lognormal_sigma = -1");
+        let msg = profiles::tree::TreeProfile::from_toml_str(&bad, "z.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("shape.lognormal_sigma"), "{msg}");
     }
 
     #[test]

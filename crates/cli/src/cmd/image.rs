@@ -56,7 +56,7 @@ pub fn run(cmd: Command) -> Result<()> {
                 Ok(stats) => {
                     super::emit(
                         &format!(
-                            "wrote {} ({} inodes, {} data blocks, {} indirect blocks); e2fsck -fn: clean\n",
+                            "wrote {} ({} inodes, {} data blocks, {} mapping blocks); e2fsck -fn: clean\n",
                             output.display(),
                             stats.inodes,
                             stats.file_data_blocks,
@@ -74,6 +74,7 @@ pub fn run(cmd: Command) -> Result<()> {
         }
         Command::Inspect { image, json } => {
             let ins = layoutlab_image::inspect(&image)?;
+            let c = ins.counts();
             if let Some(p) = json {
                 let s = &ins.superblock;
                 return write_json(
@@ -89,6 +90,20 @@ pub fn run(cmd: Command) -> Result<()> {
                         "features": s.features,
                         "plan": ins.plan("inspected"),
                         "extent_blocks": ins.extent_blocks.len(),
+                        "counts": {
+                            "regular_files": c.regular_files,
+                            "directories": c.directories,
+                            "symlinks": c.symlinks,
+                            "fast_symlinks": c.fast_symlinks,
+                            "hard_links": c.hard_links,
+                            "char_devices": c.char_devices,
+                            "block_devices": c.block_devices,
+                            "fifos": c.fifos,
+                            "sockets": c.sockets,
+                            "extent_mapped": c.extent_mapped,
+                            "indirect_blocks": c.indirect_blocks,
+                            "extent_tree_blocks": c.extent_tree_blocks,
+                        },
                     }),
                 );
             }
@@ -98,13 +113,23 @@ pub fn run(cmd: Command) -> Result<()> {
                 vec![Column::text("quantity"), Column::number("value", None)],
             );
             let files = ins.inodes.len();
-            let maps: usize = ins.inodes.iter().map(|i| i.planned.mapping.len()).sum();
             for (k, v) in [
                 ("block size", s.block_bytes as f64),
                 ("blocks", s.blocks_count as f64),
                 ("free blocks", s.free_blocks as f64),
                 ("inodes in use (listed)", files as f64),
-                ("indirect blocks", maps as f64),
+                ("regular files", c.regular_files as f64),
+                ("directories", c.directories as f64),
+                ("symlinks", c.symlinks as f64),
+                ("fast symlinks", c.fast_symlinks as f64),
+                ("hard links", c.hard_links as f64),
+                ("character devices", c.char_devices as f64),
+                ("block devices", c.block_devices as f64),
+                ("fifos", c.fifos as f64),
+                ("sockets", c.sockets as f64),
+                ("extent-mapped inodes", c.extent_mapped as f64),
+                ("indirect blocks", c.indirect_blocks as f64),
+                ("extent-tree blocks", c.extent_tree_blocks as f64),
             ] {
                 t.push_row(vec![Cell::text(k), Cell::num(v, 0)])?;
             }

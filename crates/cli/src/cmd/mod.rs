@@ -7,6 +7,7 @@ pub mod image;
 pub mod plan;
 pub mod reproduce;
 pub mod trace;
+pub mod workload;
 
 pub use layoutlab_experiments::output::{emit, write_json, Human};
 pub use layoutlab_experiments::support::parse_size;

@@ -17,13 +17,14 @@ pub struct Args {
     /// Workload profile (e.g. bench5).
     #[arg(long, default_value = "bench5")]
     pub workload: String,
-    /// Layout policy (e.g. ext3-2007, ext3-metacluster).
+    /// Layout policy: ext3-2007, ext3-metacluster, or (with --mkfs-profile ext4-2009)
+    /// ext4-2008, ext4-2009.
     #[arg(long, default_value = "ext3-2007")]
     pub policy: String,
     /// A policy parameter NAME=VALUE (repeatable), e.g. --param region_start=1/2.
     #[arg(long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
-    /// mkfs profile.
+    /// mkfs profile: ext3-2007 (e2fsprogs 1.40) or ext4-2009 (1.41.3/1.41.4, flex_bg).
     #[arg(long, default_value = "ext3-2007")]
     pub mkfs_profile: String,
     /// Shrink the disk and every file together (1.0 = the profile's full size).
@@ -82,7 +83,11 @@ pub fn run(a: Args) -> Result<()> {
         ("block groups", geo.group_count() as f64, 0),
         ("inodes planned", plan.inodes.len() as f64, 0),
         ("file data blocks", plan.file_data_blocks() as f64, 0),
-        ("indirect blocks", plan.mapping_blocks() as f64, 0),
+        (
+            "mapping blocks (indirect or extent tree)",
+            plan.mapping_blocks() as f64,
+            0,
+        ),
         (
             "files with >1 fragment",
             frags.iter().filter(|(_, f)| *f > 1).count() as f64,

@@ -5,9 +5,12 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use layoutlab_image::geometry::{kind_of, BlockMapGeometry};
 use layoutlab_image::{inspect, mkfs};
-use layoutlab_layout::{InodeKind, MapBlock, Plan, PlannedInode, Run};
+use layoutlab_layout::mapping::{kind_of, required_mapping, BlockMapGeometry, MapFormat};
+use layoutlab_layout::{
+    push_run, HardLink, InodeKind, MapBlock, Plan, PlannedInode, Run, Special,
+    FAST_SYMLINK_MAX_BYTES,
+};
 
 pub fn args(s: &str) -> Vec<String> {
     s.split_whitespace().map(String::from).collect()
@@ -38,6 +41,8 @@ pub struct Builder {
     pub region_cursor: u64,
     pub block_bytes: u64,
     pub geo: BlockMapGeometry,
+    /// How new files and directories are mapped.
+    pub format: MapFormat,
     pub plan: Plan,
 }
 
@@ -61,9 +66,10 @@ impl Builder {
             region_cursor: n as u64 * 3 / 4,
             block_bytes: bs,
             geo: BlockMapGeometry::new(bs),
+            format: MapFormat::Blocks,
             plan: Plan {
                 policy: "test".into(),
-                inodes: Vec::new(),
+                ..Default::default()
             },
         }
     }
@@ -137,6 +143,9 @@ impl Builder {
         segments: &[(u64, u64)],
         place: MapPlace,
     ) -> &mut PlannedInode {
+        if self.format == MapFormat::Extents {
+            return self.extent_file(ino, parent, name, size_bytes, segments, place);
+        }
         let mut data: Vec<Run> = Vec::new();
         let mut mapping = Vec::new();
         let mut placed: BTreeSet<(u8, u64)> = BTreeSet::new();
@@ -171,8 +180,142 @@ impl Builder {
             size_bytes,
             data,
             mapping,
+            ..Default::default()
         });
         self.plan.inodes.last_mut().unwrap()
+    }
+
+    /// An extent-mapped file: data from the cursor in logical order, then the tree blocks
+    /// the mapping module says libext2fs needs, in its allocation order
+    /// ([`Builder::fragmented`] makes files of many extents).
+    fn extent_file(
+        &mut self,
+        ino: u32,
+        parent: u32,
+        name: &str,
+        size_bytes: u64,
+        segments: &[(u64, u64)],
+        place: MapPlace,
+    ) -> &mut PlannedInode {
+        let mut data: Vec<Run> = Vec::new();
+        for &(start, len) in segments {
+            for l in start..start + len {
+                let p = self.take();
+                push_run(&mut data, l, p, 1);
+            }
+        }
+        self.push_extent_inode(ino, InodeKind::File, parent, name, size_bytes, data, place)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_extent_inode(
+        &mut self,
+        ino: u32,
+        kind: InodeKind,
+        parent: u32,
+        name: &str,
+        size_bytes: u64,
+        data: Vec<Run>,
+        place: MapPlace,
+    ) -> &mut PlannedInode {
+        let need = required_mapping(MapFormat::Extents, &data, self.block_bytes).unwrap();
+        let mapping = need
+            .into_iter()
+            .map(|(kind, logical)| MapBlock {
+                kind,
+                logical,
+                physical: self.take_from(matches!(place, MapPlace::Region)),
+            })
+            .collect();
+        self.plan.inodes.push(PlannedInode {
+            ino,
+            kind,
+            parent,
+            name: name.into(),
+            size_bytes,
+            data,
+            mapping,
+            format: MapFormat::Extents,
+            ..Default::default()
+        });
+        self.plan.inodes.last_mut().unwrap()
+    }
+
+    /// An extent-mapped file of `extents` one-block extents, each a block apart (so none
+    /// merge): enough of them grow leaf and index blocks.
+    pub fn fragmented(&mut self, ino: u32, parent: u32, name: &str, extents: u64) {
+        let mut data: Vec<Run> = Vec::new();
+        for l in 0..extents {
+            let p = self.take();
+            self.take(); // a gap
+            push_run(&mut data, l, p, 1);
+        }
+        let size = extents * self.block_bytes;
+        self.push_extent_inode(
+            ino,
+            InodeKind::File,
+            parent,
+            name,
+            size,
+            data,
+            MapPlace::Inline,
+        );
+    }
+
+    /// A symlink: fast (no block) when the target fits the inode, else one block, mapped as
+    /// ext2fs_symlink maps it on this image.
+    pub fn symlink(&mut self, ino: u32, parent: u32, name: &str, target: &str) {
+        let slow = target.len() > FAST_SYMLINK_MAX_BYTES;
+        let data = if slow {
+            vec![Run {
+                logical: 0,
+                physical: self.take(),
+                len: 1,
+            }]
+        } else {
+            Vec::new()
+        };
+        self.plan.inodes.push(PlannedInode {
+            ino,
+            kind: InodeKind::Symlink,
+            parent,
+            name: name.into(),
+            size_bytes: target.len() as u64,
+            data,
+            format: if slow { self.format } else { MapFormat::Blocks },
+            special: Special::Symlink {
+                target: target.into(),
+            },
+            ..Default::default()
+        });
+    }
+
+    /// A device node (with `rdev`), fifo or socket.
+    pub fn node(&mut self, ino: u32, parent: u32, name: &str, kind: InodeKind, rdev: (u32, u32)) {
+        let special = match kind {
+            InodeKind::CharDev | InodeKind::BlockDev => Special::Device {
+                major: rdev.0,
+                minor: rdev.1,
+            },
+            _ => Special::None,
+        };
+        self.plan.inodes.push(PlannedInode {
+            ino,
+            kind,
+            parent,
+            name: name.into(),
+            special,
+            ..Default::default()
+        });
+    }
+
+    /// Another name for inode `ino`.
+    pub fn link(&mut self, parent: u32, name: &str, ino: u32) {
+        self.plan.links.push(HardLink {
+            parent,
+            name: name.into(),
+            ino,
+        });
     }
 
     /// A dense file of `size_bytes`.
@@ -183,6 +326,24 @@ impl Builder {
 
     /// A directory of `blocks` contiguous-as-available blocks.
     pub fn dir(&mut self, ino: u32, parent: u32, name: &str, blocks: u64) {
+        if self.format == MapFormat::Extents {
+            let mut data: Vec<Run> = Vec::new();
+            for l in 0..blocks {
+                let p = self.take();
+                push_run(&mut data, l, p, 1);
+            }
+            let size = blocks * self.block_bytes;
+            self.push_extent_inode(
+                ino,
+                InodeKind::Dir,
+                parent,
+                name,
+                size,
+                data,
+                MapPlace::Inline,
+            );
+            return;
+        }
         let mut data: Vec<Run> = Vec::new();
         for l in 0..blocks {
             let p = self.take();
@@ -202,21 +363,43 @@ impl Builder {
             name: name.into(),
             size_bytes: blocks * self.block_bytes,
             data,
-            mapping: Vec::new(),
+            ..Default::default()
         });
     }
 }
 
-/// Asserts that every plan inode reads back identically (mapping in tree order) and that
-/// i_blocks counts data plus mapping blocks.
+/// Every (inode, parent, name) of a plan: first names and hard links alike.
+pub fn all_names(plan: &Plan) -> BTreeSet<(u32, u32, String)> {
+    plan.inodes
+        .iter()
+        .filter(|i| i.ino != 2)
+        .map(|i| (i.ino, i.parent, i.name.clone()))
+        .chain(plan.links.iter().map(|l| (l.ino, l.parent, l.name.clone())))
+        .collect()
+}
+
+/// Asserts that every plan inode reads back identically (mapping in tree order), that
+/// i_blocks counts data plus mapping blocks, and that every name (hard links included) is
+/// there. Which of an inode's names is its "first" depends on the walk, so names compare as
+/// sets.
 pub fn assert_round_trip(image: &Path, plan: &Plan) {
     let back = inspect(image).expect("inspect");
     let want = layoutlab_image::normalize_plan(plan);
+    let got_names = all_names(&back.plan("image"));
+    for (ino, parent, name) in all_names(plan) {
+        assert!(
+            got_names.contains(&(ino, parent, name.clone())),
+            "name {name:?} of inode {ino} in directory {parent} missing from the image"
+        );
+    }
     for p in &want.inodes {
         let got = back
             .inode(p.ino)
             .unwrap_or_else(|| panic!("inode {} missing from image", p.ino));
-        assert_eq!(&got.planned, p, "inode {} differs", p.ino);
+        let mut got_planned = got.planned.clone();
+        got_planned.parent = p.parent;
+        got_planned.name = p.name.clone();
+        assert_eq!(&got_planned, p, "inode {} differs", p.ino);
         assert_eq!(
             got.blocks_fs,
             p.data_blocks() + p.mapping.len() as u64,

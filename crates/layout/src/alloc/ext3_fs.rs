@@ -8,9 +8,12 @@ use crate::alloc::ext3_alloc::Ext3Alloc;
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::writer::{alloc_branch, mapping_needed_at, write_file, IndirectPlacer};
 use crate::geometry::{addr_per_block, Geometry};
-use crate::plan::{InodeKind, MapBlock, Plan, PlannedInode, Run};
+use crate::mapping::MapFormat;
+use crate::plan::{
+    HardLink, InodeKind, MapBlock, Plan, PlannedInode, Run, Special, FAST_SYMLINK_MAX_BYTES,
+};
 use crate::LayoutError;
-use layoutlab_workload::{NsOp, Population};
+use layoutlab_workload::{NodeKind, NsOp, Population};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{HashMap, HashSet};
@@ -203,7 +206,7 @@ pub fn plan_ext3(
             physical: geo.root_dir_block(),
             len: 1,
         }],
-        mapping: Vec::new(),
+        ..Default::default()
     }];
     let mut dirs: HashMap<String, DirState> = HashMap::new();
     dirs.insert(
@@ -214,39 +217,58 @@ pub fn plan_ext3(
             growth: DirGrowth::fresh_root(bs, dir_index),
         },
     );
-    let mut names: HashSet<&str> = HashSet::new();
-    let mut failed: HashSet<String> = HashSet::new();
+    // every operation must be possible on the tree the earlier ones made
+    pop.check_tree()
+        .map_err(|e| LayoutError::BadPopulation(e.to_string()))?;
+    // non-directories by path (hard-link targets): their index in `out`
+    let mut others: HashMap<&str, usize> = HashMap::new();
+    let mut links: Vec<HardLink> = Vec::new();
+    let mut failed: HashSet<&str> = HashSet::new();
     for op in &pop.ops {
-        let (path, is_dir, bytes) = match op {
-            NsOp::Create { path, bytes } => (path, false, *bytes),
-            NsOp::Mkdir { path } => (path, true, 0),
-        };
-        let (parent_path, name) = match path.rsplit_once('/') {
-            Some((p, n)) => (p.to_string(), n),
-            None => (String::new(), path.as_str()),
-        };
-        if name.is_empty() || name.len() > 255 || name == "." || name == ".." {
-            return Err(LayoutError::BadPopulation(format!(
-                "bad name in path '{path}'"
-            )));
-        }
-        if !names.insert(path.as_str()) {
-            return Err(LayoutError::BadPopulation(format!(
-                "'{path}' already exists"
-            )));
-        }
-        if failed.contains(parent_path.as_str()) {
+        let path = op.path();
+        let (parent_path, name) = path.rsplit_once('/').unwrap_or(("", path));
+        if failed.contains(parent_path) {
             // Its directory could not be made (ENOSPC): the operation fails too.
-            failed.insert(path.clone());
+            failed.insert(path);
             continue;
         }
-        let Some(parent) = dirs.get(&parent_path) else {
-            return Err(LayoutError::BadPopulation(format!(
-                "'{path}': parent directory '{parent_path}' was not made first"
-            )));
-        };
+        let parent = dirs.get(parent_path).expect("check_tree: parents exist");
         let parent_ino = out[parent.index].ino;
         let parent_index = parent.index;
+        if let NsOp::Link { target, .. } = op {
+            // ext3_link(): only a new entry in the parent
+            if failed.contains(target.as_str()) {
+                failed.insert(path);
+                continue;
+            }
+            let target_index = others[target.as_str()];
+            let parent = dirs.get_mut(parent_path).expect("looked up above");
+            let saved_growth = parent.growth.clone();
+            let grow_by = parent.growth.add_entry(name.len());
+            if grow_dir(
+                &mut alloc,
+                &mut out[parent_index],
+                grow_by,
+                addr,
+                bs,
+                placer,
+            )
+            .is_none()
+            {
+                parent.growth = saved_growth;
+                failed.insert(path);
+                continue;
+            }
+            links.push(HardLink {
+                parent: parent_ino,
+                name: name.to_string(),
+                ino: out[target_index].ino,
+            });
+            others.insert(path, target_index);
+            continue;
+        }
+        let is_dir = matches!(op, NsOp::Mkdir { .. });
+        // ext3_new_inode(): Orlov for directories, find_group_other() for the rest
         let group = if is_dir {
             let random_start = u64::from(rng.gen::<u32>());
             inodes.find_group_orlov(&alloc.map, parent.group, parent_index == 0, random_start)
@@ -264,21 +286,25 @@ pub fn plan_ext3(
         let colour = (pid % 16) * (geo.blocks_per_group / 16);
         let goal = alloc.map.group_first(group) + colour;
         // ext3_mkdir(): the new directory's block 0 (ext3_bread(): no window, goal from
-        // ext3_find_near()) comes before its entry in the parent.
-        let mut dir_block = None;
-        if is_dir {
+        // ext3_find_near()) comes before its entry in the parent; ext3_symlink(): a target
+        // longer than i_data goes through page_symlink() into one block, also before the
+        // entry (ext3_add_nondir()).
+        let slow_symlink =
+            matches!(op, NsOp::Symlink { target, .. } if target.len() > FAST_SYMLINK_MAX_BYTES);
+        let mut first_block = None;
+        if is_dir || slow_symlink {
             match alloc.new_blocks(goal, 1, None) {
-                Some((b, _)) => dir_block = Some(b),
+                Some((b, _)) => first_block = Some(b),
                 None => {
-                    inodes.give_back(group, true);
-                    failed.insert(path.clone());
+                    inodes.give_back(group, is_dir);
+                    failed.insert(path);
                     continue;
                 }
             }
         }
         // ext3_add_entry() in the parent, growing it if needed; on ENOSPC the operation
         // fails and gives back its inode and blocks.
-        let parent = dirs.get_mut(&parent_path).expect("looked up above");
+        let parent = dirs.get_mut(parent_path).expect("looked up above");
         let saved_growth = parent.growth.clone();
         let grow_by = parent.growth.add_entry(name.len());
         if grow_dir(
@@ -292,57 +318,100 @@ pub fn plan_ext3(
         .is_none()
         {
             parent.growth = saved_growth;
-            if let Some(b) = dir_block {
+            if let Some(b) = first_block {
                 alloc.map.mark_free(b, 1);
             }
             inodes.give_back(group, is_dir);
-            failed.insert(path.clone());
+            failed.insert(path);
             continue;
         }
-        if let Some(b) = dir_block {
-            dirs.insert(
-                path.clone(),
-                DirState {
-                    index: out.len(),
-                    group,
-                    growth: DirGrowth::fresh_dir(bs, dir_index),
-                },
-            );
-            out.push(PlannedInode {
-                ino,
-                kind: InodeKind::Dir,
-                parent: parent_ino,
-                name: name.to_string(),
-                size_bytes: bs,
-                data: vec![Run {
+        let one_block = |b: Option<u64>| -> Vec<Run> {
+            b.map(|physical| {
+                vec![Run {
                     logical: 0,
-                    physical: b,
+                    physical,
                     len: 1,
-                }],
-                mapping: Vec::new(),
-            });
-            continue;
-        }
-        let want = bytes.div_ceil(bs);
-        let written = write_file(&mut alloc, placer, goal, want, addr);
-        let size_bytes = if written.blocks_written == want {
-            bytes
-        } else {
-            written.blocks_written * bs
+                }]
+            })
+            .unwrap_or_default()
         };
+        let node = match op {
+            NsOp::Mkdir { .. } => {
+                dirs.insert(
+                    path.to_string(),
+                    DirState {
+                        index: out.len(),
+                        group,
+                        growth: DirGrowth::fresh_dir(bs, dir_index),
+                    },
+                );
+                PlannedInode {
+                    kind: InodeKind::Dir,
+                    size_bytes: bs,
+                    data: one_block(first_block),
+                    ..Default::default()
+                }
+            }
+            NsOp::Create { bytes, .. } => {
+                let want = bytes.div_ceil(bs);
+                let written = write_file(&mut alloc, placer, goal, want, addr);
+                let size_bytes = if written.blocks_written == want {
+                    *bytes
+                } else {
+                    written.blocks_written * bs
+                };
+                PlannedInode {
+                    kind: InodeKind::File,
+                    size_bytes,
+                    data: written.data,
+                    mapping: written.mapping,
+                    ..Default::default()
+                }
+            }
+            NsOp::Symlink { target, .. } => PlannedInode {
+                kind: InodeKind::Symlink,
+                size_bytes: target.len() as u64,
+                data: one_block(first_block),
+                special: Special::Symlink {
+                    target: target.clone(),
+                },
+                ..Default::default()
+            },
+            NsOp::Mknod {
+                node, major, minor, ..
+            } => PlannedInode {
+                kind: match node {
+                    NodeKind::Char => InodeKind::CharDev,
+                    NodeKind::Block => InodeKind::BlockDev,
+                    NodeKind::Fifo => InodeKind::Fifo,
+                    NodeKind::Socket => InodeKind::Socket,
+                },
+                special: match node {
+                    NodeKind::Char | NodeKind::Block => Special::Device {
+                        major: *major,
+                        minor: *minor,
+                    },
+                    _ => Special::None,
+                },
+                ..Default::default()
+            },
+            NsOp::Link { .. } => unreachable!("handled above"),
+        };
+        if !is_dir {
+            others.insert(path, out.len());
+        }
         out.push(PlannedInode {
             ino,
-            kind: InodeKind::File,
             parent: parent_ino,
             name: name.to_string(),
-            size_bytes,
-            data: written.data,
-            mapping: written.mapping,
+            format: MapFormat::Blocks,
+            ..node
         });
     }
     Ok(Plan {
         policy: policy.to_string(),
         inodes: out,
+        links,
     })
 }
 
@@ -454,6 +523,118 @@ mod tests {
             bytes: 1
         }])
         .is_err());
+    }
+
+    #[test]
+    fn every_kind_of_object_is_planned() {
+        let p = MkfsProfile::by_name("ext3-2007").unwrap();
+        let geo = Geometry::new(&p, 2_000_000_000).unwrap();
+        let long = "t/".repeat(40);
+        let node = |path: &str, node: NodeKind| NsOp::Mknod {
+            path: path.into(),
+            node,
+            major: 8,
+            minor: 1,
+        };
+        let pop = Population {
+            name: "kinds".into(),
+            fs_bytes: 2_000_000_000,
+            ops: vec![
+                NsOp::Mkdir { path: "d".into() },
+                NsOp::Create {
+                    path: "d/f".into(),
+                    bytes: 10_000,
+                },
+                NsOp::Symlink {
+                    path: "fast".into(),
+                    target: "d/f".into(),
+                },
+                NsOp::Symlink {
+                    path: "d/slow".into(),
+                    target: long.clone(),
+                },
+                NsOp::Link {
+                    path: "hard".into(),
+                    target: "d/f".into(),
+                },
+                NsOp::Link {
+                    path: "d/hard2".into(),
+                    target: "hard".into(),
+                },
+                node("sda1", NodeKind::Block),
+                node("tty", NodeKind::Char),
+                node("d/fifo", NodeKind::Fifo),
+                node("d/sock", NodeKind::Socket),
+            ],
+        };
+        let plan = plan_ext3(
+            "t",
+            &geo,
+            &pop,
+            3,
+            Ext3Alloc::new(geo.free_map()),
+            &mut Inline,
+            true,
+        )
+        .unwrap();
+        plan.check(&geo).unwrap();
+        let by_name = |n: &str| plan.inodes.iter().find(|i| i.name == n).unwrap();
+        assert_eq!(by_name("fast").data_blocks(), 0);
+        assert_eq!(by_name("fast").size_bytes, 3);
+        let slow = by_name("slow");
+        assert_eq!((slow.kind, slow.data_blocks()), (InodeKind::Symlink, 1));
+        assert_eq!(
+            slow.special,
+            Special::Symlink {
+                target: long.clone()
+            }
+        );
+        assert_eq!(by_name("sda1").kind, InodeKind::BlockDev);
+        assert_eq!(by_name("tty").kind, InodeKind::CharDev);
+        assert_eq!(by_name("fifo").kind, InodeKind::Fifo);
+        assert_eq!(by_name("sock").special, Special::None);
+        let f = by_name("f").ino;
+        let d = by_name("d").ino;
+        assert_eq!(
+            plan.links,
+            vec![
+                HardLink {
+                    parent: ROOT_INO,
+                    name: "hard".into(),
+                    ino: f
+                },
+                HardLink {
+                    parent: d,
+                    name: "hard2".into(),
+                    ino: f
+                }
+            ]
+        );
+        // a plan whose hard link names a directory is refused
+        let mut bad = plan.clone();
+        bad.links[0].ino = d;
+        assert!(bad.check(&geo).unwrap_err().contains("is a directory"));
+        // and a population linking to a missing file is an error naming it
+        let mut pop2 = pop.clone();
+        pop2.ops.push(NsOp::Link {
+            path: "x".into(),
+            target: "d/nope".into(),
+        });
+        let e = plan_ext3(
+            "t",
+            &geo,
+            &pop2,
+            3,
+            Ext3Alloc::new(geo.free_map()),
+            &mut Inline,
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("ops[10]") && e.contains("'d/nope' does not exist"),
+            "{e}"
+        );
     }
 
     #[test]

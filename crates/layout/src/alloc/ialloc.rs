@@ -120,6 +120,11 @@ impl InodeMap {
         self.take(group)
     }
 
+    /// Inodes per group.
+    pub fn per_group(&self) -> u32 {
+        self.per_group
+    }
+
     /// Free inodes in `group`.
     pub fn free(&self, group: u64) -> u32 {
         self.per_group - self.used[group as usize]

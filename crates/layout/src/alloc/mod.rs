@@ -4,7 +4,10 @@
 pub mod bitmap;
 pub mod ext3_alloc;
 pub mod ext3_fs;
+pub mod ext4_fs;
+pub mod ext4_ialloc;
 pub mod ialloc;
+pub mod mballoc;
 pub mod writer;
 
 pub use bitmap::FreeMap;

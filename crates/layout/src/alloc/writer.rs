@@ -10,8 +10,7 @@
 //! 400 GB plan run in seconds. Every other call goes through [`Ext3Alloc::new_blocks`].
 
 use crate::alloc::ext3_alloc::{Ext3Alloc, Rsv};
-use crate::geometry::DIRECT_BLOCKS;
-use crate::plan::{push_run, MapBlock, MapKind, Run};
+use crate::plan::{push_run, MapBlock, Run};
 
 /// Where a policy puts indirect blocks.
 pub trait IndirectPlacer {
@@ -24,50 +23,7 @@ pub trait IndirectPlacer {
     fn place(&mut self, alloc: &mut Ext3Alloc, data_block: u64, count: usize) -> Option<Vec<u64>>;
 }
 
-/// Mapping blocks the write of logical block `l` must allocate, outermost first, each with
-/// the first logical block it maps (`addr` pointers per block).
-pub fn mapping_needed_at(l: u64, addr: u64) -> Vec<(MapKind, u64)> {
-    let base2 = DIRECT_BLOCKS + addr;
-    let base3 = base2 + addr * addr;
-    if l == DIRECT_BLOCKS {
-        vec![(MapKind::Ind, l)]
-    } else if l < base2 {
-        vec![]
-    } else if l < base3 {
-        let off = l - base2;
-        match (off == 0, off % addr == 0) {
-            (true, _) => vec![(MapKind::Dind, l), (MapKind::Ind, l)],
-            (false, true) => vec![(MapKind::Ind, l)],
-            _ => vec![],
-        }
-    } else {
-        let off = l - base3;
-        if off == 0 {
-            vec![(MapKind::Tind, l), (MapKind::Dind, l), (MapKind::Ind, l)]
-        } else if off % (addr * addr) == 0 {
-            vec![(MapKind::Dind, l), (MapKind::Ind, l)]
-        } else if off % addr == 0 {
-            vec![(MapKind::Ind, l)]
-        } else {
-            vec![]
-        }
-    }
-}
-
-/// The first logical block after `l` whose write needs a mapping block.
-pub fn next_mapping_event(l: u64, addr: u64) -> u64 {
-    let base2 = DIRECT_BLOCKS + addr;
-    let base3 = base2 + addr * addr;
-    if l < DIRECT_BLOCKS {
-        DIRECT_BLOCKS
-    } else if l < base2 {
-        base2
-    } else if l < base3 {
-        (base2 + ((l - base2) / addr + 1) * addr).min(base3)
-    } else {
-        base3 + ((l - base3) / addr + 1) * addr
-    }
-}
+pub use crate::mapping::{mapping_needed_at, next_mapping_event};
 
 /// `ext3_alloc_blocks()` for one data block: `maps` indirect blocks first, then the data
 /// block, calling `ext3_new_blocks()` with the same goal until a data block comes; on
@@ -218,26 +174,9 @@ fn write_file_with(
 mod tests {
     use super::*;
     use crate::alloc::FreeMap;
+    use crate::plan::MapKind;
 
     use crate::policy::ext3_2007::InlineIndirect as Inline;
-
-    #[test]
-    fn events() {
-        assert_eq!(mapping_needed_at(12, 1024), vec![(MapKind::Ind, 12)]);
-        assert_eq!(
-            mapping_needed_at(1036, 1024),
-            vec![(MapKind::Dind, 1036), (MapKind::Ind, 1036)]
-        );
-        assert_eq!(mapping_needed_at(2060, 1024), vec![(MapKind::Ind, 2060)]);
-        assert!(mapping_needed_at(2061, 1024).is_empty());
-        assert_eq!(next_mapping_event(0, 1024), 12);
-        assert_eq!(next_mapping_event(12, 1024), 1036);
-        assert_eq!(next_mapping_event(1036, 1024), 2060);
-        let base3 = 12 + 1024 + 1024 * 1024;
-        assert_eq!(next_mapping_event(base3 - 5, 1024), base3);
-        assert_eq!(mapping_needed_at(base3, 1024).len(), 3);
-        assert_eq!(mapping_needed_at(base3 + 1024 * 1024, 1024).len(), 2);
-    }
 
     #[test]
     fn inline_indirect_precedes_its_data() {

@@ -2,6 +2,8 @@
 
 pub mod ext3_2007;
 pub mod ext3_metacluster;
+pub mod ext4_2008;
+pub mod ext4_2009;
 
 use crate::geometry::Geometry;
 use crate::plan::Plan;
@@ -24,7 +26,7 @@ pub trait Policy: Send + Sync {
 }
 
 /// Names of the built-in policies.
-pub const POLICY_NAMES: &[&str] = &["ext3-2007", "ext3-metacluster"];
+pub const POLICY_NAMES: &[&str] = &["ext3-2007", "ext3-metacluster", "ext4-2008", "ext4-2009"];
 
 /// A built-in policy by name with its parameters; unknown names or parameters give an
 /// error listing what is valid.
@@ -34,6 +36,8 @@ pub fn by_name(name: &str, params: &PolicyParams) -> Result<Box<dyn Policy>, Lay
         "ext3-metacluster" => Ok(Box::new(ext3_metacluster::Ext3Metacluster::from_params(
             params,
         )?)),
+        "ext4-2008" => Ok(Box::new(ext4_2008::Ext4_2008::from_params(params)?)),
+        "ext4-2009" => Ok(Box::new(ext4_2009::Ext4_2009::from_params(params)?)),
         _ => Err(LayoutError::UnknownPolicy {
             name: name.to_string(),
             valid: POLICY_NAMES.to_vec(),

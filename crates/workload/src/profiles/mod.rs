@@ -1,3 +1,4 @@
 //! Built-in workload profiles, one per file.
 
 pub mod bench5;
+pub mod tree;

@@ -1,0 +1,335 @@
+//! The ext4 path from a namespace operation to allocations, shared by the ext4 policies:
+//! which group an inode goes in (a policy's [`InodeChooser`]), the goal of its first block
+//! (fs/ext4/extents.c `ext4_ext_find_goal()`, a policy's [`Ext4Rules`]), the data, directory
+//! and extent-tree blocks from [`Mballoc`], and the directory growth of fs/ext4/namei.c
+//! (the same `add_entry` arithmetic as ext3: [`DirGrowth`]). Every inode with blocks is
+//! extent-mapped, as the kernel makes regular files, directories and slow symlinks on a file
+//! system with the extent feature (`ext4_new_inode()`), fast symlinks excepted.
+
+use crate::alloc::ext3_fs::{DirGrowth, ROOT_INO};
+use crate::alloc::ialloc::InodeMap;
+use crate::alloc::mballoc::Mballoc;
+use crate::alloc::FreeMap;
+use crate::geometry::Geometry;
+use crate::mapping::{required_mapping, MapFormat};
+use crate::plan::{
+    push_run, HardLink, InodeKind, MapBlock, Plan, PlannedInode, Run, Special,
+    FAST_SYMLINK_MAX_BYTES,
+};
+use crate::LayoutError;
+use layoutlab_workload::{NodeKind, NsOp, Population};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{HashMap, HashSet};
+
+/// Where a new inode goes: the group, given the parent's group, the parent's last
+/// allocation, whether it is a directory made in the root, and a random start.
+pub trait InodeChooser {
+    /// The group for a new inode; None when no group has a free inode.
+    #[allow(clippy::too_many_arguments)]
+    fn choose(
+        &self,
+        inodes: &InodeMap,
+        blocks: &FreeMap,
+        parent_group: u64,
+        last_alloc_group: Option<u64>,
+        is_dir: bool,
+        top_level: bool,
+        random_start: u64,
+    ) -> Option<u64>;
+}
+
+/// The block-goal rules of an era.
+#[derive(Clone, Copy, Debug)]
+pub struct Ext4Rules {
+    /// a4912123: the goal group is the flex group's first for directories and special
+    /// files, its second for regular files (flex groups of 4 or more).
+    pub flex_dir_groups: bool,
+    /// The goal carries the writer's pid colour (`(pid % 16) * blocks_per_group / 16`);
+    /// false when delayed allocation drops it (`if (test_opt(sb, DELALLOC)) return
+    /// bg_start;`).
+    pub pid_colour: bool,
+    /// a4912123's `ext4_mb_good_group()`: data skips the first group of a flex group.
+    pub data_avoids_first_group: bool,
+}
+
+/// `EXT4_FLEX_SIZE_DIR_ALLOC_SCHEME`: flex groups smaller than this keep no group for
+/// directories.
+pub const FLEX_SIZE_DIR_ALLOC_SCHEME: u64 = 4;
+
+fn enospc(what: &str) -> LayoutError {
+    LayoutError::Unsupported(format!(
+        "the ext4 policies do not model running out of space ({what}); plan a larger file system"
+    ))
+}
+
+/// A directory being built.
+struct DirState {
+    index: usize,
+    group: u64,
+    growth: DirGrowth,
+    last_alloc_group: Option<u64>,
+}
+
+/// Plans `pop` on `geo` with ext4's allocators: inodes by `chooser`, goals by `rules`.
+pub fn plan_ext4(
+    policy: &str,
+    geo: &Geometry,
+    pop: &Population,
+    seed: u64,
+    chooser: &dyn InodeChooser,
+    rules: Ext4Rules,
+) -> Result<Plan, LayoutError> {
+    if !geo.has_feature("extent") {
+        return Err(LayoutError::Unsupported(format!(
+            "{policy} needs an ext4 mkfs profile (with the extent feature), not {}; use ext4-2009 (layoutlab plan --mkfs-profile ext4-2009)",
+            geo.profile
+        )));
+    }
+    pop.check_tree()
+        .map_err(|e| LayoutError::BadPopulation(e.to_string()))?;
+    let bs = u64::from(geo.block_size_bytes);
+    let flex = geo.flex_bg_size.max(1);
+    let groups = geo.group_count();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut pid: u64 = rng.gen_range(300..30_000);
+    let mut inodes = InodeMap::new(geo);
+    let mut mb = Mballoc::new(geo.free_map(), flex, rules.data_avoids_first_group);
+    let dir_index = geo.has_feature("dir_index");
+    let mut out = vec![PlannedInode {
+        ino: ROOT_INO,
+        kind: InodeKind::Dir,
+        parent: ROOT_INO,
+        size_bytes: bs,
+        data: vec![Run {
+            logical: 0,
+            physical: geo.root_dir_block(),
+            len: 1,
+        }],
+        format: MapFormat::Extents,
+        ..Default::default()
+    }];
+    let mut dirs: HashMap<&str, DirState> = HashMap::new();
+    dirs.insert(
+        "",
+        DirState {
+            index: 0,
+            group: 0,
+            growth: DirGrowth::fresh_root(bs, dir_index),
+            last_alloc_group: None,
+        },
+    );
+    let mut others: HashMap<&str, usize> = HashMap::new();
+    let mut links = Vec::new();
+    // ext4_ext_find_goal() for an inode without blocks
+    let goal_of = |group: u64, regular: bool, pid: u64| -> u64 {
+        let mut g = group;
+        if rules.flex_dir_groups && flex >= FLEX_SIZE_DIR_ALLOC_SCHEME {
+            g &= !(flex - 1);
+            if regular && g + 1 < groups {
+                g += 1;
+            }
+        }
+        let start = geo.first_data_block + g * geo.blocks_per_group;
+        if !rules.pid_colour {
+            return start;
+        }
+        let span = geo.blocks_per_group.min(geo.blocks_count - start);
+        start + (pid % 16) * (span / 16)
+    };
+    for op in &pop.ops {
+        let path = op.path();
+        let (parent_path, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let parent = dirs.get(parent_path).expect("check_tree: parents exist");
+        let (parent_index, parent_group, parent_last) =
+            (parent.index, parent.group, parent.last_alloc_group);
+        let parent_ino = out[parent_index].ino;
+        // the entry in the parent (ext4_add_entry): a new block when it does not fit
+        let add_entry = |dirs: &mut HashMap<&str, DirState>,
+                         out: &mut Vec<PlannedInode>,
+                         mb: &mut Mballoc|
+         -> Result<(), LayoutError> {
+            let parent = dirs.get_mut(parent_path).expect("exists");
+            let grow = parent.growth.add_entry(name.len());
+            for _ in 0..grow {
+                let node = &mut out[parent.index];
+                let last = node
+                    .data
+                    .last()
+                    .map(|r| r.physical + r.len - 1)
+                    .unwrap_or(0);
+                let b = mb
+                    .alloc_block(last + 1)
+                    .ok_or_else(|| enospc("directory block"))?;
+                let logical = node.data_blocks();
+                push_run(&mut node.data, logical, b, 1);
+                node.size_bytes = (logical + 1) * bs;
+                grow_tree(node, mb, bs)?;
+            }
+            Ok(())
+        };
+        if let NsOp::Link { target, .. } = op {
+            add_entry(&mut dirs, &mut out, &mut mb)?;
+            let index = others[target.as_str()];
+            links.push(HardLink {
+                parent: parent_ino,
+                name: name.to_string(),
+                ino: out[index].ino,
+            });
+            others.insert(path, index);
+            continue;
+        }
+        let is_dir = matches!(op, NsOp::Mkdir { .. });
+        let top_level = is_dir && parent_index == 0;
+        let random_start = if is_dir {
+            u64::from(rng.gen::<u32>())
+        } else {
+            0
+        };
+        let group = chooser
+            .choose(
+                &inodes,
+                &mb.map,
+                parent_group,
+                parent_last,
+                is_dir,
+                top_level,
+                random_start,
+            )
+            .ok_or(LayoutError::NoInodes {
+                created: (out.len() - 1) as u64,
+            })?;
+        let ino = if is_dir {
+            inodes.take_dir(group)
+        } else {
+            inodes.take(group)
+        };
+        dirs.get_mut(parent_path).expect("exists").last_alloc_group = Some(group);
+        pid += rng.gen_range(1..=4);
+        let regular = matches!(op, NsOp::Create { .. });
+        let goal = goal_of(group, regular, pid);
+        let mut node = PlannedInode {
+            ino,
+            parent: parent_ino,
+            name: name.to_string(),
+            format: MapFormat::Extents,
+            ..Default::default()
+        };
+        match op {
+            NsOp::Mkdir { .. } => {
+                // ext4_mkdir(): block 0 before the entry in the parent
+                let b = mb
+                    .alloc_block(goal)
+                    .ok_or_else(|| enospc("directory block"))?;
+                node.kind = InodeKind::Dir;
+                node.size_bytes = bs;
+                node.data = vec![Run {
+                    logical: 0,
+                    physical: b,
+                    len: 1,
+                }];
+                add_entry(&mut dirs, &mut out, &mut mb)?;
+                dirs.insert(
+                    path,
+                    DirState {
+                        index: out.len(),
+                        group,
+                        growth: DirGrowth::fresh_dir(bs, dir_index),
+                        last_alloc_group: None,
+                    },
+                );
+            }
+            NsOp::Create { bytes, .. } => {
+                add_entry(&mut dirs, &mut out, &mut mb)?;
+                node.kind = InodeKind::File;
+                node.size_bytes = *bytes;
+                let runs = mb
+                    .alloc_file(goal, bytes.div_ceil(bs))
+                    .ok_or_else(|| enospc("file data"))?;
+                let mut logical = 0;
+                for (physical, len) in runs {
+                    push_run(&mut node.data, logical, physical, len);
+                    logical += len;
+                }
+                grow_tree(&mut node, &mut mb, bs)?;
+            }
+            NsOp::Symlink { target, .. } => {
+                node.kind = InodeKind::Symlink;
+                node.size_bytes = target.len() as u64;
+                node.special = Special::Symlink {
+                    target: target.clone(),
+                };
+                if target.len() > FAST_SYMLINK_MAX_BYTES {
+                    // page_symlink(): one block, not a data request of a regular file
+                    let b = mb
+                        .alloc_block(goal)
+                        .ok_or_else(|| enospc("symlink block"))?;
+                    node.data = vec![Run {
+                        logical: 0,
+                        physical: b,
+                        len: 1,
+                    }];
+                } else {
+                    // fast symlinks drop the extent flag (ext4_symlink())
+                    node.format = MapFormat::Blocks;
+                }
+                add_entry(&mut dirs, &mut out, &mut mb)?;
+            }
+            NsOp::Mknod {
+                node: kind,
+                major,
+                minor,
+                ..
+            } => {
+                add_entry(&mut dirs, &mut out, &mut mb)?;
+                node.format = MapFormat::Blocks;
+                node.kind = match kind {
+                    NodeKind::Char => InodeKind::CharDev,
+                    NodeKind::Block => InodeKind::BlockDev,
+                    NodeKind::Fifo => InodeKind::Fifo,
+                    NodeKind::Socket => InodeKind::Socket,
+                };
+                if matches!(kind, NodeKind::Char | NodeKind::Block) {
+                    node.special = Special::Device {
+                        major: *major,
+                        minor: *minor,
+                    };
+                }
+            }
+            NsOp::Link { .. } => unreachable!("handled above"),
+        }
+        if !is_dir {
+            others.insert(path, out.len());
+        }
+        out.push(node);
+    }
+    mb.finish();
+    Ok(Plan {
+        policy: policy.to_string(),
+        inodes: out,
+        links,
+    })
+}
+
+/// Allocates the extent-tree blocks the inode's extents now need and does not have
+/// (`ext4_ext_new_meta_block()`: goal next to the data, `ext4_ext_find_goal()`).
+fn grow_tree(node: &mut PlannedInode, mb: &mut Mballoc, bs: u64) -> Result<(), LayoutError> {
+    let need = required_mapping(MapFormat::Extents, &node.data, bs)
+        .map_err(|e| LayoutError::Unsupported(format!("inode {}: {e}", node.ino)))?;
+    let have: HashSet<_> = node.mapping.iter().map(|m| (m.kind, m.logical)).collect();
+    for (kind, logical) in need {
+        if have.contains(&(kind, logical)) {
+            continue;
+        }
+        let goal = node.data.last().map(|r| r.physical + r.len).unwrap_or(0);
+        let physical = mb
+            .alloc_block(goal)
+            .ok_or_else(|| enospc("extent-tree block"))?;
+        node.mapping.push(MapBlock {
+            kind,
+            logical,
+            physical,
+        });
+    }
+    Ok(())
+}

@@ -20,10 +20,21 @@ pub struct Zram {
     cleanup: Option<CleanupId>,
 }
 
-fn remove(id: u32) {
+fn remove(id: u32, record: &Path) {
     let _ = std::fs::write(format!("/sys/block/zram{id}/reset"), "1");
     let _ = std::fs::write(HOT_REMOVE, id.to_string());
+    let _ = std::fs::remove_file(record);
 }
+
+/// The record of a zram device the rig made, in the temp directory: `layoutlab-zram-PID-ID`
+/// holding its size in bytes. zram devices carry no name, so this is how `layoutlab clean`
+/// finds the devices of a killed run, and only those (see [`crate::stale`]).
+pub(crate) fn record_path(temp_dir: &Path, pid: u32, id: u32) -> PathBuf {
+    temp_dir.join(format!("{RECORD_PREFIX}{pid}-{id}"))
+}
+
+/// How a zram record's name starts.
+pub(crate) const RECORD_PREFIX: &str = "layoutlab-zram-";
 
 impl Zram {
     /// Creates a zram device of `bytes` (root; needs `/sys/class/zram-control`).
@@ -40,7 +51,13 @@ impl Zram {
             line: 1,
             reason: format!("expected a device number, got {text:?}"),
         })?;
-        let cleanup = cleanup::register(format!("zram device /dev/zram{id}"), move || remove(id));
+        let record = record_path(&std::env::temp_dir(), std::process::id(), id);
+        let record_for_cleanup = record.clone();
+        let cleanup = cleanup::register(format!("zram device /dev/zram{id}"), move || {
+            remove(id, &record_for_cleanup)
+        });
+        std::fs::write(&record, format!("{bytes}\n"))
+            .map_err(|e| RigError::io(format!("write {}", record.display()), e))?;
         let mut zram = Zram {
             id,
             path: PathBuf::from(format!("/dev/zram{id}")),

@@ -992,3 +992,72 @@ fn large_delete_sigkill_leftovers_are_cleaned_zram_included() {
         .all(|n| !n.contains(&format!("-{pid}-"))));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// SIGTERM while the file is being written (the main thread inside a write on the file system):
+/// exit 143 and, once the process is gone, no mount, loop or zram device of the run is left
+/// (the zram device is freed by a helper once the lazy unmount lets go of it).
+#[test]
+fn large_delete_sigterm_mid_write_leaves_nothing() {
+    if !is_root() {
+        eprintln!("skipped: the experiment needs root");
+        return;
+    }
+    let dir = scratch("large-delete-term");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "large-delete",
+            "--scale",
+            "0.011",
+            "--fs",
+            "ext4",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+        ])
+        .env("TMPDIR", &dir)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let record = || {
+        entries(&dir)
+            .into_iter()
+            .find(|n| n.starts_with(&format!("layoutlab-zram-{pid}-")))
+    };
+    let mounted = || {
+        std::fs::read_to_string("/proc/mounts")
+            .unwrap()
+            .contains(&format!("{}/layoutlab-mnt-{pid}-", dir.display()))
+    };
+    let t0 = std::time::Instant::now();
+    while !mounted() && t0.elapsed().as_secs() < 300 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(mounted(), "the run never mounted its file system");
+    let name = record().expect("a zram record");
+    let size: u64 = std::fs::read_to_string(dir.join(&name))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let zram = format!("zram{}", name.rsplit('-').next().unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    Command::new("kill")
+        .args(["-15", &pid.to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    let t0 = std::time::Instant::now();
+    while (record().is_some() || zram_ids_of_size(size).contains(&zram))
+        && t0.elapsed().as_secs() < 70
+    {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(record().is_none(), "the zram record stayed");
+    assert!(!zram_ids_of_size(size).contains(&zram), "{zram} stayed");
+    // No loop device can be left on it: one would have kept the zram device from being reset.
+    // (Its number may serve another test's device by now.)
+    assert!(!mounted());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

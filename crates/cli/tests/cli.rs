@@ -1131,3 +1131,285 @@ fn an_experiment_file_with_an_unknown_operation_lists_the_valid_ones() {
     assert_eq!(entries(&dir), vec!["x.toml".to_string()]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// zram devices whose size is `bytes` (the test's own, by an unusual size).
+fn zram_ids_of_size(bytes: u64) -> Vec<String> {
+    std::fs::read_dir("/sys/block")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("zram"))
+        .filter(|n| {
+            std::fs::read_to_string(format!("/sys/block/{n}/disksize"))
+                .map(|s| s.trim() == bytes.to_string())
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+#[test]
+fn large_delete_end_to_end_json_contract() {
+    if !is_root() {
+        eprintln!("skipped: the experiment needs root (zram, loop devices, tracefs)");
+        return;
+    }
+    let dir = scratch("large-delete");
+    let json = dir.join("r.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "large-delete",
+            "--scale",
+            "0.002",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .env("TMPDIR", &dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["experiment"], "large-delete");
+    assert_eq!(v["scale"], 0.002);
+    assert_eq!(v["device"], "sata-400g-2007");
+    let runs = v["runs"].as_array().unwrap();
+    let names: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["fs"].as_str().unwrap(),
+                r["variant"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ext3 contiguous",
+            "ext3 fragmented",
+            "ext4-2007 contiguous",
+            "ext4-2007 fragmented",
+            "ext4 contiguous",
+            "ext4 fragmented",
+            "xfs contiguous",
+            "xfs fragmented",
+            "btrfs contiguous",
+            "btrfs fragmented"
+        ]
+    );
+    for r in runs {
+        // Deleting reads the mapping it frees and writes the freed state back.
+        assert!(r["sectors_read"].as_u64().unwrap() > 0, "{r}");
+        assert!(r["sectors_written"].as_u64().unwrap() > 0, "{r}");
+        assert!(r["fragments"].as_u64().unwrap() >= 1, "{r}");
+        assert!(r["seconds"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // The interleaving writers fragment the file on ext4, whose allocator gives each
+    // fdatasync'd turn its own place.
+    let frag = |fs: &str, variant: &str| {
+        runs.iter()
+            .find(|r| r["fs"] == fs && r["variant"] == variant)
+            .unwrap()["fragments"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(frag("ext4", "fragmented") > 2 * frag("ext4", "contiguous"));
+    // ext3's indirect blocks, read to free the file, make it read far more than ext4's extents.
+    let read = |fs: &str| {
+        runs.iter()
+            .find(|r| r["fs"] == fs && r["variant"] == "contiguous")
+            .unwrap()["sectors_read"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(read("ext3") > 4 * read("ext4"), "{runs:?}");
+    assert!(dir.join("out/large-delete/delete-offset.svg").exists());
+    // Nothing left: no temp path, mount or loop device under TMPDIR.
+    let left: Vec<String> = entries(&dir)
+        .into_iter()
+        .filter(|n| n.starts_with("layoutlab-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(loops_under(&dir).is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn large_delete_unknown_fs_lists_the_valid_ones_and_makes_nothing() {
+    let dir = scratch("large-delete-bad");
+    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "large-delete",
+            "--fs",
+            "ext4,ntfs",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+        ])
+        .env("TMPDIR", &dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("ntfs") && e.contains("ext4-2007") && e.contains("btrfs"),
+        "{e}"
+    );
+    assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// SIGKILL of layoutlab in the middle of a kernel file-system run: `layoutlab clean` removes
+/// its mount, the loop device on its zram device, and the zram device (found by its record),
+/// and nothing else.
+#[test]
+fn large_delete_sigkill_leftovers_are_cleaned_zram_included() {
+    if !is_root() {
+        eprintln!("skipped: the experiment needs root");
+        return;
+    }
+    let dir = scratch("large-delete-kill");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "large-delete",
+            "--scale",
+            "0.01",
+            "--fs",
+            "ext4",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+        ])
+        .env("TMPDIR", &dir)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until its file system is mounted (a mount point under TMPDIR is mounted).
+    let mounted = || {
+        std::fs::read_to_string("/proc/mounts")
+            .unwrap()
+            .contains(&format!("{}/layoutlab-mnt-{pid}-", dir.display()))
+    };
+    let t0 = std::time::Instant::now();
+    while !mounted() && t0.elapsed().as_secs() < 300 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(mounted(), "the run never mounted its file system");
+    let record = entries(&dir)
+        .into_iter()
+        .find(|n| n.starts_with(&format!("layoutlab-zram-{pid}-")))
+        .expect("a zram record");
+    let id = record.rsplit('-').next().unwrap().to_string();
+    let size = std::fs::read_to_string(dir.join(&record)).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let zram = format!("zram{id}");
+    assert!(
+        zram_ids_of_size(size.trim().parse().unwrap()).contains(&zram),
+        "SIGKILL runs no cleanup: the zram device should still be there"
+    );
+    let o = layoutlab(&["clean", "--temp-dir", dir.to_str().unwrap(), "--json", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let done: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(done["failed"], 0, "{done}");
+    let kinds: Vec<&str> = done["found"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["pid"] == pid)
+        .map(|i| i["kind"].as_str().unwrap())
+        .collect();
+    for k in ["mount", "loop_device", "zram", "temp_path"] {
+        assert!(kinds.contains(&k), "{k} not found: {done}");
+    }
+    assert!(
+        !Path::new(&format!("/sys/block/{zram}")).exists() || {
+            // The id may have been reused by someone else since: then it is not ours any more.
+            std::fs::read_to_string(format!("/sys/block/{zram}/disksize"))
+                .unwrap()
+                .trim()
+                != size.trim()
+        }
+    );
+    assert!(!std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .contains(dir.to_str().unwrap()));
+    assert!(entries(&dir)
+        .iter()
+        .all(|n| !n.contains(&format!("-{pid}-"))));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// SIGTERM while the file is being written (the main thread inside a write on the file system):
+/// exit 143 and, once the process is gone, no mount, loop or zram device of the run is left
+/// (the zram device is freed by a helper once the lazy unmount lets go of it).
+#[test]
+fn large_delete_sigterm_mid_write_leaves_nothing() {
+    if !is_root() {
+        eprintln!("skipped: the experiment needs root");
+        return;
+    }
+    let dir = scratch("large-delete-term");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "large-delete",
+            "--scale",
+            "0.011",
+            "--fs",
+            "ext4",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+        ])
+        .env("TMPDIR", &dir)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let record = || {
+        entries(&dir)
+            .into_iter()
+            .find(|n| n.starts_with(&format!("layoutlab-zram-{pid}-")))
+    };
+    let mounted = || {
+        std::fs::read_to_string("/proc/mounts")
+            .unwrap()
+            .contains(&format!("{}/layoutlab-mnt-{pid}-", dir.display()))
+    };
+    let t0 = std::time::Instant::now();
+    while !mounted() && t0.elapsed().as_secs() < 300 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(mounted(), "the run never mounted its file system");
+    let name = record().expect("a zram record");
+    let size: u64 = std::fs::read_to_string(dir.join(&name))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let zram = format!("zram{}", name.rsplit('-').next().unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    Command::new("kill")
+        .args(["-15", &pid.to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    let t0 = std::time::Instant::now();
+    while (record().is_some() || zram_ids_of_size(size).contains(&zram))
+        && t0.elapsed().as_secs() < 70
+    {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(record().is_none(), "the zram record stayed");
+    assert!(!zram_ids_of_size(size).contains(&zram), "{zram} stayed");
+    // No loop device can be left on it: one would have kept the zram device from being reset.
+    // (Its number may serve another test's device by now.)
+    assert!(!mounted());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

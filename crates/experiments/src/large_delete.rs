@@ -14,12 +14,13 @@
 //! allocates each turn when it is written, and the turns interleave on disk) — the same
 //! mechanism on every file system.
 
+use crate::ext_classes::ExtLayout;
 use crate::output::{write_json, Human};
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, OffsetSeries, Table};
-use layoutlab_rig::{Backing, KernelFs, KernelFsOptions, TraceOptions};
+use layoutlab_rig::{Backing, FsKind, KernelFs, KernelFsOptions, TraceOptions};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
@@ -101,10 +102,12 @@ pub struct DeleteRun {
     pub seconds: f64,
     /// Seconds the delete took here (zram under loop): context only.
     pub seconds_here: f64,
-    /// The least the layout allows (mapping blocks, bitmaps, descriptors): not computed yet.
+    /// The least the layout lets a delete read, sectors: the file's mapping blocks plus the
+    /// distinct block bitmaps and group-descriptor blocks its data touches (ext only).
     pub min_sectors_read: Option<u64>,
-    /// Sectors by what they are (inode table, indirect, extent, bitmap, ...): not attributed
-    /// yet.
+    /// Sectors read or written by what they are (inode_table, indirect, extent,
+    /// block_bitmap, group_descriptor, journal, superblock, ...), from the layout read before
+    /// the delete (ext only; `null` for XFS and btrfs: not attributed).
     pub by_class: Option<std::collections::BTreeMap<String, u64>>,
     /// The captured trace of the delete (not serialized).
     #[serde(skip)]
@@ -201,6 +204,13 @@ fn one_run(
     kfs.remount()?;
     let file = kfs.mount_point().join("big");
     let fragments = fragments(&file)?;
+    // What every block is, read before the delete (ext only: XFS and btrfs are not attributed).
+    let ext = match opts.kind {
+        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
+            Some(ExtLayout::read(kfs.device().path(), "/big")?)
+        }
+        _ => None,
+    };
     kfs.drop_caches()?;
     let t = std::time::Instant::now();
     let mut traced = kfs.trace(&TraceOptions::default())?;
@@ -224,8 +234,8 @@ fn one_run(
         requests: trace.requests.len() as u64,
         seconds: replayed.wall_ns / 1e9,
         seconds_here,
-        min_sectors_read: None,
-        by_class: None,
+        min_sectors_read: ext.as_ref().map(ExtLayout::min_sectors_to_free),
+        by_class: ext.as_ref().map(|l| l.sectors_by_class(&trace)),
         start_s: replayed.requests.iter().map(|r| r.start_ns / 1e9).collect(),
         trace,
     })
@@ -336,6 +346,7 @@ fn report(
             Column::number("elapsed", Some("s")),
             Column::number("sectors read", None),
             Column::number("sectors written", None),
+            Column::number("min read", None),
             Column::number("requests", None),
             Column::number("here", Some("s")),
         ],
@@ -348,15 +359,43 @@ fn report(
             Cell::num(r.seconds, 3),
             Cell::num(r.sectors_read as f64, 0),
             Cell::num(r.sectors_written as f64, 0),
+            r.min_sectors_read
+                .map(|m| Cell::num(m as f64, 0))
+                .unwrap_or(Cell::Empty),
             Cell::num(r.requests as f64, 0),
             Cell::num(r.seconds_here, 3),
         ])?;
     }
     h.say(&format!("{}\n", t.to_terminal(None)?));
+    let classes: std::collections::BTreeSet<&String> = runs
+        .iter()
+        .filter_map(|r| r.by_class.as_ref())
+        .flat_map(|m| m.keys())
+        .collect();
+    let mut columns = vec![Column::text("file system"), Column::text("variant")];
+    columns.extend(classes.iter().map(|c| Column::number(c, None)));
+    let mut by_class = Table::new(
+        "where the delete's sectors went (read + written, by what the block was before the delete)",
+        columns,
+    );
+    for r in runs {
+        if let Some(m) = &r.by_class {
+            let mut row = vec![Cell::text(&r.fs), Cell::text(&r.variant)];
+            row.extend(
+                classes
+                    .iter()
+                    .map(|c| Cell::num(m.get(*c).copied().unwrap_or(0) as f64, 0)),
+            );
+            by_class.push_row(row)?;
+        }
+    }
+    if !classes.is_empty() {
+        h.say(&format!("{}\n", by_class.to_terminal(None)?));
+    }
     h.say(
         "note: ext3 is today's ext4 driver in ext3 mode (its allocator is not 2007's); ext4-2007 \
            is extents without flex_bg/uninit_bg on today's mballoc. Sector classes and the minimum \
-           I/O are not attributed yet.\n",
+           read are attributed on ext only (XFS and btrfs: not attributed).\n",
     );
     if !exp.published.source.is_empty() {
         h.say(&format!("published: {}\n", exp.published.source));
@@ -376,11 +415,18 @@ fn report(
     std::fs::write(out_dir.join("delete-offset.svg"), &svg)?;
     std::fs::write(
         out_dir.join("report.md"),
-        format!("# {}\n\n{}\n\n{}", exp.name, exp.title, t.to_markdown()?),
+        format!(
+            "# {}\n\n{}\n\n{}\n{}",
+            exp.name,
+            exp.title,
+            t.to_markdown()?,
+            by_class.to_markdown()?
+        ),
     )?;
     let mut html = HtmlBundle::new(&exp.title);
     html.heading(&exp.name);
     html.table(t.clone());
+    html.table(by_class.clone());
     html.svg("disk offset over modelled time of each delete", svg);
     html.write(&out_dir.join("index.html"))?;
     eprintln!(

@@ -18,6 +18,7 @@
 //! ```
 
 pub mod experiment;
+pub mod ext_classes;
 pub mod fio;
 pub mod fsck;
 pub mod kernel_profile;

@@ -282,23 +282,51 @@ impl TracedRun<'_> {
         name: &str,
         work: impl FnOnce(&mut KernelFs) -> Result<T>,
     ) -> Result<T> {
-        let dev_name = format!("loop{}", self.fs.loopdev.number());
+        // The device's counters over a phase are read where its tag changes: everything the
+        // trace tags with this phase, including writes the file system issues in the
+        // background after `work` returned, falls between this reading and the next one.
+        let before = self.settled_stat()?;
+        if let Some(last) = self.phases.last_mut() {
+            last.2 = before;
+        }
         self.session.mark(name)?;
-        let before = device_stat_sectors(&dev_name)?;
+        self.phases.push((name.to_string(), before, before));
         let out = work(self.fs)?;
         // The phase's writes belong to it: write them back before the next mark. (A remount
         // phase has already synced and flushed.)
         if self.fs.mount.is_some() {
             self.fs.sync()?;
         }
-        let after = device_stat_sectors(&dev_name)?;
-        self.phases.push((name.to_string(), before, after));
         Ok(out)
+    }
+
+    /// The device's counters once nothing is in flight (waits up to a second for requests
+    /// already issued to complete, so a request is never counted on one side of a tag change
+    /// and tagged on the other).
+    fn settled_stat(&self) -> Result<StatSectors> {
+        let dev_name = format!("loop{}", self.fs.loopdev.number());
+        let inflight = format!("/sys/block/{dev_name}/inflight");
+        for _ in 0..100 {
+            let busy = std::fs::read_to_string(&inflight)
+                .map(|t| t.split_whitespace().any(|n| n != "0"))
+                .unwrap_or(false);
+            if !busy {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        device_stat_sectors(&dev_name)
     }
 
     /// Stops tracing, and checks every phase's bytes in the trace against the device's own
     /// counters: a mismatch (lost or mis-tagged requests) is an error.
-    pub fn finish(self) -> Result<KernelTrace> {
+    pub fn finish(mut self) -> Result<KernelTrace> {
+        // Close the last phase's window, then tag anything later as "after-last-phase" (not checked).
+        let end = self.settled_stat()?;
+        if let Some(last) = self.phases.last_mut() {
+            last.2 = end;
+        }
+        self.session.mark("after-last-phase")?;
         let capture = self.session.stop()?;
         if capture.lost_events > 0 {
             return Err(RigError::Unsupported(format!(

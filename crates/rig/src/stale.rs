@@ -11,7 +11,9 @@
 //! stale only when that process no longer exists; anything of a live process, or not named this
 //! way, is never touched — so the sweep keeps the rig's rule of touching only what it created.
 //! Images made in a user-chosen `--workdir` are not named by PID and are left to the user.
-//! zram devices carry no name and are not swept.
+//! zram devices carry no name: the rig records each one it makes as a temp file
+//! `layoutlab-zram-PID-ID` holding its size; a device is stale when its record's process is dead
+//! and the device still has that size and no holder (loop devices stacked on it go first).
 //!
 //! Removal order matters: tracefs instances first (they hold nothing else), then mounts under
 //! stale temp paths (a mount pins a loop device and makes its mount point undeletable), then
@@ -30,6 +32,8 @@ pub enum StaleKind {
     Mount,
     /// A loop device backed by a file under a stale temp path.
     LoopDevice,
+    /// A zram device the rig recorded making.
+    Zram,
     /// A file or directory in the temp directory.
     TempPath,
 }
@@ -41,6 +45,7 @@ impl StaleKind {
             StaleKind::TracefsInstance => "tracefs_instance",
             StaleKind::Mount => "mount",
             StaleKind::LoopDevice => "loop_device",
+            StaleKind::Zram => "zram",
             StaleKind::TempPath => "temp_path",
         }
     }
@@ -159,6 +164,7 @@ fn find_with(temp_dir: &Path, alive: &dyn Fn(u32) -> bool) -> Result<Vec<Stale>>
         path,
         pid,
     }));
+    let zrams = stale_zrams(temp_dir, alive);
     if let Ok(dir) = std::fs::read_dir("/sys/block") {
         let mut loops: Vec<_> = dir
             .flatten()
@@ -167,7 +173,8 @@ fn find_with(temp_dir: &Path, alive: &dyn Fn(u32) -> bool) -> Result<Vec<Stale>>
                 name.strip_prefix("loop")?.parse::<u32>().ok()?;
                 let backing = std::fs::read_to_string(e.path().join("loop/backing_file")).ok()?;
                 let backing = PathBuf::from(backing.trim_end().trim_end_matches(" (deleted)"));
-                let pid = stale_pid_under(&backing, temp_dir, alive)?;
+                let pid = stale_pid_under(&backing, temp_dir, alive)
+                    .or_else(|| zrams.iter().find(|z| z.path == backing).map(|z| z.pid))?;
                 Some(Stale {
                     kind: StaleKind::LoopDevice,
                     path: PathBuf::from("/dev").join(name),
@@ -178,6 +185,7 @@ fn find_with(temp_dir: &Path, alive: &dyn Fn(u32) -> bool) -> Result<Vec<Stale>>
         loops.sort_by(|a, b| a.path.cmp(&b.path));
         out.extend(loops);
     }
+    out.extend(zrams);
     let mut temps: Vec<_> = std::fs::read_dir(temp_dir)
         .map_err(|e| RigError::io(format!("read {}", temp_dir.display()), e))?
         .flatten()
@@ -193,6 +201,34 @@ fn find_with(temp_dir: &Path, alive: &dyn Fn(u32) -> bool) -> Result<Vec<Stale>>
     temps.sort_by(|a, b| a.path.cmp(&b.path));
     out.extend(temps);
     Ok(out)
+}
+
+/// zram devices recorded by dead processes that still have the recorded size.
+fn stale_zrams(temp_dir: &Path, alive: &dyn Fn(u32) -> bool) -> Vec<Stale> {
+    let Ok(dir) = std::fs::read_dir(temp_dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Stale> = dir
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            let rest = name.strip_prefix(crate::zram::RECORD_PREFIX)?;
+            let pid = pid_in_name(&name)?;
+            let id: u32 = rest.split('-').nth(1)?.parse().ok()?;
+            if alive(pid) {
+                return None;
+            }
+            let recorded = std::fs::read_to_string(e.path()).ok()?;
+            let size = std::fs::read_to_string(format!("/sys/block/zram{id}/disksize")).ok()?;
+            (recorded.trim() == size.trim()).then(|| Stale {
+                kind: StaleKind::Zram,
+                path: PathBuf::from(format!("/dev/zram{id}")),
+                pid,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
 }
 
 /// Removes one leftover. Mounts come off (lazily if busy), loop devices are detached, a temp
@@ -225,6 +261,20 @@ pub fn remove(item: &Stale) -> Result<()> {
         }
         StaleKind::Mount => crate::mount::unmount_checked(&item.path),
         StaleKind::LoopDevice => crate::loopdev::detach_path(&item.path),
+        StaleKind::Zram => {
+            let name = item.path.file_name().unwrap_or_default().to_string_lossy();
+            let id = name.trim_start_matches("zram");
+            let holders = Path::new("/sys/block").join(&*name).join("holders");
+            if std::fs::read_dir(&holders).map(|d| d.count()).unwrap_or(0) > 0 {
+                return Err(RigError::InvalidArgument(format!(
+                    "not removing {}: something still holds it",
+                    item.path.display()
+                )));
+            }
+            let _ = std::fs::write(Path::new("/sys/block").join(&*name).join("reset"), "1");
+            std::fs::write("/sys/class/zram-control/hot_remove", id)
+                .map_err(|e| RigError::io(format!("hot_remove {}", item.path.display()), e))
+        }
         StaleKind::TempPath => {
             let meta = std::fs::symlink_metadata(&item.path)
                 .map_err(|e| RigError::io(format!("stat {}", item.path.display()), e))?;

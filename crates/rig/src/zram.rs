@@ -20,10 +20,44 @@ pub struct Zram {
     cleanup: Option<CleanupId>,
 }
 
-fn remove(id: u32) {
-    let _ = std::fs::write(format!("/sys/block/zram{id}/reset"), "1");
-    let _ = std::fs::write(HOT_REMOVE, id.to_string());
+/// Resets and removes zram device `id`, then its record. A device still held (after SIGINT or
+/// SIGTERM the main thread may be inside a write on the file system above it: the unmount is
+/// lazy and the stacked loop device goes only when the process exits) is handed to a detached
+/// `sh` that retries for a minute after we are gone; if that fails too, the record stays for
+/// `layoutlab clean`.
+fn remove(id: u32, record: &Path) {
+    let reset = format!("/sys/block/zram{id}/reset");
+    for _ in 0..20 {
+        if std::fs::write(&reset, "1").is_ok() {
+            let _ = std::fs::write(HOT_REMOVE, id.to_string());
+            let _ = std::fs::remove_file(record);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let script = format!(
+        "i=0; while [ $i -lt 600 ]; do if echo 1 > {reset} 2>/dev/null; then \
+         echo {id} > {HOT_REMOVE}; rm -f '{}'; exit 0; fi; sleep 0.1; i=$((i+1)); done; exit 1",
+        record.display()
+    );
+    let _ = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
 }
+
+/// The record of a zram device the rig made, in the temp directory: `layoutlab-zram-PID-ID`
+/// holding its size in bytes. zram devices carry no name, so this is how `layoutlab clean`
+/// finds the devices of a killed run, and only those (see [`crate::stale`]).
+pub(crate) fn record_path(temp_dir: &Path, pid: u32, id: u32) -> PathBuf {
+    temp_dir.join(format!("{RECORD_PREFIX}{pid}-{id}"))
+}
+
+/// How a zram record's name starts.
+pub(crate) const RECORD_PREFIX: &str = "layoutlab-zram-";
 
 impl Zram {
     /// Creates a zram device of `bytes` (root; needs `/sys/class/zram-control`).
@@ -40,7 +74,13 @@ impl Zram {
             line: 1,
             reason: format!("expected a device number, got {text:?}"),
         })?;
-        let cleanup = cleanup::register(format!("zram device /dev/zram{id}"), move || remove(id));
+        let record = record_path(&std::env::temp_dir(), std::process::id(), id);
+        let record_for_cleanup = record.clone();
+        let cleanup = cleanup::register(format!("zram device /dev/zram{id}"), move || {
+            remove(id, &record_for_cleanup)
+        });
+        std::fs::write(&record, format!("{bytes}\n"))
+            .map_err(|e| RigError::io(format!("write {}", record.display()), e))?;
         let mut zram = Zram {
             id,
             path: PathBuf::from(format!("/dev/zram{id}")),

@@ -213,6 +213,7 @@ impl KernelFs {
             fs: self,
             session,
             phases: Vec::new(),
+            followed: Vec::new(),
         })
     }
 }
@@ -272,6 +273,8 @@ pub struct TracedRun<'a> {
     session: TracefsSession,
     /// (name, device counters before, after).
     phases: Vec<(String, StatSectors, StatSectors)>,
+    /// Threads already followed in the session's CPU accounting.
+    followed: Vec<u32>,
 }
 
 impl TracedRun<'_> {
@@ -288,6 +291,14 @@ impl TracedRun<'_> {
         let before = self.settled_stat()?;
         if let Some(last) = self.phases.last_mut() {
             last.2 = before;
+        }
+        // The phase's work (unlink, reads, sync) runs in this thread: its CPU time is the
+        // think time between the requests it issues (docs/replay.md). Kernel threads that
+        // work for it (journal commits, writeback) are not followed.
+        let tid = unsafe { libc::gettid() } as u32;
+        if !self.followed.contains(&tid) {
+            self.session.follow(tid)?;
+            self.followed.push(tid);
         }
         self.session.mark(name)?;
         self.phases.push((name.to_string(), before, before));

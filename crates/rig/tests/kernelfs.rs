@@ -90,6 +90,18 @@ fn write_remount_read_delete(kind: FsKind, mkfs_args: &[&str]) {
     );
     // Every request of the capture belongs to a phase (none before the first mark).
     assert!(trace.capture.trace.requests.iter().all(|q| q.tag != 0));
+    // The thread that ran the phases was followed: every request carries its CPU time.
+    let cpu = trace
+        .capture
+        .cpu
+        .as_ref()
+        .expect("CPU accounting of the phases' thread");
+    assert_eq!(cpu.roots.len(), 1, "{kind:?}: {:?}", cpu.roots);
+    assert!(cpu.total_ns > 0, "{kind:?}: the phases used no CPU?");
+    assert!(
+        trace.capture.trace.has_cpu(),
+        "{kind:?}: requests without CPU stamps"
+    );
     drop(fs);
     assert!(!is_mounted(&mount_point), "{kind:?} left a mount");
     assert!(!file.exists());

@@ -40,6 +40,8 @@ static SIGNAL_PIPE_WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 static SIGNALS_ONCE: Once = Once::new();
 /// Set by the watcher before it cleans up after a signal; the process is about to `_exit`.
 static SIGNAL_CAUGHT: AtomicBool = AtomicBool::new(false);
+/// Set by the watcher once it holds the creation lock and runs the registry.
+static CLEANING: AtomicBool = AtomicBool::new(false);
 static PANIC_ONCE: Once = Once::new();
 
 /// A handle to one registered cleanup action.
@@ -57,13 +59,15 @@ fn registry() -> MutexGuard<'static, Vec<Entry>> {
 /// on first use. The action runs exactly once: from [`run`], [`run_all`], a signal or the panic
 /// hook, whichever comes first — or never, after [`forget`].
 ///
-/// After a signal was caught, another thread (experiments run policies at once) may still
-/// create a resource while the cleanup runs: it is undone at once, here, instead of being
-/// registered where nobody would run it before the process exits.
+/// Once a signal's cleanup has started running the registry, another thread (experiments run
+/// policies at once) may still create a resource outside [`creating`]: it is undone at once,
+/// here, instead of being registered where nobody would run it before the process exits.
+/// (Inside [`creating`] this cannot happen: the cleanup waits for the step to finish, and
+/// then runs what it registered.)
 pub fn register(label: impl Into<String>, action: impl FnOnce() + Send + 'static) -> CleanupId {
     install_signal_handlers();
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    if SIGNAL_CAUGHT.load(Ordering::SeqCst) {
+    if CLEANING.load(Ordering::SeqCst) {
         action();
         return CleanupId(id);
     }
@@ -187,6 +191,7 @@ fn watch_signals(read_fd: libc::c_int) {
             // Wait for a creation under way to register its resource; hold the lock until
             // `_exit` so no new one starts.
             let _exclusive = CREATING.write().unwrap_or_else(|p| p.into_inner());
+            CLEANING.store(true, Ordering::SeqCst);
             let labels = pending();
             eprintln!(
                 "layoutlab: caught {name}; cleaning up {} resource(s) the rig created",

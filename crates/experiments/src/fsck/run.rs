@@ -226,9 +226,22 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         );
         let image_path = image_path(exp, opts, pol.name());
         // Removed on error, Ctrl-C or panic through the rig's cleanup; kept only after a
-        // successful run with --keep, so a half-written image never stays.
-        let image = TempFile::adopt(&image_path);
-        let mut run = run_one(spec, opts, &profile, &geometry, &plan, image.path())?;
+        // successful run with --keep, so a half-written image never stays. Registering the
+        // removal and making the file are one step: a signal between them removed nothing
+        // and then mke2fs made the file (another policy's image was left behind now and
+        // then); the signal's cleanup waits for this step, and none starts after it.
+        let t = Instant::now();
+        let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
+        let image = layoutlab_rig::cleanup::creating(|| {
+            if layoutlab_rig::cleanup::signal_caught() {
+                bail!("interrupted");
+            }
+            let image = TempFile::adopt(&image_path);
+            layoutlab_image::mkfs(image.path(), fs_bytes, &profile.mke2fs_args(fs_bytes))?;
+            Ok(image)
+        })?;
+        let mkfs_seconds = t.elapsed().as_secs_f64();
+        let mut run = run_one(spec, opts, &geometry, &plan, image.path(), mkfs_seconds)?;
         run.measured_here.stage_seconds.plan = plan_seconds;
         Ok(PolicyRun {
             image: opts.keep.then(|| image.keep()),
@@ -277,23 +290,21 @@ fn image_path(exp: &Experiment, opts: &RunOptions, policy: &str) -> PathBuf {
 fn run_one(
     spec: &FsckSpec,
     opts: &RunOptions,
-    profile: &MkfsProfile,
     geometry: &Geometry,
     plan: &Plan,
     image: &Path,
+    mkfs_seconds: f64,
 ) -> Result<PolicyRun> {
     let t = Instant::now();
-    let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
-    layoutlab_image::mkfs(image, fs_bytes, &profile.mke2fs_args(fs_bytes))?;
     let mut stages = StageSeconds {
-        mkfs: t.elapsed().as_secs_f64(),
+        mkfs: mkfs_seconds,
         ..StageSeconds::default()
     };
     let stats = {
         let _one_at_a_time = LIBEXT2FS.lock().unwrap_or_else(|p| p.into_inner());
         layoutlab_image::materialize(image, plan)?
     };
-    stages.materialize = t.elapsed().as_secs_f64() - stages.mkfs;
+    stages.materialize = t.elapsed().as_secs_f64();
     progress(
         &plan.policy,
         &format!(

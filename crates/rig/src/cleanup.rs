@@ -40,7 +40,7 @@ static SIGNAL_PIPE_WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 static SIGNALS_ONCE: Once = Once::new();
 /// Set by the watcher before it cleans up after a signal; the process is about to `_exit`.
 static SIGNAL_CAUGHT: AtomicBool = AtomicBool::new(false);
-/// Set by the watcher once it holds the creation lock and runs the registry.
+/// Set, under the registry's lock, when the cleanup before exit takes the list.
 static CLEANING: AtomicBool = AtomicBool::new(false);
 static PANIC_ONCE: Once = Once::new();
 
@@ -67,15 +67,25 @@ fn registry() -> MutexGuard<'static, Vec<Entry>> {
 pub fn register(label: impl Into<String>, action: impl FnOnce() + Send + 'static) -> CleanupId {
     install_signal_handlers();
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    if CLEANING.load(Ordering::SeqCst) {
-        action();
-        return CleanupId(id);
-    }
-    registry().push(Entry {
+    let entry = Entry {
         id,
         label: label.into(),
         action: Box::new(action),
-    });
+    };
+    // Checked under the registry's lock, which the cleanup holds while it sets `CLEANING` and
+    // takes the list: an entry is either in the list it takes or undone here, never neither.
+    let late = {
+        let mut reg = registry();
+        if CLEANING.load(Ordering::SeqCst) {
+            Some(entry)
+        } else {
+            reg.push(entry);
+            None
+        }
+    };
+    if let Some(entry) = late {
+        (entry.action)();
+    }
     CleanupId(id)
 }
 
@@ -113,6 +123,21 @@ pub fn forget(id: &CleanupId) -> bool {
 /// Runs every registered action, last registered first; returns how many ran.
 pub fn run_all() -> usize {
     let entries: Vec<Entry> = std::mem::take(&mut *registry());
+    let count = entries.len();
+    for entry in entries.into_iter().rev() {
+        (entry.action)();
+    }
+    count
+}
+
+/// Runs every registered action before the process exits (a signal or a panic): from now on
+/// [`register`] undoes a new resource at once instead of listing it.
+fn run_all_for_exit() -> usize {
+    let entries: Vec<Entry> = {
+        let mut reg = registry();
+        CLEANING.store(true, Ordering::SeqCst);
+        std::mem::take(&mut *reg)
+    };
     let count = entries.len();
     for entry in entries.into_iter().rev() {
         (entry.action)();
@@ -191,25 +216,12 @@ fn watch_signals(read_fd: libc::c_int) {
             // Wait for a creation under way to register its resource; hold the lock until
             // `_exit` so no new one starts.
             let _exclusive = CREATING.write().unwrap_or_else(|p| p.into_inner());
-            CLEANING.store(true, Ordering::SeqCst);
             let labels = pending();
             eprintln!(
                 "layoutlab: caught {name}; cleaning up {} resource(s) the rig created",
                 labels.len()
             );
-            run_all();
-            // A thread that was creating a resource when the list was taken registers it
-            // just after: drain until nothing new has come for a while (new ones are undone
-            // in `register` from now on, but one may be between the check and the push).
-            let mut quiet_rounds = 0;
-            while quiet_rounds < 3 {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                if run_all() == 0 {
-                    quiet_rounds += 1;
-                } else {
-                    quiet_rounds = 0;
-                }
-            }
+            run_all_for_exit();
             unsafe { libc::_exit(128 + signal) };
         }
         if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
@@ -229,7 +241,7 @@ pub fn install_panic_hook() {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             previous(info);
-            let count = run_all();
+            let count = run_all_for_exit();
             if count > 0 {
                 eprintln!("layoutlab: panic; cleaned up {count} resource(s) the rig created");
             }

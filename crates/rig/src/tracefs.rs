@@ -64,14 +64,19 @@ pub struct CpuAccounting {
     pub roots: Vec<u32>,
     /// Their on-CPU time over the whole capture, ns (from the moment each was followed).
     pub total_ns: u64,
-    /// Of that, between the trace's first request and its last issue or completion, ns.
-    pub during_trace_ns: u64,
     /// Of that, before the trace's first request (start-up: exec, opening the device), ns.
     pub before_trace_ns: u64,
     /// Of that, after its last issue or completion (the program's last work, exit), ns.
     pub after_trace_ns: u64,
     /// Scheduler events the kernel lost (non-zero: the stamps are wrong; the capture fails).
     pub lost_events: u64,
+}
+
+impl CpuAccounting {
+    /// Their CPU time between the trace's first request and its last issue or completion, ns.
+    pub fn during_trace_ns(&self) -> u64 {
+        self.total_ns - self.before_trace_ns - self.after_trace_ns
+    }
 }
 
 /// What a capture produced.
@@ -642,7 +647,6 @@ impl TracefsSession {
                     layoutlab_trace::tracefs::read_cpu(&text, "scheduler events", &roots)?;
                 let before_trace_ns = timeline.used_ns(origin_mono_ns);
                 let until_end = timeline.used_ns(origin_mono_ns + trace.duration_ns());
-                let during_trace_ns = until_end - before_trace_ns;
                 let after_trace_ns = timeline.total_ns() - until_end;
                 if lost == 0 {
                     layoutlab_trace::cpu::stamp(&mut trace, &timeline, origin_mono_ns);
@@ -650,7 +654,6 @@ impl TracefsSession {
                 Some(CpuAccounting {
                     roots,
                     total_ns: timeline.total_ns(),
-                    during_trace_ns,
                     before_trace_ns,
                     after_trace_ns,
                     lost_events: lost,

@@ -354,7 +354,7 @@ fn run_one(
         .capture
         .cpu
         .as_ref()
-        .map(|c| c.during_trace_ns as f64 / 1e9);
+        .map(|c| c.during_trace_ns() as f64 / 1e9);
     // CPU with no request of the program in flight before its first and after its last
     // request: part of the command's time, outside the replay's window.
     let (head_seconds, tail_seconds) = match (&run.capture.cpu, ThinkSource::of(&run.capture.trace))

@@ -504,7 +504,7 @@ impl TracefsSession {
                 &format!("layoutlab-sched-{pid}-{n}"),
                 temp_text("sched"),
                 false,
-                options.buffer_size_kb.min(4096),
+                options.buffer_size_kb,
                 None,
             )?;
             // Children and threads of a followed task are followed from their fork.

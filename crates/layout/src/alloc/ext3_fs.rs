@@ -107,6 +107,26 @@ impl DirGrowth {
 /// last block; a block past the 12 direct ones brings its indirect blocks in the same call,
 /// or where the policy's placer puts them). All or nothing: on ENOSPC everything taken here
 /// is given back and None returned.
+/// ext3_add_entry(): an entry of `name_len` bytes in directory `dir` (whose inode is `node`),
+/// growing it as needed. On ENOSPC nothing changes, its growth state included, and `None`
+/// comes back. `(name_len, addr, bs)`: the entry's name length, the addressing block count
+/// and the block size, as [`grow_dir`] takes them.
+fn add_entry(
+    alloc: &mut Ext3Alloc,
+    dir: &mut DirState,
+    node: &mut PlannedInode,
+    (name_len, addr, bs): (usize, u64, u64),
+    placer: &mut dyn IndirectPlacer,
+) -> Option<()> {
+    let saved = dir.growth.clone();
+    let grow_by = dir.growth.add_entry(name_len);
+    let grown = grow_dir(alloc, node, grow_by, addr, bs, placer);
+    if grown.is_none() {
+        dir.growth = saved;
+    }
+    grown
+}
+
 fn grow_dir(
     alloc: &mut Ext3Alloc,
     node: &mut PlannedInode,
@@ -243,19 +263,8 @@ pub fn plan_ext3(
             }
             let target_index = others[target.as_str()];
             let parent = dirs.get_mut(parent_path).expect("looked up above");
-            let saved_growth = parent.growth.clone();
-            let grow_by = parent.growth.add_entry(name.len());
-            if grow_dir(
-                &mut alloc,
-                &mut out[parent_index],
-                grow_by,
-                addr,
-                bs,
-                placer,
-            )
-            .is_none()
-            {
-                parent.growth = saved_growth;
+            let entry = (name.len(), addr, bs);
+            if add_entry(&mut alloc, parent, &mut out[parent_index], entry, placer).is_none() {
                 failed.insert(path);
                 continue;
             }
@@ -305,19 +314,8 @@ pub fn plan_ext3(
         // ext3_add_entry() in the parent, growing it if needed; on ENOSPC the operation
         // fails and gives back its inode and blocks.
         let parent = dirs.get_mut(parent_path).expect("looked up above");
-        let saved_growth = parent.growth.clone();
-        let grow_by = parent.growth.add_entry(name.len());
-        if grow_dir(
-            &mut alloc,
-            &mut out[parent_index],
-            grow_by,
-            addr,
-            bs,
-            placer,
-        )
-        .is_none()
-        {
-            parent.growth = saved_growth;
+        let entry = (name.len(), addr, bs);
+        if add_entry(&mut alloc, parent, &mut out[parent_index], entry, placer).is_none() {
             if let Some(b) = first_block {
                 alloc.map.mark_free(b, 1);
             }

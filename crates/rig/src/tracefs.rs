@@ -136,6 +136,7 @@ impl Marker {
 pub struct CpuFollower {
     pid_file: std::ffi::CString,
     tracing_on: std::ffi::CString,
+    marker: std::ffi::CString,
 }
 
 impl CpuFollower {
@@ -158,7 +159,12 @@ impl CpuFollower {
             }
         }
         write_raw(&self.pid_file, &digits[at..])?;
-        write_raw(&self.tracing_on, b"1")
+        write_raw(&self.tracing_on, b"1")?;
+        // The instant it is followed from: what it runs before its first switch away counts.
+        write_raw(
+            &self.marker,
+            layoutlab_trace::tracefs::FOLLOW_MARK.as_bytes(),
+        )
     }
 }
 
@@ -578,6 +584,7 @@ impl TracefsSession {
         Some(CpuFollower {
             pid_file: c(sched.dir.join("set_event_pid"))?,
             tracing_on: c(sched.dir.join("tracing_on"))?,
+            marker: c(sched.dir.join("trace_marker"))?,
         })
     }
 
@@ -603,6 +610,10 @@ impl TracefsSession {
         f.write_all(pid.to_string().as_bytes())
             .map_err(|e| RigError::io(format!("follow process {pid}"), e))?;
         write_attr(&sched.dir.join("tracing_on"), "1")?;
+        write_attr(
+            &sched.dir.join("trace_marker"),
+            layoutlab_trace::tracefs::FOLLOW_MARK,
+        )?;
         self.followed(pid);
         Ok(())
     }

@@ -46,6 +46,11 @@ pub fn read(text: &str, file: &str, opts: &ReadOptions) -> Result<Trace, TraceEr
     assemble::assemble(file, &events, opts, Origin::FirstRequest)
 }
 
+/// The marker a followed process (or the session, for a running one) writes when it starts
+/// being followed: [`read_cpu`] counts a root's time on a CPU from the first such marker (or
+/// the first event) until its first switch away.
+pub const FOLLOW_MARK: &str = "layoutlab follow";
+
 /// Reads the scheduler events of tracefs text — `sched_switch` and `sched_process_fork`, as
 /// kernel 6.18 prints them — into the on-CPU time of the program whose first task is one of
 /// `roots` and of every task it (or its children) forked:
@@ -80,8 +85,16 @@ pub fn read_cpu(
     /// per-CPU buffers as they fill, so a switch on one CPU can be printed before an earlier
     /// switch on another).
     enum Sched {
-        Switch { prev: u32, next: u32 },
-        Fork { parent: u32, child: u32 },
+        Switch {
+            prev: u32,
+            next: u32,
+        },
+        Fork {
+            parent: u32,
+            child: u32,
+        },
+        /// [`FOLLOW_MARK`]: only its time matters (it can be the first event).
+        Followed,
     }
     let mut events: Vec<(u64, usize, Sched)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -117,6 +130,7 @@ pub fn read_cpu(
                     err(format!("sched_process_fork without child_pid: '{payload}'"))
                 })?,
             },
+            "tracing_mark_write" if payload.trim() == FOLLOW_MARK => Sched::Followed,
             _ => continue,
         };
         events.push((time_ns, i, event));
@@ -151,6 +165,7 @@ pub fn read_cpu(
                     tasks.entry(child).or_insert(State::Off);
                 }
             }
+            Sched::Followed => {}
         }
     }
     for state in tasks.values() {
@@ -314,6 +329,18 @@ mod tests {
         let mut all: Vec<&str> = SCHED.lines().collect();
         all.reverse();
         assert_eq!(read_cpu(&all.join("\n"), "s", &[70]).unwrap(), a);
+    }
+
+    #[test]
+    fn a_root_runs_from_the_follow_mark_to_its_first_switch_away() {
+        // Followed at 629.799000, first seen switching away at .800000: 1 ms more than
+        // without the mark (where its time starts at its own first event).
+        let text = format!(
+            "            bash-70   [000] .....   629.799000: tracing_mark_write: {FOLLOW_MARK}\n{SCHED}"
+        );
+        let with = read_cpu(&text, "sched.txt", &[70]).unwrap();
+        let without = read_cpu(SCHED, "sched.txt", &[70]).unwrap();
+        assert_eq!(with.total_ns() - without.total_ns(), 1_000_000);
     }
 
     #[test]

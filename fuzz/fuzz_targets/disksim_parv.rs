@@ -4,7 +4,7 @@
 #![no_main]
 
 use layoutlab_device::hdd::Hdd;
-use layoutlab_device::{disksim, Device, IoRequest};
+use layoutlab_device::{parv, Device, IoRequest};
 use layoutlab_trace::Op;
 use libfuzzer_sys::fuzz_target;
 
@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     if std::fs::write(&path, data).is_err() {
         return;
     }
-    if let Ok(spec) = disksim::import_parv(&path) {
+    if let Ok(spec) = parv::import_parv(&path) {
         if let Ok(mut d) = Hdd::new(spec) {
             let cap = d.capacity_sectors().max(1);
             let a = d.submit(

@@ -204,7 +204,7 @@ mod measure {
         }
         // The HDD model, built from a shared DiskSim drive until the HDD presets land.
         let parv = crate::shared_disksim("barracuda.parv");
-        if let Ok(spec) = crate::disksim::import_parv(&parv) {
+        if let Ok(spec) = crate::parv::import_parv(&parv) {
             let mut hdd = crate::hdd::Hdd::new(spec).unwrap();
             for _ in 0..3 {
                 let b = bench_replay(&mut hdd, 1_000_000, 1);

@@ -86,8 +86,8 @@ pub enum DeviceError {
     },
 }
 
-pub mod disksim;
 pub mod hdd;
+pub mod parv;
 pub mod validate;
 
 /// The measured-drive data shared beside the checkout (`../shared/data/disksim` from the

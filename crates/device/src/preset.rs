@@ -334,7 +334,7 @@ fn from_text(
     }
 }
 
-/// The HDD model reads its own preset format (crates/device/src/hdd/preset.rs).
+/// The HDD model reads its own preset format (crates/device/src/hdd/spec_toml.rs).
 fn load_hdd(text: &str, path: &str) -> Result<Box<dyn Device>, DeviceError> {
     Ok(Box::new(crate::hdd::Hdd::from_toml_str(text, path)?))
 }
@@ -396,7 +396,7 @@ mod tests {
     #[test]
     fn hdd_presets_dispatch_to_the_hdd_model() {
         let parv = crate::shared_disksim("barracuda.parv");
-        let spec = crate::disksim::import_parv(&parv).unwrap();
+        let spec = crate::parv::import_parv(&parv).unwrap();
         let hdd = crate::hdd::Hdd::new(spec).unwrap();
         let text = hdd.to_toml_string();
         let d = load_preset_str(&text, "barracuda.toml").unwrap();

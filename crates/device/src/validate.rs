@@ -213,7 +213,7 @@ pub fn demerit_disksim_ms(measured_ms: &[f64], model_ms: &[f64]) -> f64 {
 
 /// Validate a drive: import `parv`, replay `trace` closed-loop, compare.
 pub fn run(parv: &Path, trace: &Path) -> Result<ValidationReport, DeviceError> {
-    let spec = crate::disksim::import_parv(parv)?;
+    let spec = crate::parv::import_parv(parv)?;
     let mut hdd = Hdd::new(spec)?;
     let text = std::fs::read_to_string(trace).map_err(|e| DeviceError::Io {
         path: trace.display().to_string(),
@@ -315,7 +315,7 @@ mod tests {
         let text = std::fs::read_to_string(dir.join("hp_c2247a.trace")).unwrap();
         let head: String = text.lines().take(8).map(|l| format!("{l}\n")).collect();
         let records = parse_validate_trace(&head, "hp_c2247a.trace").unwrap();
-        let mut hdd = Hdd::new(crate::disksim::import_parv(&parv).unwrap()).unwrap();
+        let mut hdd = Hdd::new(crate::parv::import_parv(&parv).unwrap()).unwrap();
         let ours = replay_closed_loop(&mut hdd, &records);
         let disksim_ms = [
             21.649336, 1.375470, 1.375470, 17.155068, 10.214831, 20.493329, 27.987870, 16.811186,

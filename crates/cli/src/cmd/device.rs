@@ -139,8 +139,8 @@ pub fn run(cmd: Command) -> Result<()> {
             Ok(())
         }
         Command::Import { parv, output } => {
-            let spec = layoutlab_device::disksim::import_parv(&parv)?;
-            let text = layoutlab_device::hdd::preset::spec_to_toml_string(&spec);
+            let spec = layoutlab_device::parv::import_parv(&parv)?;
+            let text = layoutlab_device::hdd::spec_toml::spec_to_toml_string(&spec);
             match output {
                 Some(out) => {
                     std::fs::write(&out, text)

@@ -153,7 +153,7 @@ struct Zone {
 
 /// The mapped geometry of a disk.
 #[derive(Clone, Debug)]
-pub struct Geometry {
+pub struct DiskGeometry {
     surfaces: u32,
     sparing: Sparing,
     serpentine: u8,
@@ -165,9 +165,9 @@ pub struct Geometry {
 }
 
 /// Why a geometry is not usable.
-pub type GeometryError = String;
+pub type DiskGeometryError = String;
 
-impl Geometry {
+impl DiskGeometry {
     /// Build a geometry. `mapping` is DiskSim's "LBN-to-PBN mapping scheme" (0 = conventional,
     /// 1/2 = serpentine cylinder switches); `range_cylinders` is used by `SectorsPerRange`.
     pub fn new(
@@ -176,7 +176,7 @@ impl Geometry {
         range_cylinders: u32,
         mapping: u8,
         zone_specs: &[ZoneSpec],
-    ) -> Result<Geometry, GeometryError> {
+    ) -> Result<DiskGeometry, DiskGeometryError> {
         if surfaces == 0 {
             return Err("surfaces must be at least 1".into());
         }
@@ -257,7 +257,7 @@ impl Geometry {
             sector: 0,
             zone: 0,
         };
-        Ok(Geometry {
+        Ok(DiskGeometry {
             surfaces,
             sparing,
             serpentine: mapping,
@@ -506,8 +506,8 @@ mod tests {
 
     #[test]
     fn conventional_mapping_fills_surfaces_then_cylinders() {
-        let g =
-            Geometry::new(2, Sparing::None, 1, 0, &[zone(0, 9, 100), zone(10, 19, 50)]).unwrap();
+        let g = DiskGeometry::new(2, Sparing::None, 1, 0, &[zone(0, 9, 100), zone(10, 19, 50)])
+            .unwrap();
         assert_eq!(g.capacity_sectors(), 10 * 2 * 100 + 10 * 2 * 50);
         assert_eq!(
             g.lbn_to_pbn(0),
@@ -553,7 +553,7 @@ mod tests {
         let mut z = zone(0, 3, 10);
         z.spares = 2;
         z.slips = vec![5];
-        let g = Geometry::new(1, Sparing::SectorsPerRange, 2, 0, &[z]).unwrap();
+        let g = DiskGeometry::new(1, Sparing::SectorsPerRange, 2, 0, &[z]).unwrap();
         assert_eq!(g.capacity_sectors(), 36);
         assert_eq!(g.lbn_to_pbn(4).sector, 4);
         // LBN 5 slips over physical 5.
@@ -581,7 +581,7 @@ mod tests {
         let mut z = zone(0, 4, 10);
         z.spares = 2;
         z.slips = vec![1];
-        let g = Geometry::new(1, Sparing::TracksAtZoneEnd, 1, 0, &[z]).unwrap();
+        let g = DiskGeometry::new(1, Sparing::TracksAtZoneEnd, 1, 0, &[z]).unwrap();
         assert_eq!(g.capacity_sectors(), 30);
         assert_eq!(g.lbn_to_pbn(10).cylinder, 2);
     }
@@ -591,7 +591,7 @@ mod tests {
         let mut z = zone(0, 9, 100);
         z.track_skew_sectors = 10.0;
         z.cylinder_skew_sectors = 20.0;
-        let g = Geometry::new(2, Sparing::None, 1, 0, &[z]).unwrap();
+        let g = DiskGeometry::new(2, Sparing::None, 1, 0, &[z]).unwrap();
         let a0 = g.sector_angle(&g.lbn_to_pbn(0));
         let a1 = g.sector_angle(&g.lbn_to_pbn(100));
         let a2 = g.sector_angle(&g.lbn_to_pbn(200));
@@ -603,15 +603,17 @@ mod tests {
 
     #[test]
     fn serpentine_reverses_heads_on_odd_cylinders() {
-        let g = Geometry::new(2, Sparing::None, 1, 1, &[zone(0, 9, 10)]).unwrap();
+        let g = DiskGeometry::new(2, Sparing::None, 1, 1, &[zone(0, 9, 10)]).unwrap();
         assert_eq!(g.lbn_to_pbn(20).head, 1);
         assert_eq!(g.lbn_to_pbn(30).head, 0);
     }
 
     #[test]
     fn bad_zones_are_errors() {
-        assert!(Geometry::new(1, Sparing::None, 1, 0, &[]).is_err());
-        assert!(Geometry::new(1, Sparing::None, 1, 0, &[zone(5, 4, 10)]).is_err());
-        assert!(Geometry::new(1, Sparing::None, 1, 0, &[zone(0, 4, 10), zone(4, 8, 10)]).is_err());
+        assert!(DiskGeometry::new(1, Sparing::None, 1, 0, &[]).is_err());
+        assert!(DiskGeometry::new(1, Sparing::None, 1, 0, &[zone(5, 4, 10)]).is_err());
+        assert!(
+            DiskGeometry::new(1, Sparing::None, 1, 0, &[zone(0, 4, 10), zone(4, 8, 10)]).is_err()
+        );
     }
 }

@@ -9,8 +9,8 @@
 
 pub mod cache;
 pub mod geometry;
-pub mod preset;
 pub mod seek;
+pub mod spec_toml;
 
 use std::collections::BTreeMap;
 
@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Device, DeviceError, IoRequest};
 use cache::{SegmentCache, Stream};
-use geometry::{Geometry, Pbn, Sparing, ZoneSpec};
+use geometry::{DiskGeometry, Pbn, Sparing, ZoneSpec};
 use seek::{CurveFit, SeekModel};
 
 /// How far the drive reads ahead after a read (DiskSim "Buffer continuous read").
@@ -209,7 +209,7 @@ pub struct HddSpec {
 #[derive(Clone, Debug)]
 pub struct Hdd {
     spec: HddSpec,
-    geometry: Geometry,
+    geometry: DiskGeometry,
     rotation_ns: f64,
     /// Sequential-read time per sector in each zone, switches included.
     zone_stream_sector_ns: Vec<f64>,
@@ -344,7 +344,7 @@ impl Hdd {
         if spec.queue_depth == 0 {
             return Err(bad("queue depth must be at least 1".into()));
         }
-        let geometry = Geometry::new(
+        let geometry = DiskGeometry::new(
             spec.surfaces,
             spec.sparing,
             spec.sparing_range_cylinders,
@@ -399,7 +399,7 @@ impl Hdd {
         &self.spec
     }
     /// The mapped geometry.
-    pub fn geometry(&self) -> &Geometry {
+    pub fn geometry(&self) -> &DiskGeometry {
         &self.geometry
     }
     /// One revolution, ns.
@@ -603,7 +603,7 @@ impl Hdd {
         }
         // Logical sectors after `end - 1` on its track.
         let to_track_end = self.geometry.map(end - 1).1 - 1;
-        let next_track_sectors = |g: &Geometry| {
+        let next_track_sectors = |g: &DiskGeometry| {
             let first = end + to_track_end;
             if first < cap {
                 g.map(first).1

@@ -162,7 +162,7 @@ fn write_back_reports_before_the_media() {
 fn random_requests_never_complete_before_they_arrive_and_positioning_is_pure() {
     // Property over seeded random input: completion ≥ arrival, response bounded by a
     // generous physical maximum, and positioning_ns does not change state.
-    let spec = crate::disksim::import_parv(&crate::shared_disksim("barracuda.parv")).unwrap();
+    let spec = crate::parv::import_parv(&crate::shared_disksim("barracuda.parv")).unwrap();
     let mut d = Hdd::new(spec).unwrap();
     let cap = d.capacity_sectors();
     let mut rng = ChaCha8Rng::seed_from_u64(7);
@@ -199,7 +199,7 @@ fn random_requests_never_complete_before_they_arrive_and_positioning_is_pure() {
 fn preset_round_trip_is_exact() {
     for parv in ["barracuda", "atlas_III", "cheetah4LP", "hp_c2247a"] {
         let p = crate::shared_disksim(&format!("{parv}.parv"));
-        let spec = crate::disksim::import_parv(&p).unwrap();
+        let spec = crate::parv::import_parv(&p).unwrap();
         let d = Hdd::new(spec.clone()).unwrap();
         let text = d.to_toml_string();
         let back = Hdd::from_toml_str(&text, "roundtrip.toml").unwrap();
@@ -243,7 +243,7 @@ fn presets_without_sources_or_with_unknown_keys_are_rejected() {
 #[test]
 #[ignore]
 fn throughput_requests_per_second() {
-    let spec = crate::disksim::import_parv(&crate::shared_disksim("barracuda.parv")).unwrap();
+    let spec = crate::parv::import_parv(&crate::shared_disksim("barracuda.parv")).unwrap();
     let mut d = Hdd::new(spec).unwrap();
     let cap = d.capacity_sectors();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
@@ -373,7 +373,7 @@ fn garbage_presets_and_parameter_files_give_errors_not_panics() {
         } else {
             let f = dir.join("fuzz.parv");
             std::fs::write(&f, &text).unwrap();
-            if let Ok(spec) = crate::disksim::import_parv(&f) {
+            if let Ok(spec) = crate::parv::import_parv(&f) {
                 if let Ok(mut d) = Hdd::new(spec) {
                     d.submit(0.0, &req(Op::Read, 1000, 8));
                 }

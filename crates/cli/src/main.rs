@@ -31,6 +31,16 @@ enum Command {
     Reproduce(cmd::reproduce::Args),
     /// List the named experiments.
     Experiments(cmd::reproduce::ListArgs),
+    /// How long would fsck take on this volume? Run the real checker read-only on a device,
+    /// an image or a metadata dump under block tracing and price it on each device model.
+    ///
+    /// ext2/3/4 is checked by `e2fsck -fn -tt`, XFS by `xfs_repair -n`, btrfs by
+    /// `btrfs check --readonly`, each per pass or phase. On a server, take a metadata image
+    /// (`e2image -Q /dev/sdX fs.qcow2`, `xfs_metadump`, `btrfs-image`), copy it here, and
+    /// predict from it. Needs root (loop device, tracefs).
+    ///
+    /// Example: layoutlab fsck-predict fs.qcow2 --device sata-400g-2007,ssd-nvme-2024
+    FsckPredict(cmd::fsck_predict::Args),
     /// Plan a workload with a layout policy (no I/O) and summarise where things went.
     Plan(cmd::plan::Args),
     /// Named workloads (bench5, ubuntu-32g): statistics and size histogram.
@@ -64,6 +74,7 @@ fn main() {
     let result = match cli.command {
         Command::Reproduce(a) => cmd::reproduce::run(a),
         Command::Experiments(a) => cmd::reproduce::list(a),
+        Command::FsckPredict(a) => cmd::fsck_predict::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Workload(c) => cmd::workload::run(c),
         Command::Image(c) => cmd::image::run(c),

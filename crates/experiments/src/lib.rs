@@ -24,6 +24,7 @@ pub mod fsck;
 pub mod kernel_profile;
 pub mod large_delete;
 pub mod output;
+pub mod predict;
 pub mod support;
 
 pub use experiment::{Experiment, Published};

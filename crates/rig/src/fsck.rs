@@ -271,7 +271,7 @@ pub fn run_e2fsck_traced(
 /// Waits (up to 5 s) until process `pid` has exited — gone, or a zombie, whose open files
 /// (the loop device) are already closed — without reaping it: its parent's `wait` may be
 /// under way on another thread.
-fn wait_until_exited(pid: libc::pid_t) {
+pub(crate) fn wait_until_exited(pid: libc::pid_t) {
     let stat = format!("/proc/{pid}/stat");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while std::time::Instant::now() < deadline {

@@ -24,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+mod checker;
 pub mod cleanup;
 mod error;
 mod fsck;
@@ -38,6 +39,7 @@ mod tracefs;
 mod tracefs_text;
 mod zram;
 
+pub use checker::{run_checker_traced, CheckerRun};
 pub use error::{Result, RigError};
 pub use fsck::{run_e2fsck_traced, FsckOptions, FsckRun, ProgressChange};
 pub use fsck_times::{parse_fsck_times, FsckTimes, Section};
@@ -53,4 +55,5 @@ pub use system::{
     run_command, TempDir, TempFile,
 };
 pub use tracefs::{Capture, CpuAccounting, CpuFollower, Marker, TraceOptions, TracefsSession};
+pub use tracefs_text::ProgressStyle;
 pub use zram::Zram;

@@ -18,7 +18,7 @@ use crate::cleanup::{self, CleanupId};
 use crate::error::{Result, RigError};
 use crate::mount::Mount;
 use crate::system::{read_attr, require_root, write_attr, TempFile};
-use crate::tracefs_text::{self, MARK_PREFIX};
+use crate::tracefs_text::{self, ProgressStyle, MARK_PREFIX};
 use layoutlab_trace::format::{DevId, ReadOptions};
 use layoutlab_trace::Trace;
 use std::fs::File;
@@ -102,6 +102,9 @@ pub struct Capture {
     pub text_path: Option<PathBuf>,
     /// The followed processes' CPU time, when a process was followed.
     pub cpu: Option<CpuAccounting>,
+    /// What a checker wrote to the trace marker as its output (empty for e2fsck's progress
+    /// lines, which become tags only): see [`TracefsSession::set_progress_style`].
+    pub output: String,
 }
 
 /// Writes tag markers into a session's trace; cheap to clone and usable from any thread.
@@ -351,6 +354,7 @@ pub struct TracefsSession {
     block: Streamed,
     sched: Option<Streamed>,
     followed: Mutex<Vec<u32>>,
+    progress: ProgressStyle,
     _tracefs_mount: Option<Mount>,
 }
 
@@ -537,6 +541,7 @@ impl TracefsSession {
             block,
             sched,
             followed: Mutex::new(Vec::new()),
+            progress: ProgressStyle::default(),
             _tracefs_mount: tracefs_mount,
         };
         write_attr(&session.block.dir.join("tracing_on"), "1")?;
@@ -551,6 +556,14 @@ impl TracefsSession {
     /// The tracefs instance directory of the block events.
     pub fn instance(&self) -> &Path {
         &self.block.dir
+    }
+
+    /// How the program writing to the marker descriptor ([`TracefsSession::marker_fd`])
+    /// announces its phases (default: e2fsck's progress lines). With another style the
+    /// program's whole output is expected in the marker; it comes back in
+    /// [`Capture::output`].
+    pub fn set_progress_style(&mut self, style: ProgressStyle) {
+        self.progress = style;
     }
 
     /// Writes a tag marker; requests issued after it carry `tag`.
@@ -632,7 +645,7 @@ impl TracefsSession {
             None => None,
         };
         let (raw, lost_events) = self.block.finish()?;
-        let rewritten = tracefs_text::rewrite(&raw, self.dev);
+        let rewritten = tracefs_text::rewrite(&raw, self.dev, self.progress);
         drop(raw);
         let name = self.block.text_path.display().to_string();
         let opts = ReadOptions {
@@ -690,6 +703,7 @@ impl TracefsSession {
             incomplete_requests,
             text_path: self.keep_text.then(|| self.block.text_path.clone()),
             cpu,
+            output: rewritten.output,
         })
     }
 }

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod clean;
 pub mod device;
+pub mod fsck_predict;
 pub mod image;
 pub mod plan;
 pub mod reproduce;

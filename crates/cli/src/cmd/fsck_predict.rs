@@ -1,0 +1,51 @@
+//! `layoutlab fsck-predict`: how long would fsck take on this volume, on each modelled disk.
+
+use super::{write_json, Human};
+use anyhow::Result;
+use clap::Args as ClapArgs;
+use std::path::PathBuf;
+
+/// Arguments of `fsck-predict`.
+#[derive(ClapArgs)]
+pub struct Args {
+    /// What to check: a block device, a file-system image, or a metadata image (`e2image -r`
+    /// or `e2image -Q` of ext2/3/4, `xfs_metadump` output, `btrfs-image` output). Detected by
+    /// content; opened read-only, never mounted, never written.
+    pub source: PathBuf,
+    /// Device presets to predict on, comma-separated (default: every shipped preset; see
+    /// `layoutlab device list`). A preset smaller than the file system is skipped, saying so.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub device: Vec<String>,
+    /// Check SOURCE even though it is mounted. The file system may change under the checker,
+    /// so the result is approximate.
+    #[arg(long)]
+    pub allow_mounted: bool,
+    /// Where a metadata dump is restored (sparse) while the check runs.
+    #[arg(long, value_name = "DIR", default_value_os_t = std::env::temp_dir())]
+    pub workdir: PathBuf,
+    /// Write the report as JSON to PATH ("-" = stdout, tables then go to stderr).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+}
+
+/// Run `fsck-predict`.
+pub fn run(a: Args) -> Result<()> {
+    layoutlab_rig::cleanup::install();
+    let devices = if a.device.is_empty() {
+        layoutlab_device::preset::preset_names()
+    } else {
+        a.device.clone()
+    };
+    let opts = layoutlab_experiments::predict::PredictOptions {
+        devices,
+        workdir: a.workdir.clone(),
+        allow_mounted: a.allow_mounted,
+    };
+    let report = layoutlab_experiments::predict::predict(&a.source, &opts)?;
+    let human = Human::new(a.json.as_deref());
+    human.say(&layoutlab_experiments::predict::render(&report));
+    if let Some(p) = &a.json {
+        write_json(p, &report)?;
+    }
+    Ok(())
+}

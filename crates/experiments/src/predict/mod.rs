@@ -1,0 +1,489 @@
+//! `layoutlab fsck-predict`: how long the check of a real volume would take on each modelled
+//! disk, how much memory the checker needs, and whether it found problems.
+//!
+//! SOURCE (a block device, an image, or a metadata dump restored by the format's own tool, see
+//! [`source`]) goes under a read-only loop device; the real checker (`e2fsck -fn -tt`,
+//! `xfs_repair -n`, `btrfs check --readonly`) runs on it under block tracing, each request
+//! tagged with the checker's pass or phase; the trace is replayed on every device preset asked
+//! for, with the checker's CPU time between requests from the scheduler's account (as in
+//! metacluster-fsck). Nothing writes to SOURCE: it is opened read-only, the loop device is
+//! read-only, and the checkers run in their no-modify modes.
+
+pub mod source;
+
+use anyhow::{bail, Context, Result};
+use layoutlab_device::replay::{replay, ReplayOptions, ThinkSource};
+use layoutlab_rig::{FsckOptions, LoopDevice, ProgressStyle, TraceOptions};
+use layoutlab_trace::Trace;
+use serde::Serialize;
+use source::{Family, Format, Source};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// How to predict.
+#[derive(Clone, Debug)]
+pub struct PredictOptions {
+    /// Device presets (names or .toml files) to replay on.
+    pub devices: Vec<String>,
+    /// Where a restored dump lives while the check runs.
+    pub workdir: PathBuf,
+    /// Check a mounted SOURCE anyway (the result is approximate).
+    pub allow_mounted: bool,
+}
+
+/// One pass or phase on one device.
+#[derive(Clone, Debug, Serialize)]
+pub struct PhasePrediction {
+    /// The checker's name for it: e2fsck pass "1" … "5", xfs_repair phase "1" … "7", btrfs
+    /// check step "1" … "7"; "setup" before the first.
+    pub phase: String,
+    /// Predicted seconds.
+    pub seconds: f64,
+    /// MB (2^20 bytes) read.
+    pub mb_read: f64,
+    /// Requests.
+    pub requests: u64,
+}
+
+/// The check on one device model.
+#[derive(Clone, Debug, Serialize)]
+pub struct DevicePrediction {
+    /// The preset.
+    pub device: String,
+    /// Predicted seconds of the whole check.
+    pub total_seconds: f64,
+    /// Per pass or phase.
+    pub phases: Vec<PhasePrediction>,
+}
+
+/// A preset the check was not replayed on, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Skipped {
+    /// The preset.
+    pub device: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// What `fsck-predict` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// SOURCE as given.
+    pub source: String,
+    /// What it was found to hold.
+    pub format: Format,
+    /// The family, which picked the checker.
+    pub fs: Family,
+    /// The checker that ran.
+    pub checker: &'static str,
+    /// Whether the checker found the file system clean. A prediction for one that is not is
+    /// still reported, marked.
+    pub clean: bool,
+    /// The checker's exit status.
+    pub exit_code: i32,
+    /// Peak memory of the checker, MB (2^20 bytes): e2fsck's `-tt` "Peak memory" figure
+    /// (malloc arena + mmap'd), else the process's peak RSS.
+    pub peak_memory_mb: f64,
+    /// Where the memory figure comes from.
+    pub peak_memory_source: &'static str,
+    /// Bytes of the file system (the loop device's size).
+    pub fs_bytes: u64,
+    /// Requests the checker issued.
+    pub requests: u64,
+    /// MB read.
+    pub mb_read: f64,
+    /// The checker's CPU seconds as the scheduler accounted them, if it could.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
+    /// Wall seconds of the check on this machine (loop device over SOURCE or the restored
+    /// image): context, not a prediction.
+    pub seconds_here: f64,
+    /// Whether SOURCE was mounted (checked anyway with --allow-mounted).
+    pub mounted: bool,
+    /// Per device preset.
+    pub predictions: Vec<DevicePrediction>,
+    /// Presets the trace was not replayed on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+    /// What the checker said (its problems, if any), last lines.
+    #[serde(skip)]
+    pub checker_output: String,
+    /// The captured trace (not serialized).
+    #[serde(skip)]
+    pub trace: Trace,
+}
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// The traced check and what it measured, before any replay.
+struct Checked {
+    exit_code: i32,
+    clean: bool,
+    peak_memory_mb: f64,
+    peak_memory_source: &'static str,
+    trace: Trace,
+    head_tail_cpu_s: (f64, f64),
+    cpu_seconds: Option<f64>,
+    output: String,
+}
+
+/// Runs the whole prediction for `path`.
+pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
+    let source = source::detect(path)?;
+    // Resolve every preset before any work, so a typo fails at once and changes nothing.
+    for d in &opts.devices {
+        crate::support::load_device(d).with_context(|| format!("device '{d}'"))?;
+    }
+    if opts.devices.is_empty() {
+        bail!("no device presets to predict on");
+    }
+    layoutlab_rig::require_root(
+        "attaching SOURCE to a read-only loop device and tracing the checker's block requests",
+    )?;
+    let mounted = match source::mounted_reason(&source)? {
+        Some(why) if !opts.allow_mounted => bail!(
+            "{} is in use: {why}. A mounted file system changes under the checker; unmount it, \
+             check a snapshot or an e2image/xfs_metadump/btrfs-image of it, or pass \
+             --allow-mounted for an approximate result",
+            source.path.display()
+        ),
+        Some(why) => {
+            eprintln!(
+                "warning: {why}; the file system may change under the checker, so the result \
+                 is approximate"
+            );
+            true
+        }
+        None => false,
+    };
+    eprintln!(
+        "{}: {} ({:.1} GB)",
+        source.path.display(),
+        source.format.describe(),
+        source.bytes as f64 / 1e9
+    );
+    let prepared = source::prepare(&source, &opts.workdir)?;
+    let started = std::time::Instant::now();
+    let (checked, fs_bytes) = {
+        let loopdev = LoopDevice::attach(&prepared.path, true)?;
+        loopdev.set_scheduler_none()?;
+        loopdev.flush_buffers()?;
+        let fs_bytes = loop_bytes(loopdev.path())?;
+        eprintln!(
+            "running {} read-only on {} under block tracing ...",
+            source.format.family().checker(),
+            loopdev.path().display()
+        );
+        (check(&source, &loopdev)?, fs_bytes)
+    };
+    let seconds_here = started.elapsed().as_secs_f64();
+    drop(prepared);
+    if !checked.clean {
+        eprintln!(
+            "warning: {} found problems (exit {}); the prediction is for this check as it ran",
+            source.format.family().checker(),
+            checked.exit_code
+        );
+    }
+    let mut predictions = Vec::new();
+    let mut skipped = Vec::new();
+    for name in &opts.devices {
+        let mut device = crate::support::load_device(name)?;
+        let cap = device.capacity_sectors() * 512;
+        if cap < fs_bytes {
+            skipped.push(Skipped {
+                device: name.clone(),
+                reason: format!(
+                    "holds {:.1} GB, less than the {:.1} GB file system",
+                    cap as f64 / 1e9,
+                    fs_bytes as f64 / 1e9
+                ),
+            });
+            continue;
+        }
+        let replayed = replay(device.as_mut(), &checked.trace, &ReplayOptions::default());
+        let (head, tail) = checked.head_tail_cpu_s;
+        let mut phases: Vec<PhasePrediction> = replayed
+            .tags
+            .iter()
+            .map(|t| PhasePrediction {
+                phase: phase_name(&t.tag),
+                seconds: t.seconds,
+                mb_read: t.bytes_read as f64 / MIB,
+                requests: t.requests,
+            })
+            .collect();
+        if let Some(first) = phases.first_mut() {
+            first.seconds += head;
+        }
+        if let Some(last) = phases.last_mut() {
+            last.seconds += tail;
+        }
+        predictions.push(DevicePrediction {
+            device: name.clone(),
+            total_seconds: replayed.wall_ns / 1e9 + head + tail,
+            phases,
+        });
+    }
+    Ok(Report {
+        source: source.path.display().to_string(),
+        format: source.format,
+        fs: source.format.family(),
+        checker: source.format.family().checker(),
+        clean: checked.clean,
+        exit_code: checked.exit_code,
+        peak_memory_mb: checked.peak_memory_mb,
+        peak_memory_source: checked.peak_memory_source,
+        fs_bytes,
+        requests: checked.trace.requests.len() as u64,
+        mb_read: checked
+            .trace
+            .requests
+            .iter()
+            .filter(|r| r.op == layoutlab_trace::Op::Read)
+            .map(|r| u64::from(r.sectors) * 512)
+            .sum::<u64>() as f64
+            / MIB,
+        cpu_seconds: checked.cpu_seconds,
+        seconds_here,
+        mounted,
+        predictions,
+        skipped,
+        checker_output: checked.output,
+        trace: checked.trace,
+    })
+}
+
+/// The loop device's size in bytes (sysfs counts 512-byte sectors).
+fn loop_bytes(dev: &Path) -> Result<u64> {
+    let name = dev
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let text = std::fs::read_to_string(format!("/sys/block/{name}/size"))
+        .with_context(|| format!("size of {}", dev.display()))?;
+    Ok(text.trim().parse::<u64>().context("sysfs size")? * 512)
+}
+
+/// "pass3" / "phase3" / "step3" → "3"; anything else (setup) as is.
+fn phase_name(tag: &str) -> String {
+    for p in ["pass", "phase", "step"] {
+        if let Some(n) = tag.strip_prefix(p) {
+            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+                return n.to_string();
+            }
+        }
+    }
+    if tag.is_empty() {
+        "setup".into()
+    } else {
+        tag.to_string()
+    }
+}
+
+/// e2fsck's `-tt` memory figure `A k/B k (C k/D k)`: A (malloc arena) + B (mmap'd), KiB.
+fn e2fsck_memory_kib(memory: &str) -> Option<u64> {
+    let mut parts = memory.split_whitespace().next()?.split('/');
+    let a = parts.next()?.strip_suffix('k')?.parse::<u64>().ok()?;
+    let b = match parts.next() {
+        Some(b) => b.strip_suffix('k')?.parse::<u64>().ok()?,
+        None => 0,
+    };
+    Some(a + b)
+}
+
+fn head_tail(capture: &layoutlab_rig::Capture) -> (f64, f64) {
+    match (&capture.cpu, ThinkSource::of(&capture.trace)) {
+        (Some(c), ThinkSource::Cpu) => (
+            c.before_trace_ns as f64 / 1e9,
+            c.after_trace_ns as f64 / 1e9,
+        ),
+        _ => (0.0, 0.0),
+    }
+}
+
+fn check(source: &Source, loopdev: &LoopDevice) -> Result<Checked> {
+    match source.format.family() {
+        Family::Ext => {
+            let run = layoutlab_rig::run_e2fsck_traced(
+                loopdev.path(),
+                loopdev.dev(),
+                &FsckOptions {
+                    ..FsckOptions::default()
+                },
+            )?;
+            if run.capture.lost_events > 0 {
+                bail!(
+                    "the kernel lost {} trace events; the trace is incomplete",
+                    run.capture.lost_events
+                );
+            }
+            // The "Peak memory" section (after pass 2, where e2fsck peaks), else the largest.
+            let peak_kib = run
+                .times
+                .sections
+                .iter()
+                .find(|s| s.label == "Peak memory")
+                .and_then(|s| e2fsck_memory_kib(&s.memory))
+                .or_else(|| {
+                    run.times
+                        .sections
+                        .iter()
+                        .filter_map(|s| e2fsck_memory_kib(&s.memory))
+                        .max()
+                })
+                .unwrap_or(0);
+            Ok(Checked {
+                exit_code: run.exit_code,
+                clean: run.exit_code == 0,
+                peak_memory_mb: peak_kib as f64 / 1024.0,
+                peak_memory_source: "e2fsck -tt",
+                head_tail_cpu_s: head_tail(&run.capture),
+                cpu_seconds: run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9),
+                trace: run.capture.trace,
+                output: run.stdout,
+            })
+        }
+        family => {
+            let (program, args, style, first_phase): (&str, &[&str], _, &str) = match family {
+                Family::Xfs => ("xfs_repair", &["-n"], ProgressStyle::XfsRepair, "phase2"),
+                _ => (
+                    "btrfs",
+                    &["check", "--readonly"],
+                    ProgressStyle::BtrfsCheck,
+                    "step1",
+                ),
+            };
+            let run = layoutlab_rig::run_checker_traced(
+                program,
+                args,
+                loopdev.path(),
+                loopdev.dev(),
+                style,
+                &TraceOptions::default(),
+            )?;
+            if run.capture.lost_events > 0 {
+                bail!(
+                    "the kernel lost {} trace events; the trace is incomplete",
+                    run.capture.lost_events
+                );
+            }
+            // Both exit 1 for "problems found" and for "could not check at all"; a check that
+            // got past its first phase did check.
+            let checked = run.capture.marks.iter().any(|(_, t)| t == first_phase);
+            if run.exit_code != 0 && (run.exit_code > 1 || !checked) {
+                bail!(
+                    "{program} {} failed (exit {}) before checking anything:\n{}",
+                    args.join(" "),
+                    run.exit_code,
+                    last_lines(&run.capture.output, 20)
+                );
+            }
+            Ok(Checked {
+                exit_code: run.exit_code,
+                clean: run.exit_code == 0,
+                peak_memory_mb: run.peak_rss_kib as f64 / 1024.0,
+                peak_memory_source: "peak RSS",
+                head_tail_cpu_s: head_tail(&run.capture),
+                cpu_seconds: run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9),
+                output: run.capture.output.clone(),
+                trace: run.capture.trace,
+            })
+        }
+    }
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// The report as text: one table per device preset, the checker's verdict and memory.
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "fsck-predict: {} — {} ({:.1} GB), checked by {}",
+        r.source,
+        r.format.describe(),
+        r.fs_bytes as f64 / 1e9,
+        r.checker
+    );
+    let verdict = if r.clean {
+        "clean".to_string()
+    } else {
+        format!(
+            "PROBLEMS FOUND (exit {}): predictions are for this check as it ran; a repair run \
+             reads and writes more",
+            r.exit_code
+        )
+    };
+    let _ = writeln!(s, "checker verdict: {verdict}");
+    if r.mounted {
+        let _ = writeln!(
+            s,
+            "SOURCE was mounted (--allow-mounted): the result is approximate"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "peak memory: {:.1} MB ({}); {} requests, {:.1} MB read; {:.2} s here{}",
+        r.peak_memory_mb,
+        r.peak_memory_source,
+        r.requests,
+        r.mb_read,
+        r.seconds_here,
+        r.cpu_seconds
+            .map_or(String::new(), |c| format!(", {c:.2} s CPU"))
+    );
+    for p in &r.predictions {
+        let _ = writeln!(s, "\n{}: {:.2} s predicted", p.device, p.total_seconds);
+        let _ = writeln!(
+            s,
+            "  {:<8} {:>10} {:>10} {:>9}",
+            "phase", "seconds", "MB read", "requests"
+        );
+        for ph in &p.phases {
+            let _ = writeln!(
+                s,
+                "  {:<8} {:>10.2} {:>10.1} {:>9}",
+                ph.phase, ph.seconds, ph.mb_read, ph.requests
+            );
+        }
+    }
+    for k in &r.skipped {
+        let _ = writeln!(s, "\n{}: not predicted: {}", k.device, k.reason);
+    }
+    if !r.clean && !r.checker_output.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nwhat {} said (last lines):\n{}",
+            r.checker,
+            last_lines(&r.checker_output, 15)
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phase_names_are_the_checkers_numbers() {
+        assert_eq!(phase_name("pass1"), "1");
+        assert_eq!(phase_name("phase7"), "7");
+        assert_eq!(phase_name("step2"), "2");
+        assert_eq!(phase_name("setup"), "setup");
+        assert_eq!(phase_name(""), "setup");
+        assert_eq!(phase_name("passage"), "passage");
+    }
+
+    #[test]
+    fn e2fsck_memory_adds_arena_and_mmap() {
+        assert_eq!(e2fsck_memory_kib("208k/0k (82k/127k)"), Some(208));
+        assert_eq!(e2fsck_memory_kib("1200k/5300k (1k/2k)"), Some(6500));
+        assert_eq!(e2fsck_memory_kib("512k,"), None);
+        assert_eq!(e2fsck_memory_kib("512k"), Some(512));
+    }
+}

@@ -201,6 +201,32 @@ fn real_trees_on_ext4_xfs_btrfs_and_their_metadata_images() {
     assert_eq!(vq["format"], "ext-qcow2");
     // The metadata image holds what e2fsck reads: the same requests as the image itself.
     assert_eq!(vq["requests"], v["requests"]);
+    // The same tree laid out again by two policies: each image is e2fsck-clean, predicted on
+    // the same presets, and left nowhere.
+    let vr = predict_json(&ext4, &["--relayout", "ext4-2009,ext3-2007"]);
+    let rl = vr["relayout"].as_array().unwrap();
+    assert_eq!(rl.len(), 2);
+    for (r, policy) in rl.iter().zip(["ext4-2009", "ext3-2007"]) {
+        assert_eq!(r["policy"], policy);
+        assert_eq!(r["fsck_clean"], true, "{r}");
+        assert!(r["requests"].as_u64().unwrap() > 10);
+        assert_eq!(r["predictions"].as_array().unwrap().len(), 2);
+        // Today's mke2fs turns on metadata_csum, which the layout model does not place.
+        assert!(r["features_left_out"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "metadata_csum"));
+    }
+    // Block maps put indirect blocks among the data: ext3-2007's check reads more requests.
+    assert!(
+        rl[1]["requests"].as_u64() > rl[0]["requests"].as_u64(),
+        "{vr}"
+    );
+    let out = layoutlab(&["fsck-predict", ext4.to_str().unwrap(), "--relayout", "ext9"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ext9") && err.contains("ext4-2009"), "{err}");
     let raw = d.join("ext4.e2i");
     sh(
         "e2image",
@@ -215,6 +241,14 @@ fn real_trees_on_ext4_xfs_btrfs_and_their_metadata_images() {
         "xfs_metadump",
         &[xfs.to_str().unwrap(), md.to_str().unwrap()],
     );
+    let out = layoutlab(&[
+        "fsck-predict",
+        md.to_str().unwrap(),
+        "--relayout",
+        "ext4-2009",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ext2/3/4 trees only"));
     let vm = predict_json(&md, &[]);
     check_report(&vm, "xfs", "xfs_repair", &["2", "3"]);
     assert_eq!(vm["format"], "xfs-metadump");

@@ -77,7 +77,7 @@ const EXT3_2007_TOML: &str = include_str!("../../../profiles/mkfs/ext3-2007.toml
 const EXT4_2009_TOML: &str = include_str!("../../../profiles/mkfs/ext4-2009.toml");
 
 /// Features this model knows the on-disk consequences of.
-const KNOWN_FEATURES: &[&str] = &[
+pub const KNOWN_FEATURES: &[&str] = &[
     "sparse_super",
     "filetype",
     "resize_inode",

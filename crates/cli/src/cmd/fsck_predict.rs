@@ -20,6 +20,12 @@ pub struct Args {
     /// so the result is approximate.
     #[arg(long)]
     pub allow_mounted: bool,
+    /// Also lay SOURCE's tree out again with POLICY (ext only; repeatable or comma-separated)
+    /// on the same geometry, write it through libext2fs, and predict its check beside
+    /// SOURCE's: "what would ext4-2009 or metaclustering have cost on my data?". See
+    /// `layoutlab plan --help` for the policies.
+    #[arg(long, value_delimiter = ',', value_name = "POLICY")]
+    pub relayout: Vec<String>,
     /// Where a metadata dump is restored (sparse) while the check runs.
     #[arg(long, value_name = "DIR", default_value_os_t = std::env::temp_dir())]
     pub workdir: PathBuf,
@@ -40,6 +46,7 @@ pub fn run(a: Args) -> Result<()> {
         devices,
         workdir: a.workdir.clone(),
         allow_mounted: a.allow_mounted,
+        relayout: a.relayout.clone(),
     };
     let report = layoutlab_experiments::predict::predict(&a.source, &opts)?;
     let human = Human::new(a.json.as_deref());

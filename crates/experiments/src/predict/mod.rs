@@ -9,6 +9,7 @@
 //! metacluster-fsck). Nothing writes to SOURCE: it is opened read-only, the loop device is
 //! read-only, and the checkers run in their no-modify modes.
 
+pub mod relayout;
 pub mod source;
 
 use anyhow::{bail, Context, Result};
@@ -29,6 +30,26 @@ pub struct PredictOptions {
     pub workdir: PathBuf,
     /// Check a mounted SOURCE anyway (the result is approximate).
     pub allow_mounted: bool,
+    /// Policies to lay SOURCE's tree out again with (ext only), each predicted beside it.
+    pub relayout: Vec<String>,
+}
+
+/// The same tree laid out by another policy, checked and predicted like SOURCE.
+#[derive(Clone, Debug, Serialize)]
+pub struct Relayout {
+    /// The policy.
+    pub policy: String,
+    /// Whether the real `e2fsck -fn` found the new image clean.
+    pub fsck_clean: bool,
+    /// Requests of its check.
+    pub requests: u64,
+    /// MB read by its check.
+    pub mb_read: f64,
+    /// SOURCE features the new image leaves out (not modelled by the layout; they place no
+    /// block a policy places).
+    pub features_left_out: Vec<String>,
+    /// Per device preset.
+    pub predictions: Vec<DevicePrediction>,
 }
 
 /// One pass or phase on one device.
@@ -105,6 +126,9 @@ pub struct Report {
     /// Presets the trace was not replayed on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
+    /// The tree laid out again by each `--relayout` policy.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub relayout: Vec<Relayout>,
     /// What the checker said (its problems, if any), last lines.
     #[serde(skip)]
     pub checker_output: String,
@@ -136,6 +160,16 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
     }
     if opts.devices.is_empty() {
         bail!("no device presets to predict on");
+    }
+    for p in &opts.relayout {
+        layoutlab_layout::policy_by_name(p, &layoutlab_layout::PolicyParams::new())?;
+    }
+    if !opts.relayout.is_empty() && source.format.family() != Family::Ext {
+        bail!(
+            "--relayout lays out ext2/3/4 trees only; {} is a {}",
+            source.path.display(),
+            source.format.describe()
+        );
     }
     layoutlab_rig::require_root(
         "attaching SOURCE to a read-only loop device and tracing the checker's block requests",
@@ -177,6 +211,10 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
         (check(&source, &loopdev)?, fs_bytes)
     };
     let seconds_here = started.elapsed().as_secs_f64();
+    let mut relayouts = Vec::new();
+    if !opts.relayout.is_empty() {
+        relayouts = relayout_all(&prepared.path, fs_bytes, opts)?;
+    }
     drop(prepared);
     if !checked.clean {
         eprintln!(
@@ -185,9 +223,39 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
             checked.exit_code
         );
     }
+    let (predictions, skipped) = replay_all(&opts.devices, &checked, fs_bytes)?;
+    Ok(Report {
+        source: source.path.display().to_string(),
+        format: source.format,
+        fs: source.format.family(),
+        checker: source.format.family().checker(),
+        clean: checked.clean,
+        exit_code: checked.exit_code,
+        peak_memory_mb: checked.peak_memory_mb,
+        peak_memory_source: checked.peak_memory_source,
+        fs_bytes,
+        requests: checked.trace.requests.len() as u64,
+        mb_read: read_mb(&checked.trace),
+        cpu_seconds: checked.cpu_seconds,
+        seconds_here,
+        mounted,
+        predictions,
+        skipped,
+        relayout: relayouts,
+        checker_output: checked.output,
+        trace: checked.trace,
+    })
+}
+
+/// Replays a check on every preset that holds the file system.
+fn replay_all(
+    devices: &[String],
+    checked: &Checked,
+    fs_bytes: u64,
+) -> Result<(Vec<DevicePrediction>, Vec<Skipped>)> {
     let mut predictions = Vec::new();
     let mut skipped = Vec::new();
-    for name in &opts.devices {
+    for name in devices {
         let mut device = crate::support::load_device(name)?;
         let cap = device.capacity_sectors() * 512;
         if cap < fs_bytes {
@@ -225,33 +293,74 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
             phases,
         });
     }
-    Ok(Report {
-        source: source.path.display().to_string(),
-        format: source.format,
-        fs: source.format.family(),
-        checker: source.format.family().checker(),
-        clean: checked.clean,
-        exit_code: checked.exit_code,
-        peak_memory_mb: checked.peak_memory_mb,
-        peak_memory_source: checked.peak_memory_source,
-        fs_bytes,
-        requests: checked.trace.requests.len() as u64,
-        mb_read: checked
-            .trace
-            .requests
-            .iter()
-            .filter(|r| r.op == layoutlab_trace::Op::Read)
-            .map(|r| u64::from(r.sectors) * 512)
-            .sum::<u64>() as f64
-            / MIB,
-        cpu_seconds: checked.cpu_seconds,
-        seconds_here,
-        mounted,
-        predictions,
-        skipped,
-        checker_output: checked.output,
-        trace: checked.trace,
-    })
+    Ok((predictions, skipped))
+}
+
+/// Lays the tree of the ext image at `image` out again with each `--relayout` policy on the
+/// same geometry, writes it through libext2fs, checks and predicts it.
+fn relayout_all(image: &Path, fs_bytes: u64, opts: &PredictOptions) -> Result<Vec<Relayout>> {
+    eprintln!("reading the tree back from SOURCE (libext2fs) ...");
+    let ins = layoutlab_image::inspect(image).context("reading SOURCE's tree")?;
+    let flex = relayout::log_groups_per_flex(image)?;
+    let (profile, dropped) = relayout::profile_of(&ins, flex)?;
+    let pop = relayout::population_of(&ins)?;
+    let geometry = layoutlab_layout::Geometry::new(&profile, fs_bytes)?;
+    // The new image holds about what SOURCE's metadata holds: its used inodes' table blocks,
+    // directories and mapping blocks (file data stays sparse).
+    let meta_bytes = (ins.inodes.len() as u64 + ins.links.len() as u64) * 4096;
+    let mut out = Vec::new();
+    for name in &opts.relayout {
+        let policy =
+            layoutlab_layout::policy_by_name(name, &layoutlab_layout::PolicyParams::new())?;
+        eprintln!(
+            "[{name}] planning {} objects on SOURCE's geometry ...",
+            pop.ops.len()
+        );
+        let plan = policy
+            .plan(&geometry, &pop, 1)
+            .with_context(|| format!("policy {name} on SOURCE's tree"))?;
+        plan.check(&geometry)
+            .map_err(|e| anyhow::anyhow!("policy {name} made an inconsistent plan: {e}"))?;
+        layoutlab_rig::check_free_space(&opts.workdir, meta_bytes + (256 << 20))?;
+        let dir = layoutlab_rig::TempDir::new(&opts.workdir, "layoutlab")?;
+        let path = dir.path().join(format!("relayout-{name}.img"));
+        let img = layoutlab_rig::cleanup::creating(|| {
+            let img = layoutlab_rig::TempFile::adopt(&path);
+            layoutlab_image::mkfs(img.path(), fs_bytes, &profile.mke2fs_args(fs_bytes))?;
+            Ok::<_, anyhow::Error>(img)
+        })?;
+        eprintln!("[{name}] writing the image through libext2fs ...");
+        layoutlab_image::materialize(img.path(), &plan)?;
+        let checked = {
+            let loopdev = LoopDevice::attach(img.path(), true)?;
+            loopdev.set_scheduler_none()?;
+            loopdev.flush_buffers()?;
+            eprintln!("[{name}] running e2fsck read-only under block tracing ...");
+            check_ext(&loopdev)?
+        };
+        drop(img);
+        drop(dir);
+        let (predictions, _) = replay_all(&opts.devices, &checked, fs_bytes)?;
+        out.push(Relayout {
+            policy: name.clone(),
+            fsck_clean: checked.clean,
+            requests: checked.trace.requests.len() as u64,
+            mb_read: read_mb(&checked.trace),
+            features_left_out: dropped.clone(),
+            predictions,
+        });
+    }
+    Ok(out)
+}
+
+fn read_mb(trace: &Trace) -> f64 {
+    trace
+        .requests
+        .iter()
+        .filter(|r| r.op == layoutlab_trace::Op::Read)
+        .map(|r| u64::from(r.sectors) * 512)
+        .sum::<u64>() as f64
+        / MIB
 }
 
 /// The loop device's size in bytes (sysfs counts 512-byte sectors).
@@ -304,93 +413,92 @@ fn head_tail(capture: &layoutlab_rig::Capture) -> (f64, f64) {
 
 fn check(source: &Source, loopdev: &LoopDevice) -> Result<Checked> {
     match source.format.family() {
-        Family::Ext => {
-            let run = layoutlab_rig::run_e2fsck_traced(
-                loopdev.path(),
-                loopdev.dev(),
-                &FsckOptions {
-                    ..FsckOptions::default()
-                },
-            )?;
-            if run.capture.lost_events > 0 {
-                bail!(
-                    "the kernel lost {} trace events; the trace is incomplete",
-                    run.capture.lost_events
-                );
-            }
-            // The "Peak memory" section (after pass 2, where e2fsck peaks), else the largest.
-            let peak_kib = run
-                .times
+        Family::Ext => check_ext(loopdev),
+        family => check_other(family, loopdev),
+    }
+}
+
+fn check_ext(loopdev: &LoopDevice) -> Result<Checked> {
+    let run =
+        layoutlab_rig::run_e2fsck_traced(loopdev.path(), loopdev.dev(), &FsckOptions::default())?;
+    if run.capture.lost_events > 0 {
+        bail!(
+            "the kernel lost {} trace events; the trace is incomplete",
+            run.capture.lost_events
+        );
+    }
+    // The "Peak memory" section (after pass 2, where e2fsck peaks), else the largest.
+    let peak_kib = run
+        .times
+        .sections
+        .iter()
+        .find(|s| s.label == "Peak memory")
+        .and_then(|s| e2fsck_memory_kib(&s.memory))
+        .or_else(|| {
+            run.times
                 .sections
                 .iter()
-                .find(|s| s.label == "Peak memory")
-                .and_then(|s| e2fsck_memory_kib(&s.memory))
-                .or_else(|| {
-                    run.times
-                        .sections
-                        .iter()
-                        .filter_map(|s| e2fsck_memory_kib(&s.memory))
-                        .max()
-                })
-                .unwrap_or(0);
-            Ok(Checked {
-                exit_code: run.exit_code,
-                clean: run.exit_code == 0,
-                peak_memory_mb: peak_kib as f64 / 1024.0,
-                peak_memory_source: "e2fsck -tt",
-                head_tail_cpu_s: head_tail(&run.capture),
-                cpu_seconds: run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9),
-                trace: run.capture.trace,
-                output: run.stdout,
-            })
-        }
-        family => {
-            let (program, args, style, first_phase): (&str, &[&str], _, &str) = match family {
-                Family::Xfs => ("xfs_repair", &["-n"], ProgressStyle::XfsRepair, "phase2"),
-                _ => (
-                    "btrfs",
-                    &["check", "--readonly"],
-                    ProgressStyle::BtrfsCheck,
-                    "step1",
-                ),
-            };
-            let run = layoutlab_rig::run_checker_traced(
-                program,
-                args,
-                loopdev.path(),
-                loopdev.dev(),
-                style,
-                &TraceOptions::default(),
-            )?;
-            if run.capture.lost_events > 0 {
-                bail!(
-                    "the kernel lost {} trace events; the trace is incomplete",
-                    run.capture.lost_events
-                );
-            }
-            // Both exit 1 for "problems found" and for "could not check at all"; a check that
-            // got past its first phase did check.
-            let checked = run.capture.marks.iter().any(|(_, t)| t == first_phase);
-            if run.exit_code != 0 && (run.exit_code > 1 || !checked) {
-                bail!(
-                    "{program} {} failed (exit {}) before checking anything:\n{}",
-                    args.join(" "),
-                    run.exit_code,
-                    last_lines(&run.capture.output, 20)
-                );
-            }
-            Ok(Checked {
-                exit_code: run.exit_code,
-                clean: run.exit_code == 0,
-                peak_memory_mb: run.peak_rss_kib as f64 / 1024.0,
-                peak_memory_source: "peak RSS",
-                head_tail_cpu_s: head_tail(&run.capture),
-                cpu_seconds: run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9),
-                output: run.capture.output.clone(),
-                trace: run.capture.trace,
-            })
-        }
+                .filter_map(|s| e2fsck_memory_kib(&s.memory))
+                .max()
+        })
+        .unwrap_or(0);
+    Ok(Checked {
+        exit_code: run.exit_code,
+        clean: run.exit_code == 0,
+        peak_memory_mb: peak_kib as f64 / 1024.0,
+        peak_memory_source: "e2fsck -tt",
+        head_tail_cpu_s: head_tail(&run.capture),
+        cpu_seconds: run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9),
+        trace: run.capture.trace,
+        output: run.stdout,
+    })
+}
+
+fn check_other(family: Family, loopdev: &LoopDevice) -> Result<Checked> {
+    let (program, args, style, first_phase): (&str, &[&str], _, &str) = match family {
+        Family::Xfs => ("xfs_repair", &["-n"], ProgressStyle::XfsRepair, "phase2"),
+        _ => (
+            "btrfs",
+            &["check", "--readonly"],
+            ProgressStyle::BtrfsCheck,
+            "step1",
+        ),
+    };
+    let run = layoutlab_rig::run_checker_traced(
+        program,
+        args,
+        loopdev.path(),
+        loopdev.dev(),
+        style,
+        &TraceOptions::default(),
+    )?;
+    if run.capture.lost_events > 0 {
+        bail!(
+            "the kernel lost {} trace events; the trace is incomplete",
+            run.capture.lost_events
+        );
     }
+    // Both exit 1 for "problems found" and for "could not check at all"; a check that
+    // got past its first phase did check.
+    let checked = run.capture.marks.iter().any(|(_, t)| t == first_phase);
+    if run.exit_code != 0 && (run.exit_code > 1 || !checked) {
+        bail!(
+            "{program} {} failed (exit {}) before checking anything:\n{}",
+            args.join(" "),
+            run.exit_code,
+            last_lines(&run.capture.output, 20)
+        );
+    }
+    Ok(Checked {
+        exit_code: run.exit_code,
+        clean: run.exit_code == 0,
+        peak_memory_mb: run.peak_rss_kib as f64 / 1024.0,
+        peak_memory_source: "peak RSS",
+        head_tail_cpu_s: head_tail(&run.capture),
+        cpu_seconds: run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9),
+        output: run.capture.output.clone(),
+        trace: run.capture.trace,
+    })
 }
 
 fn last_lines(text: &str, n: usize) -> String {
@@ -449,6 +557,38 @@ pub fn render(r: &Report) -> String {
                 "  {:<8} {:>10.2} {:>10.1} {:>9}",
                 ph.phase, ph.seconds, ph.mb_read, ph.requests
             );
+        }
+    }
+    for rl in &r.relayout {
+        let _ = writeln!(
+            s,
+            "\nrelayout by {}: e2fsck {}; {} requests, {:.1} MB read{}",
+            rl.policy,
+            if rl.fsck_clean { "clean" } else { "NOT CLEAN" },
+            rl.requests,
+            rl.mb_read,
+            if rl.features_left_out.is_empty() {
+                String::new()
+            } else {
+                format!(" (image made without {})", rl.features_left_out.join(", "))
+            }
+        );
+        let _ = writeln!(
+            s,
+            "  {:<16} {:>12} {:>12} {:>8}",
+            "device", "SOURCE s", "relayout s", "change"
+        );
+        for p in &rl.predictions {
+            if let Some(orig) = r.predictions.iter().find(|o| o.device == p.device) {
+                let _ = writeln!(
+                    s,
+                    "  {:<16} {:>12.2} {:>12.2} {:>7.0}%",
+                    p.device,
+                    orig.total_seconds,
+                    p.total_seconds,
+                    (p.total_seconds / orig.total_seconds - 1.0) * 100.0
+                );
+            }
         }
     }
     for k in &r.skipped {

@@ -145,6 +145,10 @@ pub enum JournalRule {
     None,
     /// This many blocks (journal plus fast-commit area).
     Blocks(u64),
+    /// This many blocks asked for with mke2fs `-J size=` (misc/util.c
+    /// `figure_journal_size()`): none below 2048 blocks of file system, else an error outside
+    /// 1024..=10240000 blocks or above half the free blocks.
+    Requested(u64),
     /// e2fsprogs 1.40's `ext2fs_default_journal_size()` of the final block count.
     Default140,
     /// e2fsprogs 1.47's `ext2fs_default_journal_size()` of the final block count (up to 1 GiB of
@@ -211,7 +215,8 @@ pub struct GeometryParams {
     pub journal: JournalRule,
     /// Where the journal goes.
     pub journal_goal: JournalGoal,
-    /// Orphan-file blocks (0: none).
+    /// Orphan-file blocks with `orphan_file` (0: lib/ext2fs/orphan.c
+    /// `ext2fs_default_orphan_file_blocks()` of the final block count).
     pub orphan_file_blocks: u64,
 }
 
@@ -761,7 +766,10 @@ impl Geometry {
         };
         // ext2fs_mkdir(): goal is the first block of the inode's group (group 0).
         let group0 = self.first_data_block;
-        take(self, &mut used, MetaKind::RootDir, group0, 1)?;
+        // with inline_data the root directory's entries live in its inode
+        if !self.has_feature("inline_data") {
+            take(self, &mut used, MetaKind::RootDir, group0, 1)?;
+        }
         // create_lost_and_found(): grows the directory until 16 KiB and 2 blocks, within
         // the 12 direct blocks.
         let lf_blocks = (16384 / bs).clamp(2, DIRECT_BLOCKS);
@@ -781,6 +789,45 @@ impl Geometry {
         self.journal_blocks = match p.journal {
             JournalRule::None => 0,
             JournalRule::Blocks(n) => n,
+            JournalRule::Requested(_) if self.blocks_count < 2048 => 0,
+            JournalRule::Requested(n) => {
+                if !(1024..=10_240_000).contains(&n) {
+                    return Err(LayoutError::BadSize {
+                        fs_bytes,
+                        reason: format!(
+                            "The total requested journal size is {n} blocks; it must be \
+                             between 1024 and 10240000 blocks."
+                        ),
+                    });
+                }
+                // the free count ext2fs_initialize() left: every group less its superblock
+                // and descriptor copies, and less its bitmaps and inode table unless flex_bg
+                // packs those elsewhere
+                let copies: u64 = self
+                    .meta
+                    .iter()
+                    .filter(|m| {
+                        matches!(
+                            m.kind,
+                            MetaKind::Superblock | MetaKind::Gdt | MetaKind::ReservedGdt
+                        )
+                    })
+                    .map(|m| m.blocks)
+                    .sum();
+                let tables = if self.flex_bg_size > 0 {
+                    0
+                } else {
+                    self.group_count() * (2 + self.inode_table_blocks)
+                };
+                let free = self.blocks_count - self.first_data_block - copies - tables;
+                if n > free / 2 {
+                    return Err(LayoutError::BadSize {
+                        fs_bytes,
+                        reason: "Total journal size too big for filesystem.".into(),
+                    });
+                }
+                n
+            }
             JournalRule::Default140 => match self.blocks_count {
                 0..=2047 => 0,
                 2048..=32767 => 1024,
@@ -828,10 +875,19 @@ impl Geometry {
             // mmp.c ext2fs_mmp_init(): ext2fs_alloc_block2() with goal 0
             take(self, &mut used, MetaKind::Mmp, self.first_data_block, 1)?;
         }
-        if p.orphan_file_blocks > 0 && self.has_feature("orphan_file") {
+        if self.has_feature("orphan_file") {
             // orphan.c ext2fs_create_orphan_file(): appended block by block from the inode's
             // group (group 0), mapping blocks inline when block-mapped
-            let n = p.orphan_file_blocks;
+            let n = if p.orphan_file_blocks > 0 {
+                p.orphan_file_blocks
+            } else {
+                // ext2fs_default_orphan_file_blocks()
+                match self.blocks_count {
+                    0..=131_071 => 32,
+                    131_072..=2_097_151 => self.blocks_count / 4096,
+                    _ => 512,
+                }
+            };
             let inline_mapping = if extents {
                 0
             } else {

@@ -179,6 +179,10 @@ const OPTION_SETS: &[&[&str]] = &[
     &["-t", "ext4", "-O", "^extent,^64bit"],
     &["-t", "ext2", "-O", "none"],
     &["-t", "ext4", "-O", "^flex_bg", "-b", "1024", "-m", "2"],
+    &["-t", "ext4", "-b", "3000", "-i", "2048"],
+    &["-t", "ext3", "-g", "1000"],
+    &["-t", "ext4", "-b", "512"],
+    &["-t", "ext4", "-E", "frob=1"],
 ];
 
 const MB: u64 = 1 << 20;
@@ -200,7 +204,7 @@ const SIZES: &[u64] = &[
 
 /// Every option set on five sizes up to 100 GB chosen by a seeded walk (always including
 /// one of the three smallest), and the multi-terabyte sizes on the option sets mke2fs formats
-/// quickly there (lazy inode tables: ext4 with checksums): 54 × 5 + 16 = 286 combinations.
+/// quickly there (lazy inode tables: ext4 with checksums): 58 × 5 + 16 = 306 combinations.
 fn grid() -> Vec<(u64, &'static [&'static str])> {
     let mut out = Vec::new();
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod clean;
 pub mod device;
 pub mod image;
+pub mod overhead;
 pub mod plan;
 pub mod reproduce;
 pub mod trace;

@@ -41,55 +41,32 @@ pub struct Mke2fsConf {
     sections: BTreeMap<String, Table>,
     /// Where it came from, for messages.
     pub source: String,
+    /// The journal-size table of the e2fsprogs it belongs to.
+    pub journal_table: JournalTable,
 }
 
 /// e2fsprogs 1.47.0's misc/mke2fs.conf.in: what mke2fs uses when no mke2fs.conf exists.
-pub const BUILTIN: &str = "[defaults]
-\tbase_features = sparse_super,large_file,filetype,resize_inode,dir_index,ext_attr
-\tdefault_mntopts = acl,user_xattr
-\tenable_periodic_fsck = 0
-\tblocksize = 4096
-\tinode_size = 256
-\tinode_ratio = 16384
+pub const BUILTIN: &str = include_str!("../../../../profiles/mke2fs/e2fsprogs-1.47.0.conf");
 
-[fs_types]
-\text3 = {
-\t\tfeatures = has_journal
-\t}
-\text4 = {
-\t\tfeatures = has_journal,extent,huge_file,flex_bg,metadata_csum,metadata_csum_seed,64bit,dir_nlink,extra_isize,orphan_file
-\t}
-\tsmall = {
-\t\tblocksize = 1024
-\t\tinode_ratio = 4096
-\t}
-\tfloppy = {
-\t\tblocksize = 1024
-\t\tinode_ratio = 8192
-\t}
-\tbig = {
-\t\tinode_ratio = 32768
-\t}
-\thuge = {
-\t\tinode_ratio = 65536
-\t}
-\tnews = {
-\t\tinode_ratio = 4096
-\t}
-\tlargefile = {
-\t\tinode_ratio = 1048576
-\t\tblocksize = -1
-\t}
-\tlargefile4 = {
-\t\tinode_ratio = 4194304
-\t\tblocksize = -1
-\t}
-\thurd = {
-\t     blocksize = 4096
-\t     inode_size = 128
-\t     warn_y2038_dates = 0
-\t}
-";
+/// Named mke2fs.conf profiles shipped under `profiles/mke2fs/`: (name, text).
+pub const PROFILES: &[(&str, &str)] = &[
+    (
+        "e2fsprogs-1.41.14",
+        include_str!("../../../../profiles/mke2fs/e2fsprogs-1.41.14.conf"),
+    ),
+    ("e2fsprogs-1.47.0", BUILTIN),
+];
+
+/// Which `ext2fs_default_journal_size()` table an mke2fs.conf goes with (`[layoutlab]
+/// journal_table`; mke2fs itself ignores that section).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JournalTable {
+    /// e2fsprogs 1.40 to 1.42: at most 32768 blocks.
+    E140,
+    /// e2fsprogs 1.43 onward: up to 262144 blocks (1 GiB at 4 KiB).
+    #[default]
+    E147,
+}
 
 fn unquote(v: &str) -> String {
     let inner = &v[1..];
@@ -117,6 +94,7 @@ impl Mke2fsConf {
         let mut conf = Mke2fsConf {
             sections: BTreeMap::new(),
             source: source.to_string(),
+            journal_table: JournalTable::default(),
         };
         let mut section: Option<String> = None;
         // The open subsections, innermost last: (tag, table).
@@ -196,6 +174,15 @@ impl Mke2fsConf {
         if !stack.is_empty() {
             return Err(format!("{source}: a subsection is not closed with '}}'"));
         }
+        conf.journal_table = match conf.get("layoutlab", "journal_table", None) {
+            None | Some("1.47") => JournalTable::E147,
+            Some("1.40") => JournalTable::E140,
+            Some(other) => {
+                return Err(format!(
+                    "{source}: [layoutlab] journal_table = {other} (want 1.40 or 1.47)"
+                ))
+            }
+        };
         Ok(conf)
     }
 
@@ -210,6 +197,24 @@ impl Mke2fsConf {
             }
             Err(e) => Err(format!("{path}: {e}")),
         }
+    }
+
+    /// A shipped profile by name; the error lists the names.
+    pub fn profile(name: &str) -> Result<Mke2fsConf, String> {
+        let (n, text) = PROFILES.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            let names: Vec<&str> = PROFILES.iter().map(|(n, _)| *n).collect();
+            format!(
+                "unknown mke2fs.conf profile '{name}'; valid profiles: {}",
+                names.join(", ")
+            )
+        })?;
+        Mke2fsConf::parse(text, &format!("profiles/mke2fs/{n}.conf"))
+    }
+
+    /// An mke2fs.conf file.
+    pub fn from_file(path: &std::path::Path) -> Result<Mke2fsConf, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Mke2fsConf::parse(&text, &path.display().to_string())
     }
 
     /// `profile_get_string(profile, section, sub, tag)`: a value of `[section]` (tag
@@ -329,6 +334,20 @@ mod tests {
         let big: Vec<String> = vec!["ext4".into(), "largefile".into()];
         assert_eq!(c.int(&big, "blocksize", 4096).unwrap(), -1);
         assert!(c.has_fs_type("news") && !c.has_fs_type("nope"));
+    }
+
+    #[test]
+    fn shipped_profiles_parse_and_carry_their_journal_table() {
+        let old = Mke2fsConf::profile("e2fsprogs-1.41.14").unwrap();
+        assert_eq!(old.journal_table, JournalTable::E140);
+        assert_eq!(
+            old.get("fs_types", "small", Some("inode_size")),
+            Some("128")
+        );
+        let new = Mke2fsConf::profile("e2fsprogs-1.47.0").unwrap();
+        assert_eq!(new.journal_table, JournalTable::E147);
+        let e = Mke2fsConf::profile("e2fsprogs-0.5").unwrap_err();
+        assert!(e.contains("e2fsprogs-1.41.14"), "{e}");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! the model does not place (bigalloc, quota, project, journal_dev, packed_meta_blocks,
 //! stride without flex_bg, ...) is an error saying so, never a guess.
 
+pub mod advice;
 pub mod conf;
 
 use crate::geometry::{Geometry, GeometryParams, JournalGoal, JournalRule, MetaKind};
@@ -44,6 +45,45 @@ pub struct Mke2fsArgs {
     pub features: Vec<String>,
     /// `-E extended-options` (the last one, as mke2fs keeps).
     pub extended: Option<String>,
+}
+
+impl Mke2fsArgs {
+    /// From mke2fs-style words (`["-t", "ext3", "-O", "^resize_inode", "-j"]`).
+    pub fn parse(words: &[String]) -> Result<Mke2fsArgs, Mke2fsError> {
+        let mut a = Mke2fsArgs::default();
+        let mut it = words.iter();
+        while let Some(w) = it.next() {
+            if w == "-j" {
+                a.journal = true;
+                continue;
+            }
+            let val = it
+                .next()
+                .cloned()
+                .ok_or_else(|| Mke2fsError(format!("option {w} needs a value")))?;
+            match w.as_str() {
+                "-t" => a.fs_type = Some(val),
+                "-T" => a.usage_types = Some(val),
+                "-b" => a.block_size = Some(val),
+                "-i" => a.inode_ratio = Some(val),
+                "-I" => a.inode_size = Some(val),
+                "-N" => a.num_inodes = Some(val),
+                "-m" => a.reserved_percent = Some(val),
+                "-g" => a.blocks_per_group = Some(val),
+                "-G" => a.flex_bg_size = Some(val),
+                "-J" => a.journal_opts = Some(val),
+                "-O" => a.features.push(val),
+                "-E" => a.extended = Some(val),
+                other => {
+                    return Err(Mke2fsError(format!(
+                        "option {other} is not one layoutlab models (-t -T -b -i -I -N -m -g -G \
+                         -j -J -O -E)"
+                    )))
+                }
+            }
+        }
+        Ok(a)
+    }
 }
 
 /// mke2fs's refusal, in its own words where it has them.
@@ -233,8 +273,10 @@ pub fn resolve(
     conf: &Mke2fsConf,
 ) -> Result<Resolved, Mke2fsError> {
     let mut notes = Vec::new();
-    // -b
+    // -b: any size in 1024..=65536 is taken, rounded down to a power of two
+    // (`int_log2(blocksize >> 10)`); the raw value still floors the inode ratio below.
     let mut blocksize: i64 = 0;
+    let mut raw_blocksize: i64 = 0;
     if let Some(b) = &args.block_size {
         let (neg, body) = match b.strip_prefix('-') {
             Some(r) => (true, r),
@@ -244,13 +286,9 @@ pub fn resolve(
         if !(1024..=65536).contains(&v) {
             return err(format!("invalid block size - {b}"));
         }
-        blocksize = if neg { -v } else { v };
-    }
-    if blocksize > 0 && !(blocksize as u64).is_power_of_two() {
-        return err(format!(
-            "invalid block size - {}",
-            args.block_size.as_deref().unwrap_or("")
-        ));
+        raw_blocksize = if neg { -v } else { v };
+        let pow = 1024i64 << (63 - ((v as u64) >> 10).leading_zeros());
+        blocksize = if neg { -v } else { pow };
     }
     let mut bpg_param: u64 = 0;
     if let Some(g) = &args.blocks_per_group {
@@ -499,9 +537,15 @@ pub fn resolve(
     }
     if inode_ratio == 0 {
         let r = conf.int(&fs_types, "inode_ratio", 8192).map_err(c)?;
+        // mke2fs floors it at the block size as typed (-b 3000 makes 2048-byte blocks)
+        let floor = if raw_blocksize > 0 {
+            raw_blocksize as u64
+        } else {
+            bs
+        };
         inode_ratio = u64::try_from(r)
             .map_err(|_| Mke2fsError(format!("invalid inode ratio {r}")))?
-            .max(bs);
+            .max(floor);
     }
     let num_backups = conf.int(&fs_types, "num_backup_sb", 2).map_err(c)?;
     if let Some(l) = journal_location_str.or_else(|| {
@@ -617,8 +661,11 @@ pub fn resolve(
         if journal_size > 0 {
             JournalRule::Requested(journal_size as u64 * 1024 / (bs / 1024))
         } else {
-            JournalRule::Default147 {
-                fast_commit: features.contains("fast_commit"),
+            match conf.journal_table {
+                conf::JournalTable::E140 => JournalRule::Default140,
+                conf::JournalTable::E147 => JournalRule::Default147 {
+                    fast_commit: features.contains("fast_commit"),
+                },
             }
         }
     } else {
@@ -685,7 +732,7 @@ fn parse_extended(
         };
         let need = |bad: &mut Vec<String>| -> Option<&str> {
             if arg.is_none() {
-                bad.push(token.to_string());
+                bad.push(k.to_string());
             }
             arg
         };
@@ -742,7 +789,7 @@ fn parse_extended(
             "lazy_itable_init" | "lazy_journal_init" | "assume_storage_prezeroed" => {
                 if let Some(a) = arg {
                     if conf::parse_int(a).is_none() {
-                        bad.push(token.to_string());
+                        bad.push(k.to_string());
                     }
                 }
             }
@@ -752,7 +799,7 @@ fn parse_extended(
             | "android_sparse" => {
                 return err(format!("-E {k} is not modelled"));
             }
-            _ => bad.push(token.to_string()),
+            _ => bad.push(k.to_string()),
         }
     }
     if !bad.is_empty() {
@@ -898,6 +945,37 @@ impl Overhead {
             features: geo.features.clone(),
             fs_types: fs_types.to_vec(),
         }
+    }
+}
+
+impl Overhead {
+    /// `df` (size, used, available KiB) as the ext3 driver of Linux 2.6.18 to 2.6.39 reported
+    /// it (fs/ext3/super.c `ext3_statfs()`): its overhead was the blocks before the first group,
+    /// each group's superblock and descriptor copies and its bitmaps and inode table — not the
+    /// reserved GDT blocks or the journal, which counted as used; available was free less
+    /// root's reserve.
+    pub fn df_ext3_driver_2_6(&self) -> (u64, u64, u64) {
+        let first = self.overhead_blocks
+            - self.superblock_blocks
+            - self.gdt_blocks
+            - self.reserved_gdt_blocks
+            - self.bitmap_blocks
+            - self.inode_table_blocks
+            - self.journal_blocks
+            - self.journal_mapping_blocks
+            - self.other_blocks;
+        let size = self.blocks_total
+            - first
+            - self.superblock_blocks
+            - self.gdt_blocks
+            - self.bitmap_blocks
+            - self.inode_table_blocks;
+        let kb = |b: u64| b * self.block_size / 1024;
+        (
+            kb(size),
+            kb(size - self.free_blocks),
+            kb(self.free_blocks.saturating_sub(self.reserved_blocks)),
+        )
     }
 }
 

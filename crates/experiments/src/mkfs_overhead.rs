@@ -206,7 +206,7 @@ pub fn render(exp: &Experiment, r: &Report) -> String {
         ),
         (
             "journal (MiB)",
-            (d.journal_blocks * bs >> 20).to_string(),
+            ((d.journal_blocks * bs) >> 20).to_string(),
             "journal_mb",
         ),
         (

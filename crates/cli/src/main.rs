@@ -39,7 +39,7 @@ enum Command {
     /// options for a use, side by side, with the reason for each.
     ///
     /// Example: layoutlab overhead --size 80G -t ext3 --use read-mostly-ssd --fixed-size
-    Overhead(cmd::overhead::Args),
+    Overhead(Box<cmd::overhead::Args>),
     /// Plan a workload with a layout policy (no I/O) and summarise where things went.
     Plan(cmd::plan::Args),
     /// Named workloads (bench5, ubuntu-32g): statistics and size histogram.
@@ -73,7 +73,7 @@ fn main() {
     let result = match cli.command {
         Command::Reproduce(a) => cmd::reproduce::run(a),
         Command::Experiments(a) => cmd::reproduce::list(a),
-        Command::Overhead(a) => cmd::overhead::run(a),
+        Command::Overhead(a) => cmd::overhead::run(*a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Workload(c) => cmd::workload::run(c),
         Command::Image(c) => cmd::image::run(c),

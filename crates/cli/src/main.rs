@@ -41,6 +41,15 @@ enum Command {
     ///
     /// Example: layoutlab fsck-predict fs.qcow2 --device sata-400g-2007,ssd-nvme-2024
     FsckPredict(cmd::fsck_predict::Args),
+    /// What mkfs options cost before you format: every structure mke2fs would make, in
+    /// blocks and bytes, and what df will show — computed as mke2fs 1.47 would from the
+    /// mke2fs.conf in force, without an image.
+    ///
+    /// The short options are mke2fs's (-t -T -b -i -I -N -m -g -G -j -J -O -E). --use proposes
+    /// options for a use, side by side, with the reason for each.
+    ///
+    /// Example: layoutlab overhead --size 80G -t ext3 --use read-mostly-ssd --fixed-size
+    Overhead(Box<cmd::overhead::Args>),
     /// Plan a workload with a layout policy (no I/O) and summarise where things went.
     Plan(cmd::plan::Args),
     /// Named workloads (bench5, ubuntu-32g): statistics and size histogram.
@@ -75,6 +84,7 @@ fn main() {
         Command::Reproduce(a) => cmd::reproduce::run(a),
         Command::Experiments(a) => cmd::reproduce::list(a),
         Command::FsckPredict(a) => cmd::fsck_predict::run(a),
+        Command::Overhead(a) => cmd::overhead::run(*a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Workload(c) => cmd::workload::run(c),
         Command::Image(c) => cmd::image::run(c),

@@ -21,7 +21,8 @@ pub struct Experiment {
     pub title: String,
     /// The operation (one of [`crate::OPERATIONS`]); its parameters are the table of that name.
     pub operation: String,
-    /// Device preset the traces or jobs run on.
+    /// Device preset the traces or jobs run on (empty for an experiment that replays nothing).
+    #[serde(default)]
     pub device: String,
     /// Seed of every random choice.
     pub seed: u64,
@@ -70,6 +71,9 @@ pub struct Published {
     /// Mean completion latency (ms) per block size.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mean_ms: BTreeMap<String, f64>,
+    /// Other published figures, by name (mkfs-overhead: dumpe2fs and df values).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub figures: BTreeMap<String, f64>,
 }
 
 impl Experiment {

@@ -23,6 +23,7 @@ pub mod fio;
 pub mod fsck;
 pub mod kernel_profile;
 pub mod large_delete;
+pub mod mkfs_overhead;
 pub mod output;
 pub mod predict;
 pub mod support;
@@ -34,7 +35,12 @@ use std::path::PathBuf;
 
 /// Every operation an experiment can name, in the order `--help` and errors list them.
 /// Registering a new operation is one line here.
-pub static OPERATIONS: &[&dyn Operation] = &[&fsck::Fsck, &fio::Fio, &large_delete::LargeDelete];
+pub static OPERATIONS: &[&dyn Operation] = &[
+    &fsck::Fsck,
+    &fio::Fio,
+    &large_delete::LargeDelete,
+    &mkfs_overhead::MkfsOverhead,
+];
 
 /// The experiments shipped with layoutlab, embedded so the binary works from anywhere, in the
 /// order `layoutlab experiments` lists them. A new experiment is one line here and its TOML.
@@ -50,6 +56,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     (
         "large-delete",
         include_str!("../../../experiments/large-delete.toml"),
+    ),
+    (
+        "mkfs-overhead",
+        include_str!("../../../experiments/mkfs-overhead.toml"),
     ),
 ];
 

@@ -77,7 +77,8 @@ impl BlockClass {
             MetaKind::InodeTable => BlockClass::InodeTable,
             MetaKind::RootDir | MetaKind::LostFound => BlockClass::Directory,
             MetaKind::ResizeDind => BlockClass::Indirect,
-            MetaKind::Journal => BlockClass::Journal,
+            MetaKind::Journal | MetaKind::JournalTree => BlockClass::Journal,
+            MetaKind::OrphanFile | MetaKind::Mmp => BlockClass::Other,
         }
     }
 }

@@ -36,6 +36,12 @@ pub enum MetaKind {
     ResizeDind,
     /// Journal blocks (data and its indirect blocks).
     Journal,
+    /// The journal's extent-tree blocks (a journal in more than 4 extents).
+    JournalTree,
+    /// The orphan file's blocks (data and mapping; `orphan_file`, e2fsprogs 1.47).
+    OrphanFile,
+    /// The multiple-mount-protection block (`mmp`).
+    Mmp,
 }
 
 /// A run of blocks mke2fs used.
@@ -132,38 +138,196 @@ pub fn group_has_super(group: u64, sparse_super: bool) -> bool {
     })
 }
 
+/// How big the journal is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JournalRule {
+    /// No journal.
+    None,
+    /// This many blocks (journal plus fast-commit area).
+    Blocks(u64),
+    /// This many blocks asked for with mke2fs `-J size=` (misc/util.c
+    /// `figure_journal_size()`): none below 2048 blocks of file system, else an error outside
+    /// 1024..=10240000 blocks or above half the free blocks.
+    Requested(u64),
+    /// e2fsprogs 1.40's `ext2fs_default_journal_size()` of the final block count.
+    Default140,
+    /// e2fsprogs 1.47's `ext2fs_default_journal_size()` of the final block count (up to 1 GiB of
+    /// blocks), plus `fast_commit`'s 1/64 when asked.
+    Default147 {
+        /// Add the fast-commit area (`EXT2_JOURNAL_TO_FC_BLKS_RATIO` = 64).
+        fast_commit: bool,
+    },
+}
+
+/// e2fsprogs 1.47 lib/ext2fs/mkjournal.c `ext2fs_default_journal_size()`: journal blocks for a
+/// file system of `blocks` blocks (`None` below 2048 blocks: "too small for a journal").
+pub fn default_journal_blocks_147(blocks: u64) -> Option<u64> {
+    Some(match blocks {
+        0..=2047 => return None,
+        2048..=32767 => 1024,
+        32768..=262_143 => 4096,
+        262_144..=524_287 => 8192,
+        524_288..=4_194_303 => 16384,
+        4_194_304..=8_388_607 => 32768,
+        8_388_608..=16_777_215 => 65536,
+        16_777_216..=33_554_431 => 131_072,
+        _ => 262_144,
+    })
+}
+
+/// Where the journal's first-free search starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JournalGoal {
+    /// From this block.
+    Fixed(u64),
+    /// `get_midpoint_journal_block()` (e2fsprogs 1.41 to today).
+    Midpoint,
+}
+
+/// What `ext2fs_initialize()` and mke2fs's `main()` are given: the file-system parameters
+/// mke2fs's option and mke2fs.conf processing (`PRS()`) arrived at. [`Geometry::new`] makes
+/// them from an [`MkfsProfile`]; `crate::mke2fs` from mke2fs's own options.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GeometryParams {
+    /// Name for messages (the profile's).
+    pub name: String,
+    /// Every feature set (mke2fs names).
+    pub features: Vec<String>,
+    /// Block size in bytes.
+    pub block_size_bytes: u32,
+    /// Blocks asked for (`ext2fs_blocks_count(param)`).
+    pub blocks: u64,
+    /// Blocks per group asked for (0: 8 × block size).
+    pub blocks_per_group: u64,
+    /// Inode size in bytes.
+    pub inode_size_bytes: u32,
+    /// Inodes asked for (`param->s_inodes_count`; 0: one per 4 KiB).
+    pub inodes: u64,
+    /// Root-reserved blocks asked for (`param` r_blocks).
+    pub r_blocks: u64,
+    /// Groups per flex group (0 without flex_bg).
+    pub flex_bg_size: u64,
+    /// Reserved GDT blocks asked for (`-E resize=`; 0: `calc_reserved_gdt_blocks()`).
+    pub reserved_gdt_blocks: u64,
+    /// `s_backup_bgs` asked for (sparse_super2).
+    pub backup_bgs: [u64; 2],
+    /// The journal's size.
+    pub journal: JournalRule,
+    /// Where the journal goes.
+    pub journal_goal: JournalGoal,
+    /// Orphan-file blocks with `orphan_file` (0: lib/ext2fs/orphan.c
+    /// `ext2fs_default_orphan_file_blocks()` of the final block count).
+    pub orphan_file_blocks: u64,
+}
+
+impl GeometryParams {
+    /// What mke2fs 1.47 is given for `profile` on `fs_bytes` bytes (see
+    /// [`MkfsProfile::mke2fs_args`]).
+    pub fn from_profile(profile: &MkfsProfile, fs_bytes: u64) -> GeometryParams {
+        let bs = u64::from(profile.block_size_bytes);
+        let blocks = fs_bytes / bs;
+        GeometryParams {
+            name: profile.name.clone(),
+            features: profile
+                .features
+                .iter()
+                .chain(&profile.kernel_features)
+                .cloned()
+                .collect(),
+            block_size_bytes: profile.block_size_bytes,
+            blocks,
+            blocks_per_group: u64::from(profile.blocks_per_group),
+            inode_size_bytes: profile.inode_size_bytes,
+            // misc/mke2fs.c: s_inodes_count = blocks * blocksize / inode_ratio.
+            inodes: blocks * bs / profile.bytes_per_inode,
+            // misc/mke2fs.c: r_blocks = reserved_ratio * blocks / 100.0 (truncated).
+            r_blocks: (profile.reserved_percent * blocks as f64 / 100.0) as u64,
+            flex_bg_size: u64::from(profile.flex_bg_size),
+            reserved_gdt_blocks: 0,
+            backup_bgs: [0, 0],
+            journal: match profile.journal {
+                crate::mkfs::JournalSize::None => JournalRule::None,
+                crate::mkfs::JournalSize::Blocks(n) => JournalRule::Blocks(n),
+                crate::mkfs::JournalSize::Default140 => JournalRule::Default140,
+            },
+            journal_goal: match profile.journal_placement {
+                crate::mkfs::JournalPlacement::Fixed => {
+                    JournalGoal::Fixed(profile.journal_goal_block())
+                }
+                crate::mkfs::JournalPlacement::Midpoint => JournalGoal::Midpoint,
+            },
+            orphan_file_blocks: 0,
+        }
+    }
+
+    fn has(&self, feature: &str) -> bool {
+        self.features.iter().any(|f| f == feature)
+    }
+}
+
 impl Geometry {
     /// What mke2fs (1.40 arithmetic; checked against 1.47) makes on `fs_bytes` bytes.
     pub fn new(profile: &MkfsProfile, fs_bytes: u64) -> Result<Geometry, LayoutError> {
         let bs = u64::from(profile.block_size_bytes);
-        let bad = |reason: String| LayoutError::BadSize { fs_bytes, reason };
-        let requested_blocks = fs_bytes / bs;
-        let wide = profile.has_feature("64bit");
-        if requested_blocks > u64::from(u32::MAX) && !wide {
-            return Err(bad("more than 2^32 blocks (without 64bit)".into()));
+        if fs_bytes / bs > u64::from(u32::MAX) && !profile.has_feature("64bit") {
+            return Err(LayoutError::BadSize {
+                fs_bytes,
+                reason: "more than 2^32 blocks (without 64bit)".into(),
+            });
         }
+        Geometry::from_params(&GeometryParams::from_profile(profile, fs_bytes))
+    }
+
+    /// What `ext2fs_initialize()` (lib/ext2fs/initialize.c, e2fsprogs 1.47), the table
+    /// allocation and mke2fs's own allocations make of `p`.
+    pub fn from_params(p: &GeometryParams) -> Result<Geometry, LayoutError> {
+        let bs = u64::from(p.block_size_bytes);
+        let fs_bytes = p.blocks * bs;
+        let bad = |reason: String| LayoutError::BadSize { fs_bytes, reason };
+        let wide = p.has("64bit");
         let first_data_block = u64::from(bs == 1024);
-        let mut bpg = u64::from(profile.blocks_per_group);
-        let mut blocks = requested_blocks;
-        // misc/mke2fs.c: s_inodes_count = blocks * blocksize / inode_ratio.
-        let inodes_wanted = (blocks * bs / profile.bytes_per_inode).max(12);
-        let isz = u64::from(profile.inode_size_bytes);
+        // EXT2_MAX_BLOCKS_PER_GROUP: (2^16 - 8) clusters.
+        let mut bpg = if p.blocks_per_group != 0 {
+            p.blocks_per_group
+        } else {
+            bs * 8
+        }
+        .min((1 << 16) - 8);
+        let mut blocks = p.blocks;
+        let mut r_blocks = p.r_blocks;
+        if r_blocks >= p.blocks {
+            return Err(bad("reserved blocks not below the block count".into()));
+        }
         // lib/ext2fs: EXT2_DESC_SIZE is 64 bytes with 64bit (s_desc_size), else 32
         let desc_bytes: u64 = if wide { 64 } else { 32 };
         let desc_per_block = bs / desc_bytes;
-        let sparse = profile.has_feature("sparse_super");
-        let (groups, gdt_blocks, ipg, itb, rsv_gdt) = loop {
+        let isz = u64::from(p.inode_size_bytes);
+        let mut meta_bg = p.has("meta_bg");
+        let mut resize_inode = p.has("resize_inode");
+        let sparse = p.has("sparse_super");
+        let sparse2 = p.has("sparse_super2");
+        let (groups, gdt_blocks, ipg, itb, rsv_gdt) = 'retry: loop {
             if blocks <= first_data_block {
-                return Err(bad("no room for one block group".into()));
+                return Err(bad("Not enough space to build proposed filesystem".into()));
             }
             let groups = (blocks - first_data_block).div_ceil(bpg);
             let gdt_blocks = groups.div_ceil(desc_per_block);
-            let mut ipg = inodes_wanted.div_ceil(groups);
+            let per_4k = if bs >= 4096 { 1 } else { 4096 / bs };
+            let mut inodes = if p.inodes != 0 {
+                p.inodes
+            } else if wide && blocks / per_4k >= 1 << 32 {
+                u64::from(u32::MAX)
+            } else {
+                blocks / per_4k
+            };
+            // at least EXT2_FIRST_INO + 1
+            inodes = inodes.max(12);
+            let mut ipg = inodes.div_ceil(groups);
             if ipg > bs * 8 {
                 if bpg >= 256 {
                     bpg -= 8;
-                    blocks = requested_blocks;
-                    continue;
+                    blocks = p.blocks;
+                    continue 'retry;
                 }
                 return Err(bad("too many inodes per group".into()));
             }
@@ -180,7 +344,9 @@ impl Geometry {
                 }
                 break (fitted, itb);
             };
-            let rsv_gdt = if profile.has_feature("resize_inode") {
+            let mut rsv_gdt = if p.reserved_gdt_blocks != 0 {
+                p.reserved_gdt_blocks
+            } else if resize_inode {
                 // initialize.c calc_reserved_gdt_blocks(): room to grow 1024x or to 2^32.
                 let max_blocks: u64 = if blocks < 0xffff_ffff / 1024 {
                     blocks * 1024
@@ -188,39 +354,91 @@ impl Geometry {
                     0xffff_ffff
                 };
                 let rsv_groups = (max_blocks - first_data_block).div_ceil(bpg);
-                (rsv_groups.div_ceil(desc_per_block) - gdt_blocks).min(bs / 4)
+                (rsv_groups
+                    .div_ceil(desc_per_block)
+                    .saturating_sub(gdt_blocks))
+                .min(bs / 4)
             } else {
                 0
             };
+            if rsv_gdt > bs / 4 {
+                return Err(bad(format!(
+                    "{rsv_gdt} reserved GDT blocks, more than one block of addresses"
+                )));
+            }
+            // meta_bg if the descriptors would take more than 3/4 of a group
             if rsv_gdt + gdt_blocks > bpg * 3 / 4 {
-                return Err(LayoutError::Unsupported(
-                    "meta_bg (descriptors larger than 3/4 of a group)".into(),
-                ));
+                meta_bg = true;
+                resize_inode = false;
+                rsv_gdt = p.reserved_gdt_blocks;
+            }
+            let mut overhead = 3 + itb + rsv_gdt;
+            overhead += if meta_bg { 1 } else { gdt_blocks };
+            if overhead > bpg {
+                return Err(bad("too many inodes for the group size".into()));
             }
             let mut overhead = 2 + itb;
-            if group_has_super(groups - 1, sparse) {
+            let has_bg = if sparse2 {
+                if groups == 2 {
+                    p.backup_bgs[0] != 0
+                } else {
+                    p.backup_bgs[1] != 0
+                }
+            } else {
+                group_has_super(groups - 1, sparse)
+            };
+            if has_bg {
                 overhead += 1 + gdt_blocks + rsv_gdt;
             }
             let rem = (blocks - first_data_block) % bpg;
             if groups == 1 && rem != 0 && rem < overhead {
-                return Err(bad("smaller than one group's metadata".into()));
+                return Err(bad("Not enough space to build proposed filesystem".into()));
             }
             if rem != 0 && rem < overhead + 50 {
                 blocks -= rem;
-                continue;
+                // initialize.c: the reserved ratio of what was asked, applied to the new count
+                let ratio = 100.0 * p.r_blocks as f64 / p.blocks as f64;
+                r_blocks = (ratio * blocks as f64 / 100.0) as u64;
+                continue 'retry;
             }
             break (groups, gdt_blocks, ipg, itb, rsv_gdt);
         };
+        // initialize.c: sparse_super2's backups clamped to the groups there are
+        let mut backup_bgs = p.backup_bgs;
+        if sparse2 {
+            for b in &mut backup_bgs {
+                if *b >= groups {
+                    *b = groups - 1;
+                }
+            }
+            if backup_bgs[0] == backup_bgs[1] {
+                backup_bgs[1] = 0;
+            }
+            if backup_bgs[0] > backup_bgs[1] {
+                backup_bgs.swap(0, 1);
+            }
+        }
+        let has_super_of = |g: u64| -> bool {
+            if g == 0 {
+                return true;
+            }
+            if sparse2 {
+                return g == backup_bgs[0] || g == backup_bgs[1];
+            }
+            group_has_super(g, sparse)
+        };
+        let mut features: Vec<String> = p.features.clone();
+        if meta_bg && !features.iter().any(|f| f == "meta_bg") {
+            features.push("meta_bg".into());
+        }
+        if !resize_inode {
+            features.retain(|f| f != "resize_inode");
+        }
 
         let mut geo = Geometry {
-            profile: profile.name.clone(),
-            features: profile
-                .features
-                .iter()
-                .chain(&profile.kernel_features)
-                .cloned()
-                .collect(),
-            block_size_bytes: profile.block_size_bytes,
+            profile: p.name.clone(),
+            features,
+            block_size_bytes: p.block_size_bytes,
             blocks_count: blocks,
             first_data_block,
             blocks_per_group: bpg,
@@ -229,12 +447,11 @@ impl Geometry {
             inode_table_blocks: itb,
             gdt_blocks,
             reserved_gdt_blocks: rsv_gdt,
-            // misc/mke2fs.c: r_blocks = reserved_ratio * blocks / 100 (truncated).
-            reserved_blocks: (profile.reserved_percent * blocks as f64 / 100.0) as u64,
+            reserved_blocks: r_blocks,
             journal_blocks: 0,
             journal_total_blocks: 0,
             journal_goal: 0,
-            flex_bg_size: u64::from(profile.flex_bg_size),
+            flex_bg_size: p.flex_bg_size,
             desc_bytes,
             groups: Vec::with_capacity(groups as usize),
             meta: Vec::new(),
@@ -242,7 +459,7 @@ impl Geometry {
         for group in 0..groups {
             let first = first_data_block + group * bpg;
             let len = bpg.min(blocks - first);
-            let has_super = group_has_super(group, sparse);
+            let has_super = has_super_of(group);
             let mut next = first;
             if has_super {
                 geo.meta.push(MetaExtent {
@@ -250,19 +467,36 @@ impl Geometry {
                     start: next,
                     blocks: 1,
                 });
-                geo.meta.push(MetaExtent {
-                    kind: MetaKind::Gdt,
-                    start: next + 1,
-                    blocks: gdt_blocks,
-                });
-                next += 1 + gdt_blocks;
-                if rsv_gdt > 0 {
+                next += 1;
+            }
+            if !meta_bg {
+                if has_super {
                     geo.meta.push(MetaExtent {
-                        kind: MetaKind::ReservedGdt,
+                        kind: MetaKind::Gdt,
                         start: next,
-                        blocks: rsv_gdt,
+                        blocks: gdt_blocks,
                     });
-                    next += rsv_gdt;
+                    next += gdt_blocks;
+                    if rsv_gdt > 0 {
+                        geo.meta.push(MetaExtent {
+                            kind: MetaKind::ReservedGdt,
+                            start: next,
+                            blocks: rsv_gdt,
+                        });
+                        next += rsv_gdt;
+                    }
+                }
+            } else {
+                // closefs.c ext2fs_super_and_bgd_loc2(): with meta_bg (s_first_meta_bg = 0)
+                // each meta group's descriptor block lies in its first, second and last group
+                let in_meta = group % desc_per_block;
+                if in_meta == 0 || in_meta == 1 || in_meta == desc_per_block - 1 {
+                    geo.meta.push(MetaExtent {
+                        kind: MetaKind::Gdt,
+                        start: next,
+                        blocks: 1,
+                    });
+                    next += 1;
                 }
             }
             if geo.flex_bg_size > 0 {
@@ -308,7 +542,7 @@ impl Geometry {
             geo.place_flex_tables()
                 .map_err(|reason| bad(format!("flex_bg tables: {reason}")))?;
         }
-        geo.add_mke2fs_allocations(profile)?;
+        geo.add_mke2fs_allocations(p)?;
         Ok(geo)
     }
 
@@ -458,9 +692,9 @@ impl Geometry {
         Ok(())
     }
 
-    /// Root directory, lost+found, resize inode and journal, each taking the first free
-    /// blocks after its goal, in mke2fs's order (misc/mke2fs.c main()).
-    fn add_mke2fs_allocations(&mut self, profile: &MkfsProfile) -> Result<(), LayoutError> {
+    /// Root directory, lost+found, resize inode, journal, MMP block and orphan file, each
+    /// taking the first free blocks after its goal, in mke2fs's order (misc/mke2fs.c main()).
+    fn add_mke2fs_allocations(&mut self, p: &GeometryParams) -> Result<(), LayoutError> {
         let bs = u64::from(self.block_size_bytes);
         let mut used = crate::alloc::FreeMap::new(
             self.blocks_count,
@@ -503,14 +737,44 @@ impl Geometry {
             }
             Ok(())
         };
+        // Extent-tree blocks for a file of these runs: none while its extents (at most 32768
+        // blocks each, EXT_INIT_MAX_LEN) fit the inode's 4 slots, else leaves of
+        // (block - 12) / 12 entries, appended (no balancing), and index levels above them.
+        let tree_blocks = |geo: &Geometry, kind: MetaKind| -> u64 {
+            let runs: Vec<crate::plan::Run> = geo
+                .meta
+                .iter()
+                .filter(|m| m.kind == kind)
+                .scan(0, |logical, m| {
+                    let r = crate::plan::Run {
+                        logical: *logical,
+                        physical: m.start,
+                        len: m.blocks,
+                    };
+                    *logical += m.blocks;
+                    Some(r)
+                })
+                .collect();
+            let mut n = crate::mapping::extents_of(&runs).len() as u64;
+            let per_block = crate::mapping::extent_entries_per_block(bs);
+            let mut blocks = 0;
+            while n > crate::mapping::EXTENT_ROOT_ENTRIES {
+                n = n.div_ceil(per_block);
+                blocks += n;
+            }
+            blocks
+        };
         // ext2fs_mkdir(): goal is the first block of the inode's group (group 0).
         let group0 = self.first_data_block;
-        take(self, &mut used, MetaKind::RootDir, group0, 1)?;
+        // with inline_data the root directory's entries live in its inode
+        if !self.has_feature("inline_data") {
+            take(self, &mut used, MetaKind::RootDir, group0, 1)?;
+        }
         // create_lost_and_found(): grows the directory until 16 KiB and 2 blocks, within
         // the 12 direct blocks.
         let lf_blocks = (16384 / bs).clamp(2, DIRECT_BLOCKS);
         take(self, &mut used, MetaKind::LostFound, group0, lf_blocks)?;
-        if profile.has_feature("resize_inode") {
+        if self.has_feature("resize_inode") {
             // res_gdt.c ext2fs_create_resize_inode(): goal = sb + descriptors + reserved
             // descriptors + 2 + inode-table blocks (just past group 0's inode table without
             // flex_bg; inside the packed tables with it), first free block from there.
@@ -522,45 +786,123 @@ impl Geometry {
                 + self.inode_table_blocks;
             take(self, &mut used, MetaKind::ResizeDind, goal, 1)?;
         }
-        self.journal_blocks = profile.journal_blocks(self.blocks_count);
-        if self.journal_blocks > 0 {
-            let extents = profile.has_feature("extent");
-            // an extent-mapped journal of whole 32768-block extents in the inode needs no
-            // tree block; block-mapped, its IND/DIND blocks come inline
-            self.journal_total_blocks = if extents {
-                self.journal_blocks
-            } else {
-                self.journal_blocks
-                    + mapping_blocks_for(self.journal_blocks, addr_per_block(self.block_size_bytes))
-            };
-            self.journal_goal = match profile.journal_placement {
-                crate::mkfs::JournalPlacement::Fixed => profile.journal_goal_block(),
-                crate::mkfs::JournalPlacement::Midpoint => self.midpoint_journal_goal(&used),
-            };
-            let total = self.journal_total_blocks;
-            take(self, &mut used, MetaKind::Journal, self.journal_goal, total)?;
-            if extents {
-                let runs: Vec<crate::plan::Run> = self
+        self.journal_blocks = match p.journal {
+            JournalRule::None => 0,
+            JournalRule::Blocks(n) => n,
+            JournalRule::Requested(_) if self.blocks_count < 2048 => 0,
+            JournalRule::Requested(n) => {
+                if !(1024..=10_240_000).contains(&n) {
+                    return Err(LayoutError::BadSize {
+                        fs_bytes,
+                        reason: format!(
+                            "The total requested journal size is {n} blocks; it must be \
+                             between 1024 and 10240000 blocks."
+                        ),
+                    });
+                }
+                // the free count ext2fs_initialize() left: every group less its superblock
+                // and descriptor copies, and less its bitmaps and inode table unless flex_bg
+                // packs those elsewhere
+                let copies: u64 = self
                     .meta
                     .iter()
-                    .filter(|m| m.kind == MetaKind::Journal)
-                    .scan(0, |logical, m| {
-                        let r = crate::plan::Run {
-                            logical: *logical,
-                            physical: m.start,
-                            len: m.blocks,
-                        };
-                        *logical += m.blocks;
-                        Some(r)
+                    .filter(|m| {
+                        matches!(
+                            m.kind,
+                            MetaKind::Superblock | MetaKind::Gdt | MetaKind::ReservedGdt
+                        )
                     })
-                    .collect();
-                if crate::mapping::extents_of(&runs).len() as u64
-                    > crate::mapping::EXTENT_ROOT_ENTRIES
-                {
-                    return Err(LayoutError::Unsupported(
-                        "a journal in more than 4 extents (its extent-tree block)".into(),
-                    ));
+                    .map(|m| m.blocks)
+                    .sum();
+                let tables = if self.flex_bg_size > 0 {
+                    0
+                } else {
+                    self.group_count() * (2 + self.inode_table_blocks)
+                };
+                let free = self.blocks_count - self.first_data_block - copies - tables;
+                if n > free / 2 {
+                    return Err(LayoutError::BadSize {
+                        fs_bytes,
+                        reason: "Total journal size too big for filesystem.".into(),
+                    });
                 }
+                n
+            }
+            JournalRule::Default140 => match self.blocks_count {
+                0..=2047 => 0,
+                2048..=32767 => 1024,
+                32768..=262_143 => 4096,
+                262_144..=524_287 => 8192,
+                524_288..=1_048_575 => 16384,
+                _ => 32768,
+            },
+            JournalRule::Default147 { fast_commit } => {
+                match default_journal_blocks_147(self.blocks_count) {
+                    None => 0,
+                    Some(j) if fast_commit => j + j / 64,
+                    Some(j) => j,
+                }
+            }
+        };
+        let extents = self.has_feature("extent");
+        if self.journal_blocks > 0 {
+            // block-mapped, its IND/DIND blocks come inline
+            let inline_mapping = if extents {
+                0
+            } else {
+                mapping_blocks_for(self.journal_blocks, addr_per_block(self.block_size_bytes))
+            };
+            self.journal_goal = match p.journal_goal {
+                JournalGoal::Fixed(goal) => goal,
+                JournalGoal::Midpoint => self.midpoint_journal_goal(&used),
+            };
+            let total = self.journal_blocks + inline_mapping;
+            take(self, &mut used, MetaKind::Journal, self.journal_goal, total)?;
+            self.journal_total_blocks = total;
+            if extents {
+                let tree = tree_blocks(self, MetaKind::Journal);
+                if tree > 0 {
+                    let at = self.journal_goal;
+                    take(self, &mut used, MetaKind::JournalTree, at, tree)?;
+                    self.journal_total_blocks += tree;
+                }
+            }
+        } else {
+            self.features
+                .retain(|f| f != "has_journal" && f != "orphan_file");
+        }
+        if self.has_feature("mmp") {
+            // mmp.c ext2fs_mmp_init(): ext2fs_alloc_block2() with goal 0
+            take(self, &mut used, MetaKind::Mmp, self.first_data_block, 1)?;
+        }
+        if self.has_feature("orphan_file") {
+            // orphan.c ext2fs_create_orphan_file(): appended block by block from the inode's
+            // group (group 0), mapping blocks inline when block-mapped
+            let n = if p.orphan_file_blocks > 0 {
+                p.orphan_file_blocks
+            } else {
+                // ext2fs_default_orphan_file_blocks()
+                match self.blocks_count {
+                    0..=131_071 => 32,
+                    131_072..=2_097_151 => self.blocks_count / 4096,
+                    _ => 512,
+                }
+            };
+            let inline_mapping = if extents {
+                0
+            } else {
+                mapping_blocks_for(n, addr_per_block(self.block_size_bytes))
+            };
+            take(
+                self,
+                &mut used,
+                MetaKind::OrphanFile,
+                group0,
+                n + inline_mapping,
+            )?;
+            if extents {
+                let tree = tree_blocks(self, MetaKind::OrphanFile);
+                take(self, &mut used, MetaKind::OrphanFile, group0, tree)?;
             }
         }
         Ok(())

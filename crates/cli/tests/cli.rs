@@ -1228,6 +1228,28 @@ fn large_delete_end_to_end_json_contract() {
     };
     assert!(read("ext3") > 4 * read("ext4"), "{runs:?}");
     assert!(dir.join("out/large-delete/delete-offset.svg").exists());
+    // ext3's contiguous file is 2007's layout (the ext3-2007 policy through libext2fs), the
+    // rest the kernel's; every run has its plot coloured by class.
+    let layout = |fs: &str, variant: &str| {
+        runs.iter()
+            .find(|r| r["fs"] == fs && r["variant"] == variant)
+            .unwrap()["layout"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(layout("ext3", "contiguous"), "policy ext3-2007");
+    assert_eq!(layout("ext3", "fragmented"), "kernel");
+    assert_eq!(layout("xfs", "contiguous"), "kernel");
+    let svg =
+        std::fs::read_to_string(dir.join("out/large-delete/delete-ext3-contiguous.svg")).unwrap();
+    for class in ["indirect", "block_bitmap", "inode_table"] {
+        assert!(svg.contains(&format!(">{class}</text>")), "legend lacks {class}");
+    }
+    for name in &names {
+        let f = format!("out/large-delete/delete-{}.svg", name.replace(' ', "-"));
+        assert!(dir.join(&f).exists(), "{f}");
+    }
     // Nothing left: no temp path, mount or loop device under TMPDIR.
     let left: Vec<String> = entries(&dir)
         .into_iter()

@@ -46,6 +46,12 @@ pub struct LargeDeleteSpec {
     pub write_chunk_mib: u64,
     /// Size of each writer's turn in the fragmented variant, MiB.
     pub fragment_chunk_mib: u64,
+    /// File systems whose contiguous file is laid out by a layoutlab policy (and written
+    /// through libext2fs) instead of by today's kernel: kernel profile → policy, whose mkfs
+    /// profile has the same name (`ext3 = "ext3-2007"`: today's ext3 is the ext4 driver,
+    /// whose allocator is not 2007's).
+    #[serde(default)]
+    pub policy_images: std::collections::BTreeMap<String, String>,
 }
 
 const VARIANTS: [&str; 2] = ["contiguous", "fragmented"];
@@ -75,6 +81,11 @@ impl Operation for LargeDelete {
                 bail!("unknown variant '{v}'; valid: {}", VARIANTS.join(", "));
             }
         }
+        for (fs, policy) in &s.policy_images {
+            kernel_profile::by_name(fs)?;
+            layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())?;
+            layoutlab_layout::MkfsProfile::by_name(policy)?;
+        }
         Ok(())
     }
 
@@ -90,6 +101,10 @@ pub struct DeleteRun {
     pub fs: String,
     /// "contiguous" or "fragmented".
     pub variant: String,
+    /// Who laid the file out: "kernel" (written through today's kernel), or
+    /// "policy POLICY" (planned by a layoutlab policy and written through libext2fs; the
+    /// kernel mounts it and deletes).
+    pub layout: String,
     /// Physically discontiguous extents of the file before the delete (filefrag's count).
     pub fragments: u64,
     /// Sectors (512 bytes) read during `rm` + sync.
@@ -115,6 +130,9 @@ pub struct DeleteRun {
     /// Its modelled start times, seconds (not serialized).
     #[serde(skip)]
     pub start_s: Vec<f64>,
+    /// What each request's first block was before the delete (ext only; not serialized).
+    #[serde(skip)]
+    pub request_class: Option<Vec<&'static str>>,
 }
 
 /// Run every file system and variant, then report.
@@ -166,8 +184,32 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 resident_bytes: fs_bytes / 50 + 64 * MIB,
                 read_ahead_kb: Some(128),
             };
-            let run = one_run(&spec, &opts, &p.name, variant, file_bytes, &device)
-                .with_context(|| format!("{} {variant}", p.name))?;
+            let policy = spec
+                .policy_images
+                .get(&p.name)
+                .filter(|_| variant == "contiguous")
+                .cloned();
+            let opts = match &policy {
+                // A sparse image: its file data is never written, and the delete reads none.
+                Some(_) => KernelFsOptions {
+                    backing: Backing::SparseFile(
+                        a.workdir.clone().unwrap_or_else(std::env::temp_dir),
+                    ),
+                    ..opts
+                },
+                None => opts,
+            };
+            let run = one_run(
+                &spec,
+                &opts,
+                &p.name,
+                variant,
+                file_bytes,
+                &device,
+                policy.as_deref(),
+                exp.seed,
+            )
+            .with_context(|| format!("{} {variant}", p.name))?;
             eprintln!(
                 "  {} fragments; delete read {} and wrote {} sectors; {:.3} s on {device}",
                 run.fragments, run.sectors_read, run.sectors_written, run.seconds
@@ -178,6 +220,7 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
     report(exp, a, &device, &out_dir, scale, &runs, &h)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn one_run(
     spec: &LargeDeleteSpec,
     opts: &KernelFsOptions,
@@ -185,11 +228,30 @@ fn one_run(
     variant: &str,
     file_bytes: u64,
     device: &str,
+    policy: Option<&str>,
+    seed: u64,
 ) -> Result<DeleteRun> {
-    let mut kfs = KernelFs::create(opts)?;
+    let mut kfs = match policy {
+        None => KernelFs::create(opts)?,
+        Some(policy) => {
+            let image = policy_image(policy, opts.bytes, file_bytes, seed)?;
+            eprintln!(
+                "  laid out by the {policy} policy ({} indirect blocks), written through libext2fs",
+                image.1.mapping_blocks()
+            );
+            KernelFs::from_image(opts, &mut |path: &Path| {
+                layoutlab_image::mkfs(path, opts.bytes, &image.0.mke2fs_args(opts.bytes))
+                    .map_err(|e| e.to_string())?;
+                layoutlab_image::materialize(path, &image.1)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })?
+        }
+    };
     let file = kfs.mount_point().join("big");
     let chunk = spec.write_chunk_mib * MIB;
     match variant {
+        _ if policy.is_some() => {}
         "contiguous" => write_zeros(&[&file], file_bytes, chunk, None)?,
         _ => {
             let other = kfs.mount_point().join("other");
@@ -228,6 +290,10 @@ fn one_run(
     Ok(DeleteRun {
         fs: fs.to_string(),
         variant: variant.to_string(),
+        layout: match policy {
+            Some(p) => format!("policy {p}"),
+            None => "kernel".into(),
+        },
         fragments,
         sectors_read: phase.sectors_read,
         sectors_written: phase.sectors_written,
@@ -236,9 +302,42 @@ fn one_run(
         seconds_here,
         min_sectors_read: ext.as_ref().map(ExtLayout::min_sectors_to_free),
         by_class: ext.as_ref().map(|l| l.sectors_by_class(&trace)),
+        request_class: ext.as_ref().map(|l| {
+            let spb = (l.block_size_bytes / 512).max(1);
+            trace
+                .requests
+                .iter()
+                .map(|r| l.class_of(r.sector / spb))
+                .collect()
+        }),
         start_s: replayed.requests.iter().map(|r| r.start_ns / 1e9).collect(),
         trace,
     })
+}
+
+/// The file `big` of `file_bytes` alone on a file system of `fs_bytes`, planned by `policy` on
+/// its mkfs profile (same name): the profile and the plan.
+fn policy_image(
+    policy: &str,
+    fs_bytes: u64,
+    file_bytes: u64,
+    seed: u64,
+) -> Result<(layoutlab_layout::MkfsProfile, layoutlab_layout::Plan)> {
+    let profile = layoutlab_layout::MkfsProfile::by_name(policy)?;
+    let geometry = layoutlab_layout::Geometry::new(&profile, fs_bytes)?;
+    let population = layoutlab_workload::Population {
+        name: "large-delete".into(),
+        fs_bytes,
+        ops: vec![layoutlab_workload::NsOp::Create {
+            path: "big".into(),
+            bytes: file_bytes,
+        }],
+    };
+    let plan = layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())?
+        .plan(&geometry, &population, seed)?;
+    plan.check(&geometry)
+        .map_err(|e| anyhow::anyhow!("policy {policy} made an inconsistent plan: {e}"))?;
+    Ok((profile, plan))
 }
 
 /// Write `bytes` of zeros to each of `files`, `chunk` bytes per write(2). With `turn`, the
@@ -342,6 +441,7 @@ fn report(
         vec![
             Column::text("file system"),
             Column::text("variant"),
+            Column::text("laid out by"),
             Column::number("fragments", None),
             Column::number("elapsed", Some("s")),
             Column::number("sectors read", None),
@@ -355,6 +455,7 @@ fn report(
         t.push_row(vec![
             Cell::text(&r.fs),
             Cell::text(&r.variant),
+            Cell::text(&r.layout),
             Cell::num(r.fragments as f64, 0),
             Cell::num(r.seconds, 3),
             Cell::num(r.sectors_read as f64, 0),
@@ -393,9 +494,12 @@ fn report(
         h.say(&format!("{}\n", by_class.to_terminal(None)?));
     }
     h.say(
-        "note: ext3 is today's ext4 driver in ext3 mode (its allocator is not 2007's); ext4-2007 \
-           is extents without flex_bg/uninit_bg on today's mballoc. Sector classes and the minimum \
-           read are attributed on ext only (XFS and btrfs: not attributed).\n",
+        "note: a file 'laid out by policy P' was planned by layoutlab's P and written through \
+           libext2fs, then mounted and deleted by today's kernel (ext3 of 2007: today's ext3 is \
+           the ext4 driver in ext3 mode, whose allocator is not 2007's); 'kernel' files were \
+           written by today's kernel (ext3 fragmented included). ext4-2007 is extents without \
+           flex_bg/uninit_bg on today's mballoc. Sector classes and the minimum read are \
+           attributed on ext only (XFS and btrfs: not attributed).\n",
     );
     if !exp.published.source.is_empty() {
         h.say(&format!("published: {}\n", exp.published.source));
@@ -413,6 +517,50 @@ fn report(
         &series,
     );
     std::fs::write(out_dir.join("delete-offset.svg"), &svg)?;
+    // One plot per run, a colour per class of block (ext runs; the others in one colour).
+    let mut class_svgs = Vec::new();
+    for r in runs {
+        let mut by: std::collections::BTreeMap<&str, Vec<layoutlab_report::IoPoint>> =
+            std::collections::BTreeMap::new();
+        let points = crate::support::io_points(&r.trace, |i| r.start_s[i]);
+        let rw: Vec<usize> = r
+            .trace
+            .requests
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| {
+                matches!(
+                    q.op,
+                    layoutlab_trace::Op::Read | layoutlab_trace::Op::Write
+                )
+            })
+            .map(|(i, _)| i)
+            .collect();
+        for (p, i) in points.into_iter().zip(rw) {
+            let class = r
+                .request_class
+                .as_ref()
+                .map_or("not attributed", |c| c[i]);
+            by.entry(class).or_default().push(p);
+        }
+        let series: Vec<OffsetSeries> = by
+            .into_iter()
+            .map(|(name, points)| OffsetSeries {
+                name: name.to_string(),
+                points,
+            })
+            .collect();
+        let name = format!("delete-{}-{}.svg", r.fs, r.variant);
+        let svg = offset_plot(
+            &format!(
+                "{} {} (laid out by {}): rm + sync on {device}, by class of block",
+                r.fs, r.variant, r.layout
+            ),
+            &series,
+        );
+        std::fs::write(out_dir.join(&name), &svg)?;
+        class_svgs.push((name, svg));
+    }
     std::fs::write(
         out_dir.join("report.md"),
         format!(
@@ -428,9 +576,12 @@ fn report(
     html.table(t.clone());
     html.table(by_class.clone());
     html.svg("disk offset over modelled time of each delete", svg);
+    for (name, svg) in class_svgs {
+        html.svg(&name, svg);
+    }
     html.write(&out_dir.join("index.html"))?;
     eprintln!(
-        "report: {}/{{report.md,index.html,delete-offset.svg}}",
+        "report: {}/{{report.md,index.html,delete-offset.svg,delete-FS-VARIANT.svg}}",
         out_dir.display()
     );
     if let Some(path) = &a.json {

@@ -107,6 +107,29 @@ impl KernelFs {
     /// Checks the size fits, takes the rig lock, creates the backing store and its loop
     /// device, runs mkfs and mounts. Root only; on error nothing is left.
     pub fn create(opts: &KernelFsOptions) -> Result<KernelFs> {
+        KernelFs::make(opts, None)
+    }
+
+    /// Like [`KernelFs::create`], but the file system is an image `write` makes at the path it
+    /// is given (e.g. a layout planned by a policy and written through libext2fs) instead of
+    /// mkfs: for a layout today's kernel would not make. Sparse-file backing only; the file
+    /// is removed with everything else.
+    pub fn from_image(
+        opts: &KernelFsOptions,
+        write: &mut dyn FnMut(&Path) -> std::result::Result<(), String>,
+    ) -> Result<KernelFs> {
+        if !matches!(opts.backing, Backing::SparseFile(_)) {
+            return Err(RigError::InvalidArgument(
+                "an image is written into a sparse file: use Backing::SparseFile".into(),
+            ));
+        }
+        KernelFs::make(opts, Some(write))
+    }
+
+    fn make(
+        opts: &KernelFsOptions,
+        write: Option<&mut dyn FnMut(&Path) -> std::result::Result<(), String>>,
+    ) -> Result<KernelFs> {
         require_root("making and mounting a kernel file system")?;
         check_fits(opts)?;
         let lock = RigLock::acquire()?;
@@ -122,18 +145,32 @@ impl KernelFs {
                     std::process::id(),
                     opts.kind.name()
                 ));
-                let f = TempFile::create_sparse(&path, opts.bytes)?;
+                let f = match write {
+                    None => TempFile::create_sparse(&path, opts.bytes)?,
+                    Some(_) => {
+                        // Registered for removal before the writer creates it.
+                        crate::cleanup::creating(|| Ok::<_, RigError>(TempFile::adopt(&path)))?
+                    }
+                };
                 let p = f.path().to_path_buf();
                 (None, Some(f), p)
             }
         };
+        let has_image = write.is_some();
+        if let Some(write) = write {
+            write(&source).map_err(|e| {
+                RigError::Unsupported(format!("writing the image {}: {e}", source.display()))
+            })?;
+        }
         let loopdev = LoopDevice::attach(&source, false)?;
         loopdev.set_scheduler_none()?;
         if let Some(kb) = opts.read_ahead_kb {
             loopdev.set_read_ahead_kb(kb)?;
         }
-        let args: Vec<&str> = opts.mkfs_args.iter().map(String::as_str).collect();
-        mkfs(opts.kind, loopdev.path(), &args)?;
+        if !has_image {
+            let args: Vec<&str> = opts.mkfs_args.iter().map(String::as_str).collect();
+            mkfs(opts.kind, loopdev.path(), &args)?;
+        }
         let mount = Mount::new(
             loopdev.path(),
             None,

@@ -1244,7 +1244,10 @@ fn large_delete_end_to_end_json_contract() {
     let svg =
         std::fs::read_to_string(dir.join("out/large-delete/delete-ext3-contiguous.svg")).unwrap();
     for class in ["indirect", "block_bitmap", "inode_table"] {
-        assert!(svg.contains(&format!(">{class}</text>")), "legend lacks {class}");
+        assert!(
+            svg.contains(&format!(">{class}</text>")),
+            "legend lacks {class}"
+        );
     }
     for name in &names {
         let f = format!("out/large-delete/delete-{}.svg", name.replace(' ', "-"));
@@ -1282,6 +1285,42 @@ fn large_delete_unknown_fs_lists_the_valid_ones_and_makes_nothing() {
         "{e}"
     );
     assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Run as an unprivileged user, the kernel experiments say what needs root, exit 2, and make
+/// nothing (no loop device over anything of theirs, no file, not even the report directory).
+#[test]
+fn kernel_experiments_without_root_say_what_needs_root_and_make_nothing() {
+    if !is_root() {
+        // Already unprivileged: the command itself is the test.
+        let o = layoutlab(&["reproduce", "large-delete", "--fs", "ext4"]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains("root"));
+        return;
+    }
+    let dir = scratch("no-root");
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    for args in [
+        &["reproduce", "large-delete", "--fs", "ext3,xfs"][..],
+        &["reproduce", "metacluster-fsck"][..],
+    ] {
+        let mut full: Vec<&str> = args.to_vec();
+        let out = dir.join("out");
+        full.extend(["--out", out.to_str().unwrap()]);
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_layoutlab"))
+            .args(&full)
+            .env("TMPDIR", &dir)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("root"), "{args:?}: {e}");
+        assert!(entries(&dir).is_empty(), "{args:?}: {:?}", entries(&dir));
+        assert!(loops_under(&dir).is_empty());
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -528,19 +528,11 @@ fn report(
             .requests
             .iter()
             .enumerate()
-            .filter(|(_, q)| {
-                matches!(
-                    q.op,
-                    layoutlab_trace::Op::Read | layoutlab_trace::Op::Write
-                )
-            })
+            .filter(|(_, q)| matches!(q.op, layoutlab_trace::Op::Read | layoutlab_trace::Op::Write))
             .map(|(i, _)| i)
             .collect();
         for (p, i) in points.into_iter().zip(rw) {
-            let class = r
-                .request_class
-                .as_ref()
-                .map_or("not attributed", |c| c[i]);
+            let class = r.request_class.as_ref().map_or("not attributed", |c| c[i]);
             by.entry(class).or_default().push(p);
         }
         let series: Vec<OffsetSeries> = by

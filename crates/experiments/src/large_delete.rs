@@ -120,9 +120,11 @@ pub struct DeleteRun {
     /// The least the layout lets a delete read, sectors: the file's mapping blocks plus the
     /// distinct block bitmaps and group-descriptor blocks its data touches (ext only).
     pub min_sectors_read: Option<u64>,
-    /// Sectors read or written by what they are (inode_table, indirect, extent,
-    /// block_bitmap, group_descriptor, journal, superblock, ...), from the layout read before
-    /// the delete (ext only; `null` for XFS and btrfs: not attributed).
+    /// Sectors read or written by what they were before the delete (ext: inode_table,
+    /// indirect, extent, block_bitmap, group_descriptor, journal, superblock, ...; XFS:
+    /// superblock, agf, agi, agfl, free_space_btree, inode_btree, log, inode, bmbt, file_data;
+    /// btrfs: superblock, one class per tree, data, metadata_free_before), from the layout
+    /// read with the file system's own tools (`other`: none of those).
     pub by_class: Option<std::collections::BTreeMap<String, u64>>,
     /// The captured trace of the delete (not serialized).
     #[serde(skip)]
@@ -266,12 +268,20 @@ fn one_run(
     kfs.remount()?;
     let file = kfs.mount_point().join("big");
     let fragments = fragments(&file)?;
-    // What every block is, read before the delete (ext only: XFS and btrfs are not attributed).
-    let ext = match opts.kind {
+    // What every block is, read before the delete with the file system's own tools.
+    let (ext, other) = match opts.kind {
         FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
-            Some(ExtLayout::read(kfs.device().path(), "/big")?)
+            (Some(ExtLayout::read(kfs.device().path(), "/big")?), None)
         }
-        _ => None,
+        FsKind::Xfs => {
+            use std::os::unix::fs::MetadataExt;
+            let ino = std::fs::metadata(&file).context("stat big")?.ino();
+            (
+                None,
+                Some(crate::fs_classes::xfs(kfs.device().path(), ino)?),
+            )
+        }
+        FsKind::Btrfs => (None, Some(crate::fs_classes::btrfs(kfs.device().path())?)),
     };
     kfs.drop_caches()?;
     let t = std::time::Instant::now();
@@ -301,15 +311,31 @@ fn one_run(
         seconds: replayed.wall_ns / 1e9,
         seconds_here,
         min_sectors_read: ext.as_ref().map(ExtLayout::min_sectors_to_free),
-        by_class: ext.as_ref().map(|l| l.sectors_by_class(&trace)),
-        request_class: ext.as_ref().map(|l| {
-            let spb = (l.block_size_bytes / 512).max(1);
-            trace
-                .requests
-                .iter()
-                .map(|r| l.class_of(r.sector / spb))
-                .collect()
-        }),
+        by_class: match (&ext, &other) {
+            (Some(l), _) => Some(l.sectors_by_class(&trace)),
+            (_, Some(c)) => Some(c.sectors_by_class(&trace)),
+            _ => None,
+        },
+        request_class: match (&ext, &other) {
+            (Some(l), _) => {
+                let spb = (l.block_size_bytes / 512).max(1);
+                Some(
+                    trace
+                        .requests
+                        .iter()
+                        .map(|r| l.class_of(r.sector / spb))
+                        .collect(),
+                )
+            }
+            (_, Some(c)) => Some(
+                trace
+                    .requests
+                    .iter()
+                    .map(|r| c.class_of(r.sector))
+                    .collect(),
+            ),
+            _ => None,
+        },
         start_s: replayed.requests.iter().map(|r| r.start_ns / 1e9).collect(),
         trace,
     })
@@ -498,8 +524,9 @@ fn report(
            libext2fs, then mounted and deleted by today's kernel (ext3 of 2007: today's ext3 is \
            the ext4 driver in ext3 mode, whose allocator is not 2007's); 'kernel' files were \
            written by today's kernel (ext3 fragmented included). ext4-2007 is extents without \
-           flex_bg/uninit_bg on today's mballoc. Sector classes and the minimum read are \
-           attributed on ext only (XFS and btrfs: not attributed).\n",
+           flex_bg/uninit_bg on today's mballoc. Sector classes come from libext2fs (ext), xfs_db \
+           (XFS) and btrfs inspect-internal (btrfs); XFS btree blocks below a root and what the \
+           tools do not describe count as 'other'. The minimum read is computed for ext only.\n",
     );
     if !exp.published.source.is_empty() {
         h.say(&format!("published: {}\n", exp.published.source));

@@ -20,6 +20,7 @@
 pub mod experiment;
 pub mod ext_classes;
 pub mod fio;
+pub mod fs_classes;
 pub mod fsck;
 pub mod kernel_profile;
 pub mod large_delete;

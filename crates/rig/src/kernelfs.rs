@@ -46,6 +46,9 @@ pub struct KernelFsOptions {
     pub read_ahead_kb: Option<u32>,
 }
 
+/// Writes a file-system image at the path it is given ([`KernelFs::from_image`]).
+pub type ImageWriter<'a> = &'a mut dyn FnMut(&Path) -> std::result::Result<(), String>;
+
 /// A made and mounted kernel file system; dropping it unmounts and tears everything down.
 #[derive(Debug)]
 pub struct KernelFs {
@@ -114,10 +117,7 @@ impl KernelFs {
     /// is given (e.g. a layout planned by a policy and written through libext2fs) instead of
     /// mkfs: for a layout today's kernel would not make. Sparse-file backing only; the file
     /// is removed with everything else.
-    pub fn from_image(
-        opts: &KernelFsOptions,
-        write: &mut dyn FnMut(&Path) -> std::result::Result<(), String>,
-    ) -> Result<KernelFs> {
+    pub fn from_image(opts: &KernelFsOptions, write: ImageWriter<'_>) -> Result<KernelFs> {
         if !matches!(opts.backing, Backing::SparseFile(_)) {
             return Err(RigError::InvalidArgument(
                 "an image is written into a sparse file: use Backing::SparseFile".into(),
@@ -126,10 +126,7 @@ impl KernelFs {
         KernelFs::make(opts, Some(write))
     }
 
-    fn make(
-        opts: &KernelFsOptions,
-        write: Option<&mut dyn FnMut(&Path) -> std::result::Result<(), String>>,
-    ) -> Result<KernelFs> {
+    fn make(opts: &KernelFsOptions, write: Option<ImageWriter<'_>>) -> Result<KernelFs> {
         require_root("making and mounting a kernel file system")?;
         check_fits(opts)?;
         let lock = RigLock::acquire()?;

@@ -19,7 +19,7 @@ printf 'issue_ns,complete_ns,op,sector,sectors,flags,tag\n0,8000,read,2048,8,syn
 cp corpus/tracefs/head corpus/fio/v2 corpus/csv/a corpus/disksim_validate/hp_c2247a.head40.trace $D/loop0.blkparse.txt corpus/detect/
 cp $D/loop0.blktrace.0 corpus/detect/bt
 cp ../presets/*.toml corpus/device_preset/
-cp ../profiles/workloads/*.toml corpus/workload_tree/
+cp ../populations/*.toml corpus/workload_tree/
 # One self-contained DiskSim spec (the HP C2247 with its model inlined is too long for
 # -max_len; a spec that sources nothing still reaches every key of the disk block).
 S=../../shared/data/disksim

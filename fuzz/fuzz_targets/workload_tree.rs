@@ -1,16 +1,16 @@
-//! Fuzzes the tree-profile (workload TOML) reader: any text gives a profile or an error that
+//! Fuzzes the tree-population (workload TOML) reader: any text gives a profile or an error that
 //! names the file and a key, never a panic; a small profile it accepts generates a tree that
 //! every operation of which can be done in order, with exactly the counts asked for.
 #![no_main]
 
-use layoutlab_workload::profiles::tree::TreeProfile;
+use layoutlab_workload::populations::tree::TreePopulation;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    match TreeProfile::from_toml_str(text, "fuzz.toml") {
+    match TreePopulation::from_toml_str(text, "fuzz.toml") {
         Err(e) => assert!(e.to_string().contains("fuzz.toml")),
         Ok(p) => {
             let c = &p.counts;

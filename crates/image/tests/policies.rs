@@ -8,7 +8,7 @@ use layoutlab_layout::{policy_by_name, Geometry, MkfsProfile, PolicyParams};
 
 fn policy_round_trip(policy: &str, scale: f64) {
     let profile = MkfsProfile::by_name("ext3-2007").unwrap();
-    let pop = layoutlab_workload::profile_by_name("bench5")
+    let pop = layoutlab_workload::population_by_name("bench5")
         .unwrap()
         .scale(scale)
         .unwrap();

@@ -9,7 +9,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scale: f64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(1.0);
     let seed: u64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(1);
     let dump: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(0);
-    let pop = layoutlab_workload::profile_by_name("bench5")?.scale(scale)?;
+    let pop = layoutlab_workload::population_by_name("bench5")?.scale(scale)?;
     let profile = MkfsProfile::by_name("ext3-2007")?;
     let geo = Geometry::new(&profile, pop.fs_bytes)?;
     println!(

@@ -10,7 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (workload, profile, name) = (&args[1], &args[2], &args[3]);
     let seed: u64 = args.get(4).map_or(Ok(1), |s| s.parse())?;
     let t = Instant::now();
-    let pop = layoutlab_workload::profile_by_name(workload)?;
+    let pop = layoutlab_workload::population_by_name(workload)?;
     let gen = t.elapsed().as_secs_f64();
     let geo = Geometry::new(&MkfsProfile::by_name(profile)?, pop.fs_bytes)?;
     let t = Instant::now();

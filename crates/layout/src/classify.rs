@@ -237,7 +237,7 @@ mod tests {
 
     fn small() -> (Geometry, Plan) {
         let profile = MkfsProfile::by_name("ext3-2007").unwrap();
-        let pop = layoutlab_workload::profile_by_name("bench5")
+        let pop = layoutlab_workload::population_by_name("bench5")
             .unwrap()
             .scale(0.002)
             .unwrap();

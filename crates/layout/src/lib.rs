@@ -10,7 +10,7 @@
 //! ```
 //! use layoutlab_layout::{policy, Geometry, MkfsProfile, PolicyParams};
 //! let profile = MkfsProfile::by_name("ext3-2007").unwrap();
-//! let pop = layoutlab_workload::profile_by_name("bench5").unwrap().scale(0.002).unwrap();
+//! let pop = layoutlab_workload::population_by_name("bench5").unwrap().scale(0.002).unwrap();
 //! let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
 //! let vanilla = policy::by_name("ext3-2007", &PolicyParams::new()).unwrap();
 //! let plan = vanilla.plan(&geo, &pop, 42).unwrap();

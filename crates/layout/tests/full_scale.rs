@@ -6,7 +6,7 @@ use std::time::Instant;
 
 #[test]
 fn bench5_full_scale_plans_in_seconds() {
-    let pop = layoutlab_workload::profile_by_name("bench5").unwrap();
+    let pop = layoutlab_workload::population_by_name("bench5").unwrap();
     let profile = MkfsProfile::by_name("ext3-2007").unwrap();
     let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
     // the ext3 policies: bench5 ends the disk full, which the ext4 policies do not model

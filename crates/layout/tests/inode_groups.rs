@@ -32,7 +32,7 @@ fn documented_inode_groups_are_the_plans() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/experiments/metacluster-fsck.md"),
     )
     .unwrap();
-    let pop = layoutlab_workload::profile_by_name("bench5").unwrap();
+    let pop = layoutlab_workload::population_by_name("bench5").unwrap();
     let profile = MkfsProfile::by_name("ext3-2007").unwrap();
     let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
     let ipg = u64::from(geo.inodes_per_group);

@@ -16,7 +16,7 @@ use proptest::prelude::*;
 /// Benchmark 5 at scale 0.003 on the 2007 mkfs profile: a few seconds of planning.
 fn small_bench5() -> (Geometry, Population) {
     let profile = MkfsProfile::by_name("ext3-2007").unwrap();
-    let pop = layoutlab_workload::profile_by_name("bench5")
+    let pop = layoutlab_workload::population_by_name("bench5")
         .unwrap()
         .scale(0.003)
         .unwrap();
@@ -216,7 +216,7 @@ fn check_catches_broken_plans() {
 fn bench5_scaled_both_policies() {
     let profile = MkfsProfile::by_name("ext3-2007").unwrap();
     for scale in [0.003, 0.01, 0.03] {
-        let pop = layoutlab_workload::profile_by_name("bench5")
+        let pop = layoutlab_workload::population_by_name("bench5")
             .unwrap()
             .scale(scale)
             .unwrap();

@@ -1,19 +1,19 @@
 //! Workloads: what a file system holds and how it got there.
 //!
 //! This crate owns [`Population`] (namespace operations in the order they happen: mkdir,
-//! create with a size, ...), the named profiles (`bench5`, ...) and their scaling. It knows
+//! create with a size, ...), the named populations (`bench5`, `ubuntu-32g`; TOML ones under `populations/`) and their scaling. It knows
 //! nothing of where blocks go (that is `layoutlab-layout`) and writes nothing to disk.
 //!
 //! ```
-//! use layoutlab_workload::profile_by_name;
-//! let pop = profile_by_name("bench5").unwrap().scale(0.01).unwrap();
+//! use layoutlab_workload::population_by_name;
+//! let pop = population_by_name("bench5").unwrap().scale(0.01).unwrap();
 //! assert_eq!(pop.ops.len(), 350);
-//! assert!(profile_by_name("nope").unwrap_err().to_string().contains("bench5"));
+//! assert!(population_by_name("nope").unwrap_err().to_string().contains("bench5"));
 //! ```
 
 use serde::{Deserialize, Serialize};
 
-pub mod profiles;
+pub mod populations;
 
 /// One namespace operation. Paths are relative to the file system's root, '/'-separated.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,7 +124,7 @@ pub const MAX_SYMLINK_TARGET_BYTES: usize = 4095;
 /// The operations that build a file system's contents, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Population {
-    /// Profile name, e.g. "bench5".
+    /// Population name, e.g. "bench5".
     pub name: String,
     /// Size of the file system the population is meant for, in bytes.
     pub fs_bytes: u64,
@@ -135,9 +135,9 @@ pub struct Population {
 /// Why a workload could not be built.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum Error {
-    /// No profile has this name.
-    #[error("unknown workload profile '{name}'; valid profiles: {}", valid.join(", "))]
-    UnknownProfile {
+    /// No population has this name.
+    #[error("unknown population '{name}'; valid populations: {}", valid.join(", "))]
+    UnknownPopulation {
         /// The name asked for.
         name: String,
         /// Every valid name.
@@ -155,9 +155,9 @@ pub enum Error {
         /// Why it cannot be done, and what would make it possible.
         reason: String,
     },
-    /// A workload profile file that cannot be used.
-    #[error("workload profile {source_name}: {key}: {reason}")]
-    BadProfile {
+    /// A population file that cannot be used.
+    #[error("population {source_name}: {key}: {reason}")]
+    BadPopulation {
         /// The file (or "embedded NAME").
         source_name: String,
         /// The key at fault.
@@ -180,25 +180,25 @@ pub enum Error {
     },
 }
 
-/// Names of the built-in profiles.
-pub const PROFILE_NAMES: &[&str] = &["bench5", "ubuntu-32g"];
+/// Names of the built-in populations.
+pub const POPULATION_NAMES: &[&str] = &["bench5", "ubuntu-32g"];
 
-const UBUNTU_32G_TOML: &str = include_str!("../../../profiles/workloads/ubuntu-32g.toml");
+const UBUNTU_32G_TOML: &str = include_str!("../../../populations/ubuntu-32g.toml");
 
-/// The built-in profile `name` at full scale.
+/// The built-in population `name` at full scale.
 ///
-/// Errors with [`Error::UnknownProfile`], whose message lists the valid names.
-pub fn profile_by_name(name: &str) -> Result<Population, Error> {
+/// Errors with [`Error::UnknownPopulation`], whose message lists the valid names.
+pub fn population_by_name(name: &str) -> Result<Population, Error> {
     match name {
-        "bench5" => Ok(profiles::bench5::bench5()),
-        "ubuntu-32g" => Ok(profiles::tree::TreeProfile::from_toml_str(
+        "bench5" => Ok(populations::bench5::bench5()),
+        "ubuntu-32g" => Ok(populations::tree::TreePopulation::from_toml_str(
             UBUNTU_32G_TOML,
             "embedded ubuntu-32g",
         )?
         .generate()),
-        _ => Err(Error::UnknownProfile {
+        _ => Err(Error::UnknownPopulation {
             name: name.to_string(),
-            valid: PROFILE_NAMES.to_vec(),
+            valid: POPULATION_NAMES.to_vec(),
         }),
     }
 }
@@ -411,15 +411,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unknown_profile_lists_valid_names() {
-        let err = profile_by_name("bench6").unwrap_err();
+    fn unknown_population_lists_valid_names() {
+        let err = population_by_name("bench6").unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("bench6") && msg.contains("bench5"), "{msg}");
     }
 
     #[test]
     fn scale_rejects_bad_factors() {
-        let pop = profile_by_name("bench5").unwrap();
+        let pop = population_by_name("bench5").unwrap();
         for f in [0.0, -1.0, 1.5, f64::NAN, f64::INFINITY] {
             assert!(pop.scale(f).is_err(), "{f}");
         }
@@ -489,7 +489,7 @@ mod tests {
 
     #[test]
     fn ubuntu_32g_counts_are_exact_and_in_rsync_order() {
-        let pop = profile_by_name("ubuntu-32g").unwrap();
+        let pop = population_by_name("ubuntu-32g").unwrap();
         pop.check_tree().unwrap();
         let st = pop.stats();
         // the vital statistics of Ts'o's file system (EXPERIMENTS.md), exactly
@@ -525,7 +525,7 @@ mod tests {
             }
         }
         // the same tree every time
-        assert_eq!(profile_by_name("ubuntu-32g").unwrap(), pop);
+        assert_eq!(population_by_name("ubuntu-32g").unwrap(), pop);
         // sizes: the lognormal body's median is e^9.48 = 13 KB before scaling to the volume
         let median_bucket = {
             let mut seen = 0;
@@ -542,10 +542,10 @@ mod tests {
     }
 
     #[test]
-    fn bad_tree_profiles_name_the_file_and_key() {
-        let text = include_str!("../../../profiles/workloads/ubuntu-32g.toml");
+    fn bad_tree_populations_name_the_file_and_key() {
+        let text = include_str!("../../../populations/ubuntu-32g.toml");
         let bad = text.replace("fast_symlinks = 19450", "fast_symlinks = 30000");
-        let e = profiles::tree::TreeProfile::from_toml_str(&bad, "my.toml").unwrap_err();
+        let e = populations::tree::TreePopulation::from_toml_str(&bad, "my.toml").unwrap_err();
         let msg = e.to_string();
         assert!(
             msg.contains("my.toml")
@@ -554,7 +554,7 @@ mod tests {
             "{msg}"
         );
         let bad = text.replace("regular_files = 263549", "regular_files = 0");
-        let msg = profiles::tree::TreeProfile::from_toml_str(&bad, "x.toml")
+        let msg = populations::tree::TreePopulation::from_toml_str(&bad, "x.toml")
             .unwrap_err()
             .to_string();
         assert!(
@@ -562,12 +562,12 @@ mod tests {
             "{msg}"
         );
         let bad = text.replace("directories = 28022", "directories = 1");
-        let msg = profiles::tree::TreeProfile::from_toml_str(&bad, "y.toml")
+        let msg = populations::tree::TreePopulation::from_toml_str(&bad, "y.toml")
             .unwrap_err()
             .to_string();
         assert!(msg.contains("counts.directories"), "{msg}");
         let bad = text.replace("lognormal_sigma = 2.46", "lognormal_sigma = -1");
-        let msg = profiles::tree::TreeProfile::from_toml_str(&bad, "z.toml")
+        let msg = populations::tree::TreePopulation::from_toml_str(&bad, "z.toml")
             .unwrap_err()
             .to_string();
         assert!(msg.contains("shape.lognormal_sigma"), "{msg}");
@@ -575,7 +575,7 @@ mod tests {
 
     #[test]
     fn scale_shrinks_disk_and_files_together() {
-        let pop = profile_by_name("bench5").unwrap();
+        let pop = population_by_name("bench5").unwrap();
         let small = pop.scale(0.01).unwrap();
         assert_eq!(small.ops.len(), pop.ops.len());
         let ratio_full = pop.file_bytes() as f64 / pop.fs_bytes as f64;

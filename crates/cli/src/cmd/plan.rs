@@ -14,7 +14,7 @@ use std::time::Instant;
 /// Arguments of `plan` (shared by `image make`).
 #[derive(ClapArgs, Clone)]
 pub struct Args {
-    /// Workload profile (e.g. bench5).
+    /// Population (e.g. bench5).
     #[arg(long, default_value = "bench5")]
     pub workload: String,
     /// Layout policy: ext3-2007, ext3-metacluster, or (with --mkfs-profile ext4-2009)
@@ -52,7 +52,7 @@ pub fn parse_params(params: &[String]) -> Result<PolicyParams> {
 
 /// Plan a workload: returns the geometry, the profile and the plan.
 pub fn make_plan(a: &Args) -> Result<(MkfsProfile, Geometry, Plan)> {
-    let pop = layoutlab_workload::profile_by_name(&a.workload)?.scale(a.scale)?;
+    let pop = layoutlab_workload::population_by_name(&a.workload)?.scale(a.scale)?;
     let profile = MkfsProfile::by_name(&a.mkfs_profile)?;
     let pol = policy::by_name(&a.policy, &parse_params(&a.params)?)?;
     let geo = Geometry::new(&profile, pop.fs_bytes)?;

@@ -20,7 +20,7 @@ pub enum Command {
 /// Arguments of `workload show`.
 #[derive(ClapArgs)]
 pub struct ShowArgs {
-    /// Workload profile: bench5 or ubuntu-32g.
+    /// Population: bench5 or ubuntu-32g.
     pub name: String,
     /// Shrink the disk and every file together (counts stay).
     #[arg(long, default_value_t = 1.0)]
@@ -61,7 +61,7 @@ pub fn run(c: Command) -> Result<()> {
 }
 
 fn show(a: ShowArgs) -> Result<()> {
-    let pop = layoutlab_workload::profile_by_name(&a.name)?.scale(a.scale)?;
+    let pop = layoutlab_workload::population_by_name(&a.name)?.scale(a.scale)?;
     let st = pop.stats();
     let human = Human::new(a.json.as_deref());
     let used = blocks_used(&pop, &a.policy, &a.mkfs_profile);

@@ -23,7 +23,7 @@ pub struct Fsck;
 pub struct FsckSpec {
     /// Scale used when `--scale` is not given.
     pub default_scale: f64,
-    /// Workload profile name.
+    /// Population name.
     pub workload: String,
     /// mkfs profile name.
     pub mkfs_profile: String,

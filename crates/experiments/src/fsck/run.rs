@@ -169,7 +169,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         bail!("--scale must be in (0, 1], got {}", opts.scale);
     }
     // Resolve every name before any work, so a typo fails at once and changes nothing.
-    let population = layoutlab_workload::profile_by_name(&spec.workload)
+    let population = layoutlab_workload::population_by_name(&spec.workload)
         .with_context(|| format!("workload of experiment '{}'", exp.name))?
         .scale(opts.scale)?;
     let profile = MkfsProfile::by_name(&spec.mkfs_profile)?;

@@ -1,6 +1,6 @@
-//! Tree profiles: a whole file-system tree (directories, files, symlinks, hard links, device
+//! Tree populations: a whole file-system tree (directories, files, symlinks, hard links, device
 //! nodes, fifos, sockets) generated from exact counts and published distributions, written
-//! as TOML (profiles/workloads/*.toml), and created in the order `rsync -axH` creates it.
+//! as TOML (populations/*.toml), and created in the order `rsync -axH` creates it.
 //!
 //! Shape, from Agrawal et al., "A Five-Year Study of File-System Metadata" (FAST '07) as
 //! Impressions (Agrawal et al., FAST '09) generates it:
@@ -66,11 +66,11 @@ pub struct TreeShape {
     pub pareto_xm_bytes: f64,
 }
 
-/// A tree profile (one TOML file).
+/// A tree population (one TOML file).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TreeProfile {
-    /// Profile name.
+pub struct TreePopulation {
+    /// Population name.
     pub name: String,
     /// One line for humans.
     pub description: String,
@@ -92,15 +92,15 @@ const BLOCK: u64 = 4096;
 /// A large file (e2fsck): 2 GiB or more.
 const LARGE: u64 = 2 << 30;
 
-impl TreeProfile {
-    /// Parses and checks a profile; errors name `source_name`, the key and why.
-    pub fn from_toml_str(text: &str, source_name: &str) -> Result<TreeProfile, Error> {
-        let bad = |key: &str, reason: String| Error::BadProfile {
+impl TreePopulation {
+    /// Parses and checks a tree population; errors name `source_name`, the key and why.
+    pub fn from_toml_str(text: &str, source_name: &str) -> Result<TreePopulation, Error> {
+        let bad = |key: &str, reason: String| Error::BadPopulation {
             source_name: source_name.to_string(),
             key: key.to_string(),
             reason,
         };
-        let p: TreeProfile = toml::from_str(text).map_err(|e| bad("(syntax)", e.to_string()))?;
+        let p: TreePopulation = toml::from_str(text).map_err(|e| bad("(syntax)", e.to_string()))?;
         let c = &p.counts;
         if c.directories < 2 {
             return Err(bad(

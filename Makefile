@@ -1,7 +1,7 @@
 # layoutlab — one Makefile for a fresh Debian machine: every target installs what it needs.
 SHELL := /bin/bash
 CARGO ?= cargo
-DEBS := e2fsprogs libext2fs-dev comerr-dev pkg-config gcc make fio xfsprogs btrfs-progs util-linux jq
+DEBS := e2fsprogs libext2fs-dev comerr-dev pkg-config gcc make fio xfsprogs btrfs-progs util-linux jq chromium
 BIN := target/release/layoutlab
 
 .PHONY: all deps build demo test lint bench clean-work docs-figures

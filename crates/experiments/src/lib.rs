@@ -17,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod all_page;
 pub mod experiment;
 pub mod ext_classes;
 pub mod fio;

@@ -177,7 +177,9 @@ fn long_capture_streams_without_losing_events() {
     let image = TempFile::create_sparse(&scratch("long.img"), 256 << 20).unwrap();
     let dev = LoopDevice::attach(image.path(), true).unwrap();
     let opts = TraceOptions {
-        buffer_size_kb: 256,
+        // 60000 requests make about 13 MB of event text, six times this buffer: the capture
+        // must stream. (256 KiB lost events when the two CPUs were busy with other tests.)
+        buffer_size_kb: 2048,
         ..TraceOptions::default()
     };
     let session = TracefsSession::start(dev.dev(), &opts).unwrap();

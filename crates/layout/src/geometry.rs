@@ -159,6 +159,19 @@ pub enum JournalRule {
     },
 }
 
+/// e2fsprogs 1.40 (to 1.42) lib/ext2fs/mkjournal.c `ext2fs_default_journal_size()`: journal
+/// blocks for a file system of `blocks` blocks (0 below 2048: no journal).
+pub fn default_journal_blocks_140(blocks: u64) -> u64 {
+    match blocks {
+        0..=2047 => 0,
+        2048..=32767 => 1024,
+        32768..=262_143 => 4096,
+        262_144..=524_287 => 8192,
+        524_288..=1_048_575 => 16384,
+        _ => 32768,
+    }
+}
+
 /// e2fsprogs 1.47 lib/ext2fs/mkjournal.c `ext2fs_default_journal_size()`: journal blocks for a
 /// file system of `blocks` blocks (`None` below 2048 blocks: "too small for a journal").
 pub fn default_journal_blocks_147(blocks: u64) -> Option<u64> {
@@ -828,14 +841,7 @@ impl Geometry {
                 }
                 n
             }
-            JournalRule::Default140 => match self.blocks_count {
-                0..=2047 => 0,
-                2048..=32767 => 1024,
-                32768..=262_143 => 4096,
-                262_144..=524_287 => 8192,
-                524_288..=1_048_575 => 16384,
-                _ => 32768,
-            },
+            JournalRule::Default140 => default_journal_blocks_140(self.blocks_count),
             JournalRule::Default147 { fast_commit } => {
                 match default_journal_blocks_147(self.blocks_count) {
                     None => 0,

@@ -196,14 +196,7 @@ impl MkfsProfile {
         match self.journal {
             JournalSize::None => 0,
             JournalSize::Blocks(n) => n,
-            JournalSize::Default140 => match blocks_count {
-                0..=2047 => 0,
-                2048..=32767 => 1024,
-                32768..=262_143 => 4096,
-                262_144..=524_287 => 8192,
-                524_288..=1_048_575 => 16384,
-                _ => 32768,
-            },
+            JournalSize::Default140 => crate::geometry::default_journal_blocks_140(blocks_count),
         }
     }
 

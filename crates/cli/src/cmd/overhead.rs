@@ -287,7 +287,7 @@ pub fn render(
 pub fn run(a: Args) -> Result<()> {
     let conf = conf_of(a.profile.as_deref(), a.conf.as_deref())?;
     let margs = a.mke2fs_args();
-    let (given, _) = overhead(&margs, a.size, &conf).map_err(|e| {
+    let (given, resolved) = overhead(&margs, a.size, &conf).map_err(|e| {
         if e.0.contains("not modelled") {
             anyhow::anyhow!("layoutlab cannot compute this: {e}")
         } else {
@@ -307,6 +307,10 @@ pub fn run(a: Args) -> Result<()> {
     };
     if a.files == Some(0) {
         bail!("--files must be at least 1");
+    }
+    // mke2fs's own warnings (e.g. a -T type mke2fs.conf does not define)
+    for n in &resolved.notes {
+        eprintln!("{n}");
     }
     let human_out = Human::new(a.json.as_deref());
     human_out.say(&render(

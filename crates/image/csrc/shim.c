@@ -37,6 +37,12 @@ long ll_open(const char *path, int rw, ext2_filsys *out)
 		ext2fs_free(fs);
 		return err;
 	}
+	/*
+	 * libext2fs stamps new inodes' i_crtime and the superblock's s_wtime with fs->now, or
+	 * the clock when it is 0: the mkfs time instead makes an image a function of its plan.
+	 */
+	if (rw && fs->super->s_mkfs_time)
+		fs->now = fs->super->s_mkfs_time;
 	*out = fs;
 	return 0;
 }
@@ -554,6 +560,119 @@ long ll_link(ext2_filsys fs, u32 dir, const char *name, u32 ino)
 		ft = file_type_of(inode.i_mode);
 	}
 	return ext2fs_link(fs, dir, name, ino, ft);
+}
+
+/* One directory block being filled by ll_dir_fill. */
+struct fill_block {
+	char *buf;
+	unsigned int last_off;	/* offset of the block's last entry */
+	unsigned int last_used;	/* bytes that entry needs (0: an empty entry) */
+	unsigned int limit;	/* where that entry's record ends */
+	int dirty;
+};
+
+/*
+ * Append entries to directory `dir`, whose blocks are `blocks` in logical order, where
+ * ext2fs_link() would put them one call at a time: the first block whose last record has
+ * room (lib/ext2fs/link.c link_proc: a used entry with room after its own record is split; an
+ * empty entry large enough is taken as it is). Entries only ever being added, a block's free
+ * room is always in its last record, so each block is read once, its entries set with
+ * libext2fs's accessors, and written once by ext2fs_write_dir_block4() (which sets the
+ * checksum). ext2fs_link() rescans the directory from its first block for every name, which is
+ * quadratic in a directory's size. `names` holds n NUL-terminated names back to back.
+ * On EXT2_ET_DIR_NO_SPACE, *placed is the index of the entry that fits nowhere.
+ */
+long ll_dir_fill(ext2_filsys fs, u32 dir, const u64 *blocks, size_t nblocks,
+		 const char *names, const u32 *inos, size_t n, size_t *placed)
+{
+	unsigned int bs = fs->blocksize;
+	unsigned int csum = ext2fs_has_feature_metadata_csum(fs->super) ?
+		sizeof(struct ext2_dir_entry_tail) : 0;
+	int filetype = ext2fs_has_feature_filetype(fs->super);
+	struct fill_block *fb;
+	errcode_t err = 0;
+	size_t b, i;
+
+	*placed = 0;
+	fb = calloc(nblocks ? nblocks : 1, sizeof(*fb));
+	if (!fb)
+		return EXT2_ET_NO_MEMORY;
+	for (b = 0; b < nblocks && !err; b++) {
+		unsigned int off = 0, rec_len = 0;
+		struct ext2_dir_entry *d;
+
+		err = ext2fs_get_mem(bs, &fb[b].buf);
+		if (err)
+			break;
+		err = ext2fs_read_dir_block4(fs, blocks[b], fb[b].buf, 0, dir);
+		if (err)
+			break;
+		for (;;) {
+			d = (struct ext2_dir_entry *)(fb[b].buf + off);
+			err = ext2fs_get_rec_len(fs, d, &rec_len);
+			if (err)
+				break;
+			if (rec_len < 8 || off + rec_len >= bs - csum)
+				break;
+			off += rec_len;
+		}
+		fb[b].last_off = off;
+		fb[b].limit = off + rec_len;
+		fb[b].last_used = d->inode ? ext2fs_dir_rec_len(ext2fs_dirent_name_len(d), 0) : 0;
+	}
+	for (i = 0; i < n && !err; i++) {
+		const char *name = names;
+		unsigned int len = strlen(name);
+		unsigned int need = ext2fs_dir_rec_len(len, 0);
+		struct ext2_dir_entry *d;
+		struct ext2_inode inode;
+		int ft = 0;
+
+		names += len + 1;
+		for (b = 0; b < nblocks; b++)
+			if (fb[b].limit - fb[b].last_off - fb[b].last_used >= need)
+				break;
+		if (b == nblocks) {
+			*placed = i;
+			err = EXT2_ET_DIR_NO_SPACE;
+			break;
+		}
+		if (filetype) {
+			err = ext2fs_read_inode(fs, inos[i], &inode);
+			if (err)
+				break;
+			ft = file_type_of(inode.i_mode);
+		}
+		if (fb[b].last_used) {
+			/* split the last record: it keeps what it needs, the rest is the new one */
+			d = (struct ext2_dir_entry *)(fb[b].buf + fb[b].last_off);
+			err = ext2fs_set_rec_len(fs, fb[b].last_used, d);
+			if (err)
+				break;
+			fb[b].last_off += fb[b].last_used;
+			d = (struct ext2_dir_entry *)(fb[b].buf + fb[b].last_off);
+			err = ext2fs_set_rec_len(fs, fb[b].limit - fb[b].last_off, d);
+			if (err)
+				break;
+		}
+		d = (struct ext2_dir_entry *)(fb[b].buf + fb[b].last_off);
+		d->inode = inos[i];
+		ext2fs_dirent_set_name_len(d, len);
+		memcpy(d->name, name, len);
+		ext2fs_dirent_set_file_type(d, filetype ? ft : 0);
+		fb[b].last_used = need;
+		fb[b].dirty = 1;
+	}
+	for (b = 0; b < nblocks && !err; b++)
+		if (fb[b].dirty)
+			err = ext2fs_write_dir_block4(fs, blocks[b], fb[b].buf, 0, dir);
+	if (!err)
+		*placed = n;
+	for (b = 0; b < nblocks; b++)
+		if (fb[b].buf)
+			ext2fs_free_mem(&fb[b].buf);
+	free(fb);
+	return err;
 }
 
 /*

@@ -114,6 +114,16 @@ extern "C" {
         owner: u32,
     ) -> c_long;
     fn ll_link(fs: *mut RawFs, dir: u32, name: *const c_char, ino: u32) -> c_long;
+    fn ll_dir_fill(
+        fs: *mut RawFs,
+        dir: u32,
+        blocks: *const u64,
+        nblocks: usize,
+        names: *const c_char,
+        inos: *const u32,
+        n: usize,
+        placed: *mut usize,
+    ) -> c_long;
     fn ll_set_block_map_iterate(
         fs: *mut RawFs,
         ino: u32,
@@ -395,6 +405,42 @@ impl Fs {
         // SAFETY: live handle, valid C string.
         let code = unsafe { ll_link(self.raw, dir, c.as_ptr(), ino) };
         self.check(&format!("ext2fs_link({dir}, {name:?}, {ino})"), code)
+    }
+
+    /// Entries `(name, ino)` appended, in order, to directory `dir` whose blocks are `blocks`
+    /// (logical order), where one `ext2fs_link()` call per entry would put them (first fit),
+    /// each block read and written once (file types from the inodes' modes).
+    pub fn dir_fill(
+        &self,
+        dir: u32,
+        blocks: &[u64],
+        entries: &[(&str, u32)],
+    ) -> Result<(), ImageError> {
+        let mut names: Vec<u8> = Vec::new();
+        for (name, _) in entries {
+            // a NUL inside a name would end it early; cstring refuses it with the path
+            names.extend_from_slice(cstring(&self.path, name)?.as_bytes_with_nul());
+        }
+        let inos: Vec<u32> = entries.iter().map(|e| e.1).collect();
+        let mut placed = 0usize;
+        // SAFETY: live handle; buffers outlive the call and hold what the lengths say.
+        let code = unsafe {
+            ll_dir_fill(
+                self.raw,
+                dir,
+                blocks.as_ptr(),
+                blocks.len(),
+                names.as_ptr().cast(),
+                inos.as_ptr(),
+                inos.len(),
+                &mut placed,
+            )
+        };
+        let what = match entries.get(placed) {
+            Some((name, ino)) => format!("directory {dir}: entry {name:?} -> {ino}"),
+            None => format!("directory {dir}"),
+        };
+        self.check(&format!("filling {what}"), code)
     }
 
     /// Fast path: block map through one ext2fs_block_iterate3 pass. `runs` and `maps` are

@@ -37,5 +37,7 @@ pub use inspect::{
     inspect, normalize_plan, ExtentBlock, GroupSummary, Inspected, InspectedInode, KindCounts,
     SpecialInode, SuperSummary,
 };
-pub use materialize::{materialize, materialize_with, MapWriter, MaterializeStats};
+pub use materialize::{
+    materialize, materialize_with, materialize_with_dirs, DirWriter, MapWriter, MaterializeStats,
+};
 pub use mkfs::{add_journal, allocated_bytes, default_journal_blocks, mkfs, MkfsReport};

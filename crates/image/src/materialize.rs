@@ -28,6 +28,18 @@ pub enum MapWriter {
     Bmap,
 }
 
+/// How directory entries are written (both produce the same image, byte for byte; a test
+/// holds it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirWriter {
+    /// Each directory's entries placed where successive `ext2fs_link()` calls would put them
+    /// (first fit), every directory block read and written once. The default.
+    Fill,
+    /// One `ext2fs_link()` per entry: it rescans the directory from its first block each time,
+    /// quadratic in a directory's size (minutes for ubuntu-32g's large directories).
+    Link,
+}
+
 /// What `materialize` did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MaterializeStats {
@@ -97,6 +109,17 @@ pub fn materialize_with(
     plan: &Plan,
     writer: MapWriter,
 ) -> Result<MaterializeStats, ImageError> {
+    materialize_with_dirs(image, plan, writer, DirWriter::Fill)
+}
+
+/// Writes `plan` into the image at `image`, choosing how block maps and directory entries
+/// are written.
+pub fn materialize_with_dirs(
+    image: &Path,
+    plan: &Plan,
+    writer: MapWriter,
+    dirs: DirWriter,
+) -> Result<MaterializeStats, ImageError> {
     let start = Instant::now();
     let fs = Fs::open(image, true)?;
     let sb = fs.super_info();
@@ -107,12 +130,13 @@ pub fn materialize_with(
         check_seconds,
         ..Default::default()
     };
-    let written = write_plan(&fs, &sb, &checked, &plan.links, writer, &mut stats).and_then(|()| {
-        let t = Instant::now();
-        let closed = fs.close();
-        stats.close_seconds = t.elapsed().as_secs_f64();
-        closed
-    });
+    let written =
+        write_plan(&fs, &sb, &checked, &plan.links, (writer, dirs), &mut stats).and_then(|()| {
+            let t = Instant::now();
+            let closed = fs.close();
+            stats.close_seconds = t.elapsed().as_secs_f64();
+            closed
+        });
     match written {
         Ok(()) => {
             stats.total_seconds = start.elapsed().as_secs_f64();
@@ -573,7 +597,7 @@ fn write_plan(
     sb: &RawSuper,
     checked: &[Checked<'_>],
     links: &[layoutlab_layout::HardLink],
-    writer: MapWriter,
+    (writer, dirs): (MapWriter, DirWriter),
     stats: &mut MaterializeStats,
 ) -> Result<(), ImageError> {
     let timestamp = sb.mkfs_time;
@@ -681,18 +705,64 @@ fn write_plan(
         )?;
     }
 
-    for (name, ino, _) in &root_entries {
-        fs.link(ROOT_INO, name, *ino)?;
-    }
-    for c in checked {
-        let node = c.inode;
-        if node.ino != ROOT_INO {
-            fs.link(node.parent, &node.name, node.ino)?;
+    // Every entry in the order ext2fs_link would be called: the root's own entries, then each
+    // inode's name in plan order, then the hard links.
+    let entries: Vec<(u32, &str, u32)> = root_entries
+        .iter()
+        .map(|(name, ino, _)| (ROOT_INO, name.as_str(), *ino))
+        .chain(
+            checked
+                .iter()
+                .filter(|c| c.inode.ino != ROOT_INO)
+                .map(|c| (c.inode.parent, c.inode.name.as_str(), c.inode.ino)),
+        )
+        .chain(links.iter().map(|l| (l.parent, l.name.as_str(), l.ino)))
+        .collect();
+    match dirs {
+        DirWriter::Link => {
+            for (dir, name, ino) in &entries {
+                fs.link(*dir, name, *ino)?;
+            }
+        }
+        DirWriter::Fill => {
+            // One directory's entries keep their order; directories do not interact.
+            let mut by_dir: HashMap<u32, Vec<(&str, u32)>> = HashMap::new();
+            let mut order: Vec<u32> = Vec::new();
+            for (dir, name, ino) in &entries {
+                by_dir
+                    .entry(*dir)
+                    .or_insert_with(|| {
+                        order.push(*dir);
+                        Vec::new()
+                    })
+                    .push((name, *ino));
+            }
+            let planned: HashMap<u32, &PlannedInode> =
+                checked.iter().map(|c| (c.inode.ino, c.inode)).collect();
+            for dir in order {
+                let blocks: Vec<u64> = match planned.get(&dir) {
+                    Some(node) => node
+                        .data
+                        .iter()
+                        .flat_map(|r| r.physical..r.physical + r.len)
+                        .collect(),
+                    None => {
+                        // mke2fs's root, not re-planned: its blocks as they are
+                        let mut blocks = Vec::new();
+                        fs.walk_blocks(dir, &mut |cnt, phys, _, _| {
+                            if cnt >= 0 && phys != 0 {
+                                blocks.push(phys);
+                            }
+                        })?;
+                        blocks
+                    }
+                };
+                fs.dir_fill(dir, &blocks, &by_dir[&dir])?;
+            }
         }
     }
     let mut hard: HashMap<u32, i32> = HashMap::new();
     for link in links {
-        fs.link(link.parent, &link.name, link.ino)?;
         *hard.entry(link.ino).or_default() += 1;
         stats.hard_links += 1;
     }

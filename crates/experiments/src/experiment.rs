@@ -71,6 +71,13 @@ pub struct Published {
     /// Mean completion latency (ms) per block size.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mean_ms: BTreeMap<String, f64>,
+    /// Seconds per e2fsck pass, per policy (pass label as our tables print it: "1" … "5",
+    /// "total").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pass_seconds: BTreeMap<String, BTreeMap<String, f64>>,
+    /// MB (2^20 bytes, as e2fsck -tt prints them) read per e2fsck pass, per policy.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pass_mb_read: BTreeMap<String, BTreeMap<String, f64>>,
     /// Other published figures, by name (mkfs-overhead: dumpe2fs and df values).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub figures: BTreeMap<String, f64>,

@@ -63,6 +63,14 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "mkfs-overhead",
         include_str!("../../../experiments/mkfs-overhead.toml"),
     ),
+    (
+        "ext4-fsck-allocator",
+        include_str!("../../../experiments/ext4-fsck-allocator.toml"),
+    ),
+    (
+        "ext3-vs-ext4-fsck",
+        include_str!("../../../experiments/ext3-vs-ext4-fsck.toml"),
+    ),
 ];
 
 /// One kind of experiment: the `operation = "NAME"` of an experiment file, whose parameters

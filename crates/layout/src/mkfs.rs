@@ -70,8 +70,18 @@ pub enum JournalPlacement {
     Midpoint,
 }
 
+/// The embedded profiles, one line each: (name, the TOML file under profiles/mkfs/).
+const PROFILES: &[(&str, &str)] = &[
+    ("ext3-2007", EXT3_2007_TOML),
+    (
+        "ext3-2009",
+        include_str!("../../../profiles/mkfs/ext3-2009.toml"),
+    ),
+    ("ext4-2009", EXT4_2009_TOML),
+];
+
 /// Names of the embedded profiles.
-pub const MKFS_PROFILE_NAMES: &[&str] = &["ext3-2007", "ext4-2009"];
+pub const MKFS_PROFILE_NAMES: &[&str] = &["ext3-2007", "ext3-2009", "ext4-2009"];
 
 const EXT3_2007_TOML: &str = include_str!("../../../profiles/mkfs/ext3-2007.toml");
 const EXT4_2009_TOML: &str = include_str!("../../../profiles/mkfs/ext4-2009.toml");
@@ -100,10 +110,9 @@ pub const KNOWN_FEATURES: &[&str] = &[
 impl MkfsProfile {
     /// An embedded profile by name; the error lists the valid names.
     pub fn by_name(name: &str) -> Result<MkfsProfile, LayoutError> {
-        match name {
-            "ext3-2007" => MkfsProfile::from_toml_str(EXT3_2007_TOML, "embedded ext3-2007"),
-            "ext4-2009" => MkfsProfile::from_toml_str(EXT4_2009_TOML, "embedded ext4-2009"),
-            _ => Err(LayoutError::UnknownProfile {
+        match PROFILES.iter().find(|(n, _)| *n == name) {
+            Some((_, text)) => MkfsProfile::from_toml_str(text, &format!("embedded {name}")),
+            None => Err(LayoutError::UnknownProfile {
                 name: name.to_string(),
                 valid: MKFS_PROFILE_NAMES.iter().map(|s| s.to_string()).collect(),
             }),
@@ -278,6 +287,15 @@ impl MkfsProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_listed_profile_loads_under_its_own_name() {
+        let names: Vec<&str> = PROFILES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, MKFS_PROFILE_NAMES);
+        for name in MKFS_PROFILE_NAMES {
+            assert_eq!(MkfsProfile::by_name(name).unwrap().name, *name);
+        }
+    }
 
     #[test]
     fn embedded_profile_parses() {

@@ -25,8 +25,11 @@ pub struct FsckSpec {
     pub default_scale: f64,
     /// Population name.
     pub workload: String,
-    /// mkfs profile name.
+    /// mkfs profile name (of every policy not in `mkfs_profiles`).
     pub mkfs_profile: String,
+    /// A policy's own mkfs profile, where it differs (ext3 beside ext4 on the same tree).
+    #[serde(default)]
+    pub mkfs_profiles: std::collections::BTreeMap<String, String>,
     /// Layout policies compared, in order; the first is the baseline.
     pub policies: Vec<String>,
     /// Block-device readahead the OS used with the modelled disk (KiB).
@@ -44,6 +47,15 @@ pub struct FsckSpec {
     pub e2fsck_single_cpu: bool,
 }
 
+impl FsckSpec {
+    /// The mkfs profile `policy` is formatted with.
+    pub fn mkfs_profile_of(&self, policy: &str) -> &str {
+        self.mkfs_profiles
+            .get(policy)
+            .map_or(self.mkfs_profile.as_str(), String::as_str)
+    }
+}
+
 impl Operation for Fsck {
     fn name(&self) -> &'static str {
         "fsck"
@@ -54,6 +66,12 @@ impl Operation for Fsck {
         if f.policies.is_empty() {
             bail!("[fsck] policies is empty");
         }
+        if let Some(p) = f.mkfs_profiles.keys().find(|p| !f.policies.contains(p)) {
+            bail!(
+                "[fsck] mkfs_profiles names policy '{p}', which is not in policies ({})",
+                f.policies.join(", ")
+            );
+        }
         if !(f.default_scale > 0.0 && f.default_scale <= 1.0) {
             bail!("default_scale must be in (0, 1], got {}", f.default_scale);
         }
@@ -62,5 +80,36 @@ impl Operation for Fsck {
 
     fn run(&self, exp: &Experiment, args: &RunArgs) -> Result<()> {
         report::run_fsck(exp, args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment;
+
+    #[test]
+    fn an_mkfs_profile_for_a_policy_not_compared_is_refused() {
+        let text = crate::SHIPPED
+            .iter()
+            .find(|(n, _)| *n == "ext3-vs-ext4-fsck")
+            .unwrap()
+            .1
+            .replace(
+                "{ \"ext3-2007\" = \"ext3-2009\" }",
+                "{ \"ext3-2008\" = \"ext3-2009\" }",
+            );
+        let err = format!("{:#}", experiment::parse(&text, "x.toml").unwrap_err());
+        assert!(
+            err.contains("'ext3-2008'") && err.contains("ext3-2007, ext4-2008"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn each_policy_gets_its_own_mkfs_profile() {
+        let exp = experiment::load("ext3-vs-ext4-fsck").unwrap();
+        let spec: super::FsckSpec = exp.params().unwrap();
+        assert_eq!(spec.mkfs_profile_of("ext3-2007"), "ext3-2009");
+        assert_eq!(spec.mkfs_profile_of("ext4-2008"), "ext4-2009");
     }
 }

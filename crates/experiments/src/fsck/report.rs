@@ -16,6 +16,8 @@ use std::path::Path;
 #[derive(Serialize)]
 struct FsckJson<'a> {
     experiment: &'a str,
+    /// The population on the file system (bench5, ubuntu-32g, ...).
+    population: &'a str,
     scale: f64,
     device: &'a str,
     cpu_scale: f64,
@@ -46,6 +48,10 @@ pub struct Timing {
 struct PublishedJson {
     source: String,
     total_seconds: std::collections::BTreeMap<String, f64>,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pass_seconds: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pass_mb_read: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>,
     reduction: Option<f64>,
 }
 
@@ -132,9 +138,11 @@ pub fn render(
     h: &Human,
     timing: Option<(usize, std::time::Instant, f64)>,
 ) -> Result<()> {
+    let spec: FsckSpec = exp.params()?;
     let published = &exp.published;
     let comparable = scale == 1.0;
     let mut tables = Vec::new();
+    let mut no_request_notes: Vec<String> = Vec::new();
     for r in runs {
         let rows: Vec<PassRow> = r
             .passes
@@ -158,12 +166,38 @@ pub fn render(
         };
         // Published numbers are for the full-size file system: beside a run at another
         // scale they would invite comparing unlike with like.
-        let pubs: Vec<(String, f64)> = published
+        let mut pubs: Vec<(String, f64)> = published
+            .pass_seconds
+            .get(&r.policy)
+            .filter(|_| comparable)
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), *v)).collect())
+            .unwrap_or_default();
+        if let Some(v) = published
             .total_seconds
             .get(&r.policy)
             .filter(|_| comparable)
-            .map(|v| vec![("total".to_string(), *v)])
-            .unwrap_or_default();
+        {
+            if !pubs.iter().any(|(k, _)| k == "total") {
+                pubs.push(("total".to_string(), *v));
+            }
+        }
+        // A pass that issued no request has no row: its CPU time is in the next pass's
+        // think time. Its published time is said below the table instead.
+        let has_row = |label: &str| label == "total" || rows.iter().any(|row| row.pass == label);
+        let without_rows: Vec<String> = pubs
+            .iter()
+            .filter(|(label, _)| !has_row(label))
+            .map(|(label, v)| format!("pass {label} {v:.2} s"))
+            .collect();
+        pubs.retain(|(label, _)| has_row(label));
+        if !without_rows.is_empty() {
+            no_request_notes.push(format!(
+                "{}: {} issued no request here (their CPU time is in the next pass's); published: {}",
+                r.policy,
+                if without_rows.len() == 1 { "a pass" } else { "passes" },
+                without_rows.join(", ")
+            ));
+        }
         tables.push(pass_table(
             &format!("e2fsck -fn per pass, {} (predicted on {device})", r.policy),
             &rows,
@@ -175,7 +209,12 @@ pub fn render(
         Column::text("policy"),
         Column::number("predicted", Some("s")),
     ];
-    if comparable {
+    // The published column only where something was published for these policies.
+    let show_published = comparable
+        && runs
+            .iter()
+            .any(|r| published.total_seconds.contains_key(&r.policy));
+    if show_published {
         columns.push(Column::published("time", Some("s")));
     }
     let mut summary = Table::new(
@@ -186,7 +225,14 @@ pub fn render(
                 Column::number("disk busy", Some("s")),
                 Column::number("CPU", Some("s")),
                 Column::number("file data", Some("GB")),
-                Column::number("indirect blocks", None),
+                Column::number(
+                    if runs.iter().any(|r| r.extent_mapped) {
+                        "mapping blocks"
+                    } else {
+                        "indirect blocks"
+                    },
+                    None,
+                ),
                 Column::number("read by e2fsck", None),
                 Column::number("e2fsck here", Some("s")),
             ])
@@ -194,7 +240,7 @@ pub fn render(
     );
     for r in runs {
         let mut cells = vec![Cell::text(&r.policy), Cell::num(r.total_seconds, 1)];
-        if comparable {
+        if show_published {
             cells.push(published_cell(
                 published.total_seconds.get(&r.policy).copied(),
             ));
@@ -253,6 +299,9 @@ pub fn render(
         h.say(&format!("{}\n", t.to_terminal(None)?));
     }
     h.say(&format!("{}\n", summary.to_terminal(None)?));
+    for note in &no_request_notes {
+        h.say(&format!("note: {note}\n"));
+    }
     if let Some(o) = ours {
         h.say(&format!(
             "reduction of e2fsck time, {} → {}: {:.0}%",
@@ -266,7 +315,10 @@ pub fn render(
         }
     }
     if !comparable {
-        h.say("note: the published numbers are for the full 400 GB file system (scale 1) and are not shown beside this run; use --scale 1 to compare like with like.\n");
+        h.say(&format!(
+            "note: the published numbers are for the full {} file system (scale 1) and are not shown beside this run; use --scale 1 to compare like with like.\n",
+            full_size(&spec.workload)
+        ));
     }
     if !published.source.is_empty() {
         h.say(&format!("published (scale 1): {}\n", published.source));
@@ -382,6 +434,7 @@ pub fn render(
             &FsckJson {
                 sensitivity,
                 experiment: &exp.name,
+                population: &spec.workload,
                 scale,
                 device,
                 cpu_scale,
@@ -395,6 +448,8 @@ pub fn render(
                 published: PublishedJson {
                     source: published.source.clone(),
                     total_seconds: published.total_seconds.clone(),
+                    pass_seconds: published.pass_seconds.clone(),
+                    pass_mb_read: published.pass_mb_read.clone(),
                     reduction: theirs,
                 },
                 timing: timing.map(|(jobs, started, experiment_seconds)| Timing {
@@ -406,6 +461,20 @@ pub fn render(
         )?;
     }
     Ok(())
+}
+
+/// The size of the full-scale file system as its author would name it: "400 GB" for a disk
+/// sold in decimal units, "32 GiB" for a file system made in binary ones.
+fn full_size(workload: &str) -> String {
+    let Ok(pop) = layoutlab_workload::population_by_name(workload) else {
+        return "full-size".to_string();
+    };
+    let gib = 1u64 << 30;
+    if pop.fs_bytes % gib == 0 {
+        format!("{} GiB", pop.fs_bytes / gib)
+    } else {
+        format!("{:.0} GB", pop.fs_bytes as f64 / 1e9)
+    }
 }
 
 /// A published number, or an empty cell. (They are for scale 1; the summary says so.)

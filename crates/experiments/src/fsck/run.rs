@@ -107,8 +107,12 @@ pub struct PolicyRun {
     pub policy: String,
     /// Whether the real `e2fsck -fn` found the image clean.
     pub fsck_clean: bool,
-    /// Indirect (IND/DIND/TIND) blocks in the plan.
+    /// Mapping blocks in the plan: indirect (IND/DIND/TIND) blocks, or extent-tree blocks of
+    /// an extent-mapped file system (the key keeps its first name).
     pub indirect_blocks: u64,
+    /// Whether the plan maps files with extent trees (the report then says "mapping blocks").
+    #[serde(skip)]
+    pub extent_mapped: bool,
     /// How many of them the traced e2fsck read.
     pub indirect_blocks_read: u64,
     /// Per pass, predicted on the device model.
@@ -172,15 +176,23 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
     let population = layoutlab_workload::population_by_name(&spec.workload)
         .with_context(|| format!("workload of experiment '{}'", exp.name))?
         .scale(opts.scale)?;
-    let profile = MkfsProfile::by_name(&spec.mkfs_profile)?;
     let policies = spec
         .policies
         .iter()
         .map(|p| policy::by_name(p, &PolicyParams::new()))
         .collect::<Result<Vec<_>, _>>()?;
+    // Each policy's mkfs profile and the file system it makes (usually one for all).
+    let formats = spec
+        .policies
+        .iter()
+        .map(|p| -> Result<(MkfsProfile, Geometry)> {
+            let profile = MkfsProfile::by_name(spec.mkfs_profile_of(p))?;
+            let geometry = Geometry::new(&profile, population.fs_bytes)?;
+            Ok((profile, geometry))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let device_check = crate::support::load_device(&opts.device)?;
     layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
-    let geometry = Geometry::new(&profile, population.fs_bytes)?;
     if device_check.capacity_sectors() * 512 < population.fs_bytes {
         bail!(
             "device '{}' holds {:.1} GB, less than the {:.1} GB file system",
@@ -209,11 +221,13 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         policies.len(),
         spec.policies.join(", ")
     );
-    let run_policy = |pol: &dyn policy::Policy| -> Result<PolicyRun> {
+    let run_policy = |pol: &dyn policy::Policy,
+                      (profile, geometry): &(MkfsProfile, Geometry)|
+     -> Result<PolicyRun> {
         let t = Instant::now();
-        let plan = pol.plan(&geometry, &population, exp.seed)?;
+        let plan = pol.plan(geometry, &population, exp.seed)?;
         let plan_seconds = t.elapsed().as_secs_f64();
-        plan.check(&geometry)
+        plan.check(geometry)
             .map_err(|e| anyhow::anyhow!("policy {} made an inconsistent plan: {e}", pol.name()))?;
         progress(
             pol.name(),
@@ -241,7 +255,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
             Ok(image)
         })?;
         let mkfs_seconds = t.elapsed().as_secs_f64();
-        let mut run = run_one(spec, opts, &geometry, &plan, image.path(), mkfs_seconds)?;
+        let mut run = run_one(spec, opts, geometry, &plan, image.path(), mkfs_seconds)?;
         run.measured_here.stage_seconds.plan = plan_seconds;
         Ok(PolicyRun {
             image: opts.keep.then(|| image.keep()),
@@ -260,7 +274,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Some(pol) = policies.get(i) else { break };
                 eprintln!("[{}/{}] {}", i + 1, policies.len(), pol.name());
-                let r = run_policy(pol.as_ref());
+                let r = run_policy(pol.as_ref(), &formats[i]);
                 let failed = r.is_err();
                 *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
                 if failed {
@@ -412,6 +426,10 @@ fn run_one(
         policy: plan.policy.clone(),
         fsck_clean: true,
         indirect_blocks: plan.mapping_blocks(),
+        extent_mapped: plan
+            .inodes
+            .iter()
+            .any(|i| i.format == layoutlab_layout::MapFormat::Extents),
         indirect_blocks_read: read,
         total_seconds: replayed.wall_ns / 1e9 + head_seconds + tail_seconds,
         io_seconds: replayed.io_busy_ns / 1e9,
@@ -537,6 +555,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
             policy: policy.to_string(),
             fsck_clean: true,
             indirect_blocks: 1234,
+            extent_mapped: false,
             indirect_blocks_read: 1234,
             total_seconds: 18.0 * k,
             io_seconds: 15.0 * k,

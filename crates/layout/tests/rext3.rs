@@ -295,3 +295,25 @@ proptest! {
         prop_assert_eq!(&plan, &plan_with(&params, &geo, &pop, seed));
     }
 }
+
+/// The figures docs/policies.md gives for bench5 at 400 GB (seed 2007, the experiment's).
+#[test]
+fn bench5_full_scale_figures() {
+    let pop = layoutlab_workload::population_by_name("bench5").unwrap();
+    let geo = ext3_geo(pop.fs_bytes);
+    let plan = plan_with(&PolicyParams::new(), &geo, &pop, 2007);
+    let (maps, outside) = assert_regions(&plan, &geo, &Rext3::default());
+    let frags: u64 = plan.fragments_per_file().iter().map(|f| f.1).sum();
+    assert_eq!(
+        (maps, outside, plan.file_data_blocks(), frags),
+        (93_737, 0, 95_332_526, 3_332)
+    );
+    // The metacluster's hole sits mid-group and splits the runs that cross it; rext3's
+    // region sits where mke2fs's metadata already splits them.
+    let mc = policy::by_name("ext3-metacluster", &PolicyParams::new())
+        .unwrap()
+        .plan(&geo, &pop, 2007)
+        .unwrap();
+    let mc_frags: u64 = mc.fragments_per_file().iter().map(|f| f.1).sum();
+    assert_eq!(mc_frags, 9_246);
+}

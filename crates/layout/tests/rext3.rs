@@ -43,17 +43,54 @@ fn used_map(plan: &Plan, geo: &Geometry) -> layoutlab_layout::alloc::FreeMap {
     used
 }
 
-/// The policy's promises: no data block (file or directory) in any region; every indirect
-/// block in the region of its data block's group unless that region is full (nothing is
-/// freed after a successful operation, so "full then" is "full at the end"). Returns
-/// (indirect blocks, overflowed ones).
+/// The policy's promises: no file block in any region, nor a directory block unless
+/// `dirs = "region"`, and then each directory block in a region unless its goal's region was
+/// full; every indirect block in the region of its data block's group unless that region is
+/// full (nothing is freed after a successful operation, so "full then" is "full at the
+/// end"). Returns (indirect blocks, overflowed ones).
 fn assert_regions(plan: &Plan, geo: &Geometry, r: &Rext3) -> (u64, u64) {
     let regions = r.regions(geo);
     let used = used_map(plan, geo);
     let mut maps = 0;
     let mut outside = 0;
+    let in_region = |b: u64, g: u64| {
+        let (s, e) = regions[g as usize];
+        b >= s && b < e
+    };
+    let full = |g: u64| {
+        let (s, e) = regions[g as usize];
+        used.next_free(s, e).is_none()
+    };
+    let ipg = u64::from(geo.inodes_per_group);
     for inode in &plan.inodes {
+        let is_dir = inode.kind == layoutlab_layout::InodeKind::Dir;
+        if r.dirs_in_region && is_dir {
+            // Block 0's goal lies in the directory inode's group (a goal past the end of a
+            // short last group becomes block 0's group), each later block's at the block
+            // before it.
+            for l in u64::from(inode.ino == 2)..inode.data_blocks() {
+                let b = physical_of(inode, l);
+                let goal_group = if l == 0 {
+                    (u64::from(inode.ino) - 1) / ipg
+                } else {
+                    geo.group_of(physical_of(inode, l - 1))
+                };
+                assert!(
+                    in_region(b, goal_group)
+                        || full(goal_group)
+                        || (l == 0 && (in_region(b, 0) || full(0))),
+                    "dir ino {} block {l} at {b}: outside a non-full region (goal group \
+                     {goal_group}: {:?}, group 0: {:?})",
+                    inode.ino,
+                    regions[goal_group as usize],
+                    regions[0]
+                );
+            }
+        }
         for run in &inode.data {
+            if r.dirs_in_region && is_dir {
+                continue;
+            }
             for g in geo.group_of(run.physical)..=geo.group_of(run.physical + run.len - 1) {
                 let (s, e) = regions[g as usize];
                 assert!(
@@ -224,6 +261,36 @@ fn directory_blocks_stay_out_of_the_regions() {
     assert!(d.data_blocks() > 12 && !d.mapping.is_empty());
     let (_, outside) = assert_regions(&plan, &geo, &Rext3::default());
     assert_eq!(outside, 0);
+
+    // dirs = "region": the same directory's blocks and its IND all in its group's region,
+    // packed from the block after the inode table, in allocation order.
+    let mut params = PolicyParams::new();
+    params.insert("dirs".into(), "region".into());
+    let r = Rext3::from_params(&params).unwrap();
+    let plan = plan_with(&params, &geo, &pop, 5);
+    assert_regions(&plan, &geo, &r);
+    let d = plan.inodes.iter().find(|i| i.name == "d").unwrap();
+    let g = (u64::from(d.ino) - 1) / u64::from(geo.inodes_per_group);
+    let (start, _) = r.regions(&geo)[g as usize];
+    let table_end = geo.groups[g as usize].inode_table + geo.inode_table_blocks;
+    assert_eq!(
+        start, table_end,
+        "pick a seed whose directory is past the journal"
+    );
+    let mut blocks: Vec<u64> = (0..d.data_blocks()).map(|l| physical_of(d, l)).collect();
+    blocks.extend(d.mapping.iter().map(|m| m.physical));
+    blocks.sort_unstable();
+    let n = blocks.len() as u64;
+    assert_eq!(blocks, (start..start + n).collect::<Vec<u64>>());
+    // the files' data stays out
+    assert!(plan
+        .inodes
+        .iter()
+        .filter(|i| i.kind == layoutlab_layout::InodeKind::File)
+        .all(|i| i
+            .data
+            .iter()
+            .all(|run| run.physical + run.len <= start || run.physical >= start + n)));
 }
 
 #[test]
@@ -235,7 +302,7 @@ fn bad_parameters_are_refused_with_names() {
     let mut p = PolicyParams::new();
     p.insert("overflow".into(), "wrap".into());
     let e = policy::by_name("rext3", &p).err().unwrap().to_string();
-    assert!(e.contains("valid: size"), "{e}");
+    assert!(e.contains("valid: size, dirs"), "{e}");
 }
 
 fn random_population() -> impl Strategy<Value = Population> {
@@ -278,16 +345,20 @@ fn random_population() -> impl Strategy<Value = Population> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
 
-    /// Random populations (often overfull) at the default and at a tiny region size:
-    /// `Plan::check`, the region promises, determinism per seed.
+    /// Random populations (often overfull) at the default and at a tiny region size, with
+    /// directory blocks outside or in the regions: `Plan::check`, the region promises,
+    /// determinism per seed.
     #[test]
-    fn random_workloads_keep_the_regions(pop in random_population(), seed in any::<u64>(), tiny in any::<bool>()) {
+    fn random_workloads_keep_the_regions(pop in random_population(), seed in any::<u64>(), tiny in any::<bool>(), dirs in any::<bool>()) {
         let geo = ext3_geo(pop.fs_bytes);
         let mut params = PolicyParams::new();
         if tiny {
             params.insert("size".into(), "1/4096".into());
+        }
+        if dirs {
+            params.insert("dirs".into(), "region".into());
         }
         let r = Rext3::from_params(&params).unwrap();
         let plan = plan_with(&params, &geo, &pop, seed);

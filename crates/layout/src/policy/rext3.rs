@@ -12,8 +12,8 @@
 //!   journal; with flex_bg, whose tables sit elsewhere, after the group's own first
 //!   block) and is `size` of a group long (default 1/128: 256 of 32,768 blocks), cut at the
 //!   group's end.
-//! - Data (file and directory blocks) never goes into a region: it is an [`Ext3Alloc`]
-//!   hole. Its blocks stay free in the bitmap and the group counts, so every count-based
+//! - Data (file blocks, and directory blocks unless `dirs = "region"`) never goes into a
+//!   region: it is an [`Ext3Alloc`] hole. Its blocks stay free in the bitmap and the group counts, so every count-based
 //!   decision is vanilla ext3's and an unused region block is, on disk, an ordinary free
 //!   block (which is what e2fsck's pass 5 expects of a block no inode owns).
 //! - A write needing indirect blocks allocates its data block first (ext3-2007's goal,
@@ -26,7 +26,10 @@
 //! - Everything else (inodes, first-block colours, windows, directories) is
 //!   [`super::ext3_2007`]'s allocator, through the shared [`plan_ext3`].
 //!
-//! Parameters: `size` (fraction of the group, decimal or `a/b`, default 1/128).
+//! Parameters: `size` (fraction of the group, decimal or `a/b`, default 1/128); `dirs`
+//! (`outside`, default: directory blocks where ext3-2007 puts them; `region`: each
+//! directory block in the region of its goal's group while it has room — an exploration,
+//! since the paper's text on directory blocks could not be read here).
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
 use crate::alloc::ext3_fs::plan_ext3;
@@ -44,19 +47,38 @@ const NAME: &str = "rext3";
 pub struct Rext3 {
     /// Size of each group's indirect region as a fraction of the group.
     pub size: f64,
+    /// Directory blocks go into the regions too (`dirs = "region"`; default: outside,
+    /// where ext3-2007 puts them).
+    pub dirs_in_region: bool,
 }
 
 impl Default for Rext3 {
     fn default() -> Self {
-        Rext3 { size: 1.0 / 128.0 }
+        Rext3 {
+            size: 1.0 / 128.0,
+            dirs_in_region: false,
+        }
     }
 }
 
 impl Rext3 {
-    /// Reads `size`.
+    /// Reads `size` and `dirs`.
     pub fn from_params(params: &PolicyParams) -> Result<Rext3, LayoutError> {
-        check_known(NAME, params, &["size"])?;
+        check_known(NAME, params, &["size", "dirs"])?;
         let mut p = Rext3::default();
+        if let Some(v) = params.get("dirs") {
+            p.dirs_in_region = match v.as_str() {
+                "outside" => false,
+                "region" => true,
+                other => {
+                    return Err(LayoutError::BadParam {
+                        policy: NAME.into(),
+                        param: "dirs".into(),
+                        reason: format!("'{other}'; valid: outside, region"),
+                    })
+                }
+            };
+        }
         if let Some(v) = params.get("size") {
             p.size = parse_fraction(NAME, "size", v)?;
             if p.size == 0.0 {
@@ -118,8 +140,12 @@ impl Rext3 {
     }
 }
 
-/// Indirect blocks into the data block's group's region, else from the group's start.
-struct RegionPlacer;
+/// Indirect blocks into the data block's group's region, else from the group's start;
+/// directory blocks, when asked, into the region of their goal's group, else where ext3
+/// puts them.
+struct RegionPlacer {
+    dirs: bool,
+}
 
 impl RegionPlacer {
     fn one(alloc: &mut Ext3Alloc, group: u64) -> Option<u64> {
@@ -154,6 +180,23 @@ impl IndirectPlacer for RegionPlacer {
         }
         Some(out)
     }
+
+    fn dir_block(&mut self, alloc: &mut Ext3Alloc, goal: u64) -> Option<u64> {
+        if self.dirs {
+            // ext3_new_blocks() takes a goal past the end as the first data block
+            let goal = if goal < alloc.map.blocks_count() {
+                goal
+            } else {
+                alloc.map.first_data_block()
+            };
+            let (start, end) = alloc.hole(alloc.map.group_of(goal));
+            if let Some(b) = alloc.map.next_free(start, end) {
+                alloc.map.mark_used(b, 1);
+                return Some(b);
+            }
+        }
+        alloc.new_blocks(goal, 1, None).map(|(b, _)| b)
+    }
 }
 
 impl Policy for Rext3 {
@@ -172,7 +215,9 @@ impl Policy for Rext3 {
             pop,
             seed,
             alloc,
-            &mut RegionPlacer,
+            &mut RegionPlacer {
+                dirs: self.dirs_in_region,
+            },
             geo.has_feature("dir_index"),
         )
     }
@@ -226,6 +271,12 @@ mod tests {
         let mut params = PolicyParams::new();
         params.insert("position".into(), "1/2".into());
         let e = Rext3::from_params(&params).unwrap_err().to_string();
-        assert!(e.contains("size"), "{e}");
+        assert!(e.contains("size") && e.contains("dirs"), "{e}");
+        let mut params = PolicyParams::new();
+        params.insert("dirs".into(), "region".into());
+        assert!(Rext3::from_params(&params).unwrap().dirs_in_region);
+        params.insert("dirs".into(), "inside".into());
+        let e = Rext3::from_params(&params).unwrap_err().to_string();
+        assert!(e.contains("outside, region"), "{e}");
     }
 }

@@ -244,10 +244,10 @@ fn a_full_region_overflows_to_the_group_start() {
 
 #[test]
 fn directory_blocks_stay_out_of_the_regions() {
-    // 3000 names of 100 bytes: an indexed directory of ~80 blocks with an IND.
+    // 1500 names of 100 bytes: an indexed directory of 41 blocks with an IND.
     let geo = ext3_geo(1 << 30);
     let mut ops = vec![NsOp::Mkdir { path: "d".into() }];
-    ops.extend((0..3000).map(|i| NsOp::Create {
+    ops.extend((0..1500).map(|i| NsOp::Create {
         path: format!("d/{i:0>100}"),
         bytes: 0,
     }));

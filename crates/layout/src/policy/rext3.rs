@@ -1,21 +1,24 @@
 //! `rext3`: the layout of rext3 from Ao Ma, Chris Dragga, Andrea C. Arpaci-Dusseau and
-//! Remzi H. Arpaci-Dusseau, "ffsck: The Fast File System Checker" (FAST '13): every block
-//! group keeps an *indirect region* right after its inode table, and the group's indirect
-//! blocks go there, so a checker reads a group's metadata (inode table, then indirect
-//! blocks) in one sweep. The paper's abstract says rext3 "co-locates and self-identifies
-//! its metadata blocks"; the self-identification (back-pointers in the blocks) is an
-//! on-disk format change and is left out: only the placement is modelled, and the images
-//! stay plain ext3 (docs/policies.md says what was and was not read of the paper).
+//! Remzi H. Arpaci-Dusseau, "ffsck: The Fast File System Checker" (FAST '13), as this
+//! project's issue 9 describes it: every block group keeps an *indirect region* right after
+//! its inode table and the group's indirect blocks go there, so a checker reads a group's
+//! metadata (inode table, then indirect blocks) in one sweep. The paper's abstract says
+//! rext3 "co-locates and self-identifies its metadata blocks"; its body could not be read
+//! here, so the region's size, the overflow rule and the place of directory blocks are
+//! choices, said as such (docs/policies.md). Self-identification (back-pointers in the
+//! blocks) is an on-disk format change and is left out: only the placement is modelled, and
+//! the images stay plain ext3.
 //!
 //! - The region of a group starts at the first block after the group's inode table that
 //!   mke2fs left free (in group 0 that is after the root directory, lost+found and the
-//!   journal; with flex_bg, whose tables sit elsewhere, after the group's own first
-//!   block) and is `size` of a group long (default 1/128: 256 of 32,768 blocks), cut at the
-//!   group's end.
+//!   journal; with flex_bg, whose tables sit elsewhere, after the group's own first block)
+//!   and is `size` of the group long (default 1/128, 256 of 32,768 blocks: the metacluster's
+//!   default, not a figure from the paper), cut at the group's end.
 //! - Data (file blocks, and directory blocks unless `dirs = "region"`) never goes into a
-//!   region: it is an [`Ext3Alloc`] hole. Its blocks stay free in the bitmap and the group counts, so every count-based
-//!   decision is vanilla ext3's and an unused region block is, on disk, an ordinary free
-//!   block (which is what e2fsck's pass 5 expects of a block no inode owns).
+//!   region: it is an [`Ext3Alloc`] hole. Its blocks stay free in the bitmap and the group
+//!   counts, so every count-based decision is vanilla ext3's and an unused region block is,
+//!   on disk, an ordinary free block (what e2fsck's pass 5 expects of a block no inode
+//!   owns).
 //! - A write needing indirect blocks allocates its data block first (ext3-2007's goal,
 //!   window and search), then each indirect block, in allocation order, takes the first
 //!   free block of the region of the data block's group.
@@ -23,13 +26,14 @@
 //!   group (`ext3_new_blocks(goal = group start)` without a window, moving on to later
 //!   groups only when the group is full): the same rule as [`super::ext3_metacluster`]'s
 //!   default, so the two policies differ only in where the region sits.
-//! - Everything else (inodes, first-block colours, windows, directories) is
-//!   [`super::ext3_2007`]'s allocator, through the shared [`plan_ext3`].
+//! - Everything else (inodes, first-block colours, windows, directories unless
+//!   `dirs = "region"`) is [`super::ext3_2007`]'s allocator, through the shared
+//!   [`plan_ext3`].
 //!
 //! Parameters: `size` (fraction of the group, decimal or `a/b`, default 1/128); `dirs`
 //! (`outside`, default: directory blocks where ext3-2007 puts them; `region`: each
-//! directory block in the region of its goal's group while it has room — an exploration,
-//! since the paper's text on directory blocks could not be read here).
+//! directory block in the region of its goal's group while it has room, else where ext3
+//! puts it — an exploration, not a claim about the paper).
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
 use crate::alloc::ext3_fs::plan_ext3;

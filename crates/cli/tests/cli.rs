@@ -1474,3 +1474,42 @@ fn large_delete_sigterm_mid_write_leaves_nothing() {
     assert!(!mounted());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// rext3 from the command line: `plan` with a parameter, a bad parameter refused naming the
+/// valid ones, and `image make` writing an image the real e2fsck finds clean.
+#[test]
+fn rext3_plans_and_makes_images() {
+    let dir = scratch("rext3");
+    let p = dir.join("plan.json");
+    let o = layoutlab(&[
+        "plan",
+        "--policy",
+        "rext3",
+        "--param",
+        "size=1/64",
+        "--scale",
+        "0.002",
+        "--json",
+        p.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    assert_eq!(v["policy"], "rext3");
+    let o = layoutlab(&["plan", "--policy", "rext3", "--param", "region=1/2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("valid: size, dirs"), "{}", stderr(&o));
+    let img = dir.join("rext3.img");
+    let o = layoutlab(&[
+        "image",
+        "make",
+        "--policy",
+        "rext3",
+        "--scale",
+        "0.002",
+        img.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("e2fsck -fn: clean"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -20,7 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     for name in policy::POLICY_NAMES
         .iter()
-        .filter(|n| n.starts_with("ext3"))
+        .filter(|n| !n.starts_with("ext4"))
     {
         let p = policy::by_name(name, &PolicyParams::new())?;
         let t = Instant::now();
@@ -59,6 +59,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!(
                 "  mapping blocks outside their metacluster: {}",
                 mc.overflowed_mapping_blocks(&plan, &geo)
+            );
+        }
+        if *name == "rext3" {
+            let r = policy::rext3::Rext3::default();
+            println!(
+                "  mapping blocks outside their group's indirect region: {}",
+                r.overflowed_mapping_blocks(&plan, &geo)
             );
         }
         if let Some(s) = short.first() {

@@ -17,7 +17,7 @@ pub struct Args {
     /// Population (e.g. bench5).
     #[arg(long, default_value = "bench5")]
     pub workload: String,
-    /// Layout policy: ext3-2007, ext3-metacluster, or (with --mkfs-profile ext4-2009)
+    /// Layout policy: ext3-2007, ext3-metacluster, rext3, or (with --mkfs-profile ext4-2009)
     /// ext4-2008, ext4-2009.
     #[arg(long, default_value = "ext3-2007")]
     pub policy: String,

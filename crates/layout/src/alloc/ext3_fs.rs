@@ -145,10 +145,13 @@ fn grow_dir(
             .unwrap_or(0);
         let logical = node.data.iter().map(|r| r.len).sum::<u64>();
         let need = mapping_needed_at(logical, addr);
-        let got = if need.is_empty() || placer.inline() {
+        let got = if !need.is_empty() && placer.inline() {
             alloc_branch(alloc, last, need.len(), None)
         } else {
-            alloc.new_blocks(last, 1, None).and_then(|(b, _)| {
+            placer.dir_block(alloc, last).and_then(|b| {
+                if need.is_empty() {
+                    return Some((Vec::new(), b));
+                }
                 match placer.place(alloc, b, need.len()) {
                     Some(maps) => Some((maps, b)),
                     None => {
@@ -302,8 +305,13 @@ pub fn plan_ext3(
             matches!(op, NsOp::Symlink { target, .. } if target.len() > FAST_SYMLINK_MAX_BYTES);
         let mut first_block = None;
         if is_dir || slow_symlink {
-            match alloc.new_blocks(goal, 1, None) {
-                Some((b, _)) => first_block = Some(b),
+            let got = if is_dir {
+                placer.dir_block(&mut alloc, goal)
+            } else {
+                alloc.new_blocks(goal, 1, None).map(|(b, _)| b)
+            };
+            match got {
+                Some(b) => first_block = Some(b),
                 None => {
                     inodes.give_back(group, is_dir);
                     failed.insert(path);

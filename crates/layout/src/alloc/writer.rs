@@ -21,6 +21,13 @@ pub trait IndirectPlacer {
     /// For non-inline placers: `count` mapping blocks for the data block just allocated at
     /// `data_block`, in allocation order; None on ENOSPC.
     fn place(&mut self, alloc: &mut Ext3Alloc, data_block: u64, count: usize) -> Option<Vec<u64>>;
+
+    /// One directory block whose goal is `goal` (a new directory's block 0 from
+    /// `ext3_mkdir()`, or one `ext3_append()` adds; no window). By default ext3's own
+    /// `ext3_new_blocks(goal)`. None on ENOSPC.
+    fn dir_block(&mut self, alloc: &mut Ext3Alloc, goal: u64) -> Option<u64> {
+        alloc.new_blocks(goal, 1, None).map(|(b, _)| b)
+    }
 }
 
 pub use crate::mapping::{mapping_needed_at, next_mapping_event};

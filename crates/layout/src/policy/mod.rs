@@ -4,6 +4,7 @@ pub mod ext3_2007;
 pub mod ext3_metacluster;
 pub mod ext4_2008;
 pub mod ext4_2009;
+pub mod rext3;
 
 use crate::geometry::Geometry;
 use crate::plan::Plan;
@@ -26,7 +27,13 @@ pub trait Policy: Send + Sync {
 }
 
 /// Names of the built-in policies.
-pub const POLICY_NAMES: &[&str] = &["ext3-2007", "ext3-metacluster", "ext4-2008", "ext4-2009"];
+pub const POLICY_NAMES: &[&str] = &[
+    "ext3-2007",
+    "ext3-metacluster",
+    "ext4-2008",
+    "ext4-2009",
+    "rext3",
+];
 
 /// A built-in policy by name with its parameters; unknown names or parameters give an
 /// error listing what is valid.
@@ -38,6 +45,7 @@ pub fn by_name(name: &str, params: &PolicyParams) -> Result<Box<dyn Policy>, Lay
         )?)),
         "ext4-2008" => Ok(Box::new(ext4_2008::Ext4_2008::from_params(params)?)),
         "ext4-2009" => Ok(Box::new(ext4_2009::Ext4_2009::from_params(params)?)),
+        "rext3" => Ok(Box::new(rext3::Rext3::from_params(params)?)),
         _ => Err(LayoutError::UnknownPolicy {
             name: name.to_string(),
             valid: POLICY_NAMES.to_vec(),
@@ -99,7 +107,7 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(
-            e.contains("ext3-2007") && e.contains("ext3-metacluster"),
+            e.contains("ext3-2007") && e.contains("ext3-metacluster") && e.contains("rext3"),
             "{e}"
         );
     }

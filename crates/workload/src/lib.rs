@@ -136,7 +136,7 @@ pub struct Population {
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum Error {
     /// No population has this name.
-    #[error("unknown population '{name}'; valid populations: {}", valid.join(", "))]
+    #[error("unknown population '{name}'; valid populations: {} (or a path to a population .toml)", valid.join(", "))]
     UnknownPopulation {
         /// The name asked for.
         name: String,
@@ -185,10 +185,22 @@ pub const POPULATION_NAMES: &[&str] = &["bench5", "ubuntu-32g"];
 
 const UBUNTU_32G_TOML: &str = include_str!("../../../populations/ubuntu-32g.toml");
 
-/// The built-in population `name` at full scale.
+/// The built-in population `name` at full scale, or the tree population of a TOML file when
+/// `name` ends in `.toml` or names an existing file (the format of `populations/*.toml`).
 ///
-/// Errors with [`Error::UnknownPopulation`], whose message lists the valid names.
+/// Errors with [`Error::UnknownPopulation`], whose message lists the valid names, or
+/// [`Error::BadPopulation`] naming the file, the key and why.
 pub fn population_by_name(name: &str) -> Result<Population, Error> {
+    if !POPULATION_NAMES.contains(&name)
+        && (name.ends_with(".toml") || std::path::Path::new(name).is_file())
+    {
+        let text = std::fs::read_to_string(name).map_err(|e| Error::BadPopulation {
+            source_name: name.to_string(),
+            key: "(file)".to_string(),
+            reason: format!("cannot read it: {e}"),
+        })?;
+        return Ok(populations::tree::TreePopulation::from_toml_str(&text, name)?.generate());
+    }
     match name {
         "bench5" => Ok(populations::bench5::bench5()),
         "ubuntu-32g" => Ok(populations::tree::TreePopulation::from_toml_str(
@@ -408,6 +420,35 @@ impl Population {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_population_file_is_read_by_path() {
+        let dir = std::env::temp_dir().join(format!("layoutlab-pop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = include_str!("../../../populations/ubuntu-32g.toml");
+        let good = dir.join("mine.toml");
+        std::fs::write(&good, text.replace("seed = 2009", "seed = 7")).unwrap();
+        let pop = population_by_name(good.to_str().unwrap()).unwrap();
+        assert_eq!(pop.fs_bytes, 34_359_738_368);
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, text.replace("directories = 28022", "directories = 1")).unwrap();
+        let e = population_by_name(bad.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bad.toml") && e.contains("counts.directories"),
+            "{e}"
+        );
+        let e = population_by_name("/no/such/tree.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("/no/such/tree.toml") && e.contains("cannot read"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     use super::*;
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::Instant;
 /// Arguments of `plan` (shared by `image make`).
 #[derive(ClapArgs, Clone)]
 pub struct Args {
-    /// Population (e.g. bench5).
+    /// Population: bench5, ubuntu-32g, or a population .toml file (populations/ubuntu-32g.toml shows the format).
     #[arg(long, default_value = "bench5")]
     pub workload: String,
     /// Layout policy: ext3-2007, ext3-metacluster, rext3, or (with --mkfs-profile ext4-2009)

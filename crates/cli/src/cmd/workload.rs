@@ -20,7 +20,7 @@ pub enum Command {
 /// Arguments of `workload show`.
 #[derive(ClapArgs)]
 pub struct ShowArgs {
-    /// Population: bench5 or ubuntu-32g.
+    /// Population: bench5, ubuntu-32g, or a population .toml file (populations/ubuntu-32g.toml shows the format).
     pub name: String,
     /// Shrink the disk and every file together (counts stay).
     #[arg(long, default_value_t = 1.0)]

@@ -102,6 +102,45 @@ impl TreePopulation {
         };
         let p: TreePopulation = toml::from_str(text).map_err(|e| bad("(syntax)", e.to_string()))?;
         let c = &p.counts;
+        if p.fs_bytes < crate::MIN_FS_BYTES {
+            return Err(bad(
+                "fs_bytes",
+                format!(
+                    "{} bytes: at least {} are needed for a file system with 4 KiB blocks and a journal",
+                    p.fs_bytes,
+                    crate::MIN_FS_BYTES
+                ),
+            ));
+        }
+        // mke2fs makes at most one inode per 1 KiB (its smallest inode_ratio)
+        let inodes = c.directories
+            + c.regular_files
+            + c.symlinks
+            + c.char_devices
+            + c.block_devices
+            + c.fifos
+            + c.sockets;
+        if inodes > p.fs_bytes / 1024 {
+            return Err(bad(
+                "counts",
+                format!(
+                    "{inodes} inodes: a {}-byte file system holds at most {} (one per KiB, mke2fs's smallest inode_ratio)",
+                    p.fs_bytes,
+                    p.fs_bytes / 1024
+                ),
+            ));
+        }
+        if p.file_data_blocks > p.fs_bytes / BLOCK {
+            return Err(bad(
+                "file_data_blocks",
+                format!(
+                    "{} blocks of 4 KiB do not fit in the {}-byte file system ({} blocks)",
+                    p.file_data_blocks,
+                    p.fs_bytes,
+                    p.fs_bytes / BLOCK
+                ),
+            ));
+        }
         if c.directories < 2 {
             return Err(bad(
                 "counts.directories",
@@ -476,6 +515,71 @@ mod tests {
         assert_eq!(v.iter().sum::<u64>(), 101);
         assert!(v[2] > v[1] && v[1] > v[0]);
         assert_eq!(apportion(&[0.0, 0.0, 0.0], 7).iter().sum::<u64>(), 7);
+    }
+
+    const UBUNTU: &str = include_str!("../../../../populations/ubuntu-32g.toml");
+
+    /// The error of ubuntu-32g's text with `from` replaced by `to`.
+    fn error_of(from: &str, to: &str) -> String {
+        assert!(UBUNTU.contains(from), "{from}");
+        TreePopulation::from_toml_str(&UBUNTU.replacen(from, to, 1), "mine.toml")
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn impossible_trees_name_the_file_the_key_and_why() {
+        for (from, to, key, why) in [
+            (
+                "file_data_blocks = 4181653",
+                "file_data_blocks = 9000000",
+                "file_data_blocks",
+                "do not fit",
+            ),
+            (
+                "fs_bytes = 34359738368",
+                "fs_bytes = 4096",
+                "fs_bytes",
+                "at least",
+            ),
+            (
+                "fs_bytes = 34359738368",
+                "fs_bytes = 200000000",
+                "counts",
+                "at most",
+            ),
+            (
+                "fast_symlinks = 19450",
+                "fast_symlinks = 20619",
+                "counts.fast_symlinks",
+                "fast of",
+            ),
+            (
+                "directories = 28022",
+                "directories = 1",
+                "counts.directories",
+                "lost+found",
+            ),
+            (
+                "regular_files = 263549",
+                "regular_files = 0",
+                "counts.hard_links",
+                "no regular file",
+            ),
+            (
+                "lognormal_sigma = 2.46",
+                "lognormal_sigma = -1",
+                "shape.lognormal_sigma",
+                "out of range",
+            ),
+            ("seed = 2009", "seed = \"x\"", "(syntax)", "seed"),
+        ] {
+            let e = error_of(from, to);
+            assert!(
+                e.starts_with("population mine.toml: ") && e.contains(key) && e.contains(why),
+                "{from} -> {to}: {e}"
+            );
+        }
     }
 
     #[test]

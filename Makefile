@@ -37,6 +37,7 @@ lint: deps
 # Performance targets live here, not in timed tests.
 bench: build
 	$(BIN) bench replay
+	$(BIN) bench plan
 	$(BIN) bench experiment metacluster-fsck --scale default,1
 
 # Every figure and generated table of docs/experiments/metacluster-fsck.md (and README's

@@ -149,3 +149,29 @@ fn ext3_vs_ext4_fsck_same_tree_two_formats() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn bench_plan_reports_every_policy_on_the_whole_tree() {
+    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "bench",
+            "plan",
+            "--policy",
+            "ext4-2008,ext4-2009",
+            "--json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for (row, policy) in rows.iter().zip(["ext4-2008", "ext4-2009"]) {
+        assert_eq!(row["policy"], policy);
+        assert_eq!(row["workload"], "ubuntu-32g");
+        // the 312,214 used inodes of the post less the ones mke2fs makes itself
+        assert_eq!(row["inodes"], 312_204);
+        assert!(row["plan_seconds"].as_f64().unwrap() > 0.0);
+    }
+}

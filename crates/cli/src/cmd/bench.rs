@@ -27,6 +27,30 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
     },
+    /// Plan a population with each policy in memory (generation, plan and its consistency check,
+    /// no I/O) and report the wall time of each. Target: ubuntu-32g (312,214 inodes) in ≤ 10 s
+    /// per policy.
+    Plan {
+        /// Population (bench5, ubuntu-32g, or a population .toml).
+        #[arg(long, default_value = "ubuntu-32g")]
+        workload: String,
+        /// Policies, comma-separated.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "ext3-2007,ext4-2008,ext4-2009"
+        )]
+        policy: Vec<String>,
+        /// mkfs profile of the file system planned on.
+        #[arg(long, default_value = "ext4-2009")]
+        mkfs_profile: String,
+        /// Scale of the population (1 = full size).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Write the results as JSON to PATH ("-" for stdout).
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Run a named fsck experiment (the real `layoutlab reproduce`) at each scale and report
     /// the wall time of each stage: plan, mkfs, materialise, traced check, replay (summed over
     /// policies, which run at once) and report. Targets: metacluster-fsck ≤ 15 s at its
@@ -136,6 +160,13 @@ pub fn run(cmd: Command) -> Result<()> {
             }
             Ok(())
         }
+        Command::Plan {
+            workload,
+            policy,
+            mkfs_profile,
+            scale,
+            json,
+        } => bench_plan(&workload, &policy, &mkfs_profile, scale, json),
         Command::Experiment {
             name,
             scale,
@@ -181,4 +212,79 @@ pub fn run(cmd: Command) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// One policy's planning time.
+#[derive(serde::Serialize)]
+struct PlanBench {
+    workload: String,
+    policy: String,
+    scale: f64,
+    inodes: usize,
+    /// Generating the population, wall seconds (once, shared by the policies).
+    generate_seconds: f64,
+    /// The policy's plan, wall seconds.
+    plan_seconds: f64,
+    /// `Plan::check`, wall seconds.
+    check_seconds: f64,
+}
+
+fn bench_plan(
+    workload: &str,
+    policies: &[String],
+    mkfs_profile: &str,
+    scale: f64,
+    json: Option<PathBuf>,
+) -> Result<()> {
+    use layoutlab_layout::{policy_by_name, Geometry, MkfsProfile, PolicyParams};
+    use std::time::Instant;
+    let t = Instant::now();
+    let pop = layoutlab_workload::population_by_name(workload)?.scale(scale)?;
+    let generate_seconds = t.elapsed().as_secs_f64();
+    let profile = MkfsProfile::by_name(mkfs_profile)?;
+    let geo = Geometry::new(&profile, pop.fs_bytes)?;
+    let mut results = Vec::new();
+    for name in policies {
+        let p = policy_by_name(name, &PolicyParams::new())?;
+        let t = Instant::now();
+        let plan = p.plan(&geo, &pop, 1)?;
+        let plan_seconds = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        plan.check(&geo)
+            .map_err(|e| anyhow::anyhow!("policy {name} made an inconsistent plan: {e}"))?;
+        results.push(PlanBench {
+            workload: workload.to_string(),
+            policy: name.clone(),
+            scale,
+            inodes: plan.inodes.len(),
+            generate_seconds,
+            plan_seconds,
+            check_seconds: t.elapsed().as_secs_f64(),
+        });
+    }
+    let mut t = Table::new(
+        &format!("planning {workload} at scale {scale} on {mkfs_profile} (in memory, one core)"),
+        vec![
+            Column::text("policy"),
+            Column::number("inodes", None),
+            Column::number("plan", Some("s")),
+            Column::number("check", Some("s")),
+        ],
+    );
+    for r in &results {
+        t.push_row(vec![
+            Cell::text(&r.policy),
+            Cell::count(r.inodes as u64),
+            Cell::num(r.plan_seconds, 2),
+            Cell::num(r.check_seconds, 2),
+        ])?;
+    }
+    Human::new(json.as_deref()).say(&format!(
+        "{}\npopulation generated in {generate_seconds:.2} s\n",
+        t.to_terminal(None)?
+    ));
+    if let Some(path) = json {
+        write_json(&path, &results)?;
+    }
+    Ok(())
 }

@@ -23,6 +23,7 @@ pub mod ext_classes;
 pub mod fio;
 pub mod fs_classes;
 pub mod fsck;
+pub mod inode_readahead;
 pub mod kernel_profile;
 pub mod large_delete;
 pub mod mkfs_overhead;
@@ -42,6 +43,7 @@ pub static OPERATIONS: &[&dyn Operation] = &[
     &fio::Fio,
     &large_delete::LargeDelete,
     &mkfs_overhead::MkfsOverhead,
+    &inode_readahead::InodeReadahead,
 ];
 
 /// The experiments shipped with layoutlab, embedded so the binary works from anywhere, in the
@@ -70,6 +72,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     (
         "ext3-vs-ext4-fsck",
         include_str!("../../../experiments/ext3-vs-ext4-fsck.toml"),
+    ),
+    (
+        "inode-readahead",
+        include_str!("../../../experiments/inode-readahead.toml"),
     ),
 ];
 
@@ -132,6 +138,10 @@ pub struct RunArgs {
     pub jobs: Option<u32>,
     /// Also replay the captured traces on variants of the device preset (fsck experiments).
     pub sensitivity: bool,
+    /// The population walked, for operations that walk a tree (inode-readahead).
+    pub tree: Option<String>,
+    /// The settings swept, for operations that sweep one (inode-readahead).
+    pub settings: Option<Vec<u64>>,
 }
 
 impl RunArgs {

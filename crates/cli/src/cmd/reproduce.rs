@@ -23,7 +23,8 @@ pub struct Args {
     /// Shrink the disk and every file together (1.0 = as published). Default: the experiment's.
     #[arg(long)]
     scale: Option<f64>,
-    /// Device preset (name or .toml file) to price the traces on. Default: the experiment's.
+    /// Device preset (name or .toml file) to price the traces on; inode-readahead takes a
+    /// comma-separated list. Default: the experiment's.
     #[arg(long)]
     device: Option<String>,
     /// Write the results as JSON to PATH ("-" for stdout).
@@ -60,6 +61,14 @@ pub struct Args {
     /// how much each moves both totals and the reduction (fsck experiments).
     #[arg(long)]
     sensitivity: bool,
+    /// The tree walked (inode-readahead): a population name or a population .toml file.
+    /// Default: the experiment's.
+    #[arg(long, value_name = "NAME")]
+    tree: Option<String>,
+    /// The settings swept, comma-separated (inode-readahead: inode_readahead_blks values,
+    /// e.g. 0,8,32 for a quicker run). Default: the experiment's.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    settings: Option<Vec<u64>>,
 }
 
 /// Arguments of `experiments`.
@@ -114,6 +123,8 @@ pub fn run(a: Args) -> Result<()> {
         fs: a.fs,
         jobs: a.jobs,
         sensitivity: a.sensitivity,
+        tree: a.tree,
+        settings: a.settings,
     };
     exp.operation()?.run(&exp, &args)
 }

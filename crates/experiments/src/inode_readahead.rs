@@ -1,0 +1,694 @@
+//! The "inode-readahead" operation: how far ext4 should read ahead in the inode table.
+//!
+//! ext4 reads `inode_readahead_blks` blocks of the inode table around the block that holds an
+//! inode it has to read (fs/ext4/inode.c `__ext4_get_inode_loc()`: the aligned window of that
+//! many blocks, cut at the group's last used inode when the group descriptors carry
+//! `bg_itable_unused`). For each layout policy: the tree is planned, written through libext2fs
+//! (its directories then indexed by `e2fsck -fyD`, as the kernel indexes a directory that
+//! outgrows a block) and mounted by the real kernel on a loop device (read-only, so a walk
+//! writes nothing); for
+//! each setting of the mounted file system's sysfs tunable and each order, caches are dropped
+//! and every entry is `lstat`ed — in readdir order (as `find` or `ls -lR`) or in a seeded
+//! random order of the same paths — under block tracing; each trace is replayed on every
+//! device preset. Per run: predicted seconds, MB read, requests, and the inode-table blocks
+//! read that hold no inode of the tree (read-ahead no stat needed), attributed from the layout.
+//!
+//! Beside it, the curve Chris Mason's argument implies: a random read of the window's size on
+//! the same preset (the fio-like job of `layoutlab device fio`), divided by the inodes the
+//! window brings in.
+
+use crate::output::{write_json, Human};
+use crate::{Experiment, Operation, RunArgs};
+use anyhow::{bail, Context, Result};
+use layoutlab_device::job::{run_job, JobSpec, Rw};
+use layoutlab_device::replay::{replay, ReplayOptions};
+use layoutlab_layout::{policy_by_name, Geometry, MkfsProfile, Plan, PolicyParams};
+use layoutlab_report::plot::sweep::{SweepChart, SweepSeries};
+use layoutlab_report::{Cell, Column, HtmlBundle, Table};
+use layoutlab_rig::{Backing, FsKind, KernelFs, KernelFsOptions, TraceOptions};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// The "inode-readahead" operation (registered in [`crate::OPERATIONS`]).
+pub struct InodeReadahead;
+
+/// Parameters of the "inode-readahead" operation: an experiment's `[inode-readahead]` table.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InodeReadaheadSpec {
+    /// Scale of the tree's file sizes and file system (1.0 = as published; the number of
+    /// inodes never shrinks).
+    pub default_scale: f64,
+    /// Population walked (`--tree` picks another, or a population .toml).
+    pub tree: String,
+    /// Layout policies, each its own image.
+    pub policies: Vec<String>,
+    /// mkfs profile of every policy not in `mkfs_profiles`.
+    pub mkfs_profile: String,
+    /// A policy's own mkfs profile, where it differs.
+    #[serde(default)]
+    pub mkfs_profiles: BTreeMap<String, String>,
+    /// Values of `inode_readahead_blks` swept (`--settings` picks others).
+    pub settings: Vec<u64>,
+    /// Walk orders: "readdir", "random".
+    pub orders: Vec<String>,
+    /// Device presets the traces are priced on (`--device A,B` picks others).
+    pub devices: Vec<String>,
+    /// Block-device read-ahead of the loop device, KiB (the OS's, for the era modelled).
+    pub os_read_ahead_kb: u32,
+}
+
+const ORDERS: [&str; 2] = ["readdir", "random"];
+
+impl InodeReadaheadSpec {
+    fn mkfs_profile_of(&self, policy: &str) -> &str {
+        self.mkfs_profiles
+            .get(policy)
+            .map_or(self.mkfs_profile.as_str(), String::as_str)
+    }
+}
+
+impl Operation for InodeReadahead {
+    fn name(&self) -> &'static str {
+        "inode-readahead"
+    }
+
+    fn check(&self, exp: &Experiment) -> Result<()> {
+        let s: InodeReadaheadSpec = exp.params()?;
+        if !(s.default_scale > 0.0 && s.default_scale <= 1.0) {
+            bail!("default_scale must be in (0, 1], got {}", s.default_scale);
+        }
+        if s.policies.is_empty() || s.settings.is_empty() || s.orders.is_empty() {
+            bail!("policies, settings and orders must not be empty");
+        }
+        for o in &s.orders {
+            if !ORDERS.contains(&o.as_str()) {
+                bail!("unknown order '{o}'; valid: {}", ORDERS.join(", "));
+            }
+        }
+        for p in &s.policies {
+            policy_by_name(p, &PolicyParams::new())?;
+            MkfsProfile::by_name(s.mkfs_profile_of(p))?;
+        }
+        if let Some(p) = s.mkfs_profiles.keys().find(|p| !s.policies.contains(p)) {
+            bail!("mkfs_profiles names policy '{p}', which is not in policies");
+        }
+        Ok(())
+    }
+
+    fn run(&self, exp: &Experiment, args: &RunArgs) -> Result<()> {
+        run_inode_readahead(exp, args)
+    }
+}
+
+/// One walk: a policy's image, an order, a setting; priced on one device.
+#[derive(Clone, Debug, Serialize)]
+pub struct WalkRun {
+    /// Layout policy of the image.
+    pub policy: String,
+    /// Device preset.
+    pub device: String,
+    /// "readdir" or "random".
+    pub order: String,
+    /// The `inode_readahead_blks` setting.
+    pub readahead_blks: u64,
+    /// Predicted seconds of the walk on the device.
+    pub seconds: f64,
+    /// MB (10^6 bytes) read.
+    pub mb_read: f64,
+    /// Read requests.
+    pub requests: u64,
+    /// Inode-table blocks read that hold no inode of the tree (read ahead for nothing).
+    pub wasted_blocks: u64,
+    /// Distinct inode-table blocks read.
+    pub inode_table_blocks: u64,
+    /// Seconds Mason's argument implies: inodes of the tree × (a random read of the window's
+    /// size on this device ÷ inodes the window holds).
+    pub fio_implied_seconds: f64,
+}
+
+/// The sweet spot of one device and order (and policy): the fastest setting.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweetSpot {
+    /// Layout policy of the image.
+    pub policy: String,
+    /// Device preset.
+    pub device: String,
+    /// Walk order.
+    pub order: String,
+    /// The fastest setting.
+    pub readahead_blks: u64,
+}
+
+#[derive(Serialize)]
+struct ReadaheadJson<'a> {
+    experiment: &'a str,
+    tree: &'a str,
+    scale: f64,
+    /// Entries stat'ed per walk (every name: files, directories, symlinks, nodes, links).
+    entries: u64,
+    runs: &'a [WalkRun],
+    sweet_spot: &'a [SweetSpot],
+}
+
+const MB: f64 = 1e6;
+
+fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
+    let spec: InodeReadaheadSpec = exp.params()?;
+    let h = Human::new(a.json.as_deref());
+    let scale = a.scale.unwrap_or(spec.default_scale);
+    if !(scale > 0.0 && scale <= 1.0) {
+        bail!("--scale must be in (0, 1], got {scale}");
+    }
+    // Resolve every name before any work: a typo fails at once and makes nothing.
+    let tree = a.tree.clone().unwrap_or_else(|| spec.tree.clone());
+    let population = layoutlab_workload::population_by_name(&tree)
+        .with_context(|| format!("the tree of experiment '{}'", exp.name))?
+        .scale(scale)?;
+    let devices: Vec<String> = match &a.device {
+        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
+        None => spec.devices.clone(),
+    };
+    for d in &devices {
+        drop(crate::support::load_device(d)?);
+    }
+    let settings = a.settings.clone().unwrap_or_else(|| spec.settings.clone());
+    let mut formats = Vec::new();
+    for p in &spec.policies {
+        let profile = MkfsProfile::by_name(spec.mkfs_profile_of(p))?;
+        let geometry = Geometry::new(&profile, population.fs_bytes)?;
+        formats.push((p.clone(), profile, geometry));
+    }
+    layoutlab_rig::require_root("mounting ext4 images on loop devices and tracing them")?;
+    crate::support::warn_if_leftovers();
+    let cap = layoutlab_rig::mem_available_bytes()? / 2;
+    let memory = match &a.workdir {
+        Some(_) => None,
+        None => Some(
+            layoutlab_rig::Mount::tmpfs(cap)
+                .context("mounting the in-memory work directory (or choose one: --workdir DIR)")?,
+        ),
+    };
+    let workdir: PathBuf = match (&a.workdir, &memory) {
+        (Some(d), _) => d.clone(),
+        (None, Some(m)) => m.target().to_path_buf(),
+        _ => unreachable!(),
+    };
+    eprintln!(
+        "{} — {tree} at scale {scale}: {} policies × {} orders × {} settings, priced on {}",
+        exp.title,
+        spec.policies.len(),
+        spec.orders.len(),
+        settings.len(),
+        devices.join(", ")
+    );
+    let inodes = population.ops.len() as u64;
+    let mut runs = Vec::new();
+    let mut traces = Vec::new();
+    for (policy, profile, geometry) in &formats {
+        let t = std::time::Instant::now();
+        let plan =
+            policy_by_name(policy, &PolicyParams::new())?.plan(geometry, &population, exp.seed)?;
+        plan.check(geometry)
+            .map_err(|e| anyhow::anyhow!("policy {policy} made an inconsistent plan: {e}"))?;
+        let itable = InodeTables::new(geometry, &plan);
+        eprintln!(
+            "[{policy}] planned {} inodes in {:.1} s",
+            plan.inodes.len(),
+            t.elapsed().as_secs_f64()
+        );
+        let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
+        let opts = KernelFsOptions {
+            kind: FsKind::Ext4,
+            mkfs_args: Vec::new(),
+            mount_options: String::new(),
+            bytes: fs_bytes,
+            backing: Backing::SparseFile(workdir.clone()),
+            // metadata only: inode tables in use, directories, bitmaps, journal
+            resident_bytes: fs_bytes / 20,
+            read_ahead_kb: Some(spec.os_read_ahead_kb),
+        };
+        let mut kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
+            layoutlab_image::mkfs(path, fs_bytes, &profile.mke2fs_args(fs_bytes))
+                .map_err(|e| e.to_string())?;
+            layoutlab_image::materialize(path, &plan).map_err(|e| e.to_string())?;
+            index_directories(path).map_err(|e| format!("{e:#}"))
+        })?;
+        remount_read_only(kfs.mount_point())?;
+        let sysfs = readahead_tunable(&kfs)?;
+        // The paths in readdir order, from one walk before any traced one.
+        let mut readdir_paths = Vec::new();
+        walk(kfs.mount_point(), &mut |p| {
+            readdir_paths.push(p.to_path_buf())
+        })?;
+        let mut random_paths = readdir_paths.clone();
+        random_paths.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(exp.seed));
+        for order in &spec.orders {
+            for &k in &settings {
+                set_tunable(&sysfs, k)?;
+                kfs.drop_caches()?;
+                let t = std::time::Instant::now();
+                let mount = kfs.mount_point().to_path_buf();
+                let mut traced = kfs.trace(&TraceOptions::default())?;
+                traced.phase("walk", |_| {
+                    let stat = |p: &Path| {
+                        std::fs::symlink_metadata(p).map(|_| ()).map_err(|e| {
+                            layoutlab_rig::RigError::Unsupported(format!(
+                                "lstat {}: {e}",
+                                p.display()
+                            ))
+                        })
+                    };
+                    if order == "readdir" {
+                        walk(&mount, &mut |p| {
+                            let _ = std::fs::symlink_metadata(p);
+                        })
+                        .map_err(|e| layoutlab_rig::RigError::Unsupported(e.to_string()))
+                    } else {
+                        random_paths.iter().try_for_each(|p| stat(p))
+                    }
+                })?;
+                let captured = traced.finish()?;
+                let trace = captured.capture.trace;
+                let (wasted, itable_blocks) = itable.read_stats(&trace);
+                let reads: Vec<_> = trace
+                    .requests
+                    .iter()
+                    .filter(|r| r.op == layoutlab_trace::Op::Read)
+                    .collect();
+                let mb_read = reads.iter().map(|r| r.bytes() as f64).sum::<f64>() / MB;
+                let requests = reads.len() as u64;
+                eprintln!(
+                    "  [{policy}] {order} readahead {k}: {requests} requests, {mb_read:.1} MB, {wasted} blocks wasted ({:.1} s here)",
+                    t.elapsed().as_secs_f64()
+                );
+                for d in &devices {
+                    let mut dev = crate::support::load_device(d)?;
+                    let replayed = replay(dev.as_mut(), &trace, &ReplayOptions::default());
+                    runs.push(WalkRun {
+                        policy: policy.clone(),
+                        device: d.clone(),
+                        order: order.clone(),
+                        readahead_blks: k,
+                        seconds: replayed.wall_ns / 1e9,
+                        mb_read,
+                        requests,
+                        wasted_blocks: wasted,
+                        inode_table_blocks: itable_blocks,
+                        fio_implied_seconds: 0.0,
+                    });
+                }
+                traces.push((policy.clone(), order.clone(), k, trace));
+            }
+        }
+        drop(kfs);
+    }
+    drop(memory);
+    // Mason's curve: a random read of the window's size, per inode it brings in.
+    let block = formats[0].2.block_size_bytes as u64;
+    let per_block = u64::from(formats[0].2.inodes_per_group) / formats[0].2.inode_table_blocks;
+    let fs_bytes = population.fs_bytes;
+    let mut implied: BTreeMap<(String, u64), f64> = BTreeMap::new();
+    for d in &devices {
+        for &k in &settings {
+            let blocks = k.max(1);
+            let mut dev = crate::support::load_device(d)?;
+            let job = JobSpec {
+                rw: Rw::RandRead,
+                bs_bytes: blocks * block,
+                span_bytes: fs_bytes / (blocks * block) * (blocks * block),
+                number: Some(2000),
+                seed: exp.seed,
+                ..JobSpec::default()
+            };
+            let r = run_job(dev.as_mut(), &job)?;
+            implied.insert(
+                (d.clone(), k),
+                inodes as f64 * r.mean_ms / 1e3 / (blocks * per_block) as f64,
+            );
+        }
+    }
+    for r in &mut runs {
+        r.fio_implied_seconds = implied[&(r.device.clone(), r.readahead_blks)];
+    }
+    let mut sweet = Vec::new();
+    for (policy, _, _) in &formats {
+        for d in &devices {
+            for order in &spec.orders {
+                if let Some(best) = runs
+                    .iter()
+                    .filter(|r| &r.policy == policy && &r.device == d && &r.order == order)
+                    .min_by(|x, y| x.seconds.total_cmp(&y.seconds))
+                {
+                    sweet.push(SweetSpot {
+                        policy: policy.clone(),
+                        device: d.clone(),
+                        order: order.clone(),
+                        readahead_blks: best.readahead_blks,
+                    });
+                }
+            }
+        }
+    }
+    report(
+        exp,
+        a,
+        (&tree, scale, inodes),
+        (&settings, &devices),
+        &runs,
+        &sweet,
+        &h,
+    )
+}
+
+/// Indexes the image's directories as the kernel would have (htree, `dir_index`): libext2fs
+/// writes linear directories, whose lookups the kernel answers by scanning every block, so a
+/// random-order walk would cost minutes of CPU that a 2008 kernel, which indexed a directory
+/// once it outgrew one block, did not spend. `e2fsck -fyD` (the real tool) rebuilds every
+/// directory of more than one block as an htree in its own blocks and sorts the others; readdir
+/// then returns hash order, as on the kernel's own ext4.
+fn index_directories(image: &Path) -> Result<()> {
+    let out = std::process::Command::new("e2fsck")
+        .args(["-fyD"])
+        .arg(image)
+        .output()
+        .context("running e2fsck -fyD (Debian package e2fsprogs)")?;
+    // 0: nothing to do; 1: directories optimised ("file system was modified")
+    match out.status.code() {
+        Some(0) | Some(1) => Ok(()),
+        _ => bail!(
+            "e2fsck -fyD {} exited {:?}: {}",
+            image.display(),
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout)
+        ),
+    }
+}
+
+/// Remounts the file system read-only: a walk then writes nothing (readdir would otherwise
+/// update directories' access times), so its trace is the reads the setting causes.
+fn remount_read_only(mount_point: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let target = std::ffi::CString::new(mount_point.as_os_str().as_bytes())?;
+    // SAFETY: valid C string; a remount of a mount this run made.
+    let rc = unsafe {
+        libc::mount(
+            std::ptr::null(),
+            target.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REMOUNT | libc::MS_RDONLY,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        bail!(
+            "remounting {} read-only: {}",
+            mount_point.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// The mounted file system's `inode_readahead_blks` file (/sys/fs/ext4/DEV/).
+fn readahead_tunable(kfs: &KernelFs) -> Result<PathBuf> {
+    let dev = kfs
+        .device()
+        .path()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let p = PathBuf::from(format!("/sys/fs/ext4/{dev}/inode_readahead_blks"));
+    if !p.exists() {
+        bail!(
+            "{} does not exist: is the image mounted as ext4?",
+            p.display()
+        );
+    }
+    Ok(p)
+}
+
+/// Sets the tunable; the kernel's refusal (EINVAL) is reported as it said it.
+fn set_tunable(path: &Path, blocks: u64) -> Result<()> {
+    std::fs::write(path, format!("{blocks}\n")).with_context(|| {
+        format!(
+            "the kernel refused inode_readahead_blks = {blocks} ({}): it takes 0 or a power of two up to 2^30",
+            path.display()
+        )
+    })?;
+    let now = std::fs::read_to_string(path)?;
+    if now.trim() != blocks.to_string() {
+        bail!(
+            "inode_readahead_blks reads {} after writing {blocks}",
+            now.trim()
+        );
+    }
+    Ok(())
+}
+
+/// Walks the tree under `root` as `find` does: each directory's entries in readdir order,
+/// `f` called on each (and then descending into subdirectories, not following symlinks).
+fn walk(root: &Path, f: &mut dyn FnMut(&Path)) -> Result<()> {
+    let rd = std::fs::read_dir(root).with_context(|| format!("readdir {}", root.display()))?;
+    for e in rd {
+        let e = e.with_context(|| format!("readdir {}", root.display()))?;
+        let p = e.path();
+        f(&p);
+        if e.file_type()?.is_dir() && e.file_name() != "lost+found" {
+            walk(&p, f)?;
+        }
+    }
+    Ok(())
+}
+
+fn inodes_per_group_of(geo: &Geometry) -> u64 {
+    u64::from(geo.inodes_per_group)
+}
+
+/// Which inode-table blocks hold an inode of the tree.
+struct InodeTables {
+    /// (first block, blocks) of each group's table.
+    tables: Vec<(u64, u64)>,
+    inodes_per_block: u64,
+    inodes_per_group: u64,
+    used: HashSet<u64>,
+    sectors_per_block: u64,
+}
+
+impl InodeTables {
+    fn new(geo: &Geometry, plan: &Plan) -> InodeTables {
+        let block = u64::from(geo.block_size_bytes);
+        let inodes_per_block = inodes_per_group_of(geo) / geo.inode_table_blocks;
+        let inodes_per_group = inodes_per_group_of(geo);
+        // reserved inodes (1..=10) and lost+found (11) are mke2fs's; the rest the plan's
+        let used: HashSet<u64> = (1..=11)
+            .chain(plan.inodes.iter().map(|i| u64::from(i.ino)))
+            .map(|ino| {
+                let index = ino - 1;
+                let group = index / inodes_per_group;
+                let block = (index % inodes_per_group) / inodes_per_block;
+                geo.groups[group as usize].inode_table + block
+            })
+            .collect();
+        InodeTables {
+            tables: geo
+                .groups
+                .iter()
+                .map(|g| (g.inode_table, geo.inode_table_blocks))
+                .collect(),
+            inodes_per_block,
+            inodes_per_group,
+            used,
+            sectors_per_block: block / 512,
+        }
+    }
+
+    /// Whether `block` lies in some group's inode table.
+    fn in_table(&self, block: u64) -> bool {
+        // tables may be packed (flex_bg): search all; few hundred groups
+        self.tables
+            .iter()
+            .any(|&(first, n)| block >= first && block < first + n)
+    }
+
+    /// (inode-table blocks read that hold no inode of the tree, inode-table blocks read),
+    /// distinct blocks over the trace's reads.
+    fn read_stats(&self, trace: &layoutlab_trace::Trace) -> (u64, u64) {
+        let _ = (self.inodes_per_block, self.inodes_per_group);
+        let mut seen = HashSet::new();
+        for r in &trace.requests {
+            if r.op != layoutlab_trace::Op::Read {
+                continue;
+            }
+            let first = r.sector / self.sectors_per_block;
+            let last = (r.sector + u64::from(r.sectors)).div_ceil(self.sectors_per_block);
+            for b in first..last {
+                if self.in_table(b) {
+                    seen.insert(b);
+                }
+            }
+        }
+        let wasted = seen.iter().filter(|b| !self.used.contains(b)).count() as u64;
+        (wasted, seen.len() as u64)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    exp: &Experiment,
+    a: &RunArgs,
+    (tree, scale, inodes): (&str, f64, u64),
+    (settings, devices): (&[u64], &[String]),
+    runs: &[WalkRun],
+    sweet: &[SweetSpot],
+    h: &Human,
+) -> Result<()> {
+    let out_dir = a.out_dir(exp);
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let mut html = HtmlBundle::new(&exp.title);
+    html.heading(&exp.name);
+    let mut md = format!("# {}\n\n{}\n\n", exp.name, exp.title);
+    let policies: Vec<&str> = {
+        let mut v: Vec<&str> = Vec::new();
+        for r in runs {
+            if !v.contains(&r.policy.as_str()) {
+                v.push(&r.policy);
+            }
+        }
+        v
+    };
+    let orders: Vec<&str> = {
+        let mut v: Vec<&str> = Vec::new();
+        for r in runs {
+            if !v.contains(&r.order.as_str()) {
+                v.push(&r.order);
+            }
+        }
+        v
+    };
+    let find = |p: &str, o: &str, k: u64, d: &str| {
+        runs.iter()
+            .find(|r| r.policy == p && r.order == o && r.readahead_blks == k && r.device == d)
+    };
+    for p in &policies {
+        for o in &orders {
+            let mut cols = vec![
+                Column::number("readahead", Some("blocks")),
+                Column::number("requests", None),
+                Column::number("read", Some("MB")),
+                Column::number("wasted", Some("blocks")),
+            ];
+            for d in devices {
+                cols.push(Column::number(d, Some("s")));
+            }
+            let mut t = Table::new(
+                &format!("stat of {inodes} entries of {tree} in {o} order, laid out by {p}: predicted seconds per device"),
+                cols,
+            );
+            for &k in settings {
+                let Some(first) = find(p, o, k, &devices[0]) else {
+                    continue;
+                };
+                let mut row = vec![
+                    Cell::count(k),
+                    Cell::count(first.requests),
+                    Cell::num(first.mb_read, 1),
+                    Cell::count(first.wasted_blocks),
+                ];
+                for d in devices {
+                    row.push(
+                        find(p, o, k, d)
+                            .map(|r| Cell::num(r.seconds, 2))
+                            .unwrap_or(Cell::Empty),
+                    );
+                }
+                t.push_row(row)?;
+            }
+            h.say(&format!("{}\n", t.to_terminal(None)?));
+            let spots: Vec<String> = sweet
+                .iter()
+                .filter(|s| s.policy == *p && s.order == *o)
+                .map(|s| format!("{} {}", s.device, s.readahead_blks))
+                .collect();
+            h.say(&format!("sweet spot ({o}, {p}): {}\n\n", spots.join("; ")));
+            md.push_str(&t.to_markdown()?);
+            md.push_str(&format!("\nsweet spot: {}\n\n", spots.join("; ")));
+            html.table(t.clone());
+            let categories: Vec<String> = settings.iter().map(|k| k.to_string()).collect();
+            let series: Vec<SweepSeries> = devices
+                .iter()
+                .map(|d| SweepSeries {
+                    name: d.clone(),
+                    values: settings
+                        .iter()
+                        .map(|&k| find(p, o, k, d).map(|r| r.seconds))
+                        .collect(),
+                })
+                .collect();
+            let chart = SweepChart::new(
+                &format!("{tree}, {o} order, {p}: stat walk time against inode_readahead_blks"),
+                "inode_readahead_blks",
+                categories.clone(),
+                "predicted walk",
+                Some("s"),
+            );
+            let svg = chart.render(&series);
+            std::fs::write(out_dir.join(format!("readahead-{p}-{o}.svg")), &svg)?;
+            html.svg(&format!("{o} order, {p}"), svg);
+            // Mason's curve beside ours, per device, relative to each curve's own minimum.
+            let mut mason = Table::new(
+                &format!(
+                    "{o} order, {p}: ours against the fio-implied curve (time per inode of a random read of the window), seconds"
+                ),
+                std::iter::once(Column::number("readahead", Some("blocks")))
+                    .chain(devices.iter().flat_map(|d| {
+                        [
+                            Column::number(&format!("{d} ours"), Some("s")),
+                            Column::number(&format!("{d} fio"), Some("s")),
+                        ]
+                    }))
+                    .collect(),
+            );
+            for &k in settings {
+                let mut row = vec![Cell::count(k)];
+                for d in devices {
+                    match find(p, o, k, d) {
+                        Some(r) => {
+                            row.push(Cell::num(r.seconds, 2));
+                            row.push(Cell::num(r.fio_implied_seconds, 2));
+                        }
+                        None => row.extend([Cell::Empty, Cell::Empty]),
+                    }
+                }
+                mason.push_row(row)?;
+            }
+            h.say(&format!("{}\n", mason.to_terminal(None)?));
+            md.push_str(&mason.to_markdown()?);
+            md.push('\n');
+            html.table(mason);
+        }
+    }
+    std::fs::write(out_dir.join("report.md"), md)?;
+    html.write(&out_dir.join("index.html"))?;
+    eprintln!(
+        "report: {}/{{report.md,index.html,readahead-POLICY-ORDER.svg}}",
+        out_dir.display()
+    );
+    if let Some(path) = &a.json {
+        write_json(
+            path,
+            &ReadaheadJson {
+                experiment: &exp.name,
+                tree,
+                scale,
+                entries: inodes,
+                runs,
+                sweet_spot: sweet,
+            },
+        )?;
+    }
+    Ok(())
+}

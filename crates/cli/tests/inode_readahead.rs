@@ -136,7 +136,14 @@ fn read_ahead_is_visible_in_the_traces() {
         assert!(r0["fio_implied_seconds"].as_f64().unwrap() > 0.0);
     }
     // A sweet spot per device and order.
-    assert_eq!(v["sweet_spot"].as_array().unwrap().len(), 4);
+    let spots = v["sweet_spot"].as_array().unwrap();
+    assert_eq!(spots.len(), 4);
+    for s in spots {
+        assert!(
+            s["within_5_percent_blks"].as_u64().unwrap() <= s["readahead_blks"].as_u64().unwrap(),
+            "{s}"
+        );
+    }
     assert!(dir
         .join("out/inode-readahead/readahead-ext4-2009-readdir.svg")
         .exists());

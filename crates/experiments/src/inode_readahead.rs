@@ -141,6 +141,8 @@ pub struct SweetSpot {
     pub order: String,
     /// The fastest setting.
     pub readahead_blks: u64,
+    /// The smallest setting within 5% of the fastest: where the curve has flattened.
+    pub within_5_percent_blks: u64,
 }
 
 #[derive(Serialize)]
@@ -338,16 +340,23 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     for (policy, _, _) in &formats {
         for d in &devices {
             for order in &spec.orders {
-                if let Some(best) = runs
+                let curve: Vec<&WalkRun> = runs
                     .iter()
                     .filter(|r| &r.policy == policy && &r.device == d && &r.order == order)
-                    .min_by(|x, y| x.seconds.total_cmp(&y.seconds))
-                {
+                    .collect();
+                if let Some(best) = curve.iter().min_by(|x, y| x.seconds.total_cmp(&y.seconds)) {
+                    let knee = curve
+                        .iter()
+                        .filter(|r| r.seconds <= best.seconds * 1.05)
+                        .map(|r| r.readahead_blks)
+                        .min()
+                        .unwrap_or(best.readahead_blks);
                     sweet.push(SweetSpot {
                         policy: policy.clone(),
                         device: d.clone(),
                         order: order.clone(),
                         readahead_blks: best.readahead_blks,
+                        within_5_percent_blks: knee,
                     });
                 }
             }
@@ -611,7 +620,12 @@ fn report(
             let spots: Vec<String> = sweet
                 .iter()
                 .filter(|s| s.policy == *p && s.order == *o)
-                .map(|s| format!("{} {}", s.device, s.readahead_blks))
+                .map(|s| {
+                    format!(
+                        "{} {} (within 5% from {})",
+                        s.device, s.readahead_blks, s.within_5_percent_blks
+                    )
+                })
                 .collect();
             h.say(&format!("sweet spot ({o}, {p}): {}\n\n", spots.join("; ")));
             md.push_str(&t.to_markdown()?);

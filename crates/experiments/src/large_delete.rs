@@ -13,6 +13,12 @@
 //! taking turns of `fragment_chunk_mib`, each turn ended by `fdatasync` (so every file system
 //! allocates each turn when it is written, and the turns interleave on disk) — the same
 //! mechanism on every file system.
+//!
+//! A file system listed in `policy_images` (ext3: today's kernel has no ext3 allocator of
+//! 2007) gets both variants from a layoutlab policy instead of the kernel's writes: the same
+//! writes as a population (contiguous: one create of the whole file; fragmented: both files
+//! created, then their turns as `NsOp::Append`s in the same order), planned by the policy,
+//! written through libext2fs into a sparse image that the kernel mounts and deletes from.
 
 use crate::ext_classes::ExtLayout;
 use crate::output::{write_json, Human};
@@ -46,10 +52,10 @@ pub struct LargeDeleteSpec {
     pub write_chunk_mib: u64,
     /// Size of each writer's turn in the fragmented variant, MiB.
     pub fragment_chunk_mib: u64,
-    /// File systems whose contiguous file is laid out by a layoutlab policy (and written
-    /// through libext2fs) instead of by today's kernel: kernel profile → policy, whose mkfs
-    /// profile has the same name (`ext3 = "ext3-2007"`: today's ext3 is the ext4 driver,
-    /// whose allocator is not 2007's).
+    /// File systems whose files (both variants) are laid out by a layoutlab policy (and
+    /// written through libext2fs) instead of by today's kernel: kernel profile → policy,
+    /// whose mkfs profile has the same name (`ext3 = "ext3-2007"`: today's ext3 is the ext4
+    /// driver, whose allocator is not 2007's).
     #[serde(default)]
     pub policy_images: std::collections::BTreeMap<String, String>,
 }
@@ -186,11 +192,7 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 resident_bytes: fs_bytes / 50 + 64 * MIB,
                 read_ahead_kb: Some(128),
             };
-            let policy = spec
-                .policy_images
-                .get(&p.name)
-                .filter(|_| variant == "contiguous")
-                .cloned();
+            let policy = spec.policy_images.get(&p.name).cloned();
             let opts = match &policy {
                 // A sparse image: its file data is never written, and the delete reads none.
                 Some(_) => KernelFsOptions {
@@ -236,9 +238,11 @@ fn one_run(
     let mut kfs = match policy {
         None => KernelFs::create(opts)?,
         Some(policy) => {
-            let image = policy_image(policy, opts.bytes, file_bytes, seed)?;
+            let population = write_population(variant, opts.bytes, file_bytes, spec);
+            let image = policy_image(policy, &population, seed)?;
             eprintln!(
-                "  laid out by the {policy} policy ({} indirect blocks), written through libext2fs",
+                "  laid out by the {policy} policy ({} ops, {} indirect blocks), written through libext2fs",
+                population.ops.len(),
                 image.1.mapping_blocks()
             );
             KernelFs::from_image(opts, &mut |path: &Path| {
@@ -341,28 +345,71 @@ fn one_run(
     })
 }
 
-/// The file `big` of `file_bytes` alone on a file system of `fs_bytes`, planned by `policy` on
-/// its mkfs profile (same name): the profile and the plan.
-fn policy_image(
-    policy: &str,
+/// What [`write_zeros`] does for `variant`, as a population on a file system of `fs_bytes`:
+/// contiguous, `big` created and written whole (its 1 MiB writes are one sequential write to
+/// an allocator that allocates at write time); fragmented, `big` and `other` created empty,
+/// then taking turns of `fragment_chunk_mib` (`big` first, the last turn shorter if the size
+/// asks), each file appended to by its writer, which keeps it open.
+pub fn write_population(
+    variant: &str,
     fs_bytes: u64,
     file_bytes: u64,
+    spec: &LargeDeleteSpec,
+) -> layoutlab_workload::Population {
+    use layoutlab_workload::NsOp;
+    let ops = if variant == "contiguous" {
+        vec![NsOp::Create {
+            path: "big".into(),
+            bytes: file_bytes,
+        }]
+    } else {
+        let turn = spec.fragment_chunk_mib * MIB;
+        let files = ["big", "other"];
+        let mut ops: Vec<NsOp> = files
+            .iter()
+            .map(|f| NsOp::Create {
+                path: f.to_string(),
+                bytes: 0,
+            })
+            .collect();
+        let mut written = 0;
+        while written < file_bytes {
+            let this_turn = turn.min(file_bytes - written);
+            ops.extend(files.iter().map(|f| NsOp::Append {
+                path: f.to_string(),
+                bytes: this_turn,
+            }));
+            written += this_turn;
+        }
+        ops
+    };
+    layoutlab_workload::Population {
+        name: format!("large-delete {variant}"),
+        fs_bytes,
+        ops,
+    }
+}
+
+/// `population` planned by `policy` on its mkfs profile (same name): the profile and the plan.
+fn policy_image(
+    policy: &str,
+    population: &layoutlab_workload::Population,
     seed: u64,
 ) -> Result<(layoutlab_layout::MkfsProfile, layoutlab_layout::Plan)> {
     let profile = layoutlab_layout::MkfsProfile::by_name(policy)?;
-    let geometry = layoutlab_layout::Geometry::new(&profile, fs_bytes)?;
-    let population = layoutlab_workload::Population {
-        name: "large-delete".into(),
-        fs_bytes,
-        ops: vec![layoutlab_workload::NsOp::Create {
-            path: "big".into(),
-            bytes: file_bytes,
-        }],
-    };
+    let geometry = layoutlab_layout::Geometry::new(&profile, population.fs_bytes)?;
     let plan = layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())?
-        .plan(&geometry, &population, seed)?;
+        .plan(&geometry, population, seed)?;
     plan.check(&geometry)
         .map_err(|e| anyhow::anyhow!("policy {policy} made an inconsistent plan: {e}"))?;
+    if let Some(short) = plan.short_files(population).first() {
+        bail!(
+            "policy {policy}: {} got {} of {} bytes (the file system is full)",
+            short.name,
+            short.planned_bytes,
+            short.requested_bytes
+        );
+    }
     Ok((profile, plan))
 }
 
@@ -522,8 +569,9 @@ fn report(
     h.say(
         "note: a file 'laid out by policy P' was planned by layoutlab's P and written through \
            libext2fs, then mounted and deleted by today's kernel (ext3 of 2007: today's ext3 is \
-           the ext4 driver in ext3 mode, whose allocator is not 2007's); 'kernel' files were \
-           written by today's kernel (ext3 fragmented included). ext4-2007 is extents without \
+           the ext4 driver in ext3 mode, whose allocator is not 2007's); for the fragmented \
+           variant P is given the same two writers taking turns (appends to open files). \
+           'kernel' files were written by today's kernel. ext4-2007 is extents without \
            flex_bg/uninit_bg on today's mballoc. Sector classes come from libext2fs (ext), xfs_db \
            (XFS) and btrfs inspect-internal (btrfs); XFS btree blocks below a root and what the \
            tools do not describe count as 'other'. The minimum read is computed for ext only.\n",
@@ -620,6 +668,82 @@ fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use layoutlab_workload::NsOp;
+
+    fn shipped_spec() -> (crate::Experiment, LargeDeleteSpec) {
+        let exp = crate::experiment::load("large-delete").unwrap();
+        let spec: LargeDeleteSpec = exp.params().unwrap();
+        (exp, spec)
+    }
+
+    /// The fragmented population is write_zeros' two writers: both files created first, then
+    /// turns of fragment_chunk_mib, big before other, the last turn what is left.
+    #[test]
+    fn the_policy_gets_the_writes_the_kernel_gets() {
+        let (_, spec) = shipped_spec();
+        let turn = spec.fragment_chunk_mib * MIB;
+        let file = 5 * turn + 3 * MIB;
+        let pop = write_population("fragmented", 1 << 30, file, &spec);
+        pop.check_tree().unwrap();
+        assert_eq!(pop.ops.len(), 2 + 2 * 6);
+        assert_eq!(
+            pop.ops[..2],
+            [
+                NsOp::Create {
+                    path: "big".into(),
+                    bytes: 0
+                },
+                NsOp::Create {
+                    path: "other".into(),
+                    bytes: 0
+                }
+            ]
+        );
+        for (k, op) in pop.ops[2..].iter().enumerate() {
+            let bytes = if k / 2 < 5 { turn } else { 3 * MIB };
+            let path = ["big", "other"][k % 2];
+            assert_eq!(
+                op,
+                &NsOp::Append {
+                    path: path.into(),
+                    bytes
+                }
+            );
+        }
+        assert_eq!(pop.file_sizes(), vec![("big", file), ("other", file)]);
+        let pop = write_population("contiguous", 1 << 30, file, &spec);
+        assert_eq!(pop.file_sizes(), vec![("big", file)]);
+        assert_eq!(pop.ops.len(), 1);
+    }
+
+    /// At the CLI test's scale (a 200 MB file) and the default one, with the shipped seed:
+    /// ext3-2007's answer to the two writers is `big` of the same size, broken by the other
+    /// file's blocks about once a turn on top of its indirect blocks.
+    #[test]
+    fn ext3_2007_fragments_the_interleaved_file() {
+        let (exp, spec) = shipped_spec();
+        for scale in [0.002, spec.default_scale] {
+            let chunk = spec.write_chunk_mib * MIB;
+            let file = ((spec.file_gb * 1e9 * scale) as u64 / chunk).max(1) * chunk;
+            let fs = ((file as f64 * spec.fs_per_file) as u64).max(512 * MIB) / MIB * MIB;
+            let frags = |variant: &str| {
+                let pop = write_population(variant, fs, file, &spec);
+                let (_, plan) = policy_image("ext3-2007", &pop, exp.seed).unwrap();
+                let big = plan.inodes.iter().find(|i| i.name == "big").unwrap();
+                assert_eq!(big.size_bytes, file);
+                big.fragments()
+            };
+            let (alone, interleaved) = (frags("contiguous"), frags("fragmented"));
+            eprintln!("scale {scale}: {alone} fragments alone, {interleaved} interleaved");
+            // Alone, ext3's fragments are its inline indirect blocks (one per 4 MiB); the
+            // other writer's blocks break the file at least once more every other turn.
+            let turns = file.div_ceil(spec.fragment_chunk_mib * MIB);
+            assert!(
+                interleaved >= alone + turns / 2,
+                "scale {scale}: {alone} alone, {interleaved} interleaved in {turns} turns"
+            );
+        }
+    }
 
     #[test]
     fn fragments_count_physical_discontinuities_as_filefrag() {

@@ -2,7 +2,7 @@
 
 use crate::geometry::Geometry;
 use crate::mapping::{required_mapping, MapFormat};
-use layoutlab_workload::{NsOp, Population};
+use layoutlab_workload::Population;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
@@ -276,8 +276,8 @@ impl Plan {
         out
     }
 
-    /// Files whose planned size is below the size the population asked for, matched by
-    /// path; a file the plan does not hold at all (its create failed with ENOSPC) is listed
+    /// Files whose planned size is below the size the population asked for (its create and
+    /// every append to it), matched by path; a file the plan does not hold at all (its create failed with ENOSPC) is listed
     /// with `ino` 0 and 0 bytes.
     pub fn short_files(&self, pop: &Population) -> Vec<ShortFile> {
         let index: std::collections::HashMap<u32, usize> = self
@@ -302,23 +302,19 @@ impl Plan {
             .filter(|&i| self.inodes[i].kind == InodeKind::File)
             .map(|i| (path_of(i), i))
             .collect();
-        pop.ops
-            .iter()
-            .filter_map(|op| match op {
-                NsOp::Create { path, bytes } => Some((path, *bytes)),
-                _ => None,
-            })
-            .filter_map(|(path, requested)| match planned.get(path.as_str()) {
+        pop.file_sizes()
+            .into_iter()
+            .filter_map(|(path, requested)| match planned.get(path) {
                 Some(&i) if self.inodes[i].size_bytes >= requested => None,
                 Some(&i) => Some(ShortFile {
                     ino: self.inodes[i].ino,
-                    name: path.clone(),
+                    name: path.to_string(),
                     requested_bytes: requested,
                     planned_bytes: self.inodes[i].size_bytes,
                 }),
                 None => Some(ShortFile {
                     ino: 0,
-                    name: path.clone(),
+                    name: path.to_string(),
                     requested_bytes: requested,
                     planned_bytes: 0,
                 }),

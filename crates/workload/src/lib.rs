@@ -1,7 +1,7 @@
 //! Workloads: what a file system holds and how it got there.
 //!
 //! This crate owns [`Population`] (namespace operations in the order they happen: mkdir,
-//! create with a size, ...), the named populations (`bench5`, `ubuntu-32g`; TOML ones under `populations/`) and their scaling. It knows
+//! create with a size, append to a file, ...), the named populations (`bench5`, `ubuntu-32g`; TOML ones under `populations/`) and their scaling. It knows
 //! nothing of where blocks go (that is `layoutlab-layout`) and writes nothing to disk.
 //!
 //! ```
@@ -20,8 +20,23 @@ pub mod populations;
 pub enum NsOp {
     /// Make a directory.
     Mkdir { path: String },
-    /// Create a regular file and write `bytes` to it sequentially, then close it.
+    /// Create a regular file and write `bytes` to it sequentially. The writer keeps the file
+    /// open while later [`NsOp::Append`]s write to it and closes it after the file's last
+    /// write (at once when no append follows).
     Create { path: String, bytes: u64 },
+    /// Write `bytes` more at the end of the existing regular file `path` (made by an earlier
+    /// [`NsOp::Create`], or a hard link to one), as write(2) on a descriptor opened with
+    /// O_APPEND: the size grows by `bytes`, filling the last partial block first.
+    ///
+    /// The writer is the one that created the file, which has kept it open since: what a
+    /// file system keeps per open file between writes (ext3's reservation window, its goal
+    /// of "last allocated block + 1") carries over from the file's previous write. Between
+    /// two appends of one file any other operations may run — two `Append` streams taking
+    /// turns are two writers interleaving. Anything done between the writes that does not
+    /// change the namespace (fsync, fdatasync) is not an operation: a policy whose file
+    /// system allocates at write time is not affected by it, and one that delays
+    /// allocation must say what it assumes.
+    Append { path: String, bytes: u64 },
     /// Make a symbolic link `path` whose target is the text `target` (symlink(2): the
     /// target need not exist).
     Symlink { path: String, target: String },
@@ -38,11 +53,12 @@ pub enum NsOp {
 }
 
 impl NsOp {
-    /// The path the operation makes.
+    /// The path the operation makes (for [`NsOp::Append`]: the file it writes to).
     pub fn path(&self) -> &str {
         match self {
             NsOp::Mkdir { path }
             | NsOp::Create { path, .. }
+            | NsOp::Append { path, .. }
             | NsOp::Symlink { path, .. }
             | NsOp::Link { path, .. }
             | NsOp::Mknod { path, .. } => path,
@@ -54,6 +70,7 @@ impl NsOp {
         match self {
             NsOp::Mkdir { .. } => "mkdir",
             NsOp::Create { .. } => "create",
+            NsOp::Append { .. } => "append",
             NsOp::Symlink { .. } => "symlink",
             NsOp::Link { .. } => "link",
             NsOp::Mknod { .. } => "mknod",
@@ -251,6 +268,10 @@ impl Population {
                     path: path.clone(),
                     bytes: shrink(*bytes),
                 },
+                NsOp::Append { path, bytes } => NsOp::Append {
+                    path: path.clone(),
+                    bytes: shrink(*bytes),
+                },
                 other => other.clone(),
             })
             .collect();
@@ -261,15 +282,44 @@ impl Population {
         })
     }
 
-    /// Total bytes of regular-file data the population writes.
+    /// Total bytes of regular-file data the population writes (creates and appends).
     pub fn file_bytes(&self) -> u64 {
         self.ops
             .iter()
             .map(|op| match op {
-                NsOp::Create { bytes, .. } => *bytes,
+                NsOp::Create { bytes, .. } | NsOp::Append { bytes, .. } => *bytes,
                 _ => 0,
             })
             .sum()
+    }
+
+    /// Each regular file's final size once every operation is done, in creation order, named
+    /// by the path of its [`NsOp::Create`]; appends through a hard link count for the file it
+    /// names. Operations [`Population::check_tree`] would refuse are skipped.
+    pub fn file_sizes(&self) -> Vec<(&str, u64)> {
+        let mut files: Vec<(&str, u64)> = Vec::new();
+        // every name of a regular file -> its index in `files`
+        let mut by_name: std::collections::HashMap<&str, usize> = Default::default();
+        for op in &self.ops {
+            match op {
+                NsOp::Create { path, bytes } => {
+                    by_name.insert(path, files.len());
+                    files.push((path, *bytes));
+                }
+                NsOp::Append { path, bytes } => {
+                    if let Some(&i) = by_name.get(path.as_str()) {
+                        files[i].1 += bytes;
+                    }
+                }
+                NsOp::Link { path, target } => {
+                    if let Some(&i) = by_name.get(target.as_str()) {
+                        by_name.insert(path, i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        files
     }
 
     /// Counts by kind, data volume, depth and the size histogram (what `layoutlab workload
@@ -286,17 +336,8 @@ impl Population {
             st.max_depth = st.max_depth.max(depth);
             match op {
                 NsOp::Mkdir { .. } => st.directories += 1,
-                NsOp::Create { bytes, .. } => {
-                    st.regular_files += 1;
-                    st.file_bytes += bytes;
-                    st.data_blocks += bytes.div_ceil(4096);
-                    if *bytes >= 2 << 30 {
-                        st.large_files += 1;
-                    }
-                    // power-of-two buckets: "< 2^k bytes"
-                    let bucket = 64 - bytes.leading_zeros();
-                    *hist.entry(bucket).or_insert(0u64) += 1;
-                }
+                // sizes once every append is done: below
+                NsOp::Create { .. } | NsOp::Append { .. } => {}
                 NsOp::Symlink { target, .. } => {
                     st.symlinks += 1;
                     if target.len() <= 59 {
@@ -313,6 +354,17 @@ impl Population {
                     NodeKind::Socket => st.sockets += 1,
                 },
             }
+        }
+        for (_, bytes) in self.file_sizes() {
+            st.regular_files += 1;
+            st.file_bytes += bytes;
+            st.data_blocks += bytes.div_ceil(4096);
+            if bytes >= 2 << 30 {
+                st.large_files += 1;
+            }
+            // power-of-two buckets: "< 2^k bytes"
+            let bucket = 64 - bytes.leading_zeros();
+            *hist.entry(bucket).or_insert(0u64) += 1;
         }
         st.inodes_used = 9
             + st.directories
@@ -338,12 +390,13 @@ impl Population {
 
     /// Checks that every operation can be done in order: a valid name, a parent directory
     /// made earlier, no name made twice, a hard link naming an existing non-directory, a
-    /// symlink target of 1..=4095 bytes without NUL. Returns the first impossible operation
-    /// as [`Error::BadTree`], naming it and why.
+    /// symlink target of 1..=4095 bytes without NUL, an append naming an existing regular
+    /// file. Returns the first impossible operation as [`Error::BadTree`], naming it and why.
     pub fn check_tree(&self) -> Result<(), Error> {
         #[derive(Clone, Copy, PartialEq)]
         enum Made {
             Dir,
+            File,
             Other,
         }
         let mut made: std::collections::HashMap<&str, Made> = std::collections::HashMap::new();
@@ -356,6 +409,21 @@ impl Population {
                 path: path.to_string(),
                 reason,
             };
+            if let NsOp::Append { .. } = op {
+                match made.get(path) {
+                    Some(Made::File) => continue,
+                    Some(_) => {
+                        return Err(bad(
+                            "not a regular file (only a created file, or a hard link to one, can be appended to)".into(),
+                        ))
+                    }
+                    None => {
+                        return Err(bad(
+                            "the file does not exist (create it with an earlier create)".into(),
+                        ))
+                    }
+                }
+            }
             let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
             if name.is_empty()
                 || name.len() > 255
@@ -369,9 +437,7 @@ impl Population {
             }
             match made.get(parent) {
                 Some(Made::Dir) => {}
-                Some(Made::Other) => {
-                    return Err(bad(format!("parent '{parent}' is not a directory")))
-                }
+                Some(_) => return Err(bad(format!("parent '{parent}' is not a directory"))),
                 None => {
                     return Err(bad(format!(
                         "parent directory '{parent}' does not exist (make it with an earlier mkdir)"
@@ -381,7 +447,7 @@ impl Population {
             if made.contains_key(path) {
                 return Err(bad("the path already exists".into()));
             }
-            match op {
+            let kind = match op {
                 NsOp::Link { target, .. } => match made.get(target.as_str()) {
                     None => {
                         return Err(bad(format!(
@@ -393,7 +459,7 @@ impl Population {
                             "hard link target '{target}' is a directory (directories cannot be hard-linked)"
                         )))
                     }
-                    Some(Made::Other) => {}
+                    Some(&kind) => kind,
                 },
                 NsOp::Symlink { target, .. }
                     if target.is_empty()
@@ -405,12 +471,9 @@ impl Population {
                         target.len()
                     )));
                 }
-                _ => {}
-            }
-            let kind = if matches!(op, NsOp::Mkdir { .. }) {
-                Made::Dir
-            } else {
-                Made::Other
+                NsOp::Mkdir { .. } => Made::Dir,
+                NsOp::Create { .. } => Made::File,
+                _ => Made::Other,
             };
             made.insert(path, kind);
         }
@@ -526,6 +589,110 @@ mod tests {
         .check_tree()
         .unwrap_err();
         assert!(e.to_string().contains("symlink target of 0 bytes"), "{e}");
+    }
+
+    #[test]
+    fn appends_grow_the_file_they_name() {
+        let cr = |p: &str, b: u64| NsOp::Create {
+            path: p.into(),
+            bytes: b,
+        };
+        let ap = |p: &str, b: u64| NsOp::Append {
+            path: p.into(),
+            bytes: b,
+        };
+        let pop = Population {
+            name: "t".into(),
+            fs_bytes: 1 << 30,
+            ops: vec![
+                NsOp::Mkdir { path: "d".into() },
+                cr("d/a", 0),
+                cr("b", 5000),
+                ap("d/a", 8 << 20),
+                ap("b", 3 << 30),
+                NsOp::Link {
+                    path: "a2".into(),
+                    target: "d/a".into(),
+                },
+                ap("a2", 1),
+                ap("d/a", 10),
+            ],
+        };
+        pop.check_tree().unwrap();
+        // through the hard link too, and once per file
+        assert_eq!(
+            pop.file_sizes(),
+            vec![("d/a", (8 << 20) + 11), ("b", 5000 + (3 << 30))]
+        );
+        assert_eq!(pop.file_bytes(), (8 << 20) + 11 + 5000 + (3 << 30));
+        let st = pop.stats();
+        assert_eq!((st.regular_files, st.large_files), (2, 1));
+        assert_eq!(st.file_bytes, pop.file_bytes());
+        assert_eq!(st.data_blocks, 2049 + (5000 + (3u64 << 30)).div_ceil(4096));
+        assert_eq!(st.inodes_used, 9 + 3 + 2);
+        // scaling shrinks appends as it shrinks creates
+        let half = pop.scale(0.5).unwrap();
+        assert_eq!(half.ops[3], ap("d/a", 4 << 20));
+        assert_eq!(
+            half.file_bytes(),
+            pop.ops
+                .iter()
+                .map(|op| match op {
+                    NsOp::Create { bytes, .. } | NsOp::Append { bytes, .. } =>
+                        ((*bytes as f64 * 0.5) as u64).max(u64::from(*bytes > 0)),
+                    _ => 0,
+                })
+                .sum::<u64>()
+        );
+        // appends to what is not a regular file are refused, naming the operation
+        let bad = |ops: Vec<NsOp>| {
+            Population {
+                name: "t".into(),
+                fs_bytes: 1 << 30,
+                ops,
+            }
+            .check_tree()
+            .unwrap_err()
+            .to_string()
+        };
+        let e = bad(vec![ap("nope", 1)]);
+        assert!(
+            e.contains("ops[0] (append 'nope')") && e.contains("does not exist"),
+            "{e}"
+        );
+        let e = bad(vec![NsOp::Mkdir { path: "d".into() }, ap("d", 1)]);
+        assert!(e.contains("not a regular file"), "{e}");
+        let e = bad(vec![
+            NsOp::Symlink {
+                path: "s".into(),
+                target: "f".into(),
+            },
+            ap("s", 1),
+        ]);
+        assert!(
+            e.contains("ops[1]") && e.contains("not a regular file"),
+            "{e}"
+        );
+        let e = bad(vec![
+            NsOp::Mknod {
+                path: "n".into(),
+                node: NodeKind::Fifo,
+                major: 0,
+                minor: 0,
+            },
+            NsOp::Link {
+                path: "n2".into(),
+                target: "n".into(),
+            },
+            ap("n2", 1),
+        ]);
+        assert!(
+            e.contains("ops[2]") && e.contains("not a regular file"),
+            "{e}"
+        );
+        // an append makes no name: a create of the same path after it still clashes
+        let e = bad(vec![cr("f", 1), ap("f", 1), cr("f", 1)]);
+        assert!(e.contains("ops[2]") && e.contains("already exists"), "{e}");
     }
 
     #[test]

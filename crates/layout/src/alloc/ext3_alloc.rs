@@ -2,16 +2,22 @@
 //! free-space map: `ext3_new_blocks()` with per-inode reservation windows, goal search,
 //! and the near-goal / free-byte / free-bit search order of `find_next_usable_block()`.
 //!
-//! Single writer: the only reservation windows in the file system's tree are the dummy
-//! head window at block 0 (`ext3_fill_super()` inserts it) and the writing inode's own
-//! window — files are written one after another and a window is discarded when its file
-//! is closed (`ext3_discard_reservation()` from `ext3_release_file()`).
+//! The file system's reservation tree (`s_rsv_window_root`) holds the dummy head window at
+//! block 0 (`ext3_fill_super()` inserts it), the window of the inode being written (the
+//! [`Rsv`] passed to [`Ext3Alloc::new_blocks`]) and the *parked* windows of other files
+//! still open for writing between two of their writes ([`Ext3Alloc::park_window`]): a new
+//! window is searched around all of them (`find_next_reservable_window()`) and a window
+//! grows only up to the next one (`try_to_extend_reservation()`). A file's window leaves
+//! the tree when the file is closed (`ext3_discard_reservation()` from
+//! `ext3_release_file()`): a writer that closes simply does not park it. With one file
+//! written at a time nothing is parked and the tree is the head and one window.
 //!
 //! A policy may declare a *hole* per group that data allocation must skip (the metacluster
 //! policy does); the hole's blocks stay free in the bitmap and in the group free counts, as
 //! they do on disk, so every decision based on counts is unchanged.
 
 use crate::alloc::FreeMap;
+use std::collections::BTreeMap;
 
 /// `EXT3_DEFAULT_RESERVE_BLOCKS` (include/linux/ext3_fs.h, 2.6.23).
 pub const DEFAULT_RESERVE_BLOCKS: u64 = 8;
@@ -64,6 +70,15 @@ pub struct Ext3Alloc {
     pub map: FreeMap,
     /// Per group: absolute `[start, end)` data allocation must skip (empty: none).
     holes: Vec<(u64, u64)>,
+    /// Windows of the other files open for writing: first block -> last block (inclusive).
+    parked: BTreeMap<u64, u64>,
+}
+
+/// A window of the reservation tree (absolute, inclusive bounds).
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    start: u64,
+    end: u64,
 }
 
 impl Ext3Alloc {
@@ -73,7 +88,37 @@ impl Ext3Alloc {
         Ext3Alloc {
             map,
             holes: vec![(0, 0); groups],
+            parked: BTreeMap::new(),
         }
+    }
+
+    /// Puts the window of a file whose writer pauses (keeping the file open) into the
+    /// reservation tree, where other files' allocations see it; nothing for an empty one.
+    /// Call [`Ext3Alloc::unpark_window`] before the file is written again.
+    pub fn park_window(&mut self, rsv: &Rsv) {
+        if rsv.empty {
+            return;
+        }
+        debug_assert!(
+            !matches!(self.parked.range(..=rsv.end).next_back(), Some((_, &e)) if e >= rsv.start),
+            "window {}..={} overlaps a parked one",
+            rsv.start,
+            rsv.end
+        );
+        self.parked.insert(rsv.start, rsv.end);
+    }
+
+    /// Takes a parked window out of the tree again: its file is about to be written, and
+    /// its window is the [`Rsv`] passed to [`Ext3Alloc::new_blocks`] from now on.
+    pub fn unpark_window(&mut self, rsv: &Rsv) {
+        if !rsv.empty {
+            self.parked.remove(&rsv.start);
+        }
+    }
+
+    /// Parked windows (first block, last block), in block order.
+    pub fn parked_windows(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.parked.iter().map(|(&s, &e)| (s, e))
     }
 
     /// Declares the hole of `group` (absolute `[start, end)`).
@@ -222,10 +267,14 @@ impl Ext3Alloc {
                     grp_goal = None;
                 }
             } else if let Some(g) = grp_goal {
-                // try_to_extend_reservation(): no window follows ours, so it always grows.
+                // try_to_extend_reservation(): grow by what is missing, up to the next window.
                 let curr = r.end as i64 - (g + first) as i64 + 1;
                 if curr < *count as i64 {
-                    r.end += (*count as i64 - curr) as u64;
+                    let size = (*count as i64 - curr) as u64;
+                    match self.parked.range(r.start + 1..).next() {
+                        Some((&next, _)) if next - r.end - 1 < size => r.end = next - 1,
+                        _ => r.end += size,
+                    }
                 }
             }
             match self.try_to_allocate(group, grp_goal, &mut num, Some((r.start, r.end))) {
@@ -242,8 +291,41 @@ impl Ext3Alloc {
         }
     }
 
-    /// `alloc_new_reservation()` with `find_next_reservable_window()` over the two-window
-    /// tree (dummy head at 0, ours).
+    /// `search_reserve_window()`: the window of the tree holding `block`, or the last one
+    /// before it (the dummy head at 0 when no other is).
+    fn window_at_or_before(&self, block: u64, r: &Rsv) -> Window {
+        let mut w = Window { start: 0, end: 0 };
+        if let Some((&start, &end)) = self.parked.range(..=block).next_back() {
+            w = Window { start, end };
+        }
+        if !r.empty && r.start <= block && r.start >= w.start {
+            w = Window {
+                start: r.start,
+                end: r.end,
+            };
+        }
+        w
+    }
+
+    /// `rb_next()`: the window of the tree that follows the one starting at `start`.
+    fn window_after(&self, start: u64, r: &Rsv) -> Option<Window> {
+        let parked = self
+            .parked
+            .range(start + 1..)
+            .next()
+            .map(|(&start, &end)| Window { start, end });
+        let mine = (!r.empty && r.start > start).then_some(Window {
+            start: r.start,
+            end: r.end,
+        });
+        match (parked, mine) {
+            (Some(p), Some(m)) => Some(if p.start < m.start { p } else { m }),
+            (p, m) => p.or(m),
+        }
+    }
+
+    /// `alloc_new_reservation()` with `find_next_reservable_window()` over the tree (dummy
+    /// head at 0, the parked windows, ours).
     fn alloc_new_reservation(&mut self, r: &mut Rsv, grp_goal: Option<u64>, group: u64) -> bool {
         let first = self.map.group_first(group);
         let group_end_block = first + self.bpg() - 1;
@@ -261,26 +343,23 @@ impl Ext3Alloc {
                 r.goal_size = size;
             }
         }
-        // search_reserve_window(): the window holding start_block, or the one before it.
-        let mut head_is_ours = !r.empty && r.start <= start_block;
+        let mut head = self.window_at_or_before(start_block, r);
         loop {
+            // find_next_reservable_window(): walk the windows from `head` until the gap
+            // after one holds `size` blocks from `cur` (or no window follows).
             let mut cur = start_block;
-            let head_end = if head_is_ours { r.end } else { 0 };
-            if cur <= head_end {
-                cur = head_end + 1;
-            }
-            if cur > group_end_block {
-                r.empty = true;
-                return false;
-            }
-            if !head_is_ours && !r.empty && cur + size > r.start {
-                // Not enough room before our own window: the search walks past it.
-                if cur <= r.end {
-                    cur = r.end + 1;
+            let mut w = head;
+            loop {
+                if cur <= w.end {
+                    cur = w.end + 1;
                 }
                 if cur > group_end_block {
                     r.empty = true;
                     return false;
+                }
+                match self.window_after(w.start, r) {
+                    Some(next) if cur + size > next.start => w = next,
+                    _ => break,
                 }
             }
             r.start = cur;
@@ -295,8 +374,12 @@ impl Ext3Alloc {
                 }
                 Some(b) if b <= r.end => return true,
                 Some(b) => {
+                    // search again from the free block, the walk starting at our window
                     start_block = b;
-                    head_is_ours = true;
+                    head = Window {
+                        start: r.start,
+                        end: r.end,
+                    };
                 }
             }
         }

@@ -1,12 +1,13 @@
 //! The ext3 (2.6.23) path from a namespace operation to allocations, shared by the ext3
 //! policies: inode placement (fs/ext3/ialloc.c), the root directory's growth
 //! (fs/ext3/namei.c), the first block's goal (fs/ext3/inode.c `ext3_find_near()`) and the
-//! sequential write ([`write_file`]). A policy supplies the free map (with any holes) and
-//! where indirect blocks go.
+//! sequential writes of a file, at once or in appends while the writer keeps it open
+//! ([`FileWriter`]). A policy supplies the free map (with any holes) and where indirect
+//! blocks go.
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
 use crate::alloc::ialloc::InodeMap;
-use crate::alloc::writer::{alloc_branch, mapping_needed_at, write_file, IndirectPlacer};
+use crate::alloc::writer::{alloc_branch, mapping_needed_at, FileWriter, IndirectPlacer};
 use crate::geometry::{addr_per_block, Geometry};
 use crate::mapping::MapFormat;
 use crate::plan::{
@@ -190,6 +191,78 @@ fn grow_dir(
     Some(())
 }
 
+/// A regular file open for writing: its writer and its size in bytes so far.
+struct OpenFile {
+    writer: FileWriter,
+    size: u64,
+}
+
+impl OpenFile {
+    /// write(2) of `bytes` at the end of the file: the blocks its new size needs beyond those
+    /// it has. On ENOSPC the file ends at its last whole block written.
+    fn write(
+        &mut self,
+        alloc: &mut Ext3Alloc,
+        placer: &mut dyn IndirectPlacer,
+        bytes: u64,
+        bs: u64,
+    ) {
+        let size = self.size + bytes;
+        let blocks = size.div_ceil(bs);
+        let have = self.writer.out.blocks_written;
+        self.writer
+            .write(alloc, placer, blocks.saturating_sub(have));
+        self.size = if self.writer.out.blocks_written >= blocks {
+            size
+        } else {
+            self.writer.out.blocks_written * bs
+        };
+    }
+
+    /// close(2): the file's blocks and size go into its planned inode (its window is dropped
+    /// with the writer: `ext3_release_file()` discards it).
+    fn close_into(self, node: &mut PlannedInode) {
+        node.size_bytes = self.size;
+        node.data = self.writer.out.data;
+        node.mapping = self.writer.out.mapping;
+    }
+}
+
+/// The regular files a population writes: for every operation, the file it writes (a
+/// create or an append, under any of the file's names; numbered in creation order) and
+/// whether it is that file's last write, after which the writer closes it. `pop` passed
+/// `check_tree()`.
+fn file_writes(pop: &Population) -> (Vec<Option<usize>>, Vec<bool>) {
+    let mut file_of: HashMap<&str, usize> = HashMap::new();
+    let mut writes = vec![None; pop.ops.len()];
+    let mut last: Vec<usize> = Vec::new();
+    for (i, op) in pop.ops.iter().enumerate() {
+        match op {
+            NsOp::Create { path, .. } => {
+                file_of.insert(path, last.len());
+                writes[i] = Some(last.len());
+                last.push(i);
+            }
+            NsOp::Append { path, .. } => {
+                let f = file_of[path.as_str()];
+                writes[i] = Some(f);
+                last[f] = i;
+            }
+            NsOp::Link { path, target } => {
+                if let Some(&f) = file_of.get(target.as_str()) {
+                    file_of.insert(path, f);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut closes = vec![false; pop.ops.len()];
+    for i in last {
+        closes[i] = true;
+    }
+    (writes, closes)
+}
+
 /// A directory being built: where it is in the output and how full it is.
 struct DirState {
     index: usize,
@@ -204,6 +277,16 @@ struct DirState {
 /// blocks_per_group / 16` into the inode's group): pids start at a seeded value and grow by
 /// 1-4 per operation, as a shell loop forking one process per operation makes them. The
 /// random start of Orlov's scan for top-level directories comes from the same seed.
+///
+/// A file written by a create and later appends ([`NsOp::Append`]) is written by the process
+/// that created it, which keeps it open until its last write: between its writes the file
+/// keeps its reservation window in the file system's tree (other files' windows go around
+/// it), its window's size (doubling while more than half of a window was used) and its goal
+/// "last allocated block + 1" (`ext3_find_goal()`); after its last write it is closed and
+/// its window discarded (`ext3_release_file()`). fsync/fdatasync between writes change
+/// nothing here: ext3 allocates when a page is prepared for writing (`ext3_prepare_write()`
+/// → `block_prepare_write()` → `ext3_get_block()`), and `ext3_sync_file()` only writes
+/// and commits what is already allocated.
 pub fn plan_ext3(
     policy: &str,
     geo: &Geometry,
@@ -247,8 +330,32 @@ pub fn plan_ext3(
     let mut others: HashMap<&str, usize> = HashMap::new();
     let mut links: Vec<HardLink> = Vec::new();
     let mut failed: HashSet<&str> = HashSet::new();
-    for op in &pop.ops {
+    let (writes, closes) = file_writes(pop);
+    // regular files open for writing (by file number): their index in `out` and writer
+    let mut open: HashMap<usize, (usize, OpenFile)> = HashMap::new();
+    for (op_index, op) in pop.ops.iter().enumerate() {
         let path = op.path();
+        if let NsOp::Append { bytes, .. } = op {
+            // Not open: its create failed (ENOSPC), and so does every write to it.
+            let file_no = writes[op_index].expect("an append writes a file");
+            let Some((index, mut file)) = open.remove(&file_no) else {
+                continue;
+            };
+            // Through a name that could not be made (ENOSPC) the write fails; the writer
+            // still closes the file after its last one.
+            if !failed.contains(path) {
+                alloc.unpark_window(&file.writer.rsv);
+                file.write(&mut alloc, placer, *bytes, bs);
+                alloc.park_window(&file.writer.rsv);
+            }
+            if closes[op_index] {
+                alloc.unpark_window(&file.writer.rsv);
+                file.close_into(&mut out[index]);
+            } else {
+                open.insert(file_no, (index, file));
+            }
+            continue;
+        }
         let (parent_path, name) = path.rsplit_once('/').unwrap_or(("", path));
         if failed.contains(parent_path) {
             // Its directory could not be made (ENOSPC): the operation fails too.
@@ -358,22 +465,11 @@ pub fn plan_ext3(
                     ..Default::default()
                 }
             }
-            NsOp::Create { bytes, .. } => {
-                let want = bytes.div_ceil(bs);
-                let written = write_file(&mut alloc, placer, goal, want, addr);
-                let size_bytes = if written.blocks_written == want {
-                    *bytes
-                } else {
-                    written.blocks_written * bs
-                };
-                PlannedInode {
-                    kind: InodeKind::File,
-                    size_bytes,
-                    data: written.data,
-                    mapping: written.mapping,
-                    ..Default::default()
-                }
-            }
+            // its data is written below, once the inode is in `out`
+            NsOp::Create { .. } => PlannedInode {
+                kind: InodeKind::File,
+                ..Default::default()
+            },
             NsOp::Symlink { target, .. } => PlannedInode {
                 kind: InodeKind::Symlink,
                 size_bytes: target.len() as u64,
@@ -401,7 +497,7 @@ pub fn plan_ext3(
                 },
                 ..Default::default()
             },
-            NsOp::Link { .. } => unreachable!("handled above"),
+            NsOp::Link { .. } | NsOp::Append { .. } => unreachable!("handled above"),
         };
         if !is_dir {
             others.insert(path, out.len());
@@ -413,7 +509,23 @@ pub fn plan_ext3(
             format: MapFormat::Blocks,
             ..node
         });
+        if let NsOp::Create { bytes, .. } = op {
+            let index = out.len() - 1;
+            let mut file = OpenFile {
+                writer: FileWriter::new(goal, addr),
+                size: 0,
+            };
+            file.write(&mut alloc, placer, *bytes, bs);
+            if closes[op_index] {
+                file.close_into(&mut out[index]);
+            } else {
+                alloc.park_window(&file.writer.rsv);
+                let file_no = writes[op_index].expect("a create writes a file");
+                open.insert(file_no, (index, file));
+            }
+        }
     }
+    debug_assert!(open.is_empty(), "every file is closed after its last write");
     Ok(Plan {
         policy: policy.to_string(),
         inodes: out,

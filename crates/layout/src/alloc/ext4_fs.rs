@@ -88,6 +88,21 @@ pub fn plan_ext4(
     }
     pop.check_tree()
         .map_err(|e| LayoutError::BadPopulation(e.to_string()))?;
+    // Appends would need a model of when ext4 allocates (delayed allocation at writeback,
+    // mballoc's per-inode preallocation kept between writes): not built yet.
+    if let Some((i, op)) = pop
+        .ops
+        .iter()
+        .enumerate()
+        .find(|(_, op)| matches!(op, NsOp::Append { .. }))
+    {
+        return Err(LayoutError::Unsupported(format!(
+            "policy {policy} does not model appends (ops[{i}]: append '{}'): it has no model yet of \
+             when ext4 allocates an appended file's blocks (delayed allocation, mballoc's \
+             per-inode preallocation); the ext3 policies (ext3-2007, ext3-metacluster) do",
+            op.path()
+        )));
+    }
     let bs = u64::from(geo.block_size_bytes);
     let flex = geo.flex_bg_size.max(1);
     let groups = geo.group_count();
@@ -297,6 +312,7 @@ pub fn plan_ext4(
                 }
             }
             NsOp::Link { .. } => unreachable!("handled above"),
+            NsOp::Append { .. } => unreachable!("refused above"),
         }
         if !is_dir {
             others.insert(path, out.len());

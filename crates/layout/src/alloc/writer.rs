@@ -1,4 +1,5 @@
-//! Writing one regular file sequentially through the 2.6.23 ext3 block-mapping path
+//! Writing one regular file sequentially — at once, or in several appends by a writer that
+//! keeps it open ([`FileWriter`]) — through the 2.6.23 ext3 block-mapping path
 //! (fs/ext3/inode.c): one `ext3_get_blocks_handle()` call per 4 KiB page — a buffered
 //! write maps each page with `block_prepare_write()` → `ext3_get_block()`, one block at a
 //! time — whose goal comes from `ext3_find_goal()`, and which allocates any missing indirect
@@ -85,7 +86,9 @@ pub fn write_file(
     blocks: u64,
     addr: u64,
 ) -> FileOutcome {
-    write_file_with(alloc, placer, first_goal, blocks, addr, true)
+    let mut w = FileWriter::new(first_goal, addr);
+    w.write(alloc, placer, blocks);
+    w.out
 }
 
 /// [`write_file`] with every block through [`Ext3Alloc::new_blocks`] (no runs): the
@@ -97,84 +100,148 @@ pub fn write_file_per_block(
     blocks: u64,
     addr: u64,
 ) -> FileOutcome {
-    write_file_with(alloc, placer, first_goal, blocks, addr, false)
+    let mut w = FileWriter::new(first_goal, addr);
+    w.write_with(alloc, placer, blocks, false);
+    w.out
 }
 
-fn write_file_with(
-    alloc: &mut Ext3Alloc,
-    placer: &mut dyn IndirectPlacer,
+/// A regular file open for writing: what 2.6.23 keeps per inode between two writes
+/// (`struct ext3_block_alloc_info`: the reservation window and the last allocated
+/// logical/physical block that `ext3_find_goal()` continues from) and what was written so
+/// far. Each [`FileWriter::write`] appends at the end of the file.
+///
+/// While the writer is idle and the file stays open, its window stays in the file system's
+/// reservation tree: [`Ext3Alloc::park_window`] it, and [`Ext3Alloc::unpark_window`] it
+/// before the next write. Closing the file discards the window (`ext3_release_file()`):
+/// just do not park it.
+#[derive(Clone, Debug)]
+pub struct FileWriter {
+    /// The inode's reservation window (`rsv_window_node`).
+    pub rsv: Rsv,
+    /// `last_alloc_physical_block`: the last data block allocated (None: none yet).
+    last_phys: Option<u64>,
+    /// `ext3_find_near()` for the empty inode: the first block's goal.
     first_goal: u64,
-    blocks: u64,
+    /// Block addresses per indirect block.
     addr: u64,
-    runs: bool,
-) -> FileOutcome {
-    let mut out = FileOutcome::default();
-    let mut rsv = Rsv::new();
-    let mut last_phys: Option<u64> = None;
-    let mut l = 0;
-    while l < blocks {
-        // ext3_find_goal(): sequential heuristic (last allocated logical + 1), else
-        // ext3_find_near() which, for the first block, is the caller's coloured goal.
-        let goal = last_phys.map_or(first_goal, |p| p + 1);
-        let need = mapping_needed_at(l, addr);
-        if need.is_empty() {
-            if runs
-                && rsv.contains(goal)
-                && goal < alloc.map.blocks_count()
-                && alloc.allocatable(goal)
-            {
-                let group_end = alloc.map.group_end(alloc.map.group_of(goal));
-                let want = next_mapping_event(l, addr).min(blocks) - l;
-                let limit = (rsv.end + 1).min(group_end).min(goal + want);
-                let stop = alloc.next_unallocatable(goal, limit);
-                let n = stop - goal;
-                alloc.map.mark_used(goal, n);
-                rsv.hit += n;
-                push_run(&mut out.data, l, goal, n);
-                l += n;
-                last_phys = Some(stop - 1);
+    /// Data runs and mapping blocks so far; `blocks_written` is the file's length in blocks.
+    pub out: FileOutcome,
+}
+
+impl FileWriter {
+    /// A new, empty regular file whose first block's goal is `first_goal`, on a file system
+    /// of `addr` block addresses per indirect block.
+    pub fn new(first_goal: u64, addr: u64) -> FileWriter {
+        FileWriter {
+            rsv: Rsv::new(),
+            last_phys: None,
+            first_goal,
+            addr,
+            out: FileOutcome::default(),
+        }
+    }
+
+    /// Appends `blocks` data blocks at the end of the file; returns how many were written
+    /// (fewer on ENOSPC, after which the file ends there).
+    pub fn write(
+        &mut self,
+        alloc: &mut Ext3Alloc,
+        placer: &mut dyn IndirectPlacer,
+        blocks: u64,
+    ) -> u64 {
+        self.write_with(alloc, placer, blocks, true)
+    }
+
+    /// [`FileWriter::write`] with every block through [`Ext3Alloc::new_blocks`] (no runs):
+    /// the reference the fast path is tested against. Slow; for tests.
+    pub fn write_per_block(
+        &mut self,
+        alloc: &mut Ext3Alloc,
+        placer: &mut dyn IndirectPlacer,
+        blocks: u64,
+    ) -> u64 {
+        self.write_with(alloc, placer, blocks, false)
+    }
+
+    fn write_with(
+        &mut self,
+        alloc: &mut Ext3Alloc,
+        placer: &mut dyn IndirectPlacer,
+        blocks: u64,
+        runs: bool,
+    ) -> u64 {
+        let addr = self.addr;
+        let rsv = &mut self.rsv;
+        let out = &mut self.out;
+        let start = out.blocks_written;
+        let blocks = start + blocks;
+        let mut l = start;
+        while l < blocks {
+            // ext3_find_goal(): sequential heuristic (last allocated logical + 1), else
+            // ext3_find_near() which, for the first block, is the caller's coloured goal.
+            let goal = self.last_phys.map_or(self.first_goal, |p| p + 1);
+            let need = mapping_needed_at(l, addr);
+            if need.is_empty() {
+                if runs
+                    && rsv.contains(goal)
+                    && goal < alloc.map.blocks_count()
+                    && alloc.allocatable(goal)
+                {
+                    let group_end = alloc.map.group_end(alloc.map.group_of(goal));
+                    let want = next_mapping_event(l, addr).min(blocks) - l;
+                    let limit = (rsv.end + 1).min(group_end).min(goal + want);
+                    let stop = alloc.next_unallocatable(goal, limit);
+                    let n = stop - goal;
+                    alloc.map.mark_used(goal, n);
+                    rsv.hit += n;
+                    push_run(&mut out.data, l, goal, n);
+                    l += n;
+                    self.last_phys = Some(stop - 1);
+                    continue;
+                }
+                let Some((b, _)) = alloc.new_blocks(goal, 1, Some(rsv)) else {
+                    break;
+                };
+                push_run(&mut out.data, l, b, 1);
+                self.last_phys = Some(b);
+                l += 1;
                 continue;
             }
-            let Some((b, _)) = alloc.new_blocks(goal, 1, Some(&mut rsv)) else {
-                break;
+            // Inline (2007): the indirect blocks come from the same call as, and just before,
+            // the data block. Otherwise the data block first, then the placer puts the
+            // indirect blocks.
+            let (maps, d) = if placer.inline() {
+                let Some((maps, d)) = alloc_branch(alloc, goal, need.len(), Some(rsv)) else {
+                    break;
+                };
+                (maps, d)
+            } else {
+                let Some((d, _)) = alloc.new_blocks(goal, 1, Some(rsv)) else {
+                    break;
+                };
+                let Some(maps) = placer.place(alloc, d, need.len()) else {
+                    alloc.map.mark_free(d, 1);
+                    break;
+                };
+                (maps, d)
             };
-            push_run(&mut out.data, l, b, 1);
-            last_phys = Some(b);
+            out.mapping
+                .extend(
+                    need.iter()
+                        .zip(maps)
+                        .map(|(&(kind, logical), physical)| MapBlock {
+                            kind,
+                            logical,
+                            physical,
+                        }),
+                );
+            push_run(&mut out.data, l, d, 1);
+            self.last_phys = Some(d);
             l += 1;
-            continue;
         }
-        // Inline (2007): the indirect blocks come from the same call as, and just before, the
-        // data block. Otherwise the data block first, then the placer puts the indirect blocks.
-        let (maps, d) = if placer.inline() {
-            let Some((maps, d)) = alloc_branch(alloc, goal, need.len(), Some(&mut rsv)) else {
-                break;
-            };
-            (maps, d)
-        } else {
-            let Some((d, _)) = alloc.new_blocks(goal, 1, Some(&mut rsv)) else {
-                break;
-            };
-            let Some(maps) = placer.place(alloc, d, need.len()) else {
-                alloc.map.mark_free(d, 1);
-                break;
-            };
-            (maps, d)
-        };
-        out.mapping.extend(
-            need.iter()
-                .zip(maps)
-                .map(|(&(kind, logical), physical)| MapBlock {
-                    kind,
-                    logical,
-                    physical,
-                }),
-        );
-        push_run(&mut out.data, l, d, 1);
-        last_phys = Some(d);
-        l += 1;
+        out.blocks_written = l;
+        l - start
     }
-    out.blocks_written = l;
-    out
 }
 
 #[cfg(test)]

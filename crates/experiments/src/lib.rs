@@ -25,6 +25,7 @@ pub mod fs_classes;
 pub mod fsck;
 pub mod kernel_profile;
 pub mod large_delete;
+pub mod metacluster_io;
 pub mod mkfs_overhead;
 pub mod output;
 pub mod predict;
@@ -42,6 +43,7 @@ pub static OPERATIONS: &[&dyn Operation] = &[
     &fio::Fio,
     &large_delete::LargeDelete,
     &mkfs_overhead::MkfsOverhead,
+    &metacluster_io::MetaclusterIo,
 ];
 
 /// The experiments shipped with layoutlab, embedded so the binary works from anywhere, in the
@@ -62,6 +64,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     (
         "mkfs-overhead",
         include_str!("../../../experiments/mkfs-overhead.toml"),
+    ),
+    (
+        "metacluster-io",
+        include_str!("../../../experiments/metacluster-io.toml"),
     ),
 ];
 

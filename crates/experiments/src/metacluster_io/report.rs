@@ -267,7 +267,7 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
                     spec.os_max_sectors_kb,
                 )?;
                 let acc = kernel::accesses(2, seq_bytes, &spec, scale, exp.seed);
-                let (trace, here) = kernel::traced_reads(&mut kfs, "b2", &acc)?;
+                let (trace, here) = kernel::traced_reads(&mut kfs, "b2", &acc, false)?;
                 drop(kfs);
                 let pair = price_reads(2, policy, trace, inode, block, &spec, &device, cpu_scale)?;
                 eprintln!(
@@ -296,7 +296,7 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
             )?;
             for b in [3u32, 4].into_iter().filter(|b| wants(*b)) {
                 let acc = kernel::accesses(b, random_bytes, &spec, scale, exp.seed);
-                let (trace, here) = kernel::traced_reads(&mut kfs, &format!("b{b}"), &acc)?;
+                let (trace, here) = kernel::traced_reads(&mut kfs, &format!("b{b}"), &acc, true)?;
                 let pair = price_reads(b, policy, trace, inode, block, &spec, &device, cpu_scale)?;
                 eprintln!(
                     "  b{b} ({} reads, {:.1} s here): {:.1} s, {:.1} s with read-ahead",

@@ -9,7 +9,12 @@
 //! A random buffered read of 512 bytes makes the kernel read the one 4 KiB page (block) that
 //! holds it, and one of 512 KiB the 128 blocks it covers: both the 2.6.23 readahead
 //! (`ondemand_readahead`, "standalone, small read: read as is") and today's
-//! (`page_cache_sync_ra`) read a random request as is. The test
+//! (`page_cache_sync_ra`) read a random request as is — with one exception today's kernel
+//! added in 2.6.31 (`try_context_readahead`, now in `page_cache_sync_ra`): a random read
+//! whose preceding pages happen to be cached from an earlier read is taken for a sequential
+//! stream and read ahead. 2.6.23 had no such heuristic, so the random benchmarks tell the
+//! kernel the truth with `posix_fadvise(POSIX_FADV_RANDOM)`, which makes it read exactly the
+//! pages asked for (`force_page_cache_ra`). The test
 //! `kernel_reads_cover_exactly_the_predicted_blocks` holds this.
 
 use super::MetaclusterIoSpec;
@@ -147,9 +152,15 @@ pub fn mount_image(
 }
 
 /// Drops every cache, then reads `accesses` of the benchmark file with buffered `pread`s in
-/// this thread while tracing the device, as the phase `tag`. Returns the phase's requests
-/// (checked by the rig against the device's own counters) and the seconds it took here.
-pub fn traced_reads(kfs: &mut KernelFs, tag: &str, accesses: &[Access]) -> Result<(Trace, f64)> {
+/// this thread while tracing the device, as the phase `tag`; `random` declares the pattern
+/// random to the kernel (`POSIX_FADV_RANDOM`). Returns the phase's requests (checked by the
+/// rig against the device's own counters) and the seconds it took here.
+pub fn traced_reads(
+    kfs: &mut KernelFs,
+    tag: &str,
+    accesses: &[Access],
+    random: bool,
+) -> Result<(Trace, f64)> {
     kfs.drop_caches()?;
     let path: PathBuf = kfs.mount_point().join(FILE_NAME);
     let longest = accesses.iter().map(|a| a.1).max().unwrap_or(0) as usize;
@@ -159,6 +170,16 @@ pub fn traced_reads(kfs: &mut KernelFs, tag: &str, accesses: &[Access]) -> Resul
     traced.phase(tag, |_| {
         let f = std::fs::File::open(&path)
             .map_err(|e| RigError::Unsupported(format!("open {}: {e}", path.display())))?;
+        if random {
+            use std::os::fd::AsRawFd;
+            let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+            if rc != 0 {
+                return Err(RigError::Unsupported(format!(
+                    "posix_fadvise RANDOM {}: error {rc}",
+                    path.display()
+                )));
+            }
+        }
         for &(off, len) in accesses {
             let mut done = 0usize;
             while done < len as usize {

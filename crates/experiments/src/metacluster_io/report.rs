@@ -426,6 +426,18 @@ fn render(
         h.say("note: the published times are for the full-size files (scale 1) and are not shown beside this run; use --scale 1 to compare like with like.\n");
     }
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    // Every trace, so each can be replayed alone (`layoutlab trace replay`) or plotted.
+    let traces = out_dir.join("traces");
+    std::fs::create_dir_all(&traces)?;
+    for r in runs {
+        let name = format!(
+            "b{}-{}{}.csv",
+            r.benchmark,
+            r.policy,
+            if r.ind_readahead { "-readahead" } else { "" }
+        );
+        std::fs::write(traces.join(name), layoutlab_trace::csv::write(&r.trace)?)?;
+    }
     let mut svgs = Vec::new();
     for with in [false, true] {
         let series: Vec<OffsetSeries> = runs
@@ -473,7 +485,7 @@ fn render(
     }
     html.write(&out_dir.join("index.html"))?;
     eprintln!(
-        "report: {}/{{report.md,index.html,b3-offset.svg,b3-offset-readahead.svg}}",
+        "report: {}/{{report.md,index.html,b3-offset.svg,b3-offset-readahead.svg,traces/}}",
         out_dir.display()
     );
     if let Some(path) = &a.json {

@@ -43,6 +43,9 @@ pub struct BenchRun {
     pub indirect_reads: u64,
     /// Modelled seconds the device spent on them (positioning and transfer).
     pub indirect_seconds: f64,
+    /// Mean distance on disk from an indirect-block read to the next read of file data, MB
+    /// (2^20 bytes): the seek back that the metacluster adds (`None`: no such pair).
+    pub ind_to_data_mb: Option<f64>,
     /// Modelled seconds the device spent on the other reads (file data; after an indirect
     /// block in the metacluster, the way back to the data is part of this).
     pub other_read_seconds: f64,
@@ -87,6 +90,7 @@ fn summarize(
 ) -> BenchRun {
     let (mut read, mut written) = (0u64, 0u64);
     let (mut indirect_reads, mut indirect_ns, mut other_ns) = (0u64, 0f64, 0f64);
+    let (mut last_ind, mut back_sum, mut back_n) = (None::<u64>, 0f64, 0u64);
     for (r, m) in trace.requests.iter().zip(&replayed.requests) {
         match r.op {
             Op::Read => {
@@ -96,8 +100,13 @@ fn summarize(
                 if (first..last).any(|b| mapping.contains(&b)) {
                     indirect_reads += 1;
                     indirect_ns += m.complete_ns - m.start_ns;
+                    last_ind = Some(r.sector);
                 } else {
                     other_ns += m.complete_ns - m.start_ns;
+                    if let Some(s) = last_ind.take() {
+                        back_sum += s.abs_diff(r.sector) as f64 * 512.0 / MIB;
+                        back_n += 1;
+                    }
                 }
             }
             Op::Write => written += r.bytes(),
@@ -116,6 +125,7 @@ fn summarize(
         indirect_reads,
         indirect_seconds: indirect_ns / 1e9,
         other_read_seconds: other_ns / 1e9,
+        ind_to_data_mb: (back_n > 0).then(|| back_sum / back_n as f64),
         readahead_inserted_dropped: None,
         start_s: replayed.requests.iter().map(|q| q.start_ns / 1e9).collect(),
         trace,
@@ -362,6 +372,7 @@ pub fn table(exp: &Experiment, device: &str, scale: f64, runs: &[BenchRun]) -> R
         Column::number("read", Some("MB")),
         Column::number("written", Some("MB")),
         Column::number("indirect reads", None),
+        Column::number("indirect→data", Some("MB")),
         Column::number("on indirect", Some("s")),
         Column::number("on other reads", Some("s")),
     ]);
@@ -394,6 +405,7 @@ pub fn table(exp: &Experiment, device: &str, scale: f64, runs: &[BenchRun]) -> R
             Cell::num(r.mb_read, 1),
             Cell::num(r.mb_written, 1),
             Cell::count(r.indirect_reads),
+            r.ind_to_data_mb.map_or(Cell::Empty, |d| Cell::num(d, 1)),
             Cell::num(r.indirect_seconds, 2),
             Cell::num(r.other_read_seconds, 2),
         ]);
@@ -422,7 +434,7 @@ fn render(
          benchmark 1 is not captured (today's kernel does not allocate as 2007's ext3 did): it is \
          the write stream the layout implies (data in file order, indirect blocks where the \
          policy put them, ordered-mode journal commits every 5 s, metadata written home by \
-         writeback; docs/experiments/metacluster-io.md); the preset sustains about half the media rate for back-to-back sequential writes (about 33 MB/s, against about 64 MB/s for reads), which dominates benchmark 1. 'on indirect'/'on other reads' are the modelled device time of the reads of indirect blocks and of the rest. 'ind. read-ahead' inserts the patch's \
+         writeback; docs/experiments/metacluster-io.md); the preset sustains about half the media rate for back-to-back sequential writes (about 33 MB/s, against about 64 MB/s for reads), which dominates benchmark 1. 'indirect→data' is the mean distance from an indirect-block read to the next data read (the seek back); 'on indirect'/'on other reads' are the modelled device time of the reads of indirect blocks and of the rest. 'ind. read-ahead' inserts the patch's \
          asynchronous read of the next indirect blocks from the metacluster into the trace \
          (on the 2007 layout only a double-indirect block has one to read ahead: the indirect block after it). MB are 2^20 bytes. This run took {:.0} s here.\n",
         seconds_here

@@ -215,6 +215,13 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let workdir = match &a.workdir {
         Some(d) => {
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+            if !layoutlab_rig::is_memory_fs(d)? {
+                eprintln!(
+                    "note: {} is not in memory: the kernel's read-ahead, and so the requests \
+                     the benchmarks issue, depend on how fast this disk answers (docs/replay.md)",
+                    d.display()
+                );
+            }
             d.clone()
         }
         None => {

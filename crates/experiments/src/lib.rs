@@ -26,6 +26,7 @@ pub mod fsck;
 pub mod inode_readahead;
 pub mod kernel_profile;
 pub mod large_delete;
+pub mod metacluster_io;
 pub mod mkfs_overhead;
 pub mod output;
 pub mod predict;
@@ -44,6 +45,7 @@ pub static OPERATIONS: &[&dyn Operation] = &[
     &large_delete::LargeDelete,
     &mkfs_overhead::MkfsOverhead,
     &inode_readahead::InodeReadahead,
+    &metacluster_io::MetaclusterIo,
 ];
 
 /// The experiments shipped with layoutlab, embedded so the binary works from anywhere, in the
@@ -64,6 +66,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     (
         "mkfs-overhead",
         include_str!("../../../experiments/mkfs-overhead.toml"),
+    ),
+    (
+        "metacluster-io",
+        include_str!("../../../experiments/metacluster-io.toml"),
     ),
     (
         "ext4-fsck-allocator",

@@ -1,0 +1,217 @@
+//! `layoutlab reproduce metacluster-io` as a user runs it: the JSON contract, errors that list
+//! the valid names and make nothing, and what happens without root.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn is_root() -> bool {
+    unsafe { libc_geteuid() == 0 }
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("layoutlab-mio-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn run(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(args)
+        .args(["--out", dir.join("out").to_str().unwrap()])
+        .env("TMPDIR", dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn unknown_preset_lists_the_valid_ones_and_makes_nothing() {
+    let dir = scratch("preset");
+    let o = run(
+        &dir,
+        &["reproduce", "metacluster-io", "--device", "no-such-disk"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("no-such-disk") && e.contains("sata-400g-2007"),
+        "{e}"
+    );
+    assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn unknown_policy_lists_the_valid_ones_and_makes_nothing() {
+    let dir = scratch("policy");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/metacluster-io.toml"),
+    )
+    .unwrap()
+    .replace(
+        r#"policies = ["ext3-2007", "ext3-metacluster"]"#,
+        r#"policies = ["ext3-2007", "ext3-nosuch"]"#,
+    );
+    let toml = dir.join("bad.toml");
+    std::fs::write(&toml, text).unwrap();
+    let o = run(&dir, &["reproduce", toml.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("ext3-nosuch") && e.contains("ext3-metacluster") && e.contains("ext4-2009"),
+        "{e}"
+    );
+    assert_eq!(entries(&dir), ["bad.toml"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn without_root_it_says_so_exits_2_and_makes_nothing() {
+    let dir = scratch("noroot");
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let out = dir.join("out");
+    let mut cmd = if is_root() {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_layoutlab"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+    };
+    let o = cmd
+        .args([
+            "reproduce",
+            "metacluster-io",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("TMPDIR", &dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("root"), "{e}");
+    assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn json_contract_and_the_findings_the_docs_state_at_a_small_scale() {
+    if !is_root() {
+        eprintln!("skipped: the experiment needs root (loop devices, mount, tracefs)");
+        return;
+    }
+    let dir = scratch("json");
+    let json = dir.join("r.json");
+    let o = run(
+        &dir,
+        &[
+            "reproduce",
+            "metacluster-io",
+            "--scale",
+            "0.02",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["experiment"], "metacluster-io");
+    assert_eq!(v["scale"], 0.02);
+    let runs = v["runs"].as_array().unwrap();
+    // Benchmark 1 per policy; 2-4 per policy with and without the read-ahead.
+    assert_eq!(runs.len(), 2 + 3 * 2 * 2);
+    for r in runs {
+        let b = r["benchmark"].as_u64().unwrap();
+        assert!((1..=4).contains(&b));
+        assert!(["ext3-2007", "ext3-metacluster"].contains(&r["policy"].as_str().unwrap()));
+        assert!(r["ind_readahead"].is_boolean());
+        assert!(r["seconds"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["requests"].as_u64().unwrap() > 0, "{r}");
+        let (read, written) = (
+            r["mb_read"].as_f64().unwrap(),
+            r["mb_written"].as_f64().unwrap(),
+        );
+        if b == 1 {
+            // The write stream: the whole file and then some (journal, indirect blocks).
+            assert_eq!(read, 0.0);
+            assert!(written * 1048576.0 > v["file_bytes"]["sequential"].as_f64().unwrap());
+        } else {
+            assert!(read > 0.0, "{r}");
+        }
+        if b == 2 {
+            // A sequential read reads the file once.
+            let file_mb = v["file_bytes"]["sequential"].as_f64().unwrap() / 1048576.0;
+            assert!(read >= file_mb && read < file_mb * 1.05, "{r}");
+        }
+    }
+    // The same offsets for both layouts: benchmark 3 reads as many requests' data on both.
+    let mb = |b: u64, p: &str| {
+        runs.iter()
+            .find(|r| r["benchmark"] == b && r["policy"] == p && r["ind_readahead"] == false)
+            .unwrap()["mb_read"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(mb(3, "ext3-2007"), mb(3, "ext3-metacluster"));
+    // What docs/experiments/metacluster-io.md says the model finds (there at scale 0.1 and 1).
+    let get = |b: u64, p: &str, ra: bool| {
+        runs.iter()
+            .find(|r| r["benchmark"] == b && r["policy"] == p && r["ind_readahead"] == ra)
+            .unwrap()
+    };
+    let secs = |b: u64, p: &str, ra: bool| get(b, p, ra)["seconds"].as_f64().unwrap();
+    // Without the read-ahead, random 512-byte reads cost more on the metacluster layout: each
+    // indirect-block miss is followed by a seek back to the data, far longer than on 2007's.
+    assert!(secs(3, "ext3-metacluster", false) > secs(3, "ext3-2007", false));
+    let back = |p: &str| get(3, p, false)["ind_to_data_mb"].as_f64().unwrap();
+    assert!(
+        back("ext3-metacluster") > 5.0 * back("ext3-2007"),
+        "{} vs {}",
+        back("ext3-metacluster"),
+        back("ext3-2007")
+    );
+    // With it, every read benchmark is faster on the metacluster layout than without it, and
+    // the option changes the 2007 layout's times by less than 1%.
+    for b in [2, 3, 4] {
+        assert!(secs(b, "ext3-metacluster", true) < secs(b, "ext3-metacluster", false));
+        let (with, without) = (secs(b, "ext3-2007", true), secs(b, "ext3-2007", false));
+        assert!(
+            (with - without).abs() < 0.01 * without,
+            "b{b}: {with} vs {without}"
+        );
+    }
+    // The 2007 layout breaks the write stream at every indirect block.
+    assert!(secs(1, "ext3-metacluster", false) < secs(1, "ext3-2007", false));
+    assert!(
+        get(1, "ext3-metacluster", false)["requests"].as_u64()
+            < get(1, "ext3-2007", false)["requests"].as_u64()
+    );
+    let svg = std::fs::read_to_string(dir.join("out/metacluster-io/b3-offset.svg")).unwrap();
+    for p in ["ext3-2007", "ext3-metacluster"] {
+        assert!(svg.contains(&format!(">{p}</text>")), "legend lacks {p}");
+    }
+    assert!(dir
+        .join("out/metacluster-io/traces/b3-ext3-metacluster.csv")
+        .exists());
+    let mut left = entries(&dir);
+    left.sort();
+    assert_eq!(left, ["out", "r.json"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,298 @@
+//! The kernel side of "metacluster-io": images laid out by a policy and written through
+//! libext2fs, mounted by today's kernel, read by a small buffered reader under block tracing.
+//!
+//! The reader is this process (one thread, followed by the rig's CPU accounting, so its CPU
+//! time between requests is the think time of the replay). It reads through the page cache
+//! with `pread(2)`, as a 2007 benchmark program without `O_DIRECT` did: the post does not
+//! mention `O_DIRECT`, and a buffered read is what the patch's read path (indirect blocks
+//! looked up and read ahead by the file system when the page cache misses) was built for.
+//! A random buffered read of 512 bytes makes the kernel read the one 4 KiB page (block) that
+//! holds it, and one of 512 KiB the 128 blocks it covers: both the 2.6.23 readahead
+//! (`ondemand_readahead`, "standalone, small read: read as is") and today's
+//! (`page_cache_sync_ra`) read a random request as is — with one exception today's kernel
+//! added in 2.6.31 (`try_context_readahead`, now in `page_cache_sync_ra`): a random read
+//! whose preceding pages happen to be cached from an earlier read is taken for a sequential
+//! stream and read ahead. 2.6.23 had no such heuristic, so the random benchmarks tell the
+//! kernel the truth with `posix_fadvise(POSIX_FADV_RANDOM)`, which makes it read exactly the
+//! pages asked for (`force_page_cache_ra`). The test
+//! `kernel_reads_cover_exactly_the_predicted_blocks` holds this.
+
+use super::MetaclusterIoSpec;
+use anyhow::{bail, Context, Result};
+use layoutlab_layout::{Geometry, MapBlock, MapKind, MkfsProfile, Plan, PlannedInode};
+use layoutlab_rig::{Backing, FsKind, KernelFs, KernelFsOptions, RigError, TraceOptions};
+use layoutlab_trace::{Op, Trace};
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeSet;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// Name of the benchmark file in the root directory.
+pub const FILE_NAME: &str = "bench";
+
+/// One read of a benchmark: (byte offset, bytes).
+pub type Access = (u64, u64);
+
+/// What a benchmark reads, in order: benchmark 2 the whole file in `seq_read_chunk_kib`
+/// reads; 3 random `small_read_bytes` reads (aligned to their size) until `small_total_mib`
+/// × `scale` MiB have been read; 4 random `large_read_kib` reads (aligned) until
+/// `large_fraction` of the file has been read. Offsets are drawn with replacement from a
+/// ChaCha8 stream seeded by `seed` and the benchmark's number, so both layouts read the same
+/// offsets.
+pub fn accesses(
+    benchmark: u32,
+    file_bytes: u64,
+    spec: &MetaclusterIoSpec,
+    scale: f64,
+    seed: u64,
+) -> Vec<Access> {
+    let random = |chunk: u64, count: u64| -> Vec<Access> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ (u64::from(benchmark) << 32));
+        let slots = (file_bytes / chunk).max(1);
+        (0..count)
+            .map(|_| (rng.gen_range(0..slots) * chunk, chunk))
+            .collect()
+    };
+    match benchmark {
+        2 => {
+            let chunk = spec.seq_read_chunk_kib * 1024;
+            (0..file_bytes.div_ceil(chunk))
+                .map(|i| (i * chunk, chunk.min(file_bytes - i * chunk)))
+                .collect()
+        }
+        3 => {
+            let chunk = spec.small_read_bytes;
+            let total = (spec.small_total_mib * scale * (1u64 << 20) as f64) as u64;
+            random(chunk, total.div_ceil(chunk).max(1))
+        }
+        4 => {
+            let chunk = spec.large_read_kib * 1024;
+            let total = (file_bytes as f64 * spec.large_fraction) as u64;
+            random(chunk, (total / chunk).max(1))
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The benchmark file alone on a fresh file system of `fs_bytes`, laid out by `policy` on the
+/// mkfs profile `mkfs_profile`: the profile, the geometry and the plan.
+pub fn plan_image(
+    mkfs_profile: &str,
+    policy: &str,
+    fs_bytes: u64,
+    file_bytes: u64,
+    seed: u64,
+) -> Result<(MkfsProfile, Geometry, Plan)> {
+    let profile = MkfsProfile::by_name(mkfs_profile)?;
+    let geometry = Geometry::new(&profile, fs_bytes)?;
+    let population = layoutlab_workload::Population {
+        name: "metacluster-io".into(),
+        fs_bytes,
+        ops: vec![layoutlab_workload::NsOp::Create {
+            path: FILE_NAME.into(),
+            bytes: file_bytes,
+        }],
+    };
+    let plan = layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())?
+        .plan(&geometry, &population, seed)?;
+    plan.check(&geometry)
+        .map_err(|e| anyhow::anyhow!("policy {policy} made an inconsistent plan: {e}"))?;
+    Ok((profile, geometry, plan))
+}
+
+/// The benchmark file's inode in `plan`.
+pub fn file_inode(plan: &Plan) -> Result<&PlannedInode> {
+    plan.inodes
+        .iter()
+        .find(|i| i.name == FILE_NAME && i.parent == 2)
+        .with_context(|| format!("the plan has no /{FILE_NAME}"))
+}
+
+/// Writes the planned image at `path` (mke2fs, then libext2fs places every block), checks it
+/// with the real `e2fsck -fn`, then mounts it with today's kernel on a loop device whose
+/// read-ahead and largest request are the 2007 values. The image lives in `workdir` (a
+/// sparse file; file data is never written).
+pub fn mount_image(
+    profile: &MkfsProfile,
+    geometry: &Geometry,
+    plan: &Plan,
+    workdir: &Path,
+    read_ahead_kb: u32,
+    max_sectors_kb: u32,
+) -> Result<KernelFs> {
+    let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
+    let opts = KernelFsOptions {
+        kind: FsKind::Ext3,
+        mkfs_args: Vec::new(),
+        // Since 5.9 the ext4 driver reads every group's block bitmap in the background after
+        // mount (the lazyinit thread's prefetch for the allocator); 2007's ext3 did not, and
+        // the reads would land in whichever benchmark runs then.
+        mount_options: "no_prefetch_block_bitmaps".into(),
+        bytes: fs_bytes,
+        backing: Backing::SparseFile(workdir.to_path_buf()),
+        // What libext2fs writes: bitmaps, descriptors, the journal, the mapping blocks (inode
+        // tables are holes on tmpfs), with room to spare.
+        resident_bytes: plan.mapping_blocks() * u64::from(geometry.block_size_bytes)
+            + fs_bytes / 256
+            + (256 << 20),
+        read_ahead_kb: Some(read_ahead_kb),
+    };
+    let kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
+        layoutlab_image::mkfs(path, fs_bytes, &profile.mke2fs_args(fs_bytes))
+            .map_err(|e| e.to_string())?;
+        layoutlab_image::materialize(path, plan).map_err(|e| e.to_string())?;
+        let verdict = layoutlab_image::fsck_check(path).map_err(|e| e.to_string())?;
+        if !verdict.clean {
+            return Err(format!(
+                "e2fsck -fn found the {} image unclean:\n{}",
+                plan.policy, verdict.output
+            ));
+        }
+        Ok(())
+    })?;
+    kfs.device().set_max_sectors_kb(max_sectors_kb)?;
+    Ok(kfs)
+}
+
+/// Drops every cache, then reads `accesses` of the benchmark file with buffered `pread`s in
+/// this thread while tracing the device, as the phase `tag`; `random` declares the pattern
+/// random to the kernel (`POSIX_FADV_RANDOM`). Returns the phase's requests (checked by the
+/// rig against the device's own counters) and the seconds it took here.
+pub fn traced_reads(
+    kfs: &mut KernelFs,
+    tag: &str,
+    accesses: &[Access],
+    random: bool,
+) -> Result<(Trace, f64)> {
+    kfs.drop_caches()?;
+    let path: PathBuf = kfs.mount_point().join(FILE_NAME);
+    let longest = accesses.iter().map(|a| a.1).max().unwrap_or(0) as usize;
+    let mut buf = vec![0u8; longest];
+    let started = std::time::Instant::now();
+    let mut traced = kfs.trace(&TraceOptions::default())?;
+    traced.phase(tag, |_| {
+        let f = std::fs::File::open(&path)
+            .map_err(|e| RigError::Unsupported(format!("open {}: {e}", path.display())))?;
+        if random {
+            use std::os::fd::AsRawFd;
+            let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+            if rc != 0 {
+                return Err(RigError::Unsupported(format!(
+                    "posix_fadvise RANDOM {}: error {rc}",
+                    path.display()
+                )));
+            }
+        }
+        for &(off, len) in accesses {
+            let mut done = 0usize;
+            while done < len as usize {
+                let n = f
+                    .read_at(&mut buf[done..len as usize], off + done as u64)
+                    .map_err(|e| RigError::Unsupported(format!("pread {}: {e}", path.display())))?;
+                if n == 0 {
+                    break;
+                }
+                done += n;
+            }
+        }
+        Ok(())
+    })?;
+    let seconds_here = started.elapsed().as_secs_f64();
+    let captured = traced.finish()?;
+    Ok((only_tag(&captured.capture.trace, tag), seconds_here))
+}
+
+/// The requests of `trace` tagged `tag` (the tag table kept).
+pub fn only_tag(trace: &Trace, tag: &str) -> Trace {
+    let Some(t) = trace.tags.iter().position(|x| x == tag) else {
+        return Trace {
+            requests: Vec::new(),
+            tags: trace.tags.clone(),
+        };
+    };
+    Trace {
+        requests: trace
+            .requests
+            .iter()
+            .filter(|r| r.tag as usize == t)
+            .cloned()
+            .collect(),
+        tags: trace.tags.clone(),
+    }
+}
+
+/// Data blocks a mapping block of `kind` covers.
+fn span(kind: MapKind, per_block: u64) -> u64 {
+    match kind {
+        MapKind::Ind => per_block,
+        MapKind::Dind => per_block * per_block,
+        MapKind::Tind => per_block * per_block * per_block,
+        MapKind::Extent { .. } => 0,
+    }
+}
+
+/// Physical data and mapping blocks a read of `accesses` must reach: the blocks holding every
+/// byte read, and every indirect block on the path to each of them.
+pub fn predicted_blocks(
+    inode: &PlannedInode,
+    block_size: u64,
+    accesses: &[Access],
+) -> (BTreeSet<u64>, BTreeSet<u64>) {
+    let per_block = block_size / 4;
+    let mut logical = BTreeSet::new();
+    let blocks = inode.size_bytes.div_ceil(block_size);
+    for &(off, len) in accesses {
+        let first = off / block_size;
+        let last = (off + len).div_ceil(block_size).min(blocks);
+        logical.extend(first..last);
+    }
+    let mut data = BTreeSet::new();
+    for run in &inode.data {
+        for l in logical.range(run.logical..run.logical + run.len) {
+            data.insert(run.physical + (l - run.logical));
+        }
+    }
+    let mapping = inode
+        .mapping
+        .iter()
+        .filter(|m: &&MapBlock| {
+            let s = span(m.kind, per_block);
+            logical.range(m.logical..m.logical + s).next().is_some()
+        })
+        .map(|m| m.physical)
+        .collect();
+    (data, mapping)
+}
+
+/// Physical blocks of the file (data, mapping) that the trace's reads covered.
+pub fn file_blocks_read(
+    inode: &PlannedInode,
+    block_size: u64,
+    trace: &Trace,
+) -> (BTreeSet<u64>, BTreeSet<u64>) {
+    let spb = block_size / 512;
+    let mut read = BTreeSet::new();
+    for r in trace.requests.iter().filter(|r| r.op == Op::Read) {
+        read.extend(r.sector / spb..(r.sector + u64::from(r.sectors)).div_ceil(spb));
+    }
+    let mut data = BTreeSet::new();
+    for run in &inode.data {
+        data.extend(read.range(run.physical..run.physical + run.len).copied());
+    }
+    let mapping = inode
+        .mapping
+        .iter()
+        .map(|m| m.physical)
+        .filter(|b| read.contains(b))
+        .collect();
+    (data, mapping)
+}
+
+/// File size at `scale` of a file of `gb` GB at scale 1: whole blocks.
+pub fn scaled_bytes(gb: f64, scale: f64, block: u64) -> Result<u64> {
+    let b = (gb * 1e9 * scale) as u64 / block * block;
+    if b < 64 * block {
+        bail!("--scale {scale} makes a {gb} GB file too small to read; use a larger --scale");
+    }
+    Ok(b)
+}

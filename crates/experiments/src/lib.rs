@@ -28,6 +28,7 @@ pub mod large_delete;
 pub mod mkfs_overhead;
 pub mod output;
 pub mod predict;
+pub mod request_merging;
 pub mod support;
 
 pub use experiment::{Experiment, Published};
@@ -42,6 +43,7 @@ pub static OPERATIONS: &[&dyn Operation] = &[
     &fio::Fio,
     &large_delete::LargeDelete,
     &mkfs_overhead::MkfsOverhead,
+    &request_merging::RequestMerging,
 ];
 
 /// The experiments shipped with layoutlab, embedded so the binary works from anywhere, in the
@@ -62,6 +64,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     (
         "mkfs-overhead",
         include_str!("../../../experiments/mkfs-overhead.toml"),
+    ),
+    (
+        "request-merging",
+        include_str!("../../../experiments/request-merging.toml"),
     ),
 ];
 

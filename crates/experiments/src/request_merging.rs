@@ -756,8 +756,10 @@ mod tests {
         assert!((mean_kb(&trace(&[8, 2048])) - 514.0).abs() < 1e-9);
     }
 
-    /// The same bytes as 256 bios of 4 KiB cost a disk more than as one 1 MiB request, and
-    /// the all-queued stream does not depend on the captured times.
+    /// The same bytes as 256 bios of 4 KiB cost a disk more than as one 1 MiB request (each
+    /// bio pays a command overhead), and the all-queued stream does not depend on the
+    /// captured times. (Not asserted for SSDs: there the queued 4 KiB writes spread over the
+    /// dies and may finish sooner than one 1 MiB request.)
     #[test]
     fn unmerged_stream_costs_more_than_merged() {
         let bios = all_queued(&trace(&[8; 256]));
@@ -766,7 +768,7 @@ mod tests {
             let mut dev = crate::support::load_device(d).unwrap();
             replay(dev.as_mut(), t, &ReplayOptions::default()).wall_ns
         };
-        for d in ["sata-400g-2007", "ssd-sata-2010"] {
+        for d in ["sata-400g-2007", "sata-500g-2008"] {
             let (b, m) = (price(&bios, d), price(&merged, d));
             assert!(b > m, "{d}: 4 KiB bios {b} ns, 1 MiB request {m} ns");
         }

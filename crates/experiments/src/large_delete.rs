@@ -343,7 +343,7 @@ fn one_run(
 
 /// The file `big` of `file_bytes` alone on a file system of `fs_bytes`, planned by `policy` on
 /// its mkfs profile (same name): the profile and the plan.
-fn policy_image(
+pub fn policy_image(
     policy: &str,
     fs_bytes: u64,
     file_bytes: u64,

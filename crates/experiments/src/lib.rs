@@ -28,6 +28,7 @@ pub mod large_delete;
 pub mod mkfs_overhead;
 pub mod output;
 pub mod predict;
+pub mod random_read;
 pub mod request_merging;
 pub mod support;
 
@@ -44,6 +45,7 @@ pub static OPERATIONS: &[&dyn Operation] = &[
     &large_delete::LargeDelete,
     &mkfs_overhead::MkfsOverhead,
     &request_merging::RequestMerging,
+    &random_read::RandomRead,
 ];
 
 /// The experiments shipped with layoutlab, embedded so the binary works from anywhere, in the
@@ -68,6 +70,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     (
         "request-merging",
         include_str!("../../../experiments/request-merging.toml"),
+    ),
+    (
+        "random-read",
+        include_str!("../../../experiments/random-read.toml"),
     ),
 ];
 
@@ -130,6 +136,8 @@ pub struct RunArgs {
     pub jobs: Option<u32>,
     /// Also replay the captured traces on variants of the device preset (fsck experiments).
     pub sensitivity: bool,
+    /// I/O mode, for operations that run several ("buffered", "direct", "both").
+    pub mode: Option<String>,
 }
 
 impl RunArgs {

@@ -424,7 +424,7 @@ fn run_dd(path: &Path, direct: bool, op: Op, mib: u64) -> Result<()> {
 }
 
 /// The device's counters once nothing is in flight.
-fn settled_stat(dev_name: &str) -> Result<(u64, u64)> {
+pub(crate) fn settled_stat(dev_name: &str) -> Result<(u64, u64)> {
     let inflight = format!("/sys/block/{dev_name}/inflight");
     for _ in 0..200 {
         let busy = std::fs::read_to_string(&inflight)
@@ -439,7 +439,7 @@ fn settled_stat(dev_name: &str) -> Result<(u64, u64)> {
 }
 
 /// The requests of `trace` tagged `tag` (of direction `op`, if given), as a trace of their own.
-fn of_phase(trace: &Trace, tag: &str, op: Option<Op>) -> Trace {
+pub(crate) fn of_phase(trace: &Trace, tag: &str, op: Option<Op>) -> Trace {
     let mut out = Trace::default();
     let Some(t) = trace.tags.iter().position(|x| x == tag) else {
         return out;

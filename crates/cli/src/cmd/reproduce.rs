@@ -60,6 +60,9 @@ pub struct Args {
     /// how much each moves both totals and the reduction (fsck experiments).
     #[arg(long)]
     sensitivity: bool,
+    /// I/O mode (random-read: buffered, direct or both). Default: the experiment's.
+    #[arg(long, value_name = "MODE")]
+    mode: Option<String>,
 }
 
 /// Arguments of `experiments`.
@@ -114,6 +117,7 @@ pub fn run(a: Args) -> Result<()> {
         fs: a.fs,
         jobs: a.jobs,
         sensitivity: a.sensitivity,
+        mode: a.mode,
     };
     exp.operation()?.run(&exp, &args)
 }
@@ -141,7 +145,7 @@ fn run_all(a: &Args) -> Result<()> {
         }
         None => experiment::names().iter().map(|s| s.to_string()).collect(),
     };
-    if a.device.is_some() || a.fs.is_some() || a.sensitivity || a.keep {
+    if a.device.is_some() || a.fs.is_some() || a.sensitivity || a.keep || a.mode.is_some() {
         anyhow::bail!("reproduce all runs each experiment as shipped: only --scale, --out, --only, --json and --workdir apply");
     }
     std::fs::create_dir_all(&a.out)

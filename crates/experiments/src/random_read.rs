@@ -95,7 +95,8 @@ fn check_spec(s: &RandomReadSpec) -> Result<()> {
     if !(s.file_gb > 0.0 && s.fs_per_file >= 1.01) {
         bail!("file_gb must be > 0 and fs_per_file at least 1.01");
     }
-    if s.reads == 0 || s.read_bytes == 0 || !s.read_bytes.is_multiple_of(512) || s.read_bytes > MIB {
+    if s.reads == 0 || s.read_bytes == 0 || !s.read_bytes.is_multiple_of(512) || s.read_bytes > MIB
+    {
         bail!("reads must be ≥ 1 and read_bytes a multiple of 512 up to 1 MiB");
     }
     for t in &s.targets {

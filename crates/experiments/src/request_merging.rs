@@ -74,8 +74,8 @@ impl Operation for RequestMerging {
 }
 
 fn check_spec(s: &RequestMergingSpec) -> Result<()> {
-    if s.mib == 0 || s.mib > 64 * 1024 {
-        bail!("mib must be in 1..=65536, got {}", s.mib);
+    if s.mib == 0 || s.mib > 1 << 20 {
+        bail!("mib must be in 1..=1048576, got {}", s.mib);
     }
     for t in &s.targets {
         target_kind(t)?;

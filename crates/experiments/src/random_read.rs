@@ -64,6 +64,10 @@ pub struct RandomReadSpec {
     pub read_ahead_kb: u32,
     /// Largest request of the loop device, KiB (the OS of the modelled disk's).
     pub max_sectors_kb: u32,
+    /// Mount options added to the kernel profile's for this experiment (comma-separated,
+    /// may be empty).
+    #[serde(default)]
+    pub extra_mount_options: String,
     /// Targets whose file is laid out by a layoutlab policy and written through libext2fs
     /// (kernel profile → policy, whose mkfs profile has the same name).
     #[serde(default)]
@@ -354,7 +358,12 @@ pub fn run_target(
             let base = KernelFsOptions {
                 kind: p.fs_kind()?,
                 mkfs_args: p.mkfs_args.clone(),
-                mount_options: p.mount_options.clone(),
+                mount_options: [p.mount_options.as_str(), spec.extra_mount_options.as_str()]
+                    .iter()
+                    .filter(|o| !o.is_empty())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(","),
                 bytes: fs_bytes,
                 backing: Backing::Zram,
                 // The file's data pages are zeros (no memory); metadata is under 2%.

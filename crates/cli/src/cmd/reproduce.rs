@@ -23,7 +23,8 @@ pub struct Args {
     /// Shrink the disk and every file together (1.0 = as published). Default: the experiment's.
     #[arg(long)]
     scale: Option<f64>,
-    /// Device preset (name or .toml file) to price the traces on. Default: the experiment's.
+    /// Device preset (name or .toml file) to price the traces on; request-merging takes a
+    /// comma-separated list. Default: the experiment's.
     #[arg(long)]
     device: Option<String>,
     /// Write the results as JSON to PATH ("-" for stdout).

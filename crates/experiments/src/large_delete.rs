@@ -391,7 +391,7 @@ pub fn write_population(
 }
 
 /// `population` planned by `policy` on its mkfs profile (same name): the profile and the plan.
-fn policy_image(
+pub fn policy_image(
     policy: &str,
     population: &layoutlab_workload::Population,
     seed: u64,

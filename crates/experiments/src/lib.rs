@@ -30,6 +30,8 @@ pub mod metacluster_io;
 pub mod mkfs_overhead;
 pub mod output;
 pub mod predict;
+pub mod random_read;
+pub mod request_merging;
 pub mod support;
 
 pub use experiment::{Experiment, Published};
@@ -46,6 +48,8 @@ pub static OPERATIONS: &[&dyn Operation] = &[
     &mkfs_overhead::MkfsOverhead,
     &inode_readahead::InodeReadahead,
     &metacluster_io::MetaclusterIo,
+    &request_merging::RequestMerging,
+    &random_read::RandomRead,
 ];
 
 /// The experiments shipped with layoutlab, embedded so the binary works from anywhere, in the
@@ -82,6 +86,14 @@ pub const SHIPPED: &[(&str, &str)] = &[
     (
         "inode-readahead",
         include_str!("../../../experiments/inode-readahead.toml"),
+    ),
+    (
+        "request-merging",
+        include_str!("../../../experiments/request-merging.toml"),
+    ),
+    (
+        "random-read",
+        include_str!("../../../experiments/random-read.toml"),
     ),
 ];
 
@@ -148,6 +160,8 @@ pub struct RunArgs {
     pub tree: Option<String>,
     /// The settings swept, for operations that sweep one (inode-readahead).
     pub settings: Option<Vec<u64>>,
+    /// I/O mode, for operations that run several ("buffered", "direct", "both").
+    pub mode: Option<String>,
 }
 
 impl RunArgs {

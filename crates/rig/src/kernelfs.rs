@@ -422,15 +422,18 @@ impl TracedRun<'_> {
 /// traced phase). An exclusive `flock` on /run/lock/layoutlab-rig.lock, held while the
 /// [`KernelFs`] lives; the kernel releases it when the process dies, so a killed run never
 /// leaves it held.
+/// Held by [`KernelFs`]; take it directly for work on the rig's devices without a file
+/// system (e.g. a raw loop device).
 #[derive(Debug)]
-struct RigLock {
+pub struct RigLock {
     _file: std::fs::File,
 }
 
 const LOCK_PATH: &str = "/run/lock/layoutlab-rig.lock";
 
 impl RigLock {
-    fn acquire() -> Result<RigLock> {
+    /// Waits for and takes the lock (released when dropped, or when the process dies).
+    pub fn acquire() -> Result<RigLock> {
         let dir = Path::new(LOCK_PATH).parent().expect("has a parent");
         std::fs::create_dir_all(dir)
             .map_err(|e| RigError::io(format!("create {}", dir.display()), e))?;

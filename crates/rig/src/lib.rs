@@ -45,7 +45,7 @@ pub use fsck::{run_e2fsck_traced, FsckOptions, FsckRun, ProgressChange};
 pub use fsck_times::{parse_fsck_times, FsckTimes, Section};
 pub use kernelfs::{
     check_fits, device_stat_sectors, mem_available_bytes, Backing, KernelFs, KernelFsOptions,
-    KernelTrace, PhaseBytes, TracedRun,
+    KernelTrace, PhaseBytes, RigLock, TracedRun,
 };
 pub use loopdev::LoopDevice;
 pub use mkfs::{mkfs, FsKind};
@@ -54,6 +54,8 @@ pub use system::{
     check_free_space, drop_caches, free_space_bytes, is_memory_fs, is_root, require_root,
     run_command, TempDir, TempFile,
 };
-pub use tracefs::{Capture, CpuAccounting, CpuFollower, Marker, TraceOptions, TracefsSession};
+pub use tracefs::{
+    read_bios, BioEvents, Capture, CpuAccounting, CpuFollower, Marker, TraceOptions, TracefsSession,
+};
 pub use tracefs_text::ProgressStyle;
 pub use zram::Zram;

@@ -8,8 +8,9 @@
 //! private directory (not `/sys/kernel/tracing`, which a concurrent session might be relying
 //! on) and unmounts it at the end.
 //!
-//! Events: `block/block_rq_issue` and `block/block_rq_complete` (and optionally
-//! `block/block_bio_queue`), filtered in the kernel by `dev == (major << 20) | minor`. The clock
+//! Events: `block/block_rq_issue` and `block/block_rq_complete` (and optionally the bio level:
+//! `block_bio_queue`, `block_split`, `block_bio_remap`, `block_bio_backmerge`,
+//! `block_bio_frontmerge`), filtered in the kernel by `dev == (major << 20) | minor`. The clock
 //! is `mono`, so times compare with `CLOCK_MONOTONIC`. A thread streams `trace_pipe` into a
 //! text file while the run goes on, so a long run is limited by disk space, not by the ring
 //! buffer; events the ring still overwrote are counted from `per_cpu/cpu*/stats`.
@@ -36,7 +37,9 @@ pub struct TraceOptions {
     /// Ring buffer per CPU, KiB. The streaming thread empties it every few milliseconds, so
     /// it only needs to absorb bursts.
     pub buffer_size_kb: u32,
-    /// Also record `block_bio_queue` (bios before merging) in the text.
+    /// Also record the bio level: `block_bio_queue` (bios as submitted, before merging and
+    /// splitting), `block_split`, `block_bio_remap` and the bio merges; the queued bios come
+    /// back as [`Capture::bios`] and the other events are counted in [`Capture::bio_events`].
     pub bio_queue: bool,
     /// Where the captured text goes; `None` = a temp file removed after parsing.
     pub text_path: Option<PathBuf>,
@@ -105,6 +108,75 @@ pub struct Capture {
     /// What a checker wrote to the trace marker as its output (empty for e2fsck's progress
     /// lines, which become tags only): see [`TracefsSession::set_progress_style`].
     pub output: String,
+    /// With [`TraceOptions::bio_queue`]: the bios queued on the device (`block_bio_queue`),
+    /// one "request" each, tagged by the same markers, times ns since the first bio (no
+    /// completions: bios are not paired with what completes them). A bio the block layer
+    /// split appears once, whole; a split's remainder is not queued again (kernel 6.18,
+    /// `bio_submit_split`).
+    pub bios: Option<Trace>,
+    /// With [`TraceOptions::bio_queue`]: how many of each bio-level event the device saw.
+    pub bio_events: Option<BioEvents>,
+}
+
+/// Counts of the bio-level events of a capture (see [`TraceOptions::bio_queue`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BioEvents {
+    /// `block_bio_queue`: bios submitted to the device.
+    pub queued: u64,
+    /// `block_split`: bios split because they exceeded the queue's limits.
+    pub split: u64,
+    /// `block_bio_remap`: bios remapped onto this device from a stacked one (or a partition).
+    pub remapped: u64,
+    /// `block_bio_backmerge` + `block_bio_frontmerge`: bios merged into a pending request.
+    pub merged: u64,
+}
+
+impl BioEvents {
+    /// Counts the bio-level events of device `dev` in tracefs text.
+    pub fn count(text: &str, dev: (u32, u32)) -> BioEvents {
+        let key = |e: &str| format!(": {e}: {},{} ", dev.0, dev.1);
+        let (q, s, r, b, f) = (
+            key("block_bio_queue"),
+            key("block_split"),
+            key("block_bio_remap"),
+            key("block_bio_backmerge"),
+            key("block_bio_frontmerge"),
+        );
+        let mut n = BioEvents::default();
+        for line in text.lines() {
+            if line.contains(&q) {
+                n.queued += 1;
+            } else if line.contains(&s) {
+                n.split += 1;
+            } else if line.contains(&r) {
+                n.remapped += 1;
+            } else if line.contains(&b) || line.contains(&f) {
+                n.merged += 1;
+            }
+        }
+        n
+    }
+}
+
+/// The bios of device `dev` queued in tracefs text (`block_bio_queue`), tagged by the
+/// markers, as a trace (see [`Capture::bios`]).
+pub fn read_bios(text: &str, dev: (u32, u32), name: &str) -> Result<Trace> {
+    let queue = format!(": block_bio_queue: {},{} ", dev.0, dev.1);
+    let mut only = String::new();
+    for line in text.lines() {
+        if line.contains(&queue) || line.contains(": tracing_mark_write: ") {
+            only.push_str(line);
+            only.push('\n');
+        }
+    }
+    let opts = ReadOptions {
+        dev: Some(DevId {
+            major: dev.0,
+            minor: dev.1,
+        }),
+        devno: None,
+    };
+    Ok(layoutlab_trace::tracefs::read(&only, name, &opts)?)
 }
 
 /// Writes tag markers into a session's trace; cheap to clone and usable from any thread.
@@ -349,6 +421,7 @@ pub struct TracefsSession {
     dev: (u32, u32),
     marker: Marker,
     keep_text: bool,
+    bio_queue: bool,
     origin_mono_ns: u64,
     // Field order is drop order: the instances go before the private tracefs mount.
     block: Streamed,
@@ -492,7 +565,13 @@ impl TracefsSession {
         let filter = format!("dev == {}", (dev.0 << 20) | dev.1);
         let mut events = vec!["block_rq_issue", "block_rq_complete"];
         if options.bio_queue {
-            events.push("block_bio_queue");
+            events.extend([
+                "block_bio_queue",
+                "block_split",
+                "block_bio_remap",
+                "block_bio_backmerge",
+                "block_bio_frontmerge",
+            ]);
         }
         for event in events {
             let dir = block.dir.join("events/block").join(event);
@@ -537,6 +616,7 @@ impl TracefsSession {
             dev,
             marker,
             keep_text: options.text_path.is_some(),
+            bio_queue: options.bio_queue,
             origin_mono_ns: monotonic_ns(),
             block,
             sched,
@@ -656,6 +736,14 @@ impl TracefsSession {
             devno: None,
         };
         let mut trace = layoutlab_trace::tracefs::read(&rewritten.text, &name, &opts)?;
+        let (bios, bio_events) = if self.bio_queue {
+            (
+                Some(read_bios(&rewritten.text, self.dev, &name)?),
+                Some(BioEvents::count(&rewritten.text, self.dev)),
+            )
+        } else {
+            (None, None)
+        };
         if self.keep_text {
             // Keep what was read, so that reading the kept file again gives the same tags.
             std::fs::write(&self.block.text_path, &rewritten.text).map_err(|e| {
@@ -704,6 +792,69 @@ impl TracefsSession {
             text_path: self.keep_text.then(|| self.block.text_path.clone()),
             cpu,
             output: rewritten.output,
+            bios,
+            bio_events,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // As kernel 6.18 printed them on a loop device (7,0) with max_sectors_kb 1280: an
+    // O_DIRECT 1 MiB write split into two requests, then buffered 4 KiB bios merged into one.
+    const BIO_SAMPLE: &str = "\
+              sh-10 [000] .....   652.980000: tracing_mark_write: layoutlab tag=direct
+              dd-11 [000] .....   652.988733: block_bio_queue: 7,0 WS 0 + 2048 [dd]
+              dd-11 [000] .....   652.988736: block_split: 7,0 WS 0 / 1160 [dd]
+              dd-11 [000] .....   652.988793: block_getrq: 7,0 WS 0 + 1160 [dd]
+              dd-11 [000] .....   652.988796: block_rq_issue: 7,0 WS 593920 () 0 + 1160 be,0,4 [dd]
+              dd-11 [000] .....   652.989196: block_rq_issue: 7,0 WS 454656 () 1160 + 888 be,0,4 [dd]
+              dd-11 [000] .....   652.989200: block_bio_queue: 7,1 WS 0 + 8 [dd]
+              sh-10 [000] .....   653.020000: tracing_mark_write: layoutlab tag=buffered
+              dd-11 [000] .....   653.025506: block_bio_queue: 7,0 WS 16384 + 8 [dd]
+              dd-11 [000] .....   653.025599: block_bio_queue: 7,0 WS 16392 + 8 [dd]
+              dd-11 [000] .....   653.025601: block_bio_backmerge: 7,0 WS 16392 + 8 [dd]
+              dd-11 [000] .....   653.025602: block_bio_queue: 7,0 WS 16400 + 8 [dd]
+              dd-11 [000] .....   653.025602: block_bio_frontmerge: 7,0 WS 16400 + 8 [dd]
+              dd-11 [000] .....   653.025700: block_rq_issue: 7,0 WS 12288 () 16384 + 24 be,0,4 [dd]
+";
+
+    #[test]
+    fn bios_are_read_apart_from_requests_and_counted() {
+        let bios = read_bios(BIO_SAMPLE, (7, 0), "sample").unwrap();
+        let got: Vec<(u64, u32, &str)> = bios
+            .requests
+            .iter()
+            .map(|r| (r.sector, r.sectors, bios.tags[r.tag as usize].as_str()))
+            .collect();
+        // The split bio once, whole; 7,1's bio left out; tags from the markers.
+        assert_eq!(
+            got,
+            vec![
+                (0, 2048, "direct"),
+                (16384, 8, "buffered"),
+                (16392, 8, "buffered"),
+                (16400, 8, "buffered")
+            ]
+        );
+        assert_eq!(
+            BioEvents::count(BIO_SAMPLE, (7, 0)),
+            BioEvents {
+                queued: 4,
+                split: 1,
+                remapped: 0,
+                merged: 2
+            }
+        );
+        // The request reader still sees requests only.
+        let opts = ReadOptions {
+            dev: Some(DevId { major: 7, minor: 0 }),
+            devno: None,
+        };
+        let rq = layoutlab_trace::tracefs::read(BIO_SAMPLE, "sample", &opts).unwrap();
+        let sizes: Vec<u32> = rq.requests.iter().map(|r| r.sectors).collect();
+        assert_eq!(sizes, vec![1160, 888, 24]);
     }
 }

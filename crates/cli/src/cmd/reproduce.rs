@@ -23,8 +23,8 @@ pub struct Args {
     /// Shrink the disk and every file together (1.0 = as published). Default: the experiment's.
     #[arg(long)]
     scale: Option<f64>,
-    /// Device preset (name or .toml file) to price the traces on; inode-readahead takes a
-    /// comma-separated list. Default: the experiment's.
+    /// Device preset (name or .toml file) to price the traces on; inode-readahead and
+    /// request-merging take a comma-separated list. Default: the experiment's.
     #[arg(long)]
     device: Option<String>,
     /// Write the results as JSON to PATH ("-" for stdout).
@@ -69,6 +69,9 @@ pub struct Args {
     /// e.g. 0,8,32 for a quicker run). Default: the experiment's.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     settings: Option<Vec<u64>>,
+    /// I/O mode (random-read: buffered, direct or both). Default: the experiment's.
+    #[arg(long, value_name = "MODE")]
+    mode: Option<String>,
 }
 
 /// Arguments of `experiments`.
@@ -125,6 +128,7 @@ pub fn run(a: Args) -> Result<()> {
         sensitivity: a.sensitivity,
         tree: a.tree,
         settings: a.settings,
+        mode: a.mode,
     };
     exp.operation()?.run(&exp, &args)
 }
@@ -152,7 +156,7 @@ fn run_all(a: &Args) -> Result<()> {
         }
         None => experiment::names().iter().map(|s| s.to_string()).collect(),
     };
-    if a.device.is_some() || a.fs.is_some() || a.sensitivity || a.keep {
+    if a.device.is_some() || a.fs.is_some() || a.sensitivity || a.keep || a.mode.is_some() {
         anyhow::bail!("reproduce all runs each experiment as shipped: only --scale, --out, --only, --json and --workdir apply");
     }
     std::fs::create_dir_all(&a.out)

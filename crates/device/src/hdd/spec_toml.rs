@@ -924,7 +924,7 @@ pub fn spec_to_toml_string(spec: &HddSpec) -> String {
 mod tests {
     use super::*;
 
-    const SHIPPED: [&str; 2] = ["sata-400g-2007", "sata-500g-2008"];
+    const SHIPPED: [&str; 3] = ["sata-400g-2007", "sata-500g-2008", "sata-2t-5400-2010"];
 
     fn shipped(name: &str) -> (String, String) {
         let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
@@ -1023,8 +1023,8 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(
-                e.contains("rpm_source: preset sources are now written `rpm = { value = 7200.0"),
-                "{e}"
+                e.contains("rpm_source: preset sources are now written `rpm = { value = "),
+                "{name}: {e}"
             );
         }
         // A stray `_source` key (here beside a defaulted value) is explained, not just unknown.

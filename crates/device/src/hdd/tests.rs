@@ -281,6 +281,7 @@ fn shipped_presets_load_and_hold_their_capacity() {
     for (name, lbas) in [
         ("sata-400g-2007", 781_422_768u64),
         ("sata-500g-2008", 976_773_168),
+        ("sata-2t-5400-2010", 3_907_029_168),
     ] {
         let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
         let Ok(text) = std::fs::read_to_string(&path) else {

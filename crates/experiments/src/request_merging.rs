@@ -1,0 +1,796 @@
+//! The "request-merging" operation: what the block layer makes of `dd bs=1M`, bio by bio and
+//! request by request, and what merging is worth on a disk and an SSD.
+//!
+//! Coly Li (2016) saw buffered `dd bs=1M` writes reach a linear device-mapper target as 4 KiB
+//! bios, merged only by the elevator of the disk below, while O_DIRECT kept 1 MiB. This
+//! kernel has no device mapper. The closest real stack it offers is a loop device (blk-mq,
+//! request-based: it merges and splits) over zram (bio-based: it never merges): the bios a
+//! file system or the page cache submits to the loop device (`block_bio_queue`) are what a dm
+//! target would receive, and the loop device's requests (`block_rq_issue`) are what the
+//! elevator of the disk below dm would issue. It differs from dm in that the bios are not
+//! remapped onto a second device (no `block_bio_remap`): the bio level and the request level
+//! are two views of one queue; the loop device's queue limits (max_sectors_kb) split bios as
+//! a disk's would under dm (dm stacks the disk's limits); and the loop device's scheduler is
+//! `none` (blk-mq still merges in the submitter's plug and its software queues, which is what
+//! the trace shows), where a 2016 disk ran cfq or deadline.
+//!
+//! For each target (the raw loop device; a file on ext3; a file on ext4), mode (buffered,
+//! O_DIRECT) and operation (write, then read after dropping caches) the real `dd bs=1M` runs
+//! as one traced phase. Per phase and level: the size distribution of its reads or writes,
+//! and the stream priced on each device preset as a queue holding the whole stream at once,
+//! in issue order (FCFS at the preset's queue depth): the bio stream as if nothing had merged,
+//! the request stream as issued.
+
+use crate::output::{write_json, Human};
+use crate::{kernel_profile, Experiment, Operation, RunArgs};
+use anyhow::{bail, Context, Result};
+use layoutlab_device::replay::{replay, ReplayOptions};
+use layoutlab_report::{Cell, Column, HtmlBundle, SweepChart, SweepSeries, SweepStyle, Table};
+use layoutlab_rig::{
+    check_fits, device_stat_sectors, Backing, BioEvents, FsKind, KernelFs, KernelFsOptions,
+    LoopDevice, RigLock, TraceOptions, TracefsSession, Zram,
+};
+use layoutlab_trace::{Op, Trace};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The "request-merging" operation (registered in [`crate::OPERATIONS`]).
+pub struct RequestMerging;
+
+/// Parameters of the "request-merging" operation: an experiment's `[request-merging]` table.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestMergingSpec {
+    /// MiB each `dd` writes and reads (`count` of `dd bs=1M`).
+    pub mib: u64,
+    /// Targets, in order: "raw" (the loop device itself) or a kernel profile (a file on it).
+    pub targets: Vec<String>,
+    /// Modes, in order: "buffered", "direct".
+    pub modes: Vec<String>,
+    /// Device presets the streams are priced on (`--device a,b` picks others).
+    pub devices: Vec<String>,
+    /// Read-ahead of the loop device, KiB (the OS of the modelled disk's).
+    pub read_ahead_kb: u32,
+    /// Largest request of the loop device, KiB (the OS of the modelled disk's).
+    pub max_sectors_kb: u32,
+}
+
+const MODES: [&str; 2] = ["buffered", "direct"];
+const MIB: u64 = 1 << 20;
+
+impl Operation for RequestMerging {
+    fn name(&self) -> &'static str {
+        "request-merging"
+    }
+
+    fn check(&self, exp: &Experiment) -> Result<()> {
+        let s: RequestMergingSpec = exp.params()?;
+        check_spec(&s)
+    }
+
+    fn run(&self, exp: &Experiment, args: &RunArgs) -> Result<()> {
+        run_request_merging(exp, args)
+    }
+}
+
+fn check_spec(s: &RequestMergingSpec) -> Result<()> {
+    if s.mib == 0 || s.mib > 1 << 20 {
+        bail!("mib must be in 1..=1048576, got {}", s.mib);
+    }
+    for t in &s.targets {
+        target_kind(t)?;
+    }
+    for m in &s.modes {
+        if !MODES.contains(&m.as_str()) {
+            bail!("unknown mode '{m}'; valid: {}", MODES.join(", "));
+        }
+    }
+    if s.devices.is_empty() {
+        bail!("devices must name at least one preset");
+    }
+    if s.read_ahead_kb == 0 || s.max_sectors_kb < 4 {
+        bail!("read_ahead_kb must be at least 1 and max_sectors_kb at least 4");
+    }
+    Ok(())
+}
+
+/// `None` for the raw device, else the kernel profile (an unknown name lists the valid ones).
+fn target_kind(t: &str) -> Result<Option<kernel_profile::KernelProfile>> {
+    if t == "raw" {
+        return Ok(None);
+    }
+    kernel_profile::by_name(t)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("target '{t}': not 'raw' and {e}"))
+}
+
+/// One level of one phase, priced on one device (a row of the JSON contract).
+#[derive(Clone, Debug, Serialize)]
+pub struct LevelRun {
+    /// "raw" or the kernel profile of the file system the file is on.
+    pub target: String,
+    /// "buffered" or "direct".
+    pub mode: String,
+    /// "read" or "write".
+    pub op: String,
+    /// "bio" (`block_bio_queue`) or "request" (`block_rq_issue`).
+    pub level: String,
+    /// Bios or requests of the phase in its direction.
+    pub requests: u64,
+    /// Their mean size, KiB.
+    pub mean_request_kb: f64,
+    /// The device preset.
+    pub device: String,
+    /// Seconds the device needs to serve the stream (all of it queued at once, in order).
+    pub seconds: f64,
+}
+
+/// One traced `dd`: both levels, before pricing.
+#[derive(Clone, Debug)]
+pub struct Phase {
+    /// Target ("raw" or a kernel profile).
+    pub target: String,
+    /// "buffered" or "direct".
+    pub mode: String,
+    /// The phase's direction.
+    pub op: Op,
+    /// Bios of the phase in its direction, in submission order.
+    pub bios: Trace,
+    /// Requests of the phase in its direction, in issue order.
+    pub requests: Trace,
+    /// Bio-level events of the whole capture of this target (splits, merges, remaps).
+    pub bio_events: BioEvents,
+    /// Seconds the `dd` took here (zram under loop): context only.
+    pub seconds_here: f64,
+}
+
+/// JSON of `--json`.
+#[derive(Serialize)]
+struct RequestMergingJson<'a> {
+    experiment: &'a str,
+    stack: &'a str,
+    mib: u64,
+    read_ahead_kb: u32,
+    max_sectors_kb: u32,
+    runs: &'a [LevelRun],
+}
+
+/// The stack in one line (printed and in the JSON).
+pub const STACK: &str = "loop device (blk-mq, request-based, scheduler none) over zram \
+(bio-based); the bio level is block_bio_queue on the loop device (what a dm linear target \
+would receive), the request level block_rq_issue on it (what the elevator of the disk below dm \
+would issue). Unlike dm, no bio is remapped onto a second device: both levels are one queue, \
+whose limits (max_sectors_kb) split bios as dm's stacked limits would; a 2016 disk ran cfq or \
+deadline where this queue runs none (blk-mq still merges in the plug and software queues)";
+
+fn run_request_merging(exp: &Experiment, a: &RunArgs) -> Result<()> {
+    let spec: RequestMergingSpec = exp.params()?;
+    check_spec(&spec)?;
+    let h = Human::new(a.json.as_deref());
+    if a.scale.is_some() || a.fs.is_some() {
+        bail!("request-merging takes no --scale or --fs (the dd size is the experiment's `mib`; targets are raw, ext3, ext4)");
+    }
+    let devices: Vec<String> = match &a.device {
+        Some(d) => d.split(',').map(|s| s.trim().to_string()).collect(),
+        None => spec.devices.clone(),
+    };
+    // Resolve every name before any work.
+    for d in &devices {
+        crate::support::load_device(d).with_context(|| format!("device '{d}'"))?;
+    }
+    let targets = spec
+        .targets
+        .iter()
+        .map(|t| Ok((t.clone(), target_kind(t)?)))
+        .collect::<Result<Vec<_>>>()?;
+    layoutlab_rig::require_root("making loop devices on zram and tracing them")?;
+    crate::support::warn_if_leftovers();
+    eprintln!(
+        "{} — dd bs=1M count={} per phase; read_ahead_kb {}, max_sectors_kb {}; priced on {}",
+        exp.title,
+        spec.mib,
+        spec.read_ahead_kb,
+        spec.max_sectors_kb,
+        devices.join(", ")
+    );
+    let mut phases = Vec::new();
+    for (i, (name, profile)) in targets.iter().enumerate() {
+        eprintln!("[{}/{}] {name}", i + 1, targets.len());
+        let got = capture_target(&spec, name, profile.as_ref())
+            .with_context(|| format!("target {name}"))?;
+        for p in &got {
+            eprintln!(
+                "  {} {}: {} bios, {} requests ({:.1} s here)",
+                p.mode,
+                op_name(p.op),
+                p.bios.requests.len(),
+                p.requests.requests.len(),
+                p.seconds_here
+            );
+        }
+        phases.extend(got);
+    }
+    let runs = price(&phases, &devices)?;
+    report(exp, a, &spec, &devices, &phases, &runs, &h)
+}
+
+fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Read => "read",
+        _ => "write",
+    }
+}
+
+/// The loop device of a target and what keeps it alive (field order = drop order).
+enum Stack {
+    Raw {
+        loopdev: LoopDevice,
+        _zram: Zram,
+        _lock: RigLock,
+    },
+    Fs(Box<KernelFs>),
+}
+
+impl Stack {
+    fn loopdev(&self) -> &LoopDevice {
+        match self {
+            Stack::Raw { loopdev, .. } => loopdev,
+            Stack::Fs(k) => k.device(),
+        }
+    }
+}
+
+/// Makes the target's stack, runs every mode's write and read as traced phases.
+pub fn capture_target(
+    spec: &RequestMergingSpec,
+    name: &str,
+    profile: Option<&kernel_profile::KernelProfile>,
+) -> Result<Vec<Phase>> {
+    let bytes = spec.mib * MIB;
+    // Room for one file per mode, the file system's metadata and slack.
+    let dev_bytes = (bytes * (spec.modes.len() as u64 + 1)).max(512 * MIB) / MIB * MIB;
+    let opts = KernelFsOptions {
+        kind: match profile {
+            Some(p) => p.fs_kind()?,
+            None => FsKind::Ext4,
+        },
+        mkfs_args: profile.map(|p| p.mkfs_args.clone()).unwrap_or_default(),
+        mount_options: profile.map(|p| p.mount_options.clone()).unwrap_or_default(),
+        bytes: dev_bytes,
+        backing: Backing::Zram,
+        // dd writes zeros (no memory in zram); metadata is well under 2% of the device.
+        resident_bytes: dev_bytes / 50 + 64 * MIB,
+        read_ahead_kb: Some(spec.read_ahead_kb),
+    };
+    let stack = match profile {
+        None => {
+            check_fits(&opts)?;
+            let lock = RigLock::acquire()?;
+            let zram = Zram::create(dev_bytes)?;
+            let loopdev = LoopDevice::attach(zram.path(), false)?;
+            loopdev.set_scheduler_none()?;
+            loopdev.set_read_ahead_kb(spec.read_ahead_kb)?;
+            Stack::Raw {
+                loopdev,
+                _zram: zram,
+                _lock: lock,
+            }
+        }
+        Some(_) => Stack::Fs(Box::new(KernelFs::create(&opts)?)),
+    };
+    stack.loopdev().set_max_sectors_kb(spec.max_sectors_kb)?;
+    let target_path = |mode: &str| -> PathBuf {
+        match &stack {
+            Stack::Raw { loopdev, .. } => loopdev.path().to_path_buf(),
+            Stack::Fs(k) => k.mount_point().join(format!("dd-{mode}")),
+        }
+    };
+    let mut plan = Vec::new();
+    for mode in &spec.modes {
+        for op in [Op::Write, Op::Read] {
+            plan.push((mode.clone(), op, target_path(mode)));
+        }
+    }
+    let phases = traced_dd(stack.loopdev(), &plan, spec.mib, |_| match &stack {
+        Stack::Fs(k) => k.drop_caches().map_err(anyhow::Error::from),
+        Stack::Raw { loopdev, .. } => {
+            layoutlab_rig::drop_caches()?;
+            loopdev.flush_buffers()?;
+            Ok(())
+        }
+    })?;
+    drop(stack);
+    Ok(phases
+        .into_iter()
+        .map(|mut p| {
+            p.target = name.to_string();
+            p
+        })
+        .collect())
+}
+
+/// Runs `dd bs=1M count=MIB` for each (mode, op, path) of `plan` as a traced phase of
+/// `loopdev` (caches dropped by `drop_caches` before each read), checks each phase's sectors
+/// against the device's counters and its bios against its requests, and returns the phases.
+pub fn traced_dd(
+    loopdev: &LoopDevice,
+    plan: &[(String, Op, PathBuf)],
+    mib: u64,
+    mut drop_caches: impl FnMut(&LoopDevice) -> Result<()>,
+) -> Result<Vec<Phase>> {
+    let dev_name = format!("loop{}", loopdev.number());
+    let session = TracefsSession::start(
+        loopdev.dev(),
+        &TraceOptions {
+            bio_queue: true,
+            cpu_accounting: false,
+            ..TraceOptions::default()
+        },
+    )?;
+    let mut windows = Vec::new();
+    for (i, (mode, op, path)) in plan.iter().enumerate() {
+        if *op == Op::Read {
+            drop_caches(loopdev)?;
+        }
+        let tag = format!("p{i}-{mode}-{}", op_name(*op));
+        let before = settled_stat(&dev_name)?;
+        session.mark(&tag)?;
+        let t = std::time::Instant::now();
+        run_dd(path, mode == "direct", *op, mib)?;
+        let seconds_here = t.elapsed().as_secs_f64();
+        let after = settled_stat(&dev_name)?;
+        session.mark("between")?;
+        windows.push((tag, mode.clone(), *op, before, after, seconds_here));
+    }
+    let capture = session.stop()?;
+    if capture.lost_events > 0 {
+        bail!(
+            "the kernel lost {} trace events; the trace is incomplete",
+            capture.lost_events
+        );
+    }
+    let bios = capture.bios.expect("bio_queue was asked");
+    let bio_events = capture.bio_events.unwrap_or_default();
+    let mut phases = Vec::new();
+    for (tag, mode, op, before, after, seconds_here) in windows {
+        let requests = of_phase(&capture.trace, &tag, None);
+        let (r, w) = sectors(&requests);
+        let (sr, sw) = (after.0 - before.0, after.1 - before.1);
+        if (r, w) != (sr, sw) {
+            bail!(
+                "phase {tag}: the trace saw {r} sectors read and {w} written, the device counted \
+                 {sr} and {sw}; the trace is incomplete or mis-tagged"
+            );
+        }
+        let phase_bios = of_phase(&bios, &tag, Some(op));
+        let phase_requests = of_phase(&capture.trace, &tag, Some(op));
+        let (b, q) = (total_sectors(&phase_bios), total_sectors(&phase_requests));
+        if b != q {
+            bail!(
+                "phase {tag}: its bios hold {b} sectors and its requests {q}: a bio was lost or \
+                 counted twice"
+            );
+        }
+        phases.push(Phase {
+            target: String::new(),
+            mode,
+            op,
+            bios: phase_bios,
+            requests: phase_requests,
+            bio_events,
+            seconds_here,
+        });
+    }
+    Ok(phases)
+}
+
+/// `dd bs=1M count=MIB` writing zeros to `path` (with `conv=fsync`) or reading it to
+/// /dev/null, with `oflag=direct`/`iflag=direct` when `direct`.
+fn run_dd(path: &Path, direct: bool, op: Op, mib: u64) -> Result<()> {
+    let mut args = vec![
+        "bs=1M".to_string(),
+        format!("count={mib}"),
+        "status=none".into(),
+    ];
+    match op {
+        Op::Read => {
+            args.push(format!("if={}", path.display()));
+            args.push("of=/dev/null".into());
+            if direct {
+                args.push("iflag=direct".into());
+            }
+        }
+        _ => {
+            args.push("if=/dev/zero".into());
+            args.push(format!("of={}", path.display()));
+            args.push("conv=fsync".into());
+            if direct {
+                args.push("oflag=direct".into());
+            }
+        }
+    }
+    let out = std::process::Command::new("dd")
+        .args(&args)
+        .output()
+        .context("running dd (Debian package coreutils)")?;
+    if !out.status.success() {
+        bail!(
+            "dd {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// The device's counters once nothing is in flight.
+pub(crate) fn settled_stat(dev_name: &str) -> Result<(u64, u64)> {
+    let inflight = format!("/sys/block/{dev_name}/inflight");
+    for _ in 0..200 {
+        let busy = std::fs::read_to_string(&inflight)
+            .map(|t| t.split_whitespace().any(|n| n != "0"))
+            .unwrap_or(false);
+        if !busy {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Ok(device_stat_sectors(dev_name)?)
+}
+
+/// The requests of `trace` tagged `tag` (of direction `op`, if given), as a trace of their own.
+pub(crate) fn of_phase(trace: &Trace, tag: &str, op: Option<Op>) -> Trace {
+    let mut out = Trace::default();
+    let Some(t) = trace.tags.iter().position(|x| x == tag) else {
+        return out;
+    };
+    let keep = out.tag(tag);
+    out.requests = trace
+        .requests
+        .iter()
+        .filter(|r| r.tag as usize == t && op.is_none_or(|o| r.op == o))
+        .map(|r| {
+            let mut r = *r;
+            r.tag = keep;
+            r
+        })
+        .collect();
+    out
+}
+
+fn sectors(t: &Trace) -> (u64, u64) {
+    let (mut r, mut w) = (0, 0);
+    for q in &t.requests {
+        match q.op {
+            Op::Read => r += u64::from(q.sectors),
+            Op::Write => w += u64::from(q.sectors),
+            _ => {}
+        }
+    }
+    (r, w)
+}
+
+fn total_sectors(t: &Trace) -> u64 {
+    t.requests.iter().map(|q| u64::from(q.sectors)).sum()
+}
+
+/// Mean size of a stream, KiB.
+pub fn mean_kb(t: &Trace) -> f64 {
+    if t.requests.is_empty() {
+        return 0.0;
+    }
+    total_sectors(t) as f64 / 2.0 / t.requests.len() as f64
+}
+
+/// The stream as a queue holding all of it at once: every request issued at time 0, in
+/// order, no completions or CPU stamps (so replay serves them back to back, FCFS at the
+/// device's queue depth).
+pub fn all_queued(t: &Trace) -> Trace {
+    let mut out = t.clone();
+    for r in &mut out.requests {
+        r.issue_ns = 0;
+        r.complete_ns = None;
+        r.cpu = None;
+    }
+    out
+}
+
+/// Prices both levels of every phase on every device.
+fn price(phases: &[Phase], devices: &[String]) -> Result<Vec<LevelRun>> {
+    let mut runs = Vec::new();
+    for p in phases {
+        for (level, t) in [("bio", &p.bios), ("request", &p.requests)] {
+            let queued = all_queued(t);
+            for d in devices {
+                let mut dev = crate::support::load_device(d)?;
+                let r = replay(dev.as_mut(), &queued, &ReplayOptions::default());
+                runs.push(LevelRun {
+                    target: p.target.clone(),
+                    mode: p.mode.clone(),
+                    op: op_name(p.op).into(),
+                    level: level.into(),
+                    requests: t.requests.len() as u64,
+                    mean_request_kb: mean_kb(t),
+                    device: d.clone(),
+                    seconds: r.wall_ns / 1e9,
+                });
+            }
+        }
+    }
+    Ok(runs)
+}
+
+/// Upper bounds (KiB) of the size buckets of the histograms; the last bucket is "more".
+pub const BUCKETS_KB: [u64; 10] = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048];
+
+/// Bucket labels: "≤4K", ..., "≤2M", ">2M".
+fn bucket_labels() -> Vec<String> {
+    let mut v: Vec<String> = BUCKETS_KB
+        .iter()
+        .map(|k| {
+            if *k >= 1024 {
+                format!("≤{}M", k / 1024)
+            } else {
+                format!("≤{k}K")
+            }
+        })
+        .collect();
+    v.push(">2M".into());
+    v
+}
+
+/// How many of a stream's requests fall in each bucket of [`BUCKETS_KB`] (and above).
+pub fn histogram(t: &Trace) -> Vec<u64> {
+    let mut h = vec![0u64; BUCKETS_KB.len() + 1];
+    for r in &t.requests {
+        let kb = u64::from(r.sectors).div_ceil(2);
+        let i = BUCKETS_KB
+            .iter()
+            .position(|b| kb <= *b)
+            .unwrap_or(BUCKETS_KB.len());
+        h[i] += 1;
+    }
+    h
+}
+
+/// The median request size, KiB.
+fn median_kb(t: &Trace) -> f64 {
+    let mut s: Vec<u32> = t.requests.iter().map(|r| r.sectors).collect();
+    if s.is_empty() {
+        return 0.0;
+    }
+    s.sort_unstable();
+    f64::from(s[s.len() / 2]) / 2.0
+}
+
+fn report(
+    exp: &Experiment,
+    a: &RunArgs,
+    spec: &RequestMergingSpec,
+    devices: &[String],
+    phases: &[Phase],
+    runs: &[LevelRun],
+    h: &Human,
+) -> Result<()> {
+    let out_dir = a.out_dir(exp);
+    let mut columns = vec![
+        Column::text("target"),
+        Column::text("mode"),
+        Column::text("op"),
+        Column::text("level"),
+        Column::number("count", None),
+        Column::number("mean", Some("KiB")),
+        Column::number("median", Some("KiB")),
+        Column::number("max", Some("KiB")),
+    ];
+    columns.extend(devices.iter().map(|d| Column::number(d, Some("s"))));
+    let mut t = Table::new(
+        &format!(
+            "{}: dd bs=1M count={} — bios (as submitted, priced as if unmerged) and requests (as issued)",
+            exp.name, spec.mib
+        ),
+        columns,
+    );
+    let mut hist_cols = vec![
+        Column::text("target"),
+        Column::text("mode"),
+        Column::text("op"),
+        Column::text("level"),
+    ];
+    hist_cols.extend(bucket_labels().iter().map(|b| Column::number(b, None)));
+    let mut ht = Table::new("size distribution (count per size bucket)", hist_cols);
+    let mut svgs = Vec::new();
+    for p in phases {
+        let op = op_name(p.op);
+        let mut series = Vec::new();
+        for (level, tr) in [("bio", &p.bios), ("request", &p.requests)] {
+            let max = tr.requests.iter().map(|r| r.sectors).max().unwrap_or(0);
+            let mut row = vec![
+                Cell::text(&p.target),
+                Cell::text(&p.mode),
+                Cell::text(op),
+                Cell::text(level),
+                Cell::num(tr.requests.len() as f64, 0),
+                Cell::num(mean_kb(tr), 1),
+                Cell::num(median_kb(tr), 1),
+                Cell::num(f64::from(max) / 2.0, 1),
+            ];
+            for d in devices {
+                let s = runs
+                    .iter()
+                    .find(|r| {
+                        r.target == p.target
+                            && r.mode == p.mode
+                            && r.op == op
+                            && r.level == level
+                            && &r.device == d
+                    })
+                    .map(|r| r.seconds);
+                row.push(s.map(|s| Cell::num(s, 3)).unwrap_or(Cell::Empty));
+            }
+            t.push_row(row)?;
+            let hist = histogram(tr);
+            let mut hrow = vec![
+                Cell::text(&p.target),
+                Cell::text(&p.mode),
+                Cell::text(op),
+                Cell::text(level),
+            ];
+            hrow.extend(hist.iter().map(|n| Cell::num(*n as f64, 0)));
+            ht.push_row(hrow)?;
+            let n = tr.requests.len().max(1) as f64;
+            series.push(SweepSeries {
+                name: format!("{level} ({} of them)", tr.requests.len()),
+                values: hist.iter().map(|c| Some(*c as f64 * 100.0 / n)).collect(),
+            });
+        }
+        let mut chart = SweepChart::new(
+            &format!(
+                "{} {} {}: sizes of bios and of requests (dd bs=1M)",
+                p.target, p.mode, op
+            ),
+            "size",
+            bucket_labels(),
+            "share of the level's count",
+            Some("%"),
+        );
+        chart.style = SweepStyle::Bars;
+        svgs.push((
+            format!("sizes-{}-{}-{op}.svg", p.target, p.mode),
+            chart.render(&series),
+        ));
+    }
+    h.say(&format!("{}\n", t.to_terminal(None)?));
+    h.say(&format!("{}\n", ht.to_terminal(None)?));
+    let splits: Vec<String> = phases
+        .iter()
+        .filter(|p| p.op == Op::Write && p.mode == spec.modes[0])
+        .map(|p| {
+            format!(
+                "{}: {} splits, {} merges",
+                p.target, p.bio_events.split, p.bio_events.merged
+            )
+        })
+        .collect();
+    h.say(&format!(
+        "bio events over each target's whole capture — {}\n",
+        splits.join("; ")
+    ));
+    h.say(&format!(
+        "stack: {STACK}.\nprice: each stream queued at once, in order, FCFS at the preset's queue \
+         depth; the bio level as if nothing had merged, the request level as issued.\n"
+    ));
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    for (name, svg) in &svgs {
+        std::fs::write(out_dir.join(name), svg)?;
+    }
+    std::fs::write(
+        out_dir.join("report.md"),
+        format!(
+            "# {}\n\n{}\n\nStack: {STACK}.\n\n{}\n{}",
+            exp.name,
+            exp.title,
+            t.to_markdown()?,
+            ht.to_markdown()?
+        ),
+    )?;
+    let mut html = HtmlBundle::new(&exp.title);
+    html.heading(&exp.name);
+    html.table(t.clone());
+    html.table(ht.clone());
+    for (name, svg) in svgs {
+        html.svg(&name, svg);
+    }
+    html.write(&out_dir.join("index.html"))?;
+    eprintln!(
+        "report: {}/{{report.md,index.html,sizes-TARGET-MODE-OP.svg}}",
+        out_dir.display()
+    );
+    if let Some(path) = &a.json {
+        write_json(
+            path,
+            &RequestMergingJson {
+                experiment: &exp.name,
+                stack: STACK,
+                mib: spec.mib,
+                read_ahead_kb: spec.read_ahead_kb,
+                max_sectors_kb: spec.max_sectors_kb,
+                runs,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use layoutlab_trace::{Flags, Request};
+
+    fn trace(sizes: &[u32]) -> Trace {
+        let mut t = Trace::default();
+        let mut sector = 0;
+        for &s in sizes {
+            t.requests.push(Request {
+                issue_ns: sector * 10,
+                complete_ns: Some(sector * 10 + 5),
+                op: Op::Write,
+                sector,
+                sectors: s,
+                flags: Flags::default(),
+                tag: 0,
+                cpu: None,
+            });
+            sector += u64::from(s);
+        }
+        t
+    }
+
+    #[test]
+    fn histogram_buckets_by_upper_bound() {
+        let t = trace(&[8, 8, 9, 256, 2048, 2049, 8192]);
+        let h = histogram(&t);
+        // 4K, 4K | 4.5K→8K | 128K | 1M | 1M+512 B→2M | 4M→more
+        assert_eq!(h, vec![2, 1, 0, 0, 0, 1, 0, 0, 1, 1, 1]);
+        assert_eq!(h.iter().sum::<u64>(), 7);
+        assert!((mean_kb(&trace(&[8, 2048])) - 514.0).abs() < 1e-9);
+    }
+
+    /// The same bytes as 256 bios of 4 KiB cost a disk more than as one 1 MiB request (each
+    /// bio pays a command overhead), and the all-queued stream does not depend on the
+    /// captured times. (Not asserted for SSDs: there the queued 4 KiB writes spread over the
+    /// dies and may finish sooner than one 1 MiB request.)
+    #[test]
+    fn unmerged_stream_costs_more_than_merged() {
+        let bios = all_queued(&trace(&[8; 256]));
+        let merged = all_queued(&trace(&[2048]));
+        let price = |t: &Trace, d: &str| {
+            let mut dev = crate::support::load_device(d).unwrap();
+            replay(dev.as_mut(), t, &ReplayOptions::default()).wall_ns
+        };
+        for d in ["sata-400g-2007", "sata-500g-2008"] {
+            let (b, m) = (price(&bios, d), price(&merged, d));
+            assert!(b > m, "{d}: 4 KiB bios {b} ns, 1 MiB request {m} ns");
+        }
+        assert!(bios
+            .requests
+            .iter()
+            .all(|r| r.issue_ns == 0 && r.complete_ns.is_none()));
+    }
+
+    #[test]
+    fn unknown_targets_and_modes_list_the_valid_ones() {
+        let e = target_kind("ntfs").unwrap_err().to_string();
+        assert!(e.contains("raw") && e.contains("ext4"), "{e}");
+        let spec = RequestMergingSpec {
+            mib: 1,
+            targets: vec!["raw".into()],
+            modes: vec!["mmap".into()],
+            devices: vec!["ssd-sata-2010".into()],
+            read_ahead_kb: 128,
+            max_sectors_kb: 512,
+        };
+        let e = check_spec(&spec).unwrap_err().to_string();
+        assert!(e.contains("buffered, direct"), "{e}");
+    }
+}

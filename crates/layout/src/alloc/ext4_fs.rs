@@ -51,7 +51,13 @@ pub struct Ext4Rules {
     pub pid_colour: bool,
     /// a4912123's `ext4_mb_good_group()`: data skips the first group of a flex group.
     pub data_avoids_first_group: bool,
+    /// Today's mballoc ([`Mballoc::today`]) instead of 2.6.28-2.6.30's.
+    pub mballoc_today: bool,
 }
+
+/// `EXT4_DIR_ENTRY_TAIL` size: the checksum entry at the end of each directory leaf block
+/// with metadata_csum.
+pub const DIR_CSUM_TAIL_BYTES: u64 = 12;
 
 /// `EXT4_FLEX_SIZE_DIR_ALLOC_SCHEME`: flex groups smaller than this keep no group for
 /// directories.
@@ -94,8 +100,17 @@ pub fn plan_ext4(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut pid: u64 = rng.gen_range(300..30_000);
     let mut inodes = InodeMap::new(geo);
-    let mut mb = Mballoc::new(geo.free_map(), flex, rules.data_avoids_first_group);
+    let mut mb = if rules.mballoc_today {
+        Mballoc::today(geo.free_map(), flex)
+    } else {
+        Mballoc::new(geo.free_map(), flex, rules.data_avoids_first_group)
+    };
     let dir_index = geo.has_feature("dir_index");
+    let tail = if geo.has_feature("metadata_csum") {
+        DIR_CSUM_TAIL_BYTES
+    } else {
+        0
+    };
     let mut out = vec![PlannedInode {
         ino: ROOT_INO,
         kind: InodeKind::Dir,
@@ -115,7 +130,7 @@ pub fn plan_ext4(
         DirState {
             index: 0,
             group: 0,
-            growth: DirGrowth::fresh_root(bs, dir_index),
+            growth: DirGrowth::fresh_root(bs, dir_index).with_tail(tail),
             last_alloc_group: None,
         },
     );
@@ -234,7 +249,7 @@ pub fn plan_ext4(
                     DirState {
                         index: out.len(),
                         group,
-                        growth: DirGrowth::fresh_dir(bs, dir_index),
+                        growth: DirGrowth::fresh_dir(bs, dir_index).with_tail(tail),
                         last_alloc_group: None,
                     },
                 );

@@ -17,6 +17,7 @@
 //!
 //! Counts come from the shared [`InodeMap`] and [`FreeMap`]; nothing here decides blocks.
 
+use crate::alloc::ext4_fs::InodeChooser;
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::FreeMap;
 
@@ -191,6 +192,46 @@ pub fn find_group_other_flex(
         false,
         0,
     )
+}
+
+/// `find_group_orlov()` on flex groups for directories, `find_group_other()` for every other
+/// inode: the inode allocator of 2.6.30 and of today's kernel alike (ext4-2009, ext4-kernel).
+pub struct OrlovFlex {
+    /// Groups per flex group.
+    pub flex_size: u64,
+}
+
+impl InodeChooser for OrlovFlex {
+    fn choose(
+        &self,
+        inodes: &InodeMap,
+        blocks: &FreeMap,
+        parent_group: u64,
+        last_alloc_group: Option<u64>,
+        is_dir: bool,
+        top_level: bool,
+        random_start: u64,
+    ) -> Option<u64> {
+        if is_dir {
+            find_group_orlov_flex(
+                inodes,
+                blocks,
+                self.flex_size,
+                parent_group,
+                last_alloc_group,
+                top_level,
+                random_start,
+            )
+        } else {
+            find_group_other_flex(
+                inodes,
+                blocks,
+                self.flex_size,
+                parent_group,
+                last_alloc_group,
+            )
+        }
+    }
 }
 
 #[cfg(test)]

@@ -67,6 +67,7 @@ impl Policy for Ext4_2008 {
             flex_dir_groups: false,
             pid_colour: true,
             data_avoids_first_group: false,
+            mballoc_today: false,
         };
         plan_ext4(self.name(), geo, pop, seed, &chooser, rules)
     }

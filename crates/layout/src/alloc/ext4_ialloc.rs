@@ -21,6 +21,116 @@ use crate::alloc::ext4_fs::InodeChooser;
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::FreeMap;
 
+/// The file-system-wide counts Orlov averages over (`s_freeinodes_counter`,
+/// `s_freeclusters_counter`, `s_dirs_counter`), as the allocator reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SbTotals {
+    /// Free inodes.
+    pub free_inodes: u64,
+    /// Free blocks.
+    pub free_blocks: u64,
+    /// Directories.
+    pub dirs: u64,
+}
+
+impl SbTotals {
+    /// The exact counts.
+    pub fn exact(inodes: &InodeMap, blocks: &FreeMap) -> SbTotals {
+        let groups = blocks.group_count();
+        SbTotals {
+            free_inodes: (0..groups).map(|g| u64::from(inodes.free(g))).sum(),
+            free_blocks: blocks.total_free(),
+            dirs: (0..groups).map(|g| u64::from(inodes.dirs(g))).sum(),
+        }
+    }
+}
+
+/// `percpu_counter_batch` on a machine of up to 16 CPUs: max(32, 2 x CPUs).
+pub const PERCPU_BATCH: i64 = 32;
+
+/// A kernel percpu counter as one CPU updates it (lib/percpu_counter.c
+/// `percpu_counter_add_batch()`): changes gather in the CPU's delta and reach the global
+/// count only when the delta reaches the batch; `percpu_counter_read_positive()`, which
+/// find_group_orlov() uses, reads the global count alone. So the averages Orlov compares
+/// flex groups against lag the truth by up to 31.
+#[derive(Clone, Copy, Debug)]
+pub struct PercpuCounter {
+    global: i64,
+    delta: i64,
+}
+
+impl PercpuCounter {
+    /// A counter at `value` (as mount sets it from the descriptors).
+    pub fn new(value: u64) -> PercpuCounter {
+        PercpuCounter {
+            global: value as i64,
+            delta: 0,
+        }
+    }
+
+    /// `percpu_counter_add_batch(amount, PERCPU_BATCH)`.
+    pub fn add(&mut self, amount: i64) {
+        self.delta += amount;
+        if self.delta.abs() >= PERCPU_BATCH {
+            self.global += self.delta;
+            self.delta = 0;
+        }
+    }
+
+    /// `percpu_counter_read_positive()`.
+    pub fn read_positive(&self) -> u64 {
+        self.global.max(0) as u64
+    }
+}
+
+/// The three counters of [`SbTotals`] as percpu counters, kept by a planner.
+#[derive(Clone, Debug)]
+pub struct SbCounters {
+    free_inodes: PercpuCounter,
+    free_blocks: PercpuCounter,
+    dirs: PercpuCounter,
+    seen_free_blocks: u64,
+}
+
+impl SbCounters {
+    /// Counters at the file system's state at mount.
+    pub fn new(inodes: &InodeMap, blocks: &FreeMap) -> SbCounters {
+        let t = SbTotals::exact(inodes, blocks);
+        SbCounters {
+            free_inodes: PercpuCounter::new(t.free_inodes),
+            free_blocks: PercpuCounter::new(t.free_blocks),
+            dirs: PercpuCounter::new(t.dirs),
+            seen_free_blocks: t.free_blocks,
+        }
+    }
+
+    /// An inode was taken (`ext4_new_inode()`: `percpu_counter_dec(&s_freeinodes_counter)`,
+    /// and `percpu_counter_inc(&s_dirs_counter)` for a directory).
+    pub fn took_inode(&mut self, is_dir: bool) {
+        self.free_inodes.add(-1);
+        if is_dir {
+            self.dirs.add(1);
+        }
+    }
+
+    /// The free blocks are now `free`: one change of the counter by the difference (as one
+    /// allocation or release would make it).
+    pub fn blocks_now(&mut self, free: u64) {
+        self.free_blocks
+            .add(free as i64 - self.seen_free_blocks as i64);
+        self.seen_free_blocks = free;
+    }
+
+    /// What `percpu_counter_read_positive()` gives for each.
+    pub fn read(&self) -> SbTotals {
+        SbTotals {
+            free_inodes: self.free_inodes.read_positive(),
+            free_blocks: self.free_blocks.read_positive(),
+            dirs: self.dirs.read_positive(),
+        }
+    }
+}
+
 /// `free_block_ratio` of fs/ext4/ialloc.c: a flex group with at most 10% free blocks is
 /// passed over.
 pub const FREE_BLOCK_RATIO_PERCENT: u64 = 10;
@@ -93,7 +203,9 @@ pub fn find_group_flex(
 
 /// 2.6.30 `find_group_orlov()` with flex groups, for a directory whose parent is in
 /// `parent_group` (`last_alloc_group`: where the parent's last child inode went, if any).
-/// `random_start` stands for `get_random_bytes()`.
+/// `random_start` stands for `get_random_bytes()`; `totals` are the file-system-wide counts
+/// as the allocator reads them.
+#[allow(clippy::too_many_arguments)]
 pub fn find_group_orlov_flex(
     inodes: &InodeMap,
     blocks: &FreeMap,
@@ -102,13 +214,12 @@ pub fn find_group_orlov_flex(
     last_alloc_group: Option<u64>,
     top_level: bool,
     random_start: u64,
+    totals: &SbTotals,
 ) -> Option<u64> {
     let groups = blocks.group_count();
     let n = groups.div_ceil(flex_size);
     let ipg = u64::from(inodes.per_group());
-    let freei: u64 = (0..groups).map(|g| u64::from(inodes.free(g))).sum();
-    let freeb = blocks.total_free();
-    let ndirs: u64 = (0..groups).map(|g| u64::from(inodes.dirs(g))).sum();
+    let (freei, freeb, ndirs) = (totals.free_inodes, totals.free_blocks, totals.dirs);
     let avefreei = freei / n;
     let avefreeb = freeb / n;
     let found = |flex: u64| first_group_with_inode(inodes, groups, flex_size, flex);
@@ -171,6 +282,7 @@ pub fn find_group_other_flex(
     flex_size: u64,
     parent_group: u64,
     last_alloc_group: Option<u64>,
+    totals: &SbTotals,
 ) -> Option<u64> {
     let groups = blocks.group_count();
     let mut flex = parent_group / flex_size;
@@ -191,6 +303,7 @@ pub fn find_group_other_flex(
         last_alloc_group,
         false,
         0,
+        totals,
     )
 }
 
@@ -211,6 +324,7 @@ impl InodeChooser for OrlovFlex {
         is_dir: bool,
         top_level: bool,
         random_start: u64,
+        totals: &SbTotals,
     ) -> Option<u64> {
         if is_dir {
             find_group_orlov_flex(
@@ -221,6 +335,7 @@ impl InodeChooser for OrlovFlex {
                 last_alloc_group,
                 top_level,
                 random_start,
+                totals,
             )
         } else {
             find_group_other_flex(
@@ -229,6 +344,7 @@ impl InodeChooser for OrlovFlex {
                 self.flex_size,
                 parent_group,
                 last_alloc_group,
+                totals,
             )
         }
     }
@@ -247,6 +363,20 @@ mod tests {
         let map = geo.free_map();
         let inodes = InodeMap::new(&geo);
         (geo, map, inodes)
+    }
+
+    #[test]
+    fn percpu_counters_lag_by_less_than_a_batch() {
+        let mut c = PercpuCounter::new(1000);
+        for _ in 0..31 {
+            c.add(-1);
+        }
+        assert_eq!(c.read_positive(), 1000);
+        c.add(-1);
+        assert_eq!(c.read_positive(), 968);
+        // a change of a batch or more reaches the global count at once
+        c.add(-100);
+        assert_eq!(c.read_positive(), 868);
     }
 
     #[test]
@@ -286,7 +416,17 @@ mod tests {
         let (_, map, mut inodes) = fresh();
         let mut got = Vec::new();
         for _ in 0..4 {
-            let g = find_group_orlov_flex(&inodes, &map, 16, 0, None, true, 1).unwrap();
+            let g = find_group_orlov_flex(
+                &inodes,
+                &map,
+                16,
+                0,
+                None,
+                true,
+                1,
+                &SbTotals::exact(&inodes, &map),
+            )
+            .unwrap();
             inodes.take_dir(g);
             got.push(g);
         }
@@ -295,10 +435,22 @@ mod tests {
         // first of the others with fewest directories, and its first group
         assert_eq!(got, vec![16, 48, 16, 48]);
         // files follow their parent's flex group
-        assert_eq!(find_group_other_flex(&inodes, &map, 16, 33, None), Some(32));
+        assert_eq!(
+            find_group_other_flex(&inodes, &map, 16, 33, None, &SbTotals::exact(&inodes, &map)),
+            Some(32)
+        );
         // a subdirectory stays in its parent's flex group while it qualifies
         assert_eq!(
-            find_group_orlov_flex(&inodes, &map, 16, 48, None, false, 0),
+            find_group_orlov_flex(
+                &inodes,
+                &map,
+                16,
+                48,
+                None,
+                false,
+                0,
+                &SbTotals::exact(&inodes, &map)
+            ),
             Some(48)
         );
     }

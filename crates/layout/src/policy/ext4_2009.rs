@@ -48,6 +48,8 @@ impl Policy for Ext4_2009 {
             pid_colour: false,
             data_avoids_first_group: true,
             mballoc_today: false,
+            writeback_window_bytes: None,
+            percpu_counters: false,
         };
         plan_ext4(self.name(), geo, pop, seed, &chooser, rules)
     }

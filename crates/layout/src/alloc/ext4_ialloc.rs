@@ -204,12 +204,15 @@ pub fn find_group_flex(
 /// 2.6.30 `find_group_orlov()` with flex groups, for a directory whose parent is in
 /// `parent_group` (`last_alloc_group`: where the parent's last child inode went, if any).
 /// `random_start` stands for `get_random_bytes()`; `totals` are the file-system-wide counts
-/// as the allocator reads them.
+/// as the allocator reads them. `whole_flex_max_dirs`: today's `max_dirs = ndirs / ngroups +
+/// inodes_per_group * flex_size / 16` (a 2022 fix of fs/ext4/ialloc.c); 2.6.30 allowed
+/// `inodes_per_group / 16` more directories than average per flex group.
 #[allow(clippy::too_many_arguments)]
 pub fn find_group_orlov_flex(
     inodes: &InodeMap,
     blocks: &FreeMap,
     flex_size: u64,
+    whole_flex_max_dirs: bool,
     parent_group: u64,
     last_alloc_group: Option<u64>,
     top_level: bool,
@@ -240,7 +243,12 @@ pub fn find_group_orlov_flex(
             return Some(g);
         }
     } else {
-        let max_dirs = ndirs / n + ipg / 16;
+        let slack = if whole_flex_max_dirs {
+            ipg * flex_size / 16
+        } else {
+            ipg / 16
+        };
+        let max_dirs = ndirs / n + slack;
         let min_inodes = avefreei.saturating_sub(ipg * flex_size / 4).max(1);
         let min_blocks = avefreeb.saturating_sub(blocks.blocks_per_group() * flex_size / 4);
         let start = last_alloc_group.unwrap_or(parent_group) / flex_size;
@@ -280,6 +288,7 @@ pub fn find_group_other_flex(
     inodes: &InodeMap,
     blocks: &FreeMap,
     flex_size: u64,
+    whole_flex_max_dirs: bool,
     parent_group: u64,
     last_alloc_group: Option<u64>,
     totals: &SbTotals,
@@ -299,6 +308,7 @@ pub fn find_group_other_flex(
         inodes,
         blocks,
         flex_size,
+        whole_flex_max_dirs,
         parent_group,
         last_alloc_group,
         false,
@@ -312,6 +322,8 @@ pub fn find_group_other_flex(
 pub struct OrlovFlex {
     /// Groups per flex group.
     pub flex_size: u64,
+    /// Today's `max_dirs` (see [`find_group_orlov_flex`]).
+    pub whole_flex_max_dirs: bool,
 }
 
 impl InodeChooser for OrlovFlex {
@@ -331,6 +343,7 @@ impl InodeChooser for OrlovFlex {
                 inodes,
                 blocks,
                 self.flex_size,
+                self.whole_flex_max_dirs,
                 parent_group,
                 last_alloc_group,
                 top_level,
@@ -342,6 +355,7 @@ impl InodeChooser for OrlovFlex {
                 inodes,
                 blocks,
                 self.flex_size,
+                self.whole_flex_max_dirs,
                 parent_group,
                 last_alloc_group,
                 totals,
@@ -420,6 +434,7 @@ mod tests {
                 &inodes,
                 &map,
                 16,
+                false,
                 0,
                 None,
                 true,
@@ -436,7 +451,15 @@ mod tests {
         assert_eq!(got, vec![16, 48, 16, 48]);
         // files follow their parent's flex group
         assert_eq!(
-            find_group_other_flex(&inodes, &map, 16, 33, None, &SbTotals::exact(&inodes, &map)),
+            find_group_other_flex(
+                &inodes,
+                &map,
+                16,
+                false,
+                33,
+                None,
+                &SbTotals::exact(&inodes, &map)
+            ),
             Some(32)
         );
         // a subdirectory stays in its parent's flex group while it qualifies
@@ -445,6 +468,7 @@ mod tests {
                 &inodes,
                 &map,
                 16,
+                false,
                 48,
                 None,
                 false,

@@ -42,6 +42,7 @@ impl Policy for Ext4_2009 {
     fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
         let chooser = OrlovFlex {
             flex_size: geo.flex_bg_size.max(1),
+            whole_flex_max_dirs: false,
         };
         let rules = Ext4Rules {
             flex_dir_groups: true,

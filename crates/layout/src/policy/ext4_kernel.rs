@@ -8,7 +8,7 @@
 //!   with room — then the first group of that flex group with a free inode;
 //!   `find_group_other()` for everything else: the first group of the parent's flex group
 //!   with a free inode — [`crate::alloc::ext4_ialloc::OrlovFlex`], the same code as
-//!   2.6.30's, reading the file-system-wide averages through percpu counters that lag by up
+//!   2.6.30's (with today's `max_dirs`, a flex group's worth of `inodes_per_group / 16`), reading the file-system-wide averages through percpu counters that lag by up
 //!   to a batch of 32 (`percpu_counter_read_positive()`, [`crate::alloc::ext4_ialloc::SbCounters`]).
 //!   (Today a top-level directory's scan starts at the half-MD4 hash of its name with the
 //!   file system's `s_hash_seed`; a seeded random start stands for it.)
@@ -88,6 +88,7 @@ impl Policy for Ext4Kernel {
     fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
         let chooser = OrlovFlex {
             flex_size: geo.flex_bg_size.max(1),
+            whole_flex_max_dirs: true,
         };
         let rules = Ext4Rules {
             flex_dir_groups: true,

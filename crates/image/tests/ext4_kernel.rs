@@ -347,19 +347,6 @@ fn compare(pop: &Population, linear_groups: u32) -> Differences {
         .map(|(i, p)| (p, i))
         .collect();
     let ipg = geo.inodes_per_group;
-    if std::env::var("EXT4_KERNEL_DEBUG").is_ok() {
-        let op_paths: HashMap<u32, String> = paths(&ours);
-        let ours_by_path: HashMap<&String, u32> = op_paths.iter().map(|(i, p)| (p, *i)).collect();
-        let mut shown = 0;
-        for (k, op) in pop.ops.iter().enumerate() {
-            let p = op.path().to_string();
-            let (a, b) = (ours_by_path.get(&p), kp.get(&p));
-            if a.is_some() && b.is_some() && a != b && shown < 12 {
-                println!("DEBUG op {k} {} {p}: ours {a:?} kernel {b:?}", op.verb());
-                shown += 1;
-            }
-        }
-    }
     let (mut n, mut ino, mut group) = (0u64, 0u64, 0u64);
     for (i, p) in paths(&ours) {
         if i < 12 || linked.contains(&i) {

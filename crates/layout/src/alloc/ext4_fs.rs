@@ -220,7 +220,7 @@ pub fn plan_ext4(
             0
         };
         let totals = match &counters {
-            Some(c) => c.read(),
+            Some(c) => c.read(mb.held()),
             None => SbTotals::exact(&inodes, &mb.map),
         };
         let group = chooser
@@ -342,7 +342,7 @@ pub fn plan_ext4(
         }
         out.push(node);
         if let Some(c) = &mut counters {
-            c.blocks_now(mb.map.total_free());
+            c.blocks_now(mb.counted_free());
         }
         if rules
             .writeback_window_bytes
@@ -393,7 +393,7 @@ fn writeback(
     for (index, goal, blocks) in pending.drain(..) {
         alloc_data(&mut out[index], mb, goal, blocks, bs)?;
         if let Some(c) = counters {
-            c.blocks_now(mb.map.total_free());
+            c.blocks_now(mb.counted_free());
         }
     }
     Ok(())

@@ -23,7 +23,7 @@ use crate::alloc::FreeMap;
 
 /// The file-system-wide counts Orlov averages over (`s_freeinodes_counter`,
 /// `s_freeclusters_counter`, `s_dirs_counter`), as the allocator reads them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SbTotals {
     /// Free inodes.
     pub free_inodes: u64,
@@ -31,6 +31,11 @@ pub struct SbTotals {
     pub free_blocks: u64,
     /// Directories.
     pub dirs: u64,
+    /// Blocks the [`FreeMap`] shows used that the counters still count free, as (group,
+    /// blocks): today's group preallocations' unused blocks (`ext4_mb_use_group_pa()` marks
+    /// only the blocks it hands out in the on-disk bitmap and in `s_freeclusters_counter`
+    /// and the flex group's `free_clusters`; the rest is held in the buddy alone).
+    pub held: Vec<(u64, u64)>,
 }
 
 impl SbTotals {
@@ -41,6 +46,7 @@ impl SbTotals {
             free_inodes: (0..groups).map(|g| u64::from(inodes.free(g))).sum(),
             free_blocks: blocks.total_free(),
             dirs: (0..groups).map(|g| u64::from(inodes.dirs(g))).sum(),
+            held: Vec::new(),
         }
     }
 }
@@ -113,7 +119,7 @@ impl SbCounters {
         }
     }
 
-    /// The free blocks are now `free`: one change of the counter by the difference (as one
+    /// The free blocks (as the counter counts them) are now `free`: one change of the counter by the difference (as one
     /// allocation or release would make it).
     pub fn blocks_now(&mut self, free: u64) {
         self.free_blocks
@@ -121,12 +127,14 @@ impl SbCounters {
         self.seen_free_blocks = free;
     }
 
-    /// What `percpu_counter_read_positive()` gives for each.
-    pub fn read(&self) -> SbTotals {
+    /// What `percpu_counter_read_positive()` gives for each; `held` as
+    /// [`SbTotals::held`].
+    pub fn read(&self, held: Vec<(u64, u64)>) -> SbTotals {
         SbTotals {
             free_inodes: self.free_inodes.read_positive(),
             free_blocks: self.free_blocks.read_positive(),
             dirs: self.dirs.read_positive(),
+            held,
         }
     }
 }
@@ -136,7 +144,14 @@ impl SbCounters {
 pub const FREE_BLOCK_RATIO_PERCENT: u64 = 10;
 
 /// Free inodes, free blocks and directories of flex group `flex` (`s_flex_groups[]`).
-fn flex_stats(inodes: &InodeMap, blocks: &FreeMap, flex_size: u64, flex: u64) -> (u64, u64, u64) {
+/// (`held`: blocks the map shows used that count as free, see [`SbTotals::held`].)
+fn flex_stats(
+    inodes: &InodeMap,
+    blocks: &FreeMap,
+    flex_size: u64,
+    flex: u64,
+    held: &[(u64, u64)],
+) -> (u64, u64, u64) {
     let groups = blocks.group_count();
     let (mut fi, mut fb, mut dirs) = (0, 0, 0);
     for g in flex * flex_size..((flex + 1) * flex_size).min(groups) {
@@ -144,6 +159,11 @@ fn flex_stats(inodes: &InodeMap, blocks: &FreeMap, flex_size: u64, flex: u64) ->
         fb += blocks.group_free(g);
         dirs += u64::from(inodes.dirs(g));
     }
+    fb += held
+        .iter()
+        .filter(|(g, _)| g / flex_size == flex)
+        .map(|(_, n)| n)
+        .sum::<u64>();
     (fi, fb, dirs)
 }
 
@@ -171,7 +191,7 @@ pub fn find_group_flex(
     let ratio = |fb: u64| fb * 100 / blocks_per_flex;
     let mut best = parent_flex;
     loop {
-        let (fi, fb, _) = flex_stats(inodes, blocks, flex_size, best);
+        let (fi, fb, _) = flex_stats(inodes, blocks, flex_size, best, &[]);
         if fi > 0 && ratio(fb) > FREE_BLOCK_RATIO_PERCENT {
             return first_group_with_inode(inodes, groups, flex_size, best);
         }
@@ -185,16 +205,16 @@ pub fn find_group_flex(
         if i == parent_flex || i + 1 == parent_flex {
             continue;
         }
-        let (fi, fb, _) = flex_stats(inodes, blocks, flex_size, i);
+        let (fi, fb, _) = flex_stats(inodes, blocks, flex_size, i, &[]);
         if ratio(fb) > FREE_BLOCK_RATIO_PERCENT && fi > 0 {
             return first_group_with_inode(inodes, groups, flex_size, i);
         }
-        let (bfi, bfb, _) = flex_stats(inodes, blocks, flex_size, best);
+        let (bfi, bfb, _) = flex_stats(inodes, blocks, flex_size, best, &[]);
         if bfi == 0 || (fb > bfb && fi > 0) {
             best = i;
         }
     }
-    let (bfi, bfb, _) = flex_stats(inodes, blocks, flex_size, best);
+    let (bfi, bfb, _) = flex_stats(inodes, blocks, flex_size, best, &[]);
     if bfi == 0 || bfb == 0 {
         return None;
     }
@@ -232,7 +252,7 @@ pub fn find_group_orlov_flex(
         let mut best_ndir = ipg;
         for i in 0..n {
             let g = (start + i) % n;
-            let (fi, fb, dirs) = flex_stats(inodes, blocks, flex_size, g);
+            let (fi, fb, dirs) = flex_stats(inodes, blocks, flex_size, g, &totals.held);
             if fi == 0 || dirs >= best_ndir || fi < avefreei || fb < avefreeb {
                 continue;
             }
@@ -254,7 +274,7 @@ pub fn find_group_orlov_flex(
         let start = last_alloc_group.unwrap_or(parent_group) / flex_size;
         for i in 0..n {
             let g = (start + i) % n;
-            let (fi, fb, dirs) = flex_stats(inodes, blocks, flex_size, g);
+            let (fi, fb, dirs) = flex_stats(inodes, blocks, flex_size, g, &totals.held);
             if dirs >= max_dirs || fi < min_inodes || fb < min_blocks {
                 continue;
             }

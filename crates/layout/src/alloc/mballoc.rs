@@ -56,6 +56,19 @@ pub const GROUP_PREALLOC_BLOCKS: u64 = 512;
 /// of a file in one allocation request (today's kernel).
 pub const WRITEPAGES_EXTENT_BLOCKS: u64 = 2048;
 
+/// The largest buddy order of a 4 KiB-block group (`MB_NUM_ORDERS - 1` = block bits + 1):
+/// chunks of 8192 blocks.
+pub const MAX_BUDDY_ORDER: u32 = 13;
+
+/// `MB_DEFAULT_LINEAR_LIMIT`: groups tried one after another from the goal's before the
+/// optimised scan (`mb_max_linear_groups`, as mount sets it for a rotational disk; 0 for a
+/// non-rotational device).
+pub const LINEAR_GROUPS: u64 = 4;
+
+/// `MB_DEFAULT_LINEAR_SCAN_THRESHOLD`: with at least this many groups mount turns on
+/// `mb_optimize_scan`.
+pub const OPTIMIZE_SCAN_MIN_GROUPS: u64 = 16;
+
 /// `s_mb_min_to_scan`: free extents `ext4_mb_complex_scan_group()` measures, past the first
 /// that fits, before it takes the best.
 pub const MIN_TO_SCAN: usize = 10;
@@ -78,6 +91,8 @@ pub struct Mballoc {
     today: bool,
     /// Today's locality-group preallocations, `(next, end)` each, oldest first.
     pas: Vec<(u64, u64)>,
+    /// Today's per-group (largest free order, free extents), None when stale.
+    group_stats: Vec<Option<(u32, u64)>>,
 }
 
 impl Mballoc {
@@ -90,6 +105,7 @@ impl Mballoc {
             pa: None,
             today: false,
             pas: Vec::new(),
+            group_stats: Vec::new(),
         }
     }
 
@@ -98,10 +114,81 @@ impl Mballoc {
     /// group preallocations, closed files without preallocation, writeback in 2048-block
     /// requests.
     pub fn today(map: FreeMap, flex_size: u64) -> Mballoc {
+        let groups = map.group_count() as usize;
         Mballoc {
             today: true,
+            group_stats: vec![None; groups],
             ..Mballoc::new(map, flex_size, true)
         }
+    }
+
+    /// Today's group preallocations' unused blocks as (group, blocks): used in the map (the
+    /// buddy holds them) but free to the counters (see `SbTotals::held`).
+    pub fn held(&self) -> Vec<(u64, u64)> {
+        self.pas
+            .iter()
+            .map(|&(next, end)| (self.map.group_of(next), end - next))
+            .collect()
+    }
+
+    /// Free blocks as `s_freeclusters_counter` counts them: the map's, plus the
+    /// preallocations' unused blocks.
+    pub fn counted_free(&self) -> u64 {
+        self.map.total_free() + self.pas.iter().map(|(n, e)| e - n).sum::<u64>()
+    }
+
+    /// Marks `start..start + len` used (today's mode keeps its group statistics).
+    fn take(&mut self, start: u64, len: u64) {
+        self.map.mark_used(start, len);
+        self.stale(start, len);
+    }
+
+    /// Marks `start..start + len` free again.
+    fn give(&mut self, start: u64, len: u64) {
+        self.map.mark_free(start, len);
+        self.stale(start, len);
+    }
+
+    fn stale(&mut self, start: u64, len: u64) {
+        if self.group_stats.is_empty() || len == 0 {
+            return;
+        }
+        for g in self.map.group_of(start)..=self.map.group_of(start + len - 1) {
+            self.group_stats[g as usize] = None;
+        }
+    }
+
+    /// `bb_largest_free_order` (the largest aligned power-of-two free chunk the buddy holds,
+    /// at most `MB_NUM_ORDERS - 1`, -1 as None when the group is full) and `bb_fragments`
+    /// (free extents) of `group`.
+    fn stats(&mut self, group: u64) -> (Option<u32>, u64) {
+        if let Some((order, frags)) = self.group_stats[group as usize] {
+            return ((order != u32::MAX).then_some(order), frags);
+        }
+        let first = self.map.group_first(group);
+        let (mut best, mut frags) = (None::<u32>, 0u64);
+        for (start, stop) in self.free_extents(group) {
+            frags += 1;
+            let (lo, hi) = (start - first, stop - first);
+            let mut k = MAX_BUDDY_ORDER.min(63 - (hi - lo).leading_zeros());
+            loop {
+                let size = 1u64 << k;
+                if lo.div_ceil(size) * size + size <= hi {
+                    break;
+                }
+                k -= 1;
+            }
+            best = Some(best.map_or(k, |b: u32| b.max(k)));
+        }
+        self.group_stats[group as usize] = Some((best.unwrap_or(u32::MAX), frags));
+        (best, frags)
+    }
+
+    /// `mb_avg_fragment_size_order()`: the list a group whose free extents average `len`
+    /// blocks is kept in, and the first list a request of `len` blocks looks at.
+    fn avg_fragment_order(len: u64) -> u32 {
+        let fls = 64 - len.leading_zeros();
+        fls.saturating_sub(2).min(MAX_BUDDY_ORDER)
     }
 
     /// The free extents of `group` as (start, end), in block order.
@@ -147,24 +234,78 @@ impl Mballoc {
 
     /// One request of today's `ext4_mb_regular_allocator()` (see the module header): the
     /// extent found, marked used; shorter than `len` only when no group has `len` free in
-    /// a row.
+    /// a row. With `mb_optimize_scan` (16 groups or more) each criterion tries the goal's
+    /// group and the next three, then the groups of the order lists
+    /// (`ext4_mb_scan_groups()`, Linux 6.18): for an aligned power-of-two request the groups
+    /// whose largest free order is the request's, then the next order up; otherwise those
+    /// whose free extents average the request's order, then up; each list in group order
+    /// from the group after the linear ones. Then `CR_GOAL_LEN_SLOW` (every group from the
+    /// goal's) and `CR_ANY_FREE`.
     fn request_today(&mut self, goal: u64, len: u64, data: bool) -> Option<(u64, u64)> {
         let goal = goal.min(self.map.blocks_count() - 1);
         let groups = self.map.group_count();
         let first = self.map.group_of(goal);
-        let order = |i: u64| (first + i) % groups;
+        let optimize = groups >= OPTIMIZE_SCAN_MIN_GROUPS;
+        let linear = if optimize { LINEAR_GROUPS } else { groups };
+        let start = (first + linear) % groups;
+        let flex = self.flex_size;
+        let skip_first = move |g: u64| data && flex >= 4 && g % flex == 0;
         let mut found = None;
         if len >= 2 && len.is_power_of_two() && len <= self.map.blocks_per_group() {
-            found = (0..groups).map(order).find_map(|g| {
-                let skip = data && self.flex_size >= 4 && g % self.flex_size == 0;
-                if skip || self.map.group_free(g) < len {
+            let order = len.trailing_zeros();
+            let good = |m: &mut Mballoc, g: u64| -> Option<(u64, u64)> {
+                if skip_first(g) || m.map.group_free(g) < len {
                     return None;
                 }
-                self.aligned_in_group(g, len).map(|b| (b, len))
-            });
+                m.aligned_in_group(g, len).map(|b| (b, len))
+            };
+            found = (0..linear).find_map(|i| good(self, (first + i) % groups));
+            if found.is_none() && optimize {
+                'orders: for k in order..=MAX_BUDDY_ORDER {
+                    for i in 0..groups {
+                        let g = (start + i) % groups;
+                        if self.stats(g).0 == Some(k) {
+                            if let Some(f) = good(self, g) {
+                                found = Some(f);
+                                break 'orders;
+                            }
+                        }
+                    }
+                }
+            }
         }
         if found.is_none() {
-            found = (0..groups).map(order).find_map(|g| {
+            let good = |m: &mut Mballoc, g: u64| -> Option<(u64, u64)> {
+                let (_, frags) = m.stats(g);
+                let free = m.map.group_free(g);
+                if frags == 0 || free / frags < len {
+                    return None;
+                }
+                m.best_fit_in_group(g, len).map(|b| (b, len))
+            };
+            found = (0..linear).find_map(|i| good(self, (first + i) % groups));
+            if found.is_none() && optimize {
+                'lists: for k in Mballoc::avg_fragment_order(len)..=MAX_BUDDY_ORDER {
+                    for i in 0..groups {
+                        let g = (start + i) % groups;
+                        let (_, frags) = self.stats(g);
+                        if frags == 0 {
+                            continue;
+                        }
+                        let avg = self.map.group_free(g) / frags;
+                        if Mballoc::avg_fragment_order(avg) != k {
+                            continue;
+                        }
+                        if let Some(f) = good(self, g) {
+                            found = Some(f);
+                            break 'lists;
+                        }
+                    }
+                }
+            }
+        }
+        if found.is_none() {
+            found = (0..groups).map(|i| (first + i) % groups).find_map(|g| {
                 if self.map.group_free(g) < len {
                     return None;
                 }
@@ -173,11 +314,11 @@ impl Mballoc {
         }
         if found.is_none() {
             found = (0..groups)
-                .map(order)
+                .map(|i| (first + i) % groups)
                 .find_map(|g| self.scan_group(g, len, true));
         }
         let (start, n) = found?;
-        self.map.mark_used(start, n);
+        self.take(start, n);
         Some((start, n))
     }
 
@@ -196,7 +337,7 @@ impl Mballoc {
                     }
                     return Some(vec![(start, blocks)]);
                 }
-                self.map.mark_free(start, n);
+                self.give(start, n);
             }
         }
         let mut runs: Vec<(u64, u64)> = Vec::new();
@@ -206,7 +347,7 @@ impl Mballoc {
             let ask = left.min(WRITEPAGES_EXTENT_BLOCKS);
             let Some((start, n)) = self.request_today(at, ask, true) else {
                 for &(s, n) in &runs {
-                    self.map.mark_free(s, n);
+                    self.give(s, n);
                 }
                 return None;
             };
@@ -260,7 +401,7 @@ impl Mballoc {
             .map(|&i| self.pas[i])
             .collect();
         for (next, end) in &drop {
-            self.map.mark_free(*next, end - next);
+            self.give(*next, end - next);
         }
         self.pas.retain(|p| *p == kept || !drop.contains(p));
     }
@@ -391,7 +532,7 @@ impl Mballoc {
     pub fn finish(&mut self) {
         self.release_pa();
         for (next, end) in std::mem::take(&mut self.pas) {
-            self.map.mark_free(next, end - next);
+            self.give(next, end - next);
         }
     }
 }

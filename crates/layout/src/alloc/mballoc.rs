@@ -613,6 +613,33 @@ mod tests {
     }
 
     #[test]
+    fn today_scans_four_groups_then_the_order_lists() {
+        // 32 groups (mb_optimize_scan): goal in group 1, groups 1-4 full, group 20 with a
+        // largest free chunk of order 9 (512 blocks), every other group empty (order 13)
+        let mut m = Mballoc::today(FreeMap::new(32 * 32768, 0, 32768), 16);
+        for g in 1..5 {
+            m.take(g * 32768, 32768);
+        }
+        m.take(20 * 32768, 32768 - 600);
+        // a 512-block preallocation: the lowest order list with a group that fits, in
+        // group order from group 5: group 20, not the empty group 5
+        assert_eq!(
+            m.alloc_file(32768, 1).unwrap(),
+            vec![(20 * 32768 + 32768 - 512, 1)]
+        );
+        // a 20-block file: the average-fragment lists from order 3 (20 blocks): group 20's
+        // 88-block hole (order 5) comes before the empty groups (order 13)
+        assert_eq!(
+            m.alloc_file(32768, 20).unwrap(),
+            vec![(20 * 32768 + 32768 - 600, 20)]
+        );
+        // fewer than 16 groups: a plain linear scan from the goal's group
+        let mut small = Mballoc::today(FreeMap::new(8 * 32768, 0, 32768), 4);
+        small.take(32768, 32768);
+        assert_eq!(small.alloc_file(32768, 20).unwrap(), vec![(2 * 32768, 20)]);
+    }
+
+    #[test]
     fn data_avoids_the_first_group_of_a_flex_group_in_2009() {
         let mut m = Mballoc::new(map(), 4, true);
         m.map.mark_used(0, 10);

@@ -234,6 +234,8 @@ struct Shape {
     dir_blocks_first: f64,
     /// Regular-file data blocks per flex group.
     data_flex: BTreeMap<u64, u64>,
+    /// Regular-file data blocks per group.
+    data_groups: BTreeMap<u64, u64>,
 }
 
 fn shape(plan: &Plan, geo: &Geometry) -> Shape {
@@ -247,6 +249,7 @@ fn shape(plan: &Plan, geo: &Geometry) -> Shape {
         dir_block_groups: BTreeMap::new(),
         dir_blocks_first: 0.0,
         data_flex: BTreeMap::new(),
+        data_groups: BTreeMap::new(),
     };
     let (mut files, mut total_extents) = (0u64, 0u64);
     for i in plan.inodes.iter().filter(|i| i.ino == 2 || i.ino >= 12) {
@@ -261,9 +264,10 @@ fn shape(plan: &Plan, geo: &Geometry) -> Shape {
                 files += 1;
                 total_extents += e;
                 for r in &i.data {
-                    for b in [r.physical, r.physical + r.len - 1] {
-                        *s.data_flex.entry(geo.group_of(b) / flex).or_default() += r.len;
-                    }
+                    *s.data_flex
+                        .entry(geo.group_of(r.physical) / flex)
+                        .or_default() += r.len;
+                    *s.data_groups.entry(geo.group_of(r.physical)).or_default() += r.len;
                 }
             }
             InodeKind::Dir => {
@@ -312,6 +316,13 @@ struct Differences {
     dir_blocks_first: (f64, f64),
     /// TV distance of file data per flex group.
     data_flex_tv: f64,
+    /// TV distance of file data per group.
+    data_group_tv: f64,
+    /// Regular files with data (hard-linked aside) whose blocks are exactly the kernel's:
+    /// reported, not bounded (the kernel itself varies here from run to run: 10-19% on the
+    /// random tree).
+    #[allow(dead_code)]
+    same_data: f64,
 }
 
 fn compare(pop: &Population, linear_groups: u32) -> Differences {
@@ -347,6 +358,13 @@ fn compare(pop: &Population, linear_groups: u32) -> Differences {
         .map(|(i, p)| (p, i))
         .collect();
     let ipg = geo.inodes_per_group;
+    let data_of: HashMap<u32, &Vec<layoutlab_layout::Run>> = kernel
+        .inodes
+        .iter()
+        .filter(|i| i.kind == InodeKind::File && i.data_blocks() > 0)
+        .map(|i| (i.ino, &i.data))
+        .collect();
+    let (mut files, mut same_data) = (0u64, 0u64);
     let (mut n, mut ino, mut group) = (0u64, 0u64, 0u64);
     for (i, p) in paths(&ours) {
         if i < 12 || linked.contains(&i) {
@@ -360,6 +378,11 @@ fn compare(pop: &Population, linear_groups: u32) -> Differences {
         }
         n += 1;
         ino += u64::from(ki == i);
+        if let Some(kd) = data_of.get(&ki) {
+            let od = &ours.inodes.iter().find(|x| x.ino == i).unwrap().data;
+            files += 1;
+            same_data += u64::from(*kd == od);
+        }
         group += u64::from((ki - 1) / ipg == (i - 1) / ipg);
     }
     assert!(n * 10 > pop.ops.len() as u64 * 8, "{n} paths matched");
@@ -373,6 +396,8 @@ fn compare(pop: &Population, linear_groups: u32) -> Differences {
         dir_blocks_tv: tv(&k.dir_block_groups, &o.dir_block_groups),
         dir_blocks_first: (k.dir_blocks_first, o.dir_blocks_first),
         data_flex_tv: tv(&k.data_flex, &o.data_flex),
+        data_group_tv: tv(&k.data_groups, &o.data_groups),
+        same_data: same_data as f64 / files.max(1) as f64,
     }
 }
 
@@ -384,14 +409,11 @@ fn root_or_skip(test: &str) -> bool {
     false
 }
 
-/// ubuntu-32g at 1/8 (4 GiB, two flex groups; 39,112 operations, 4 GB of zeros). Measured
-/// (docs/policies.md): the first 30,058 operations get the very inode numbers the kernel
-/// gives (77% of all paths), every file the same number of extents but a handful, every
-/// directory block in the first group of its flex group as in the kernel. Then one Orlov
-/// decision flips: a subdirectory whose flex group has free blocks within 0.3% of
-/// `min_clusters` stays in it in the kernel and moves to the other flex group in the model,
-/// and with it a subtree of some 700 directories; the bounds below allow that one
-/// divergence and no second one of its size.
+/// ubuntu-32g at 1/8 (4 GiB, two flex groups; 39,112 operations, 2.1 GB of zeros).
+/// Measured (docs/policies.md): every path gets the kernel's inode number, every directory
+/// block the kernel's group but for 45 blocks of 3,678 (directory-index leaf splits),
+/// extents per file the same but for a handful; file data per flex group within 9% (where
+/// a big file's stream allocations start).
 #[test]
 fn ext4_kernel_vs_the_kernel_on_ubuntu_small() {
     if !root_or_skip("ext4_kernel_vs_the_kernel_on_ubuntu_small") {
@@ -399,23 +421,24 @@ fn ext4_kernel_vs_the_kernel_on_ubuntu_small() {
     }
     let d = compare(&ubuntu_small(8), 4);
     println!("ubuntu-32g/8: {d:#?}");
-    assert!(d.same_ino > 0.70, "{d:?}");
-    assert!(d.same_group > 0.75, "{d:?}");
-    assert!(d.inode_groups_tv < 0.15, "{d:?}");
-    assert!(d.dir_flex_tv < 0.25, "{d:?}");
-    assert!(d.dir_blocks_tv < 0.25, "{d:?}");
+    assert!(d.same_ino > 0.99, "{d:?}");
+    assert!(d.same_group > 0.99, "{d:?}");
+    assert!(d.inode_groups_tv < 0.01, "{d:?}");
+    assert!(d.dir_flex_tv < 0.01, "{d:?}");
+    assert!(d.dir_blocks_tv < 0.02, "{d:?}");
     assert!(
         (d.dir_blocks_first.0 - d.dir_blocks_first.1).abs() < 0.01,
         "{d:?}"
     );
     assert!(d.extents_tv < 0.001, "{d:?}");
     assert!((d.mean_extents.0 - d.mean_extents.1).abs() < 0.001, "{d:?}");
-    assert!(d.data_flex_tv < 0.25, "{d:?}");
+    assert!(d.data_flex_tv < 0.15, "{d:?}");
+    assert!(d.data_group_tv < 0.2, "{d:?}");
 }
 
-/// A random tree on 4 GiB (3,000 operations, 2.2 GB): measured identical inode numbers for
+/// A random tree on 4 GiB (3,000 operations, 1.1 GB): measured identical inode numbers for
 /// every path, identical directory-block groups and extents per file, file data per flex
-/// group within 0.2%.
+/// group within 0.3% and per group within 0.5%.
 #[test]
 fn ext4_kernel_vs_the_kernel_on_a_random_tree() {
     if !root_or_skip("ext4_kernel_vs_the_kernel_on_a_random_tree") {
@@ -429,6 +452,7 @@ fn ext4_kernel_vs_the_kernel_on_a_random_tree() {
     assert_eq!(d.dir_blocks_first.0, d.dir_blocks_first.1, "{d:?}");
     assert!(d.extents_tv < 0.001, "{d:?}");
     assert!(d.data_flex_tv < 0.02, "{d:?}");
+    assert!(d.data_group_tv < 0.05, "{d:?}");
 }
 
 /// The same random tree on a non-rotational device as the kernel mounts it (zram:

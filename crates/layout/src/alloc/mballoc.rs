@@ -41,7 +41,12 @@
 //!   `ext4_mb_measure_extent()`), then any free extent (`CR_ANY_FREE`);
 //! - writeback maps at most `MAX_WRITEPAGES_EXTENT_LEN` (2048) blocks at a time
 //!   (fs/ext4/inode.c `mpage_add_bh_to_extent()`), each a request whose goal continues the
-//!   file's last extent (`ext4_ext_find_goal()`).
+//!   file's last extent (`ext4_ext_find_goal()`); every request of a file but its last ends
+//!   before `i_size`, so `ext4_mb_group_or_file()` leaves the file eligible for inode
+//!   preallocation and makes it a stream allocation (`EXT4_MB_STREAM_ALLOC`): it continues
+//!   the file's last extent when the blocks there are free (the normalised request merges
+//!   to the left: `EXT4_MB_HINT_TRY_GOAL`), else searches from the group of the last stream
+//!   allocation of the file system (`s_mb_last_groups`), wherever the file's inode is.
 
 use crate::alloc::FreeMap;
 
@@ -93,6 +98,8 @@ pub struct Mballoc {
     pas: Vec<(u64, u64)>,
     /// Today's per-group (largest free order, free extents), None when stale.
     group_stats: Vec<Option<(u32, u64)>>,
+    /// Group of today's last stream allocation (`s_mb_last_groups`; 0 at mount).
+    stream_group: u64,
 }
 
 impl Mballoc {
@@ -106,6 +113,7 @@ impl Mballoc {
             today: false,
             pas: Vec::new(),
             group_stats: Vec::new(),
+            stream_group: 0,
         }
     }
 
@@ -345,7 +353,15 @@ impl Mballoc {
         let mut at = goal;
         while left > 0 {
             let ask = left.min(WRITEPAGES_EXTENT_BLOCKS);
-            let Some((start, n)) = self.request_today(at, ask, true) else {
+            // every request but the file's last ends before i_size, so the file still
+            // qualifies for inode preallocation: a stream allocation (see the module header)
+            let stream = ask < left;
+            let found = if stream {
+                self.stream_request(at, ask, !runs.is_empty())
+            } else {
+                self.request_today(at, ask, true)
+            };
+            let Some((start, n)) = found else {
                 for &(s, n) in &runs {
                     self.give(s, n);
                 }
@@ -359,6 +375,27 @@ impl Mballoc {
             at = start + n;
         }
         Some(runs)
+    }
+
+    /// A stream request (`EXT4_MB_STREAM_ALLOC`): when it continues an extent of the file
+    /// (`ext4_mb_normalize_request()` "merge to the left" sets `EXT4_MB_HINT_TRY_GOAL`) the
+    /// blocks right after it if they are free (`ext4_mb_find_by_goal()`); else the search
+    /// starts in the group of the last stream allocation (`s_mb_last_groups`), not the
+    /// file's own, and that group is remembered.
+    fn stream_request(&mut self, after: u64, len: u64, continues: bool) -> Option<(u64, u64)> {
+        if continues && after < self.map.blocks_count() {
+            let g = self.map.group_of(after);
+            let end = self.map.group_end(g).min(after + len);
+            if end - after == len && self.map.next_used(after, end) == end {
+                self.take(after, len);
+                self.stream_group = g;
+                return Some((after, len));
+            }
+        }
+        let goal = self.map.group_first(self.stream_group);
+        let found = self.request_today(goal, len, true)?;
+        self.stream_group = self.map.group_of(found.0);
+        Some(found)
     }
 
     /// `ext4_mb_use_preallocated()` for a locality group: the preallocation nearest `goal`
@@ -584,8 +621,10 @@ mod tests {
         // a closed 20-block file: best fit from its goal's group, into the hole before
         // the preallocation (group 0 is not skipped: 20 is no power of two)
         assert_eq!(m.alloc_file(32768, 20).unwrap(), vec![(32768 + 100, 20)]);
-        // 4096 blocks: two 2048-block requests, each aligned, the second continuing
-        let big = m.alloc_file(32768, 4096).unwrap();
+        // 4096 blocks: two 2048-block requests; the first a stream allocation from the
+        // last stream group (0 at mount: skipped as the first of its flex group, so group
+        // 1, aligned), the second, the file's last, continuing it
+        let big = m.alloc_file(5 * 32768, 4096).unwrap();
         assert_eq!(big, vec![(32768 + 2048, 4096)]);
         // directory blocks: best fit in the goal's group, the goal block itself ignored
         assert_eq!(m.alloc_block(10), Some(0));

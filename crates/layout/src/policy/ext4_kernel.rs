@@ -17,10 +17,12 @@
 //!   delayed allocation; later blocks continue the last extent (extents.c
 //!   `ext4_ext_find_goal()`);
 //! - blocks: today's mballoc.c, [`crate::alloc::mballoc::Mballoc::today`]: locality-group
-//!   preallocations for files of at most 16 blocks, no preallocation for a larger closed
-//!   file, buddy-aligned power-of-two requests that skip the first group of each flex group
-//!   for data (`ext4_mb_good_group()`, `CR_POWER2_ALIGNED`), best fit otherwise, writeback
-//!   in 2048-block requests (inode.c `MAX_WRITEPAGES_EXTENT_LEN`);
+//!   preallocations for files of at most 16 blocks; writeback in 2048-block requests
+//!   (inode.c `MAX_WRITEPAGES_EXTENT_LEN`), a larger file's last one without
+//!   preallocation, its earlier ones stream allocations; buddy-aligned power-of-two
+//!   requests that skip the first group of each flex group for data (`ext4_mb_good_group()`,
+//!   `CR_POWER2_ALIGNED`), best fit otherwise; the goal's group and the next three, then
+//!   the order lists (`ext4_mb_scan_groups()`, a rotational disk's `mb_max_linear_groups`);
 //! - delayed allocation (the default mount option): inodes and directory blocks are
 //!   allocated as the tree is made, file data only when writeback comes (parameter
 //!   `writeback_mib`), files oldest first — so Orlov's free-space averages do not yet see

@@ -100,8 +100,9 @@ pub fn plan_ext4(
 ) -> Result<Plan, LayoutError> {
     if !geo.has_feature("extent") {
         return Err(LayoutError::Unsupported(format!(
-            "{policy} needs an ext4 mkfs profile (with the extent feature), not {}; use ext4-2009 (layoutlab plan --mkfs-profile ext4-2009)",
-            geo.profile
+            "{policy} needs an ext4 mkfs profile (with the extent feature), not {}; use {p} (layoutlab plan --mkfs-profile {p})",
+            geo.profile,
+            p = crate::policy::default_mkfs_profile(policy).unwrap_or("ext4-2009"),
         )));
     }
     pop.check_tree()

@@ -694,6 +694,52 @@ fn plan_json_is_a_whole_plan() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `plan --policy ext4-kernel` lays out on today's mkfs profile unless told otherwise (the
+/// whole ubuntu-32g tree, as issue 11's image needs), and refuses a bad parameter or an ext3
+/// profile by name.
+#[test]
+fn plan_ext4_kernel_defaults_to_todays_profile() {
+    let o = layoutlab(&[
+        "plan",
+        "--policy",
+        "ext4-kernel",
+        "--workload",
+        "ubuntu-32g",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("ext4-kernel on ubuntu-32g"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("inodes planned") && l.ends_with(" 312204")),
+        "{out}"
+    );
+
+    let o = layoutlab(&[
+        "plan",
+        "--policy",
+        "ext4-kernel",
+        "--param",
+        "writeback_mib=lots",
+        "--scale",
+        "0.002",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("writeback_mib"), "{}", stderr(&o));
+
+    let o = layoutlab(&[
+        "plan",
+        "--policy",
+        "ext4-kernel",
+        "--mkfs-profile",
+        "ext3-2007",
+        "--scale",
+        "0.002",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--mkfs-profile"), "{}", stderr(&o));
+}
+
 /// The shared measured-drive data, beside the checkout (../shared). Missing, it is a failure
 /// that says what to provide, never a silent pass.
 fn shared_disksim() -> PathBuf {

@@ -235,11 +235,9 @@ fn random_trees_every_policy_round_trip() {
         let pop = random_tree(seed);
         pop.check_tree().unwrap();
         for policy in layoutlab_layout::policy::POLICY_NAMES {
-            let profile = MkfsProfile::by_name(if policy.starts_with("ext4") {
-                "ext4-2009"
-            } else {
-                "ext3-2007"
-            })
+            let profile = MkfsProfile::by_name(
+                layoutlab_layout::policy::default_mkfs_profile(policy).unwrap(),
+            )
             .unwrap();
             let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
             let plan = policy_by_name(policy, &PolicyParams::new())

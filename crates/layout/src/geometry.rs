@@ -262,6 +262,9 @@ impl GeometryParams {
                 crate::mkfs::JournalSize::None => JournalRule::None,
                 crate::mkfs::JournalSize::Blocks(n) => JournalRule::Blocks(n),
                 crate::mkfs::JournalSize::Default140 => JournalRule::Default140,
+                crate::mkfs::JournalSize::Default147 => {
+                    JournalRule::Default147 { fast_commit: false }
+                }
             },
             journal_goal: match profile.journal_placement {
                 crate::mkfs::JournalPlacement::Fixed => {

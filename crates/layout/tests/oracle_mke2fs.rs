@@ -222,6 +222,21 @@ fn ext3_2009_geometry_matches_real_mke2fs() {
     }
 }
 
+/// ext4 as today's mke2fs makes it (the ext4-kernel profile): 64bit descriptors,
+/// metadata_csum, 1.47's journal sizes at the midpoint.
+#[test]
+fn ext4_kernel_geometry_matches_real_mke2fs() {
+    for fs_bytes in [
+        64 << 20,                   // one group, 1024-block journal
+        1 << 30,                    // 8 groups: the kernel comparison's size
+        (32768 * 37 + 9000) * 4096, // two full flex groups and a short third
+        34_359_738_368,             // 32 GiB, the ubuntu-32g file system (256 groups)
+        40_008_845_721,             // 299 groups: a last flex group of 11
+    ] {
+        check_profile_size("ext4-kernel", fs_bytes);
+    }
+}
+
 /// 64bit: 64-byte group descriptors (half as many per block: more descriptor and reserved
 /// descriptor blocks), and flex groups of 4 — variations of the 2009 profile.
 #[test]

@@ -240,6 +240,16 @@ impl KernelFs {
         Ok(())
     }
 
+    /// Unmounts (so everything the kernel wrote, its journal checkpointed, is in place on
+    /// the device), then hands the unmounted device to `read` (e.g. to read the kernel's
+    /// layout back with libext2fs) and tears everything down, whatever `read` returned.
+    pub fn unmount_then<T>(mut self, read: impl FnOnce(&Path) -> T) -> Result<T> {
+        self.sync()?;
+        drop(self.mount.take());
+        self.loopdev.flush_buffers()?;
+        Ok(read(self.loopdev.path()))
+    }
+
     /// Starts tracing the loop device's requests; run phases on the returned [`TracedRun`].
     pub fn trace(&mut self, options: &TraceOptions) -> Result<TracedRun<'_>> {
         let session = TracefsSession::start(self.loopdev.dev(), options)?;

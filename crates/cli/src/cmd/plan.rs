@@ -17,16 +17,18 @@ pub struct Args {
     /// Population: bench5, ubuntu-32g, or a population .toml file (populations/ubuntu-32g.toml shows the format).
     #[arg(long, default_value = "bench5")]
     pub workload: String,
-    /// Layout policy: ext3-2007, ext3-metacluster, rext3, or (with --mkfs-profile ext4-2009)
-    /// ext4-2008, ext4-2009.
+    /// Layout policy: ext3-2007, ext3-metacluster, rext3, ext4-2008, ext4-2009 or ext4-kernel
+    /// (today's kernel).
     #[arg(long, default_value = "ext3-2007")]
     pub policy: String,
     /// A policy parameter NAME=VALUE (repeatable), e.g. --param region_start=1/2.
     #[arg(long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
-    /// mkfs profile: ext3-2007 (e2fsprogs 1.40) or ext4-2009 (1.41.3/1.41.4, flex_bg).
-    #[arg(long, default_value = "ext3-2007")]
-    pub mkfs_profile: String,
+    /// mkfs profile: ext3-2007 (e2fsprogs 1.40), ext4-2009 (1.41.3/1.41.4, flex_bg) or
+    /// ext4-kernel (today's mke2fs -t ext4). Default: the policy's era (ext3-2007 for the
+    /// ext3 policies, ext4-2009 for ext4-2008/ext4-2009, ext4-kernel for ext4-kernel).
+    #[arg(long)]
+    pub mkfs_profile: Option<String>,
     /// Shrink the disk and every file together (1.0 = the profile's full size).
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
@@ -53,8 +55,12 @@ pub fn parse_params(params: &[String]) -> Result<PolicyParams> {
 /// Plan a workload: returns the geometry, the profile and the plan.
 pub fn make_plan(a: &Args) -> Result<(MkfsProfile, Geometry, Plan)> {
     let pop = layoutlab_workload::population_by_name(&a.workload)?.scale(a.scale)?;
-    let profile = MkfsProfile::by_name(&a.mkfs_profile)?;
     let pol = policy::by_name(&a.policy, &parse_params(&a.params)?)?;
+    let profile_name = match &a.mkfs_profile {
+        Some(p) => p.as_str(),
+        None => policy::default_mkfs_profile(&a.policy).unwrap_or("ext3-2007"),
+    };
+    let profile = MkfsProfile::by_name(profile_name)?;
     let geo = Geometry::new(&profile, pop.fs_bytes)?;
     let plan = pol.plan(&geo, &pop, a.seed)?;
     plan.check(&geo)

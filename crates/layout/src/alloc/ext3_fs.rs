@@ -30,6 +30,7 @@ pub fn dir_rec_len(name_len: usize) -> u64 {
 /// Block usage of a directory as entries are added (fs/ext3/namei.c `ext3_add_entry()`).
 #[derive(Clone, Debug)]
 pub struct DirGrowth {
+    /// Bytes of a block entries may use (the block less a metadata_csum tail).
     block_bytes: u64,
     dir_index: bool,
     /// Blocks in the directory.
@@ -65,6 +66,14 @@ impl DirGrowth {
             leaf_bytes: 0,
             leaves: 0,
         }
+    }
+
+    /// With metadata_csum every directory leaf block ends in a `tail_bytes` checksum entry
+    /// (`struct ext4_dir_entry_tail`, 12 bytes; fs/ext4/namei.c `ext4_add_entry()` leaves
+    /// `csum_size` free): entries have that much less room.
+    pub fn with_tail(mut self, tail_bytes: u64) -> DirGrowth {
+        self.block_bytes -= tail_bytes;
+        self
     }
 
     /// Adds an entry; returns how many blocks the directory grows by.

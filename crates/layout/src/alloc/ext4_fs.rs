@@ -7,6 +7,7 @@
 //! system with the extent feature (`ext4_new_inode()`), fast symlinks excepted.
 
 use crate::alloc::ext3_fs::{DirGrowth, ROOT_INO};
+use crate::alloc::ext4_ialloc::{SbCounters, SbTotals};
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::mballoc::Mballoc;
 use crate::alloc::FreeMap;
@@ -36,6 +37,7 @@ pub trait InodeChooser {
         is_dir: bool,
         top_level: bool,
         random_start: u64,
+        totals: &SbTotals,
     ) -> Option<u64>;
 }
 
@@ -51,7 +53,23 @@ pub struct Ext4Rules {
     pub pid_colour: bool,
     /// a4912123's `ext4_mb_good_group()`: data skips the first group of a flex group.
     pub data_avoids_first_group: bool,
+    /// Today's mballoc ([`Mballoc::today`]) instead of 2.6.28-2.6.30's.
+    pub mballoc_today: bool,
+    /// Delayed allocation with writeback: file data is allocated only once this many bytes
+    /// of files have been written since the last writeback (then all of them, oldest first,
+    /// and at the end); None allocates each file's blocks as it is written. Inodes and
+    /// directory blocks are allocated at once either way, so Orlov sees free space without
+    /// the data still in the page cache (delayed allocation reserves, it does not take:
+    /// `s_freeclusters_counter` drops only in `ext4_mb_mark_diskspace_used()`).
+    pub writeback_window_bytes: Option<u64>,
+    /// Orlov reads the file-system-wide counts as today's kernel does, through percpu
+    /// counters that lag by up to a batch ([`SbCounters`]); false: exact counts.
+    pub percpu_counters: bool,
 }
+
+/// `EXT4_DIR_ENTRY_TAIL` size: the checksum entry at the end of each directory leaf block
+/// with metadata_csum.
+pub const DIR_CSUM_TAIL_BYTES: u64 = 12;
 
 /// `EXT4_FLEX_SIZE_DIR_ALLOC_SCHEME`: flex groups smaller than this keep no group for
 /// directories.
@@ -82,8 +100,9 @@ pub fn plan_ext4(
 ) -> Result<Plan, LayoutError> {
     if !geo.has_feature("extent") {
         return Err(LayoutError::Unsupported(format!(
-            "{policy} needs an ext4 mkfs profile (with the extent feature), not {}; use ext4-2009 (layoutlab plan --mkfs-profile ext4-2009)",
-            geo.profile
+            "{policy} needs an ext4 mkfs profile (with the extent feature), not {}; use {p} (layoutlab plan --mkfs-profile {p})",
+            geo.profile,
+            p = crate::policy::default_mkfs_profile(policy).unwrap_or("ext4-2009"),
         )));
     }
     pop.check_tree()
@@ -109,8 +128,17 @@ pub fn plan_ext4(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut pid: u64 = rng.gen_range(300..30_000);
     let mut inodes = InodeMap::new(geo);
-    let mut mb = Mballoc::new(geo.free_map(), flex, rules.data_avoids_first_group);
+    let mut mb = if rules.mballoc_today {
+        Mballoc::today(geo.free_map(), flex)
+    } else {
+        Mballoc::new(geo.free_map(), flex, rules.data_avoids_first_group)
+    };
     let dir_index = geo.has_feature("dir_index");
+    let tail = if geo.has_feature("metadata_csum") {
+        DIR_CSUM_TAIL_BYTES
+    } else {
+        0
+    };
     let mut out = vec![PlannedInode {
         ino: ROOT_INO,
         kind: InodeKind::Dir,
@@ -130,12 +158,18 @@ pub fn plan_ext4(
         DirState {
             index: 0,
             group: 0,
-            growth: DirGrowth::fresh_root(bs, dir_index),
+            growth: DirGrowth::fresh_root(bs, dir_index).with_tail(tail),
             last_alloc_group: None,
         },
     );
     let mut others: HashMap<&str, usize> = HashMap::new();
     let mut links = Vec::new();
+    // files written and not yet written back: (index in `out`, goal, blocks), and their bytes
+    let mut pending: Vec<(usize, u64, u64)> = Vec::new();
+    let mut pending_bytes = 0u64;
+    let mut counters = rules
+        .percpu_counters
+        .then(|| SbCounters::new(&inodes, &mb.map));
     // ext4_ext_find_goal() for an inode without blocks
     let goal_of = |group: u64, regular: bool, pid: u64| -> u64 {
         let mut g = group;
@@ -201,6 +235,10 @@ pub fn plan_ext4(
         } else {
             0
         };
+        let totals = match &counters {
+            Some(c) => c.read(mb.held()),
+            None => SbTotals::exact(&inodes, &mb.map),
+        };
         let group = chooser
             .choose(
                 &inodes,
@@ -210,6 +248,7 @@ pub fn plan_ext4(
                 is_dir,
                 top_level,
                 random_start,
+                &totals,
             )
             .ok_or(LayoutError::NoInodes {
                 created: (out.len() - 1) as u64,
@@ -219,6 +258,9 @@ pub fn plan_ext4(
         } else {
             inodes.take(group)
         };
+        if let Some(c) = &mut counters {
+            c.took_inode(is_dir);
+        }
         dirs.get_mut(parent_path).expect("exists").last_alloc_group = Some(group);
         pid += rng.gen_range(1..=4);
         let regular = matches!(op, NsOp::Create { .. });
@@ -249,7 +291,7 @@ pub fn plan_ext4(
                     DirState {
                         index: out.len(),
                         group,
-                        growth: DirGrowth::fresh_dir(bs, dir_index),
+                        growth: DirGrowth::fresh_dir(bs, dir_index).with_tail(tail),
                         last_alloc_group: None,
                     },
                 );
@@ -258,15 +300,13 @@ pub fn plan_ext4(
                 add_entry(&mut dirs, &mut out, &mut mb)?;
                 node.kind = InodeKind::File;
                 node.size_bytes = *bytes;
-                let runs = mb
-                    .alloc_file(goal, bytes.div_ceil(bs))
-                    .ok_or_else(|| enospc("file data"))?;
-                let mut logical = 0;
-                for (physical, len) in runs {
-                    push_run(&mut node.data, logical, physical, len);
-                    logical += len;
+                if rules.writeback_window_bytes.is_some() {
+                    // delayed allocation: the blocks come when writeback reaches the file
+                    pending.push((out.len(), goal, bytes.div_ceil(bs)));
+                    pending_bytes += *bytes;
+                } else {
+                    alloc_data(&mut node, &mut mb, goal, bytes.div_ceil(bs), bs)?;
                 }
-                grow_tree(&mut node, &mut mb, bs)?;
             }
             NsOp::Symlink { target, .. } => {
                 node.kind = InodeKind::Symlink;
@@ -318,13 +358,62 @@ pub fn plan_ext4(
             others.insert(path, out.len());
         }
         out.push(node);
+        if let Some(c) = &mut counters {
+            c.blocks_now(mb.counted_free());
+        }
+        if rules
+            .writeback_window_bytes
+            .is_some_and(|w| pending_bytes >= w)
+        {
+            writeback(&mut pending, &mut out, &mut mb, bs, &mut counters)?;
+            pending_bytes = 0;
+        }
     }
+    writeback(&mut pending, &mut out, &mut mb, bs, &mut counters)?;
     mb.finish();
     Ok(Plan {
         policy: policy.to_string(),
         inodes: out,
         links,
     })
+}
+
+/// A regular file's data blocks from `goal`, and the extent-tree blocks they need.
+fn alloc_data(
+    node: &mut PlannedInode,
+    mb: &mut Mballoc,
+    goal: u64,
+    blocks: u64,
+    bs: u64,
+) -> Result<(), LayoutError> {
+    let runs = mb
+        .alloc_file(goal, blocks)
+        .ok_or_else(|| enospc("file data"))?;
+    let mut logical = 0;
+    for (physical, len) in runs {
+        push_run(&mut node.data, logical, physical, len);
+        logical += len;
+    }
+    grow_tree(node, mb, bs)
+}
+
+/// Writeback under delayed allocation: the pending files' blocks, in the order they were
+/// written (the flusher takes dirty inodes oldest first, fs/fs-writeback.c
+/// `move_expired_inodes()`, and ext4_writepages() maps each file's pages in order).
+fn writeback(
+    pending: &mut Vec<(usize, u64, u64)>,
+    out: &mut [PlannedInode],
+    mb: &mut Mballoc,
+    bs: u64,
+    counters: &mut Option<SbCounters>,
+) -> Result<(), LayoutError> {
+    for (index, goal, blocks) in pending.drain(..) {
+        alloc_data(&mut out[index], mb, goal, blocks, bs)?;
+        if let Some(c) = counters {
+            c.blocks_now(mb.counted_free());
+        }
+    }
+    Ok(())
 }
 
 /// Allocates the extent-tree blocks the inode's extents now need and does not have

@@ -19,6 +19,34 @@
 //! `ext4_mb_normalize_request()`'s size rounding are not modelled; requests are served
 //! first-fit; allocation happens when the file is written (delayed allocation's later
 //! writeback order is not modelled).
+//!
+//! [`Mballoc::today`] is the same allocator as today's kernel runs it (fs/ext4/mballoc.c and
+//! fs/ext4/inode.c of Linux 6.x) for what a create-write-close tree copy asks of it, with
+//! delayed allocation: every file is closed when writeback allocates its blocks.
+//! - `ext4_mb_group_or_file()`: a file of at most `s_mb_stream_request` (16) blocks uses the
+//!   locality group's preallocations; a larger closed file gets `EXT4_MB_HINT_NOPREALLOC`
+//!   (no inode preallocation for a closed file, so no normalisation and no
+//!   `EXT4_MB_HINT_TRY_GOAL`: the goal names a group, not a block);
+//! - `ext4_mb_use_preallocated()` / `ext4_mb_check_group_pa()`: the locality group keeps
+//!   several preallocations; a small file takes the one nearest its goal with room, so
+//!   small files back-fill older preallocations; `ext4_mb_add_n_trim()` keeps at most 8 per
+//!   free-size order (trimming to 5);
+//! - `ext4_mb_regular_allocator()`: a request whose length is a power of two (2 or more
+//!   blocks, `s_mb_order2_reqs`) is first served by `ext4_mb_simple_scan_group()` from the
+//!   buddy, so it starts at a multiple of its length within its group, and there
+//!   `ext4_mb_good_group()` (criterion `CR_POWER2_ALIGNED`) skips the first group of each
+//!   flex group for data; other requests, and power-of-two ones no group could align, take
+//!   the best fit among the first `s_mb_min_to_scan` (10) + 1 free extents of the first
+//!   group from the goal's that has one (`ext4_mb_complex_scan_group()`,
+//!   `ext4_mb_measure_extent()`), then any free extent (`CR_ANY_FREE`);
+//! - writeback maps at most `MAX_WRITEPAGES_EXTENT_LEN` (2048) blocks at a time
+//!   (fs/ext4/inode.c `mpage_add_bh_to_extent()`), each a request whose goal continues the
+//!   file's last extent (`ext4_ext_find_goal()`); every request of a file but its last ends
+//!   before `i_size`, so `ext4_mb_group_or_file()` leaves the file eligible for inode
+//!   preallocation and makes it a stream allocation (`EXT4_MB_STREAM_ALLOC`): it continues
+//!   the file's last extent when the blocks there are free (the normalised request merges
+//!   to the left: `EXT4_MB_HINT_TRY_GOAL`), else searches from the group of the last stream
+//!   allocation of the file system (`s_mb_last_groups`), wherever the file's inode is.
 
 use crate::alloc::FreeMap;
 
@@ -29,6 +57,32 @@ pub const STREAM_REQUEST_BLOCKS: u64 = 16;
 /// `s_mb_group_prealloc`: blocks in one locality-group preallocation.
 pub const GROUP_PREALLOC_BLOCKS: u64 = 512;
 
+/// `MAX_WRITEPAGES_EXTENT_LEN` (fs/ext4/inode.c): writeback maps at most this many blocks
+/// of a file in one allocation request (today's kernel).
+pub const WRITEPAGES_EXTENT_BLOCKS: u64 = 2048;
+
+/// The largest buddy order of a 4 KiB-block group (`MB_NUM_ORDERS - 1` = block bits + 1):
+/// chunks of 8192 blocks.
+pub const MAX_BUDDY_ORDER: u32 = 13;
+
+/// `MB_DEFAULT_LINEAR_LIMIT`: groups tried one after another from the goal's before the
+/// optimised scan (`mb_max_linear_groups`, as mount sets it for a rotational disk; 0 for a
+/// non-rotational device).
+pub const LINEAR_GROUPS: u64 = 4;
+
+/// `MB_DEFAULT_LINEAR_SCAN_THRESHOLD`: with at least this many groups mount turns on
+/// `mb_optimize_scan`.
+pub const OPTIMIZE_SCAN_MIN_GROUPS: u64 = 16;
+
+/// `s_mb_min_to_scan`: free extents `ext4_mb_complex_scan_group()` measures, past the first
+/// that fits, before it takes the best.
+pub const MIN_TO_SCAN: usize = 10;
+
+/// `ext4_mb_add_n_trim()`: preallocations a locality group keeps per free-size order before
+/// trimming, and how many it trims to.
+pub const GROUP_PAS_PER_ORDER: usize = 8;
+const GROUP_PAS_TRIMMED: usize = 5;
+
 /// Free space and the writer's locality-group preallocation.
 #[derive(Clone, Debug)]
 pub struct Mballoc {
@@ -38,6 +92,14 @@ pub struct Mballoc {
     avoid_first_of_flex: bool,
     /// The locality group's preallocation: blocks `next..end` are reserved and unused.
     pa: Option<(u64, u64)>,
+    /// Today's allocator ([`Mballoc::today`]).
+    today: bool,
+    /// Today's locality-group preallocations, `(next, end)` each, oldest first.
+    pas: Vec<(u64, u64)>,
+    /// Today's per-group (largest free order, free extents), None when stale.
+    group_stats: Vec<Option<(u32, u64)>>,
+    /// Group of today's last stream allocation (`s_mb_last_groups`; 0 at mount).
+    stream_group: u64,
 }
 
 impl Mballoc {
@@ -48,7 +110,337 @@ impl Mballoc {
             flex_size: flex_size.max(1),
             avoid_first_of_flex,
             pa: None,
+            today: false,
+            pas: Vec::new(),
+            group_stats: Vec::new(),
+            stream_group: 0,
         }
+    }
+
+    /// Today's allocator over `map` (see the module header): aligned power-of-two requests
+    /// that skip the first group of each flex group for data, best fit otherwise, several
+    /// group preallocations, closed files without preallocation, writeback in 2048-block
+    /// requests.
+    pub fn today(map: FreeMap, flex_size: u64) -> Mballoc {
+        let groups = map.group_count() as usize;
+        Mballoc {
+            today: true,
+            group_stats: vec![None; groups],
+            ..Mballoc::new(map, flex_size, true)
+        }
+    }
+
+    /// Today's group preallocations' unused blocks as (group, blocks): used in the map (the
+    /// buddy holds them) but free to the counters (see `SbTotals::held`).
+    pub fn held(&self) -> Vec<(u64, u64)> {
+        self.pas
+            .iter()
+            .map(|&(next, end)| (self.map.group_of(next), end - next))
+            .collect()
+    }
+
+    /// Free blocks as `s_freeclusters_counter` counts them: the map's, plus the
+    /// preallocations' unused blocks.
+    pub fn counted_free(&self) -> u64 {
+        self.map.total_free() + self.pas.iter().map(|(n, e)| e - n).sum::<u64>()
+    }
+
+    /// Marks `start..start + len` used (today's mode keeps its group statistics).
+    fn take(&mut self, start: u64, len: u64) {
+        self.map.mark_used(start, len);
+        self.stale(start, len);
+    }
+
+    /// Marks `start..start + len` free again.
+    fn give(&mut self, start: u64, len: u64) {
+        self.map.mark_free(start, len);
+        self.stale(start, len);
+    }
+
+    fn stale(&mut self, start: u64, len: u64) {
+        if self.group_stats.is_empty() || len == 0 {
+            return;
+        }
+        for g in self.map.group_of(start)..=self.map.group_of(start + len - 1) {
+            self.group_stats[g as usize] = None;
+        }
+    }
+
+    /// `bb_largest_free_order` (the largest aligned power-of-two free chunk the buddy holds,
+    /// at most `MB_NUM_ORDERS - 1`, -1 as None when the group is full) and `bb_fragments`
+    /// (free extents) of `group`.
+    fn stats(&mut self, group: u64) -> (Option<u32>, u64) {
+        if let Some((order, frags)) = self.group_stats[group as usize] {
+            return ((order != u32::MAX).then_some(order), frags);
+        }
+        let first = self.map.group_first(group);
+        let (mut best, mut frags) = (None::<u32>, 0u64);
+        for (start, stop) in self.free_extents(group) {
+            frags += 1;
+            let (lo, hi) = (start - first, stop - first);
+            let mut k = MAX_BUDDY_ORDER.min(63 - (hi - lo).leading_zeros());
+            loop {
+                let size = 1u64 << k;
+                if lo.div_ceil(size) * size + size <= hi {
+                    break;
+                }
+                k -= 1;
+            }
+            best = Some(best.map_or(k, |b: u32| b.max(k)));
+        }
+        self.group_stats[group as usize] = Some((best.unwrap_or(u32::MAX), frags));
+        (best, frags)
+    }
+
+    /// `mb_avg_fragment_size_order()`: the list a group whose free extents average `len`
+    /// blocks is kept in, and the first list a request of `len` blocks looks at.
+    fn avg_fragment_order(len: u64) -> u32 {
+        let fls = 64 - len.leading_zeros();
+        fls.saturating_sub(2).min(MAX_BUDDY_ORDER)
+    }
+
+    /// The free extents of `group` as (start, end), in block order.
+    fn free_extents(&self, group: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let end = self.map.group_end(group);
+        let mut at = self.map.group_first(group);
+        std::iter::from_fn(move || {
+            let start = self.map.next_free(at, end)?;
+            let stop = self.map.next_used(start, end);
+            at = stop;
+            Some((start, stop))
+        })
+    }
+
+    /// `ext4_mb_simple_scan_group()`: the first free chunk of `len` blocks (a power of two)
+    /// that starts at a multiple of `len` from the group's first block.
+    fn aligned_in_group(&self, group: u64, len: u64) -> Option<u64> {
+        let first = self.map.group_first(group);
+        self.free_extents(group).find_map(|(start, stop)| {
+            let at = first + (start - first).div_ceil(len) * len;
+            (at + len <= stop).then_some(at)
+        })
+    }
+
+    /// `ext4_mb_complex_scan_group()`: among the first `MIN_TO_SCAN` + 1 free extents of
+    /// `group` (or all it has), the smallest that holds `len` blocks; its first block.
+    fn best_fit_in_group(&self, group: u64, len: u64) -> Option<u64> {
+        let mut best: Option<(u64, u64)> = None;
+        for (found, (start, stop)) in self.free_extents(group).enumerate() {
+            let n = stop - start;
+            if n >= len && best.map_or(true, |(_, b)| n < b) {
+                best = Some((start, n));
+                if n == len {
+                    break;
+                }
+            }
+            if best.is_some() && found >= MIN_TO_SCAN {
+                break;
+            }
+        }
+        best.map(|(start, _)| start)
+    }
+
+    /// One request of today's `ext4_mb_regular_allocator()` (see the module header): the
+    /// extent found, marked used; shorter than `len` only when no group has `len` free in
+    /// a row. With `mb_optimize_scan` (16 groups or more) each criterion tries the goal's
+    /// group and the next three, then the groups of the order lists
+    /// (`ext4_mb_scan_groups()`, Linux 6.18): for an aligned power-of-two request the groups
+    /// whose largest free order is the request's, then the next order up; otherwise those
+    /// whose free extents average the request's order, then up; each list in group order
+    /// from the group after the linear ones. Then `CR_GOAL_LEN_SLOW` (every group from the
+    /// goal's) and `CR_ANY_FREE`.
+    fn request_today(&mut self, goal: u64, len: u64, data: bool) -> Option<(u64, u64)> {
+        let goal = goal.min(self.map.blocks_count() - 1);
+        let groups = self.map.group_count();
+        let first = self.map.group_of(goal);
+        let optimize = groups >= OPTIMIZE_SCAN_MIN_GROUPS;
+        let linear = if optimize { LINEAR_GROUPS } else { groups };
+        let start = (first + linear) % groups;
+        let flex = self.flex_size;
+        let skip_first = move |g: u64| data && flex >= 4 && g % flex == 0;
+        let mut found = None;
+        if len >= 2 && len.is_power_of_two() && len <= self.map.blocks_per_group() {
+            let order = len.trailing_zeros();
+            let good = |m: &mut Mballoc, g: u64| -> Option<(u64, u64)> {
+                if skip_first(g) || m.map.group_free(g) < len {
+                    return None;
+                }
+                m.aligned_in_group(g, len).map(|b| (b, len))
+            };
+            found = (0..linear).find_map(|i| good(self, (first + i) % groups));
+            if found.is_none() && optimize {
+                'orders: for k in order..=MAX_BUDDY_ORDER {
+                    for i in 0..groups {
+                        let g = (start + i) % groups;
+                        if self.stats(g).0 == Some(k) {
+                            if let Some(f) = good(self, g) {
+                                found = Some(f);
+                                break 'orders;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if found.is_none() {
+            let good = |m: &mut Mballoc, g: u64| -> Option<(u64, u64)> {
+                let (_, frags) = m.stats(g);
+                let free = m.map.group_free(g);
+                if frags == 0 || free / frags < len {
+                    return None;
+                }
+                m.best_fit_in_group(g, len).map(|b| (b, len))
+            };
+            found = (0..linear).find_map(|i| good(self, (first + i) % groups));
+            if found.is_none() && optimize {
+                'lists: for k in Mballoc::avg_fragment_order(len)..=MAX_BUDDY_ORDER {
+                    for i in 0..groups {
+                        let g = (start + i) % groups;
+                        let (_, frags) = self.stats(g);
+                        if frags == 0 {
+                            continue;
+                        }
+                        let avg = self.map.group_free(g) / frags;
+                        if Mballoc::avg_fragment_order(avg) != k {
+                            continue;
+                        }
+                        if let Some(f) = good(self, g) {
+                            found = Some(f);
+                            break 'lists;
+                        }
+                    }
+                }
+            }
+        }
+        if found.is_none() {
+            found = (0..groups).map(|i| (first + i) % groups).find_map(|g| {
+                if self.map.group_free(g) < len {
+                    return None;
+                }
+                self.best_fit_in_group(g, len).map(|b| (b, len))
+            });
+        }
+        if found.is_none() {
+            found = (0..groups)
+                .map(|i| (first + i) % groups)
+                .find_map(|g| self.scan_group(g, len, true));
+        }
+        let (start, n) = found?;
+        self.take(start, n);
+        Some((start, n))
+    }
+
+    /// Today's data blocks for a closed file (see [`Mballoc::alloc_file`]).
+    fn alloc_file_today(&mut self, goal: u64, blocks: u64) -> Option<Vec<(u64, u64)>> {
+        if blocks <= STREAM_REQUEST_BLOCKS {
+            if let Some(b) = self.use_group_pa(goal, blocks) {
+                return Some(vec![(b, blocks)]);
+            }
+            // ext4_mb_normalize_group_request(): a new 512-block preallocation
+            if let Some((start, n)) = self.request_today(goal, GROUP_PREALLOC_BLOCKS, true) {
+                if n >= blocks {
+                    if n > blocks {
+                        self.pas.push((start + blocks, start + n));
+                        self.trim_group_pas(self.pas.len() - 1);
+                    }
+                    return Some(vec![(start, blocks)]);
+                }
+                self.give(start, n);
+            }
+        }
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        let mut left = blocks;
+        let mut at = goal;
+        while left > 0 {
+            let ask = left.min(WRITEPAGES_EXTENT_BLOCKS);
+            // every request but the file's last ends before i_size, so the file still
+            // qualifies for inode preallocation: a stream allocation (see the module header)
+            let stream = ask < left;
+            let found = if stream {
+                self.stream_request(at, ask, !runs.is_empty())
+            } else {
+                self.request_today(at, ask, true)
+            };
+            let Some((start, n)) = found else {
+                for &(s, n) in &runs {
+                    self.give(s, n);
+                }
+                return None;
+            };
+            match runs.last_mut() {
+                Some(last) if last.0 + last.1 == start => last.1 += n,
+                _ => runs.push((start, n)),
+            }
+            left -= n;
+            at = start + n;
+        }
+        Some(runs)
+    }
+
+    /// A stream request (`EXT4_MB_STREAM_ALLOC`): when it continues an extent of the file
+    /// (`ext4_mb_normalize_request()` "merge to the left" sets `EXT4_MB_HINT_TRY_GOAL`) the
+    /// blocks right after it if they are free (`ext4_mb_find_by_goal()`); else the search
+    /// starts in the group of the last stream allocation (`s_mb_last_groups`), not the
+    /// file's own, and that group is remembered.
+    fn stream_request(&mut self, after: u64, len: u64, continues: bool) -> Option<(u64, u64)> {
+        if continues && after < self.map.blocks_count() {
+            let g = self.map.group_of(after);
+            let end = self.map.group_end(g).min(after + len);
+            if end - after == len && self.map.next_used(after, end) == end {
+                self.take(after, len);
+                self.stream_group = g;
+                return Some((after, len));
+            }
+        }
+        let goal = self.map.group_first(self.stream_group);
+        let found = self.request_today(goal, len, true)?;
+        self.stream_group = self.map.group_of(found.0);
+        Some(found)
+    }
+
+    /// `ext4_mb_use_preallocated()` for a locality group: the preallocation nearest `goal`
+    /// with `blocks` free gives its first free blocks.
+    fn use_group_pa(&mut self, goal: u64, blocks: u64) -> Option<u64> {
+        let pick = self
+            .pas
+            .iter()
+            .enumerate()
+            .filter(|(_, &(next, end))| end - next >= blocks)
+            .min_by_key(|(_, &(next, end))| (next.abs_diff(goal), end - next))
+            .map(|(i, _)| i)?;
+        let (next, end) = self.pas[pick];
+        if next + blocks == end {
+            self.pas.remove(pick);
+        } else {
+            self.pas[pick].0 += blocks;
+            self.trim_group_pas(pick);
+        }
+        Some(next)
+    }
+
+    /// `ext4_mb_add_n_trim()`: when the free-size order of preallocation `keep` holds more
+    /// than 8, those with the least free (`keep` aside) go until 5 are left.
+    fn trim_group_pas(&mut self, keep: usize) {
+        let order = |&(next, end): &(u64, u64)| 63 - (end - next).leading_zeros();
+        let mine = order(&self.pas[keep]);
+        let kept = self.pas[keep];
+        let mut same: Vec<usize> = (0..self.pas.len())
+            .filter(|&i| order(&self.pas[i]) == mine)
+            .collect();
+        if same.len() <= GROUP_PAS_PER_ORDER {
+            return;
+        }
+        same.retain(|&i| i != keep);
+        same.sort_by_key(|&i| self.pas[i].1 - self.pas[i].0);
+        let drop: Vec<(u64, u64)> = same
+            .iter()
+            .take(same.len() + 1 - GROUP_PAS_TRIMMED)
+            .map(|&i| self.pas[i])
+            .collect();
+        for (next, end) in &drop {
+            self.give(*next, end - next);
+        }
+        self.pas.retain(|p| *p == kept || !drop.contains(p));
     }
 
     /// Length of the free extent starting at `block` (0 if used), capped at `cap`.
@@ -113,6 +505,9 @@ impl Mballoc {
         if blocks == 0 {
             return Some(Vec::new());
         }
+        if self.today {
+            return self.alloc_file_today(goal, blocks);
+        }
         if blocks < STREAM_REQUEST_BLOCKS {
             let fits = matches!(self.pa, Some((next, end)) if end - next >= blocks);
             if !fits {
@@ -155,6 +550,9 @@ impl Mballoc {
 
     /// One metadata or directory block near `goal` (not a data request).
     pub fn alloc_block(&mut self, goal: u64) -> Option<u64> {
+        if self.today {
+            return self.request_today(goal, 1, false).map(|(b, _)| b);
+        }
         self.request(goal, 1, false).map(|(b, _)| b)
     }
 
@@ -167,9 +565,12 @@ impl Mballoc {
         }
     }
 
-    /// Ends the run: the preallocation's unused blocks are free again.
+    /// Ends the run: the preallocations' unused blocks are free again.
     pub fn finish(&mut self) {
         self.release_pa();
+        for (next, end) in std::mem::take(&mut self.pas) {
+            self.give(next, end - next);
+        }
     }
 }
 
@@ -203,6 +604,78 @@ mod tests {
         // and the rest follows
         assert_eq!(m.alloc_file(200, 40_000).unwrap(), vec![(32768, 40_000)]);
         assert_eq!(m.alloc_file(200, 300).unwrap(), vec![(200, 300)]);
+    }
+
+    #[test]
+    fn today_aligns_power_of_two_requests_and_skips_the_first_group_for_data() {
+        let mut m = Mballoc::today(map(), 4);
+        m.map.mark_used(32768, 100);
+        // a 3-block file: a new 512-block preallocation, aligned in group 1 (group 0 is the
+        // first of its flex group)
+        assert_eq!(m.alloc_file(0, 3).unwrap(), vec![(32768 + 512, 3)]);
+        // the next small file continues it, whatever its goal
+        assert_eq!(
+            m.alloc_file(5 * 32768, 16).unwrap(),
+            vec![(32768 + 515, 16)]
+        );
+        // a closed 20-block file: best fit from its goal's group, into the hole before
+        // the preallocation (group 0 is not skipped: 20 is no power of two)
+        assert_eq!(m.alloc_file(32768, 20).unwrap(), vec![(32768 + 100, 20)]);
+        // 4096 blocks: two 2048-block requests; the first a stream allocation from the
+        // last stream group (0 at mount: skipped as the first of its flex group, so group
+        // 1, aligned), the second, the file's last, continuing it
+        let big = m.alloc_file(5 * 32768, 4096).unwrap();
+        assert_eq!(big, vec![(32768 + 2048, 4096)]);
+        // directory blocks: best fit in the goal's group, the goal block itself ignored
+        assert_eq!(m.alloc_block(10), Some(0));
+        m.finish();
+        assert_eq!(m.map.total_free(), 8 * 32768 - 100 - 3 - 16 - 20 - 4096 - 1);
+    }
+
+    #[test]
+    fn today_small_files_back_fill_the_preallocation_nearest_the_goal() {
+        let mut m = Mballoc::today(map(), 4);
+        // 32 files of 16 blocks fill the first preallocation exactly
+        for i in 0..32 {
+            assert_eq!(m.alloc_file(32768, 16).unwrap(), vec![(32768 + 16 * i, 16)]);
+        }
+        // 15 blocks left in the second after this one; a 16-block file opens a third
+        assert_eq!(m.alloc_file(32768, 16).unwrap(), vec![(33280, 16)]);
+        for i in 0..30 {
+            m.alloc_file(32768, 16).unwrap();
+            let _ = i;
+        }
+        assert_eq!(m.alloc_file(32768, 15).unwrap(), vec![(33280 + 496, 15)]);
+        assert_eq!(m.alloc_file(32768, 2).unwrap(), vec![(33792, 2)]);
+        // a 1-block file goes back to the nearer second preallocation's last block
+        assert_eq!(m.alloc_file(32768, 1).unwrap(), vec![(33280 + 511, 1)]);
+    }
+
+    #[test]
+    fn today_scans_four_groups_then_the_order_lists() {
+        // 32 groups (mb_optimize_scan): goal in group 1, groups 1-4 full, group 20 with a
+        // largest free chunk of order 9 (512 blocks), every other group empty (order 13)
+        let mut m = Mballoc::today(FreeMap::new(32 * 32768, 0, 32768), 16);
+        for g in 1..5 {
+            m.take(g * 32768, 32768);
+        }
+        m.take(20 * 32768, 32768 - 600);
+        // a 512-block preallocation: the lowest order list with a group that fits, in
+        // group order from group 5: group 20, not the empty group 5
+        assert_eq!(
+            m.alloc_file(32768, 1).unwrap(),
+            vec![(20 * 32768 + 32768 - 512, 1)]
+        );
+        // a 20-block file: the average-fragment lists from order 3 (20 blocks): group 20's
+        // 88-block hole (order 5) comes before the empty groups (order 13)
+        assert_eq!(
+            m.alloc_file(32768, 20).unwrap(),
+            vec![(20 * 32768 + 32768 - 600, 20)]
+        );
+        // fewer than 16 groups: a plain linear scan from the goal's group
+        let mut small = Mballoc::today(FreeMap::new(8 * 32768, 0, 32768), 4);
+        small.take(32768, 32768);
+        assert_eq!(small.alloc_file(32768, 20).unwrap(), vec![(2 * 32768, 20)]);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! docs/policies.md says what is simplified.
 
 use crate::alloc::ext4_fs::{plan_ext4, Ext4Rules, InodeChooser};
-use crate::alloc::ext4_ialloc::find_group_flex;
+use crate::alloc::ext4_ialloc::{find_group_flex, SbTotals};
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::FreeMap;
 use crate::geometry::Geometry;
@@ -49,6 +49,7 @@ impl InodeChooser for FlexChooser {
         _: bool,
         _: bool,
         _: u64,
+        _: &SbTotals,
     ) -> Option<u64> {
         find_group_flex(inodes, blocks, self.flex_size, parent_group)
     }
@@ -67,6 +68,9 @@ impl Policy for Ext4_2008 {
             flex_dir_groups: false,
             pid_colour: true,
             data_avoids_first_group: false,
+            mballoc_today: false,
+            writeback_window_bytes: None,
+            percpu_counters: false,
         };
         plan_ext4(self.name(), geo, pop, seed, &chooser, rules)
     }

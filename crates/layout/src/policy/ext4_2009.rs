@@ -14,10 +14,8 @@
 //!   its first pass, so directory blocks cluster there, data biased away;
 //! - otherwise the mballoc model of `ext4-2008` — [`crate::alloc::mballoc`].
 
-use crate::alloc::ext4_fs::{plan_ext4, Ext4Rules, InodeChooser};
-use crate::alloc::ext4_ialloc::{find_group_orlov_flex, find_group_other_flex};
-use crate::alloc::ialloc::InodeMap;
-use crate::alloc::FreeMap;
+use crate::alloc::ext4_fs::{plan_ext4, Ext4Rules};
+use crate::alloc::ext4_ialloc::OrlovFlex;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
 use crate::policy::{check_known, Policy, PolicyParams};
@@ -36,44 +34,6 @@ impl Ext4_2009 {
     }
 }
 
-/// Orlov on flex groups for directories, find_group_other for the rest.
-struct OrlovFlex {
-    flex_size: u64,
-}
-
-impl InodeChooser for OrlovFlex {
-    fn choose(
-        &self,
-        inodes: &InodeMap,
-        blocks: &FreeMap,
-        parent_group: u64,
-        last_alloc_group: Option<u64>,
-        is_dir: bool,
-        top_level: bool,
-        random_start: u64,
-    ) -> Option<u64> {
-        if is_dir {
-            find_group_orlov_flex(
-                inodes,
-                blocks,
-                self.flex_size,
-                parent_group,
-                last_alloc_group,
-                top_level,
-                random_start,
-            )
-        } else {
-            find_group_other_flex(
-                inodes,
-                blocks,
-                self.flex_size,
-                parent_group,
-                last_alloc_group,
-            )
-        }
-    }
-}
-
 impl Policy for Ext4_2009 {
     fn name(&self) -> &str {
         "ext4-2009"
@@ -82,11 +42,15 @@ impl Policy for Ext4_2009 {
     fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
         let chooser = OrlovFlex {
             flex_size: geo.flex_bg_size.max(1),
+            whole_flex_max_dirs: false,
         };
         let rules = Ext4Rules {
             flex_dir_groups: true,
             pid_colour: false,
             data_avoids_first_group: true,
+            mballoc_today: false,
+            writeback_window_bytes: None,
+            percpu_counters: false,
         };
         plan_ext4(self.name(), geo, pop, seed, &chooser, rules)
     }

@@ -4,6 +4,7 @@ pub mod ext3_2007;
 pub mod ext3_metacluster;
 pub mod ext4_2008;
 pub mod ext4_2009;
+pub mod ext4_kernel;
 pub mod rext3;
 
 use crate::geometry::Geometry;
@@ -33,7 +34,20 @@ pub const POLICY_NAMES: &[&str] = &[
     "ext4-2008",
     "ext4-2009",
     "rext3",
+    "ext4-kernel",
 ];
+
+/// The mkfs profile a built-in policy lays out on unless told otherwise: the file system
+/// of its era (ext3's for ext3 policies, e2fsprogs 1.41's for the 2008/2009 ext4 ones,
+/// today's mke2fs for ext4-kernel); None for an unknown name.
+pub fn default_mkfs_profile(policy: &str) -> Option<&'static str> {
+    match policy {
+        "ext4-2008" | "ext4-2009" => Some("ext4-2009"),
+        "ext4-kernel" => Some("ext4-kernel"),
+        p if POLICY_NAMES.contains(&p) => Some("ext3-2007"),
+        _ => None,
+    }
+}
 
 /// A built-in policy by name with its parameters; unknown names or parameters give an
 /// error listing what is valid.
@@ -46,6 +60,7 @@ pub fn by_name(name: &str, params: &PolicyParams) -> Result<Box<dyn Policy>, Lay
         "ext4-2008" => Ok(Box::new(ext4_2008::Ext4_2008::from_params(params)?)),
         "ext4-2009" => Ok(Box::new(ext4_2009::Ext4_2009::from_params(params)?)),
         "rext3" => Ok(Box::new(rext3::Rext3::from_params(params)?)),
+        "ext4-kernel" => Ok(Box::new(ext4_kernel::Ext4Kernel::from_params(params)?)),
         _ => Err(LayoutError::UnknownPolicy {
             name: name.to_string(),
             valid: POLICY_NAMES.to_vec(),

@@ -199,8 +199,16 @@ fn real_trees_on_ext4_xfs_btrfs_and_their_metadata_images() {
     let vq = predict_json(&qcow, &[]);
     check_report(&vq, "ext", "e2fsck", &["1", "2"]);
     assert_eq!(vq["format"], "ext-qcow2");
-    // The metadata image holds what e2fsck reads: the same requests as the image itself.
-    assert_eq!(vq["requests"], v["requests"]);
+    // The metadata image holds what e2fsck reads: the same bytes as the image itself. How
+    // they are cut into requests depends on how fast each loop device answers (the block
+    // layer merges what arrives while it is busy: docs/replay.md, "The capture device"); on
+    // this machine 43-49 requests either way, so the counts may differ by a few.
+    assert_eq!(vq["mb_read"], v["mb_read"]);
+    let (rq, ri) = (
+        vq["requests"].as_f64().unwrap(),
+        v["requests"].as_f64().unwrap(),
+    );
+    assert!((rq / ri - 1.0).abs() <= 0.25, "requests {rq} vs {ri}");
     // The same tree laid out again by two policies: each image is e2fsck-clean, predicted on
     // the same presets, and left nowhere.
     let vr = predict_json(&ext4, &["--relayout", "ext4-2009,ext3-2007"]);
@@ -211,12 +219,16 @@ fn real_trees_on_ext4_xfs_btrfs_and_their_metadata_images() {
         assert_eq!(r["fsck_clean"], true, "{r}");
         assert!(r["requests"].as_u64().unwrap() > 10);
         assert_eq!(r["predictions"].as_array().unwrap().len(), 2);
-        // Today's mke2fs turns on metadata_csum, which the layout model does not place.
-        assert!(r["features_left_out"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|f| f == "metadata_csum"));
+        // Today's mke2fs turns on metadata_csum; the layout model places its directory-block
+        // tails (since the ext4-kernel policy), so the relaid image keeps it, and every
+        // feature it leaves out is named.
+        let left_out = r["features_left_out"].as_array().unwrap();
+        assert!(
+            !left_out
+                .iter()
+                .any(|f| f == "metadata_csum" || f == "extent"),
+            "{left_out:?}"
+        );
     }
     // Block maps put indirect blocks among the data: ext3-2007's check reads more requests.
     assert!(

@@ -99,8 +99,8 @@ fn read_ahead_is_visible_in_the_traces() {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["experiment"], "inode-readahead");
     let runs = v["runs"].as_array().unwrap();
-    // 3 settings x 2 orders x 2 devices, one policy
-    assert_eq!(runs.len(), 12);
+    // 3 settings x 2 orders x 2 devices x 2 policies
+    assert_eq!(runs.len(), 24);
     for order in ["readdir", "random"] {
         let on = |k: u64| {
             runs.iter()
@@ -137,16 +137,18 @@ fn read_ahead_is_visible_in_the_traces() {
     }
     // A sweet spot per device and order.
     let spots = v["sweet_spot"].as_array().unwrap();
-    assert_eq!(spots.len(), 4);
+    assert_eq!(spots.len(), 8);
     for s in spots {
         assert!(
             s["within_5_percent_blks"].as_u64().unwrap() <= s["readahead_blks"].as_u64().unwrap(),
             "{s}"
         );
     }
-    assert!(dir
-        .join("out/inode-readahead/readahead-ext4-2009-readdir.svg")
-        .exists());
+    for p in ["ext4-2009", "ext4-kernel"] {
+        assert!(dir
+            .join(format!("out/inode-readahead/readahead-{p}-readdir.svg"))
+            .exists());
+    }
     assert!(left_by(pid).is_empty(), "{:?}", left_by(pid));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -133,6 +133,15 @@ fn read_ahead_is_visible_in_the_traces() {
             "{order}: {r32}"
         );
         assert!(r0["seconds"].as_f64().unwrap() > 0.0);
+        // Fewer, larger requests keep the disk busy for less time.
+        let io = |r: &Value| r["io_seconds"].as_f64().unwrap();
+        assert!(
+            io(r32) < io(r0),
+            "{order}: disk busy {} vs {}",
+            io(r32),
+            io(r0)
+        );
+        assert!(io(r0) <= r0["seconds"].as_f64().unwrap());
         assert!(r0["fio_implied_seconds"].as_f64().unwrap() > 0.0);
     }
     // A sweet spot per device and order.

@@ -99,6 +99,22 @@ fn populated(dir: &Path, kind: &str) -> PathBuf {
         let m = Mounted::new(&img, &dir.join(format!("{kind}-mnt")), "loop");
         sh("cp", &["-a", "/usr/include", m.0.to_str().unwrap()]);
     }
+    // `mount -o loop` lets go of its loop device after umount returns (autoclear runs in a
+    // work item): wait until nothing is backed by the image any more, so that its last writes
+    // are in before the tests take its checksum (under load the checksum once changed between
+    // two readings).
+    for _ in 0..200 {
+        let out = Command::new("losetup")
+            .arg("-j")
+            .arg(&img)
+            .output()
+            .unwrap();
+        if out.stdout.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    sh("sync", &[]);
     img
 }
 

@@ -30,6 +30,7 @@ pub mod mkfs_overhead;
 pub mod output;
 pub mod predict;
 pub mod support;
+pub mod sweep;
 
 pub use experiment::{Experiment, Published};
 

@@ -99,7 +99,7 @@ fn assert_close(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>) {
 
 // Scales 0.25 and 0.5 (cells of 3-10 s here): in a small cell the few tenths of a second of
 // think time, whose attribution varies from run to run, move the drive's read-ahead and so
-// the total by up to 1.5% (scale 0.1); from 0.25 up, runs agree within 0.1% (docs/sweep.md).
+// the total by up to 1% (scale 0.1); from 0.25 up, runs agree within 0.1% (docs/sweep.md).
 const SETS: [&str; 2] = ["--set", "scale=0.25,0.5"];
 
 #[test]

@@ -264,7 +264,7 @@ fn the_job_script_runs_one_cell_by_hand_and_a_killed_cell_reruns() {
         .args(["sweep", "run-cell", big.to_str().unwrap(), "0"])
         .spawn()
         .unwrap();
-    // its child `layoutlab reproduce`, once it is checking (its log says so)
+    // its child `layoutlab reproduce`, once its image is written and e2fsck runs traced
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(big.join("sweep.json")).unwrap()).unwrap();
     let cell = big
@@ -281,7 +281,7 @@ fn the_job_script_runs_one_cell_by_hand_and_a_killed_cell_reruns() {
         .unwrap_or_default();
         let log = std::fs::read_to_string(cell.join("log.txt")).unwrap_or_default();
         if let Some(pid) = kids.split_whitespace().next() {
-            if log.contains("e2fsck") || log.contains("trac") {
+            if log.contains("image written") {
                 break pid.to_string();
             }
         }
@@ -584,6 +584,94 @@ fn a_sweep_through_a_private_slurm_cluster_agrees_with_a_local_run() {
         "resubmitted: {}",
         String::from_utf8_lossy(&o.stdout)
     );
+    // A cell cancelled mid-check (scancel: SIGTERM to the job's processes) tears down what it
+    // made, is reported failed, and succeeds on resubmission with --only-failed.
+    let big = scratch("cancelled");
+    let sweep_big = |extra: &[&str]| {
+        let o = cluster
+            .cmd(BIN)
+            .args(["sweep", "metacluster-fsck", "--set", "policy=ext3-2007"])
+            .args(["--set", "scale=0.5", "--out"])
+            .arg(&*big)
+            .args(["--backend", "slurm"])
+            .args(extra)
+            .output()
+            .unwrap();
+        ok(&o);
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let job = sweep_big(&[]);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(big.join("sweep.json")).unwrap()).unwrap();
+    let cell = big
+        .join("cells")
+        .join(manifest["cells"][0]["id"].as_str().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let child: u64 = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the cell never started its check"
+        );
+        let log = std::fs::read_to_string(cell.join("log.txt")).unwrap_or_default();
+        let runner = std::fs::read_to_string(cell.join("started.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|v| v["pid"].as_u64());
+        if let (Some(r), true) = (runner, log.contains("image written")) {
+            let kids =
+                std::fs::read_to_string(format!("/proc/{r}/task/{r}/children")).unwrap_or_default();
+            if let Some(k) = kids.split_whitespace().next() {
+                break k.parse().unwrap();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(cluster.cmd("scancel").arg(&job).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let q = cluster
+            .cmd("squeue")
+            .args(["-h", "-j", &job])
+            .output()
+            .unwrap();
+        if q.stdout.is_empty() && cell.join("exit.json").exists() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the cancelled cell did not end");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let o = layoutlab(&["sweep", "status", big.to_str().unwrap(), "--json", "-"]);
+    let st: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(st["cells"][0]["status"], "failed", "{st}");
+    assert!(!alive(child as u32), "the cancelled run is still there");
+    let o = layoutlab(&["clean", "--dry-run", "--json", "-"]);
+    ok(&o);
+    let left: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for item in left["found"].as_array().unwrap() {
+        assert_ne!(item["pid"].as_u64(), Some(child), "left behind: {item}");
+    }
+    let job2 = sweep_big(&["--only-failed"]);
+    assert_ne!(job2, job);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let q = cluster
+            .cmd("squeue")
+            .args(["-h", "-j", &job2])
+            .output()
+            .unwrap();
+        if q.stdout.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the resubmitted cell did not end"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let o = layoutlab(&["sweep", "status", big.to_str().unwrap(), "--json", "-"]);
+    let st: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(st["cells"][0]["status"], "done", "{st}");
+
     let sdir = cluster.dir.clone();
     let pids: Vec<u32> = ["slurmd.pid", "slurmctld.pid", "munged.pid"]
         .iter()

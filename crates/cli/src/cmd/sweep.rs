@@ -40,7 +40,7 @@ struct StartArgs {
     sets: Vec<String>,
     /// The sweep directory: its manifest, one directory per cell (spec, log, result). On a
     /// cluster, a directory every node sees at the same path.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", required = true)]
     out: Option<PathBuf>,
     /// Where cells run: `local` (processes on this machine) or `slurm` (one `sbatch --array`).
     #[arg(long, value_enum, default_value = "local")]

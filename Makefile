@@ -1,7 +1,7 @@
 # layoutlab — one Makefile for a fresh Debian machine: every target installs what it needs.
 SHELL := /bin/bash
 CARGO ?= cargo
-DEBS := e2fsprogs libext2fs-dev comerr-dev pkg-config gcc make fio xfsprogs btrfs-progs util-linux jq chromium
+DEBS := e2fsprogs libext2fs-dev comerr-dev pkg-config gcc make fio xfsprogs btrfs-progs util-linux jq chromium slurmctld slurmd munge slurm-client
 BIN := target/release/layoutlab
 
 .PHONY: all deps build demo test lint bench clean-work docs-figures
@@ -9,7 +9,8 @@ BIN := target/release/layoutlab
 all: build
 
 # Debian packages the rig and the image writer need (real mke2fs/e2fsck/debugfs, libext2fs
-# headers for the C shim, fio, mkfs.xfs, mkfs.btrfs). apt-get runs only if something is missing.
+# headers for the C shim, fio, mkfs.xfs, mkfs.btrfs; Slurm and munge for the private cluster of the
+# sweep test). apt-get runs only if something is missing.
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

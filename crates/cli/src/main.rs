@@ -76,6 +76,11 @@ enum Command {
     ///
     /// Example: layoutlab clean --dry-run
     Clean(cmd::clean::Args),
+    /// An experiment's matrix (policy × scale × device × ...) as self-contained cells, run
+    /// here in parallel or as one Slurm job array; `sweep status DIR`, `sweep collect DIR`.
+    ///
+    /// Example: layoutlab sweep metacluster-fsck --set scale=0.01,0.02 --out sw --backend slurm
+    Sweep(cmd::sweep::Args),
 }
 
 fn main() {
@@ -92,6 +97,7 @@ fn main() {
         Command::Trace(c) => cmd::trace::run(c),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Clean(a) => cmd::clean::run(a),
+        Command::Sweep(a) => cmd::sweep::run(a),
     };
     if let Err(e) = result {
         // After Ctrl-C the error is the interruption's echo (its device was just torn down):

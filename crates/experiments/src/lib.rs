@@ -33,6 +33,7 @@ pub mod predict;
 pub mod random_read;
 pub mod request_merging;
 pub mod support;
+pub mod sweep;
 
 pub use experiment::{Experiment, Published};
 

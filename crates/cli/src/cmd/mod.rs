@@ -8,6 +8,7 @@ pub mod image;
 pub mod overhead;
 pub mod plan;
 pub mod reproduce;
+pub mod sweep;
 pub mod trace;
 pub mod workload;
 

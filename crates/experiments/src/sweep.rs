@@ -1,0 +1,535 @@
+//! Sweeps: an experiment's matrix expanded into self-contained cells (`layoutlab sweep`).
+//!
+//! A cell is the experiment's own TOML with some axes fixed (one policy, one scale, one
+//! device, one value of a key of its operation's table), so that a node needs only the
+//! `layoutlab` binary and the sweep directory to run it: `layoutlab reproduce CELL.toml`. This
+//! module owns the expansion ([`expand`]), the cell ids, the directory layout and the state of
+//! each cell as read back from the files its run left ([`status`], [`collect`]). Running
+//! cells (processes, Slurm) is the command line's (`crates/cli/src/cmd/sweep.rs`).
+//!
+//! Directory layout of a sweep `DIR`:
+//! - `DIR/sweep.json`: the manifest ([`Manifest`]): experiment, axes, cells in array order;
+//! - `DIR/cells/ID/cell.toml`: the cell's experiment file;
+//! - `DIR/cells/ID/result.json`: the experiment's own `--json` for the cell (written when the
+//!   run succeeded, renamed into place, so its presence means done);
+//! - `DIR/cells/ID/log.txt`, `output.txt`: the run's stderr and stdout;
+//! - `DIR/cells/ID/started.json`, `exit.json`: when and where it started, how it ended.
+
+use crate::{experiment, Experiment, SHIPPED};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The axes a sweep sets, each with its values (`--set KEY=V1,V2`).
+pub type Axes = BTreeMap<String, Vec<toml::Value>>;
+
+/// One cell of a sweep.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Cell {
+    /// Position in the array (`SLURM_ARRAY_TASK_ID`).
+    pub index: usize,
+    /// Stable id: a hash of the experiment's name and the cell's sorted axes.
+    pub id: String,
+    /// The value of each axis in this cell.
+    pub axes: BTreeMap<String, toml::Value>,
+}
+
+/// `DIR/sweep.json`: what a sweep is made of.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The experiment's name.
+    pub experiment: String,
+    /// Its operation.
+    pub operation: String,
+    /// Whether a cell needs root on the node that runs it (loop devices, tracefs, mounts).
+    pub needs_root: bool,
+    /// The axes and their values.
+    pub axes: Axes,
+    /// The cells, in array order.
+    pub cells: Vec<Cell>,
+}
+
+/// A matrix expanded: the manifest and each cell's experiment file.
+#[derive(Clone, Debug)]
+pub struct Matrix {
+    /// What goes into `sweep.json`.
+    pub manifest: Manifest,
+    /// Each cell's TOML, in the manifest's order.
+    pub specs: Vec<String>,
+}
+
+/// Whether cells of this operation need root: every operation that runs a real checker or
+/// kernel file system on a loop device does; `fio` only prices jobs on a device model.
+pub fn needs_root(operation: &str) -> bool {
+    operation != "fio"
+}
+
+/// The keys a sweep of `exp` can set: `device`, `policy` and `scale` where the operation has
+/// them, and every key of the operation's own table.
+pub fn valid_keys(exp: &Experiment) -> Vec<String> {
+    let mut keys = vec!["device".to_string()];
+    if exp.params.contains_key("policies") {
+        keys.push("policy".into());
+    }
+    if exp.params.contains_key("default_scale") {
+        keys.push("scale".into());
+    }
+    for k in exp.params.keys() {
+        if k != "policies" && k != "default_scale" {
+            keys.push(k.clone());
+        }
+    }
+    keys
+}
+
+/// Parse `KEY=V1,V2,...` into the key and its values (TOML literals where they parse as
+/// one, e.g. numbers and booleans; otherwise strings).
+pub fn parse_set(s: &str) -> Result<(String, Vec<toml::Value>)> {
+    let Some((key, values)) = s.split_once('=') else {
+        bail!("--set {s}: expected KEY=V1,V2,...");
+    };
+    let key = key.trim().to_string();
+    let mut out = Vec::new();
+    for v in values.split(',').map(str::trim) {
+        if v.is_empty() {
+            bail!("--set {s}: empty value");
+        }
+        let parsed = toml::from_str::<toml::Table>(&format!("v = {v}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(v.to_string()));
+        out.push(parsed);
+    }
+    Ok((key, out))
+}
+
+/// The stable id of a cell: FNV-1a (64 bit) of the experiment name and its sorted axes,
+/// written `KEY=VALUE` one per line; 12 hex digits. The same axes give the same id on every
+/// machine and version, so a resubmission finds the cells already done.
+pub fn cell_id(experiment: &str, axes: &BTreeMap<String, toml::Value>) -> String {
+    let mut text = format!("{experiment}\n");
+    for (k, v) in axes {
+        text.push_str(&format!("{k}={v}\n"));
+    }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{:012x}", h >> 16)
+}
+
+/// The text of an experiment: a shipped one by name, or a file.
+fn experiment_text(name_or_path: &str) -> Result<String> {
+    if let Some((_, t)) = SHIPPED.iter().find(|(n, _)| *n == name_or_path) {
+        return Ok(t.to_string());
+    }
+    std::fs::read_to_string(name_or_path)
+        .with_context(|| format!("reading experiment file {name_or_path}"))
+}
+
+/// Expand `name_or_path`'s matrix with `sets` (`KEY=V1,V2,...`, each overriding an axis).
+/// Without `--set`, an experiment comparing policies has one cell per policy. Every unknown
+/// key or value is an error listing the valid ones; nothing is written here.
+pub fn expand(name_or_path: &str, sets: &[String]) -> Result<Matrix> {
+    let exp = experiment::load(name_or_path)?;
+    let text = experiment_text(name_or_path)?;
+    let keys = valid_keys(&exp);
+    let mut axes: Axes = BTreeMap::new();
+    if let Some(toml::Value::Array(ps)) = exp.params.get("policies") {
+        axes.insert("policy".into(), ps.clone());
+    }
+    for s in sets {
+        let (key, values) = parse_set(s)?;
+        if !keys.contains(&key) {
+            bail!(
+                "--set {key}: not an axis of {} (a {} experiment); valid: {}",
+                exp.name,
+                exp.operation,
+                keys.join(", ")
+            );
+        }
+        check_values(&key, &values)?;
+        axes.insert(key, values);
+    }
+    let mut combos: Vec<BTreeMap<String, toml::Value>> = vec![BTreeMap::new()];
+    for (k, vs) in &axes {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                vs.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.insert(k.clone(), v.clone());
+                    c
+                })
+            })
+            .collect();
+    }
+    let base: toml::Table = toml::from_str(&text).context("parsing the experiment")?;
+    let mut cells = Vec::new();
+    let mut specs = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (index, a) in combos.into_iter().enumerate() {
+        let id = cell_id(&exp.name, &a);
+        if !seen.insert(id.clone()) {
+            bail!("--set gives the same cell twice ({a:?}); list each value once");
+        }
+        let spec = cell_spec(&base, &exp, &id, &a)?;
+        experiment::parse(&spec, &format!("cell {id} ({})", describe(&a)))?;
+        cells.push(Cell { index, id, axes: a });
+        specs.push(spec);
+    }
+    Ok(Matrix {
+        manifest: Manifest {
+            experiment: exp.name.clone(),
+            operation: exp.operation.clone(),
+            needs_root: needs_root(&exp.operation),
+            axes,
+            cells,
+        },
+        specs,
+    })
+}
+
+/// `policy=x, scale=0.01` for messages.
+pub fn describe(axes: &BTreeMap<String, toml::Value>) -> String {
+    axes.iter()
+        .map(|(k, v)| match v {
+            toml::Value::String(s) => format!("{k}={s}"),
+            v => format!("{k}={v}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Check the values of the axes whose valid values are known here (policy, device, scale);
+/// the others are checked by the operation when each cell's file is parsed.
+fn check_values(key: &str, values: &[toml::Value]) -> Result<()> {
+    for v in values {
+        match key {
+            "policy" => {
+                let names = layoutlab_layout::policy::POLICY_NAMES;
+                if !v.as_str().is_some_and(|s| names.contains(&s)) {
+                    bail!(
+                        "--set policy: unknown policy {v}; valid: {}",
+                        names.join(", ")
+                    );
+                }
+            }
+            "device" => {
+                let names = layoutlab_device::preset::preset_names();
+                if !v.as_str().is_some_and(|s| names.iter().any(|n| n == s)) {
+                    bail!(
+                        "--set device: unknown preset {v} (a cell names a shipped preset, so a node needs only the binary); valid: {}",
+                        names.join(", ")
+                    );
+                }
+            }
+            "scale" => {
+                let s = v.as_float().or(v.as_integer().map(|i| i as f64));
+                if !s.is_some_and(|s| s > 0.0 && s <= 1.0) {
+                    bail!("--set scale: {v} is not a scale in (0, 1]");
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The cell's experiment file: the experiment's table with the axes applied.
+fn cell_spec(
+    base: &toml::Table,
+    exp: &Experiment,
+    id: &str,
+    axes: &BTreeMap<String, toml::Value>,
+) -> Result<String> {
+    let mut t = base.clone();
+    let op = exp.operation.clone();
+    for (k, v) in axes {
+        let v = v.clone();
+        let table = t
+            .get_mut(&op)
+            .and_then(|x| x.as_table_mut())
+            .with_context(|| format!("the experiment has no [{op}] table"))?;
+        match k.as_str() {
+            "device" => {
+                t.insert("device".into(), v);
+            }
+            "policy" => {
+                table.insert("policies".into(), toml::Value::Array(vec![v]));
+            }
+            "scale" => {
+                let f = v.as_float().or(v.as_integer().map(|i| i as f64));
+                table.insert(
+                    "default_scale".into(),
+                    toml::Value::Float(f.unwrap_or_default()),
+                );
+            }
+            _ => {
+                table.insert(k.clone(), v);
+            }
+        }
+    }
+    Ok(format!(
+        "# layoutlab sweep: cell {id} of {} ({}). Run it with\n# layoutlab reproduce cell.toml\n{}",
+        exp.name,
+        describe(axes),
+        toml::to_string(&t)?
+    ))
+}
+
+/// The state of a cell, from the files its run left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Its result is there.
+    Done,
+    /// It ended without a result (error, signal, killed).
+    Failed,
+    /// It started and has not ended (or its runner was killed with SIGKILL).
+    Running,
+    /// It has not started.
+    Pending,
+}
+
+impl State {
+    /// As `status` prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Done => "done",
+            State::Failed => "failed",
+            State::Running => "running",
+            State::Pending => "pending",
+        }
+    }
+}
+
+/// The directory of cell `id`.
+pub fn cell_dir(dir: &Path, id: &str) -> PathBuf {
+    dir.join("cells").join(id)
+}
+
+/// Read `DIR/sweep.json`.
+pub fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let p = dir.join("sweep.json");
+    let t = std::fs::read_to_string(&p).with_context(|| {
+        format!(
+            "reading {} (is {} a sweep directory?)",
+            p.display(),
+            dir.display()
+        )
+    })?;
+    serde_json::from_str(&t).with_context(|| format!("parsing {}", p.display()))
+}
+
+/// The state of cell `id` in `dir`.
+pub fn state(dir: &Path, id: &str) -> State {
+    let d = cell_dir(dir, id);
+    if read_json(&d.join("result.json")).is_some() {
+        State::Done
+    } else if d.join("exit.json").exists() {
+        State::Failed
+    } else if d.join("started.json").exists() {
+        State::Running
+    } else {
+        State::Pending
+    }
+}
+
+fn read_json(p: &Path) -> Option<serde_json::Value> {
+    serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
+}
+
+/// One cell's state as `sweep status` reports it.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellStatus {
+    /// Cell id.
+    pub id: String,
+    /// Array index.
+    pub index: usize,
+    /// Axis values.
+    pub axes: BTreeMap<String, toml::Value>,
+    /// done | failed | running | pending.
+    pub status: State,
+    /// Wall seconds of its last run, when it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// Where it last ran (host name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The last lines of its log, when it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_tail: Option<String>,
+}
+
+/// Every cell's state.
+pub fn status(dir: &Path) -> Result<(Manifest, Vec<CellStatus>)> {
+    let m = read_manifest(dir)?;
+    let cells = m
+        .cells
+        .iter()
+        .map(|c| {
+            let d = cell_dir(dir, &c.id);
+            let st = state(dir, &c.id);
+            let exit = read_json(&d.join("exit.json"));
+            let started = read_json(&d.join("started.json"));
+            let log_tail = (st == State::Failed).then(|| {
+                let log = std::fs::read_to_string(d.join("log.txt")).unwrap_or_default();
+                let lines: Vec<&str> = log.lines().collect();
+                let mut tail = lines[lines.len().saturating_sub(15)..].join("\n");
+                if let Some(why) = exit.as_ref().and_then(|e| e["why"].as_str()) {
+                    tail.push_str(&format!("\n[{why}]"));
+                }
+                tail
+            });
+            CellStatus {
+                id: c.id.clone(),
+                index: c.index,
+                axes: c.axes.clone(),
+                status: st,
+                seconds: exit.as_ref().and_then(|e| e["seconds"].as_f64()),
+                host: started
+                    .as_ref()
+                    .and_then(|s| s["host"].as_str().map(str::to_string)),
+                log_tail,
+            }
+        })
+        .collect();
+    Ok((m, cells))
+}
+
+/// The merged results: `{"experiment": NAME, "cells": [{"id", "axes", "status", "result"}]}`
+/// (`result` is the experiment's own JSON for the cell, `null` unless done).
+pub fn collect(dir: &Path) -> Result<serde_json::Value> {
+    let m = read_manifest(dir)?;
+    let cells: Vec<serde_json::Value> = m
+        .cells
+        .iter()
+        .map(|c| {
+            let st = state(dir, &c.id);
+            let result = read_json(&cell_dir(dir, &c.id).join("result.json"))
+                .unwrap_or(serde_json::Value::Null);
+            serde_json::json!({
+                "id": c.id,
+                "axes": c.axes,
+                "status": if st == State::Done { "done" } else { "failed" },
+                "result": result,
+            })
+        })
+        .collect();
+    Ok(serde_json::json!({"experiment": m.experiment, "cells": cells}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sets(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn fsck_cells_are_one_policy_each_times_the_set_axes() {
+        let m = expand("metacluster-fsck", &sets(&["scale=0.005,0.01"])).unwrap();
+        assert_eq!(m.manifest.cells.len(), 4);
+        assert!(m.manifest.needs_root);
+        for (c, spec) in m.manifest.cells.iter().zip(&m.specs) {
+            let e = experiment::parse(spec, "cell").unwrap();
+            let f: crate::fsck::FsckSpec = e.params().unwrap();
+            assert_eq!(f.policies, vec![c.axes["policy"].as_str().unwrap()]);
+            assert_eq!(f.default_scale, c.axes["scale"].as_float().unwrap());
+            // everything else as the experiment has it
+            assert_eq!(f.os_read_ahead_kb, 128);
+            assert_eq!(e.device, "sata-400g-2007");
+            assert_eq!(e.name, "metacluster-fsck");
+        }
+        let ids: std::collections::BTreeSet<_> =
+            m.manifest.cells.iter().map(|c| c.id.clone()).collect();
+        assert_eq!(ids.len(), 4);
+    }
+
+    #[test]
+    fn ids_do_not_depend_on_the_order_axes_are_given() {
+        let a = expand(
+            "metacluster-fsck",
+            &sets(&["scale=0.01", "device=sata-400g-2007"]),
+        )
+        .unwrap();
+        let b = expand(
+            "metacluster-fsck",
+            &sets(&["device=sata-400g-2007", "scale=0.01"]),
+        )
+        .unwrap();
+        assert_eq!(a.manifest.cells, b.manifest.cells);
+        // and a known value, so that ids stay what they were across versions
+        let mut axes = BTreeMap::new();
+        axes.insert("policy".into(), toml::Value::String("ext3-2007".into()));
+        assert_eq!(cell_id("metacluster-fsck", &axes), "e1e4cd6a5bd1");
+        assert_eq!(cell_id("metacluster-fsck", &axes).len(), 12);
+    }
+
+    #[test]
+    fn unknown_keys_and_values_list_the_valid_ones() {
+        let e = format!(
+            "{:#}",
+            expand("metacluster-fsck", &sets(&["age=1,2"])).unwrap_err()
+        );
+        assert!(
+            e.contains("age")
+                && e.contains("policy")
+                && e.contains("scale")
+                && e.contains("os_read_ahead_kb"),
+            "{e}"
+        );
+        let e = format!(
+            "{:#}",
+            expand("metacluster-fsck", &sets(&["policy=ext9"])).unwrap_err()
+        );
+        assert!(e.contains("ext9") && e.contains("ext3-metacluster"), "{e}");
+        let e = format!(
+            "{:#}",
+            expand("metacluster-fsck", &sets(&["device=floppy"])).unwrap_err()
+        );
+        assert!(e.contains("floppy") && e.contains("sata-400g-2007"), "{e}");
+        let e = format!(
+            "{:#}",
+            expand("metacluster-fsck", &sets(&["scale=2"])).unwrap_err()
+        );
+        assert!(e.contains("(0, 1]"), "{e}");
+        // a key of the table with a value of the wrong type: the operation's check names it
+        let e = format!(
+            "{:#}",
+            expand("metacluster-fsck", &sets(&["os_read_ahead_kb=lots"])).unwrap_err()
+        );
+        assert!(e.contains("os_read_ahead_kb"), "{e}");
+    }
+
+    #[test]
+    fn set_values_are_toml_literals_or_strings() {
+        let (k, v) = parse_set("scale=0.01,1").unwrap();
+        assert_eq!(k, "scale");
+        assert_eq!(v, vec![toml::Value::Float(0.01), toml::Value::Integer(1)]);
+        let (_, v) = parse_set("policy=ext3-2007").unwrap();
+        assert_eq!(v, vec![toml::Value::String("ext3-2007".into())]);
+        assert!(parse_set("scale").is_err());
+        assert!(parse_set("scale=0.1,").is_err());
+    }
+
+    #[test]
+    fn state_follows_the_files_a_run_leaves() {
+        let dir = std::env::temp_dir().join(format!("ll-sweep-state-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let d = cell_dir(&dir, "abc");
+        std::fs::create_dir_all(&d).unwrap();
+        assert_eq!(state(&dir, "abc"), State::Pending);
+        std::fs::write(d.join("started.json"), "{}").unwrap();
+        assert_eq!(state(&dir, "abc"), State::Running);
+        std::fs::write(d.join("exit.json"), "{\"code\": 1}").unwrap();
+        assert_eq!(state(&dir, "abc"), State::Failed);
+        std::fs::write(d.join("result.json"), "{\"runs\": []}").unwrap();
+        assert_eq!(state(&dir, "abc"), State::Done);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

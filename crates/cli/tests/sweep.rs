@@ -201,6 +201,31 @@ fn the_job_script_runs_one_cell_by_hand_and_a_killed_cell_reruns() {
         .map(|c| c["status"].as_str().unwrap())
         .collect();
     assert_eq!(states, ["pending", "pending", "done", "pending"]);
+    // The collected sweep as `reproduce all`'s page: a section per cell, the done one with its
+    // tables and plot, the others marked pending.
+    let page = dir.join("index.html");
+    ok(&layoutlab(&[
+        "sweep",
+        "collect",
+        dir.to_str().unwrap(),
+        "--json",
+        dir.join("c.json").to_str().unwrap(),
+        "--page",
+        page.to_str().unwrap(),
+    ]));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let ids: Vec<String> = st["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    for id in &ids {
+        assert!(html.contains(id.as_str()), "page lacks cell {id}");
+    }
+    assert!(html.contains("<svg"), "page has no plot");
+    assert!(html.contains("e2fsck -fn per pass"), "page has no tables");
+    assert!(html.matches("Pending").count() >= 3, "three cells pending");
     let here = totals(&local);
     // A cell is the experiment with one policy: the same prediction as the whole experiment.
     let whole = scratch("whole");

@@ -422,6 +422,92 @@ pub fn collect(dir: &Path) -> Result<serde_json::Value> {
     Ok(serde_json::json!({"experiment": m.experiment, "cells": cells}))
 }
 
+/// The cells of the sweep in `dir` as sections of `reproduce all`'s page (one per cell: its
+/// axes, status, time, output, tables and plots, the command that reruns it), with the page's
+/// title and the presets the cells priced on and their sources.
+pub fn page(dir: &Path) -> Result<String> {
+    use crate::all_page::{self, Section, Status};
+    let m = read_manifest(dir)?;
+    let mut sections = Vec::new();
+    let mut presets: Vec<(String, String)> = Vec::new();
+    for c in &m.cells {
+        let d = cell_dir(dir, &c.id);
+        let toml_text = std::fs::read_to_string(d.join("cell.toml")).unwrap_or_default();
+        let exp = experiment::parse(&toml_text, &d.join("cell.toml").display().to_string()).ok();
+        let st = state(dir, &c.id);
+        let exit = read_json(&d.join("exit.json"));
+        let report = d.join("report").join(&m.experiment);
+        let mut svgs: Vec<(String, String)> = std::fs::read_dir(&report)
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "svg"))
+                    .filter_map(|e| {
+                        Some((
+                            e.file_name().to_string_lossy().into_owned(),
+                            std::fs::read_to_string(e.path()).ok()?,
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        svgs.sort();
+        let device = exp.as_ref().map(|e| e.device.clone()).unwrap_or_default();
+        if !device.is_empty() && !presets.iter().any(|(p, _)| *p == device) {
+            if let Ok((t, _)) = layoutlab_device::preset::preset_source(&device) {
+                presets.push((device.clone(), t));
+            }
+        }
+        let log = std::fs::read_to_string(d.join("log.txt")).unwrap_or_default();
+        sections.push(Section {
+            name: format!("{} [{}]", describe(&c.axes), c.id),
+            title: exp.as_ref().map(|e| e.title.clone()).unwrap_or_default(),
+            setup: all_page::setup_of(&toml_text),
+            command: format!(
+                "layoutlab sweep run-cell {} {} --force",
+                dir.display(),
+                c.index
+            ),
+            status: match st {
+                State::Done => Status::Done,
+                State::Failed => Status::Failed,
+                State::Running => Status::Running,
+                State::Pending => Status::Pending,
+            },
+            seconds: exit
+                .as_ref()
+                .and_then(|e| e.get("seconds"))
+                .and_then(|v| v.as_f64()),
+            output: std::fs::read_to_string(d.join("output.txt")).unwrap_or_default(),
+            error: (st == State::Failed).then(|| {
+                let why = exit
+                    .as_ref()
+                    .and_then(|e| e.get("why"))
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("no result")
+                    .to_string();
+                let tail: Vec<&str> = log.lines().rev().take(15).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                format!("{why}\n{}", tail.join("\n"))
+            }),
+            markdown: std::fs::read_to_string(report.join("report.md")).unwrap_or_default(),
+            svgs,
+            device,
+        });
+    }
+    let done = sections.iter().filter(|s| s.status == Status::Done).count();
+    Ok(all_page::render(
+        &format!("layoutlab sweep: {}", m.experiment),
+        &sections,
+        &presets,
+        &format!(
+            "{} cells of {} ({done} done), from {}; each cell reruns with the command shown.",
+            m.cells.len(),
+            m.experiment,
+            dir.display()
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -88,6 +88,10 @@ enum Sub {
         /// Where the JSON goes ("-" for stdout, the default).
         #[arg(long, value_name = "PATH", default_value = "-")]
         json: PathBuf,
+        /// Also write the sweep as `reproduce all`'s page (one section per cell: axes, status,
+        /// time, tables, plots, the command that reruns it) to PATH, e.g. sw/index.html.
+        #[arg(long, value_name = "PATH")]
+        page: Option<PathBuf>,
     },
     /// Run one cell (what the local backend and the Slurm job script call).
     #[command(hide = true)]
@@ -106,8 +110,13 @@ enum Sub {
 pub fn run(a: Args) -> Result<()> {
     match a.command {
         Some(Sub::Status { dir, json }) => status(&dir, json.as_deref()),
-        Some(Sub::Collect { dir, json }) => {
+        Some(Sub::Collect { dir, json, page }) => {
             let v = sweep::collect(&dir)?;
+            if let Some(p) = page {
+                let html = sweep::page(&dir)?;
+                std::fs::write(&p, html).with_context(|| format!("writing {}", p.display()))?;
+                eprintln!("page: {}", p.display());
+            }
             write_json(&json, &v)
         }
         Some(Sub::RunCell { dir, index, force }) => run_cell(&dir, index, force),

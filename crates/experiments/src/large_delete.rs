@@ -595,28 +595,11 @@ fn report(
     // One plot per run, a colour per class of block (ext runs; the others in one colour).
     let mut class_svgs = Vec::new();
     for r in runs {
-        let mut by: std::collections::BTreeMap<&str, Vec<layoutlab_report::IoPoint>> =
-            std::collections::BTreeMap::new();
-        let points = crate::support::io_points(&r.trace, |i| r.start_s[i]);
-        let rw: Vec<usize> = r
-            .trace
-            .requests
-            .iter()
-            .enumerate()
-            .filter(|(_, q)| matches!(q.op, layoutlab_trace::Op::Read | layoutlab_trace::Op::Write))
-            .map(|(i, _)| i)
-            .collect();
-        for (p, i) in points.into_iter().zip(rw) {
-            let class = r.request_class.as_ref().map_or("not attributed", |c| c[i]);
-            by.entry(class).or_default().push(p);
-        }
-        let series: Vec<OffsetSeries> = by
-            .into_iter()
-            .map(|(name, points)| OffsetSeries {
-                name: name.to_string(),
-                points,
-            })
-            .collect();
+        let series = crate::support::io_series_by_class(
+            &r.trace,
+            |i| r.start_s[i],
+            |i| r.request_class.as_ref().map_or("not attributed", |c| c[i]),
+        );
         let name = format!("delete-{}-{}.svg", r.fs, r.variant);
         let svg = offset_plot(
             &format!(

@@ -28,7 +28,7 @@ use crate::request_merging::settled_stat;
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_device::replay::{replay, ReplayOptions};
-use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, OffsetSeries, Table};
+use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, Table};
 use layoutlab_rig::{
     check_free_space, Backing, KernelFs, KernelFsOptions, LoopDevice, RigLock, TempFile,
     TraceOptions, TracefsSession,
@@ -776,21 +776,8 @@ fn report(
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let mut svgs = Vec::new();
     for r in runs {
-        let points = crate::support::io_points(&r.trace, |i| r.start_s[i]);
-        let idx: Vec<usize> = (0..r.trace.requests.len())
-            .filter(|&i| matches!(r.trace.requests[i].op, Op::Read | Op::Write))
-            .collect();
-        let mut by: BTreeMap<&str, Vec<layoutlab_report::IoPoint>> = BTreeMap::new();
-        for (p, i) in points.into_iter().zip(idx) {
-            by.entry(r.request_class[i]).or_default().push(p);
-        }
-        let series: Vec<OffsetSeries> = by
-            .into_iter()
-            .map(|(name, points)| OffsetSeries {
-                name: name.to_string(),
-                points,
-            })
-            .collect();
+        let series =
+            crate::support::io_series_by_class(&r.trace, |i| r.start_s[i], |i| r.request_class[i]);
         let name = format!("reads-{}-{}.svg", r.target, r.mode);
         let svg = offset_plot(
             &format!(

@@ -46,6 +46,29 @@ pub fn io_points(trace: &Trace, time_s: impl Fn(usize) -> f64) -> Vec<IoPoint> {
         .collect()
 }
 
+/// The reads and writes of a trace as offset-plot series, one per class: request `i` drawn at
+/// `time_s(i)` in the series `class_of(i)` names. Series come in name order.
+pub fn io_series_by_class<'a>(
+    trace: &Trace,
+    time_s: impl Fn(usize) -> f64,
+    class_of: impl Fn(usize) -> &'a str,
+) -> Vec<layoutlab_report::OffsetSeries> {
+    let points = io_points(trace, &time_s);
+    // io_points keeps reads and writes in trace order: pair them back with their request.
+    let io =
+        (0..trace.requests.len()).filter(|&i| matches!(trace.requests[i].op, Op::Read | Op::Write));
+    let mut by: std::collections::BTreeMap<&str, Vec<IoPoint>> = std::collections::BTreeMap::new();
+    for (p, i) in points.into_iter().zip(io) {
+        by.entry(class_of(i)).or_default().push(p);
+    }
+    by.into_iter()
+        .map(|(name, points)| layoutlab_report::OffsetSeries {
+            name: name.to_string(),
+            points,
+        })
+        .collect()
+}
+
 /// A one-line warning on stderr when leftovers of killed runs exist (long commands print it
 /// first; they do not remove anything themselves).
 pub fn warn_if_leftovers() {

@@ -200,22 +200,11 @@ pub fn window_table(title: &str, b: &Breakdown) -> anyhow::Result<layoutlab_repo
 
 /// Disk offset over modelled time, one colour per class of block read.
 pub fn class_plot(title: &str, trace: &Trace, replayed: &Replayed, b: &Breakdown) -> String {
-    let mut series: Vec<layoutlab_report::OffsetSeries> = Vec::new();
-    let points = crate::support::io_points(trace, |i| replayed.requests[i].start_ns / 1e9);
-    // io_points keeps reads and writes in trace order: pair them back with their request.
-    let io: Vec<usize> = (0..trace.requests.len())
-        .filter(|&i| matches!(trace.requests[i].op, Op::Read | Op::Write))
-        .collect();
-    for (p, i) in points.into_iter().zip(io) {
-        let name = b.request_class[i].as_str();
-        match series.iter_mut().find(|s| s.name == name) {
-            Some(s) => s.points.push(p),
-            None => series.push(layoutlab_report::OffsetSeries {
-                name: name.to_string(),
-                points: vec![p],
-            }),
-        }
-    }
+    let mut series = crate::support::io_series_by_class(
+        trace,
+        |i| replayed.requests[i].start_ns / 1e9,
+        |i| b.request_class[i].as_str(),
+    );
     series.sort_by_key(|s| {
         BlockClass::ALL
             .iter()

@@ -107,25 +107,10 @@ impl Ext3Metacluster {
     /// Mapping blocks of `plan` that lie outside the metacluster of their data block's
     /// group (the overflow the fallback handled).
     pub fn overflowed_mapping_blocks(&self, plan: &Plan, geo: &Geometry) -> u64 {
-        let mut n = 0;
-        for inode in &plan.inodes {
-            for m in &inode.mapping {
-                let Some(run) = inode
-                    .data
-                    .iter()
-                    .find(|r| m.logical >= r.logical && m.logical < r.logical + r.len)
-                else {
-                    continue;
-                };
-                let data = run.physical + (m.logical - run.logical);
-                let g = &geo.groups[geo.group_of(data) as usize];
-                let (start, end) = self.region(g.first_block, g.blocks);
-                if m.physical < start || m.physical >= end {
-                    n += 1;
-                }
-            }
-        }
-        n
+        super::mapping_blocks_outside(plan, geo, |g| {
+            let g = &geo.groups[g as usize];
+            self.region(g.first_block, g.blocks)
+        })
     }
 }
 

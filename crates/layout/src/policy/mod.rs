@@ -68,6 +68,34 @@ pub fn by_name(name: &str, params: &PolicyParams) -> Result<Box<dyn Policy>, Lay
     }
 }
 
+/// Mapping blocks of `plan` that lie outside `[start, end)` of their data block's group,
+/// `region(group)` giving each group's region: the ones a full region sent elsewhere (the
+/// metacluster's and rext3's overflow).
+pub(crate) fn mapping_blocks_outside(
+    plan: &Plan,
+    geo: &Geometry,
+    region: impl Fn(u64) -> (u64, u64),
+) -> u64 {
+    let mut n = 0;
+    for inode in &plan.inodes {
+        for m in &inode.mapping {
+            let Some(run) = inode
+                .data
+                .iter()
+                .find(|r| m.logical >= r.logical && m.logical < r.logical + r.len)
+            else {
+                continue;
+            };
+            let data = run.physical + (m.logical - run.logical);
+            let (start, end) = region(geo.group_of(data));
+            if m.physical < start || m.physical >= end {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
 /// Rejects parameters a policy does not know.
 pub(crate) fn check_known(
     policy: &str,

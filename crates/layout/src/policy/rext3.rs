@@ -123,24 +123,7 @@ impl Rext3 {
     /// (the ones the fallback placed).
     pub fn overflowed_mapping_blocks(&self, plan: &Plan, geo: &Geometry) -> u64 {
         let regions = self.regions(geo);
-        let mut n = 0;
-        for inode in &plan.inodes {
-            for m in &inode.mapping {
-                let Some(run) = inode
-                    .data
-                    .iter()
-                    .find(|r| m.logical >= r.logical && m.logical < r.logical + r.len)
-                else {
-                    continue;
-                };
-                let data = run.physical + (m.logical - run.logical);
-                let (start, end) = regions[geo.group_of(data) as usize];
-                if m.physical < start || m.physical >= end {
-                    n += 1;
-                }
-            }
-        }
-        n
+        super::mapping_blocks_outside(plan, geo, |g| regions[g as usize])
     }
 }
 

@@ -232,8 +232,9 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
             mount_options: String::new(),
             bytes: fs_bytes,
             backing: Backing::SparseFile(workdir.clone()),
-            // metadata only: inode tables in use, directories, bitmaps, journal
-            resident_bytes: fs_bytes / 20,
+            // The image's data blocks are holes: at most what mke2fs makes plus the plan's
+            // directory, symlink and mapping blocks is ever written.
+            resident_bytes: written_blocks(geometry, &plan) * u64::from(geometry.block_size_bytes),
             read_ahead_kb: Some(spec.os_read_ahead_kb),
         };
         let mut kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
@@ -401,6 +402,19 @@ fn index_directories(image: &Path) -> Result<()> {
     }
 }
 
+/// Blocks the image holds that are not file data: mke2fs's own (bitmaps, inode tables,
+/// journal, ...) and the plan's directory, symlink and mapping blocks.
+fn written_blocks(geo: &Geometry, plan: &Plan) -> u64 {
+    let mkfs = geo.blocks_count - geo.free_blocks_per_group().iter().sum::<u64>();
+    let planned: u64 = plan
+        .inodes
+        .iter()
+        .filter(|i| i.kind != layoutlab_layout::InodeKind::File)
+        .map(|i| i.data_blocks())
+        .sum();
+    mkfs + planned + plan.mapping_blocks()
+}
+
 /// Remounts the file system read-only: a walk then writes nothing (readdir would otherwise
 /// update directories' access times), so its trace is the reads the setting causes.
 fn remount_read_only(mount_point: &Path) -> Result<()> {
@@ -477,25 +491,18 @@ fn walk(root: &Path, f: &mut dyn FnMut(&Path)) -> Result<()> {
     Ok(())
 }
 
-fn inodes_per_group_of(geo: &Geometry) -> u64 {
-    u64::from(geo.inodes_per_group)
-}
-
 /// Which inode-table blocks hold an inode of the tree.
 struct InodeTables {
-    /// (first block, blocks) of each group's table.
+    /// `[first, end)` of each group's table, sorted (tables may be packed by flex_bg).
     tables: Vec<(u64, u64)>,
-    inodes_per_block: u64,
-    inodes_per_group: u64,
     used: HashSet<u64>,
     sectors_per_block: u64,
 }
 
 impl InodeTables {
     fn new(geo: &Geometry, plan: &Plan) -> InodeTables {
-        let block = u64::from(geo.block_size_bytes);
-        let inodes_per_block = inodes_per_group_of(geo) / geo.inode_table_blocks;
-        let inodes_per_group = inodes_per_group_of(geo);
+        let inodes_per_group = u64::from(geo.inodes_per_group);
+        let inodes_per_block = inodes_per_group / geo.inode_table_blocks;
         // reserved inodes (1..=10) and lost+found (11) are mke2fs's; the rest the plan's
         let used: HashSet<u64> = (1..=11)
             .chain(plan.inodes.iter().map(|i| u64::from(i.ino)))
@@ -506,31 +513,28 @@ impl InodeTables {
                 geo.groups[group as usize].inode_table + block
             })
             .collect();
+        let mut tables: Vec<(u64, u64)> = geo
+            .groups
+            .iter()
+            .map(|g| (g.inode_table, g.inode_table + geo.inode_table_blocks))
+            .collect();
+        tables.sort_unstable();
         InodeTables {
-            tables: geo
-                .groups
-                .iter()
-                .map(|g| (g.inode_table, geo.inode_table_blocks))
-                .collect(),
-            inodes_per_block,
-            inodes_per_group,
+            tables,
             used,
-            sectors_per_block: block / 512,
+            sectors_per_block: u64::from(geo.block_size_bytes) / 512,
         }
     }
 
     /// Whether `block` lies in some group's inode table.
     fn in_table(&self, block: u64) -> bool {
-        // tables may be packed (flex_bg): search all; few hundred groups
-        self.tables
-            .iter()
-            .any(|&(first, n)| block >= first && block < first + n)
+        let i = self.tables.partition_point(|&(first, _)| first <= block);
+        i > 0 && block < self.tables[i - 1].1
     }
 
     /// (inode-table blocks read that hold no inode of the tree, inode-table blocks read),
     /// distinct blocks over the trace's reads.
     fn read_stats(&self, trace: &layoutlab_trace::Trace) -> (u64, u64) {
-        let _ = (self.inodes_per_block, self.inodes_per_group);
         let mut seen = HashSet::new();
         for r in &trace.requests {
             if r.op != layoutlab_trace::Op::Read {

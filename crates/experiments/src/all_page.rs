@@ -130,6 +130,34 @@ if(location.search.indexOf('check')>=0){
 }
 </script>";
 
+/// The plots an experiment wrote into `dir`: (file name, SVG text), in name order.
+pub fn svgs_in(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut svgs: Vec<(String, String)> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "svg"))
+                .filter_map(|e| {
+                    Some((
+                        e.file_name().to_string_lossy().into_owned(),
+                        std::fs::read_to_string(e.path()).ok()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    svgs.sort();
+    svgs
+}
+
+/// Adds `device`'s preset text (its sources) to the page's `presets`, once.
+pub fn add_preset(presets: &mut Vec<(String, String)>, device: &str) {
+    if !device.is_empty() && !presets.iter().any(|(p, _)| p == device) {
+        if let Ok((t, _)) = layoutlab_device::preset::preset_source(device) {
+            presets.push((device.to_string(), t));
+        }
+    }
+}
+
 /// The whole page.
 pub fn render(
     title: &str,

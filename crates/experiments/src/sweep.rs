@@ -437,26 +437,9 @@ pub fn page(dir: &Path) -> Result<String> {
         let st = state(dir, &c.id);
         let exit = read_json(&d.join("exit.json"));
         let report = d.join("report").join(&m.experiment);
-        let mut svgs: Vec<(String, String)> = std::fs::read_dir(&report)
-            .map(|rd| {
-                rd.flatten()
-                    .filter(|e| e.path().extension().is_some_and(|x| x == "svg"))
-                    .filter_map(|e| {
-                        Some((
-                            e.file_name().to_string_lossy().into_owned(),
-                            std::fs::read_to_string(e.path()).ok()?,
-                        ))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        svgs.sort();
+        let svgs = all_page::svgs_in(&report);
         let device = exp.as_ref().map(|e| e.device.clone()).unwrap_or_default();
-        if !device.is_empty() && !presets.iter().any(|(p, _)| *p == device) {
-            if let Ok((t, _)) = layoutlab_device::preset::preset_source(&device) {
-                presets.push((device.clone(), t));
-            }
-        }
+        all_page::add_preset(&mut presets, &device);
         let log = std::fs::read_to_string(d.join("log.txt")).unwrap_or_default();
         sections.push(Section {
             name: format!("{} [{}]", describe(&c.axes), c.id),

@@ -190,11 +190,7 @@ fn run_all(a: &Args) -> Result<()> {
         if let Some(s) = a.scale {
             command.push_str(&format!(" --scale {s}"));
         }
-        if !exp.device.is_empty() && !presets.iter().any(|(p, _)| *p == exp.device) {
-            if let Ok((t, _)) = layoutlab_device::preset::preset_source(&exp.device) {
-                presets.push((exp.device.clone(), t));
-            }
-        }
+        all_page::add_preset(&mut presets, &exp.device);
         sections.push(Section {
             name: n.clone(),
             title: exp.title.clone(),
@@ -323,20 +319,7 @@ fn run_all(a: &Args) -> Result<()> {
         *child_pid.lock().unwrap() = None;
         let secs = t.elapsed().as_secs_f64();
         let log = std::fs::read_to_string(dir.join("log.txt")).unwrap_or_default();
-        let mut svgs: Vec<(String, String)> = std::fs::read_dir(&dir)
-            .map(|rd| {
-                rd.flatten()
-                    .filter(|e| e.path().extension().is_some_and(|x| x == "svg"))
-                    .filter_map(|e| {
-                        Some((
-                            e.file_name().to_string_lossy().into_owned(),
-                            std::fs::read_to_string(e.path()).ok()?,
-                        ))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        svgs.sort();
+        let svgs = all_page::svgs_in(&dir);
         {
             let mut s = state.lock().unwrap();
             let sec = &mut s[i];

@@ -2,28 +2,16 @@
 //! take seconds here): `reproduce ext4-fsck-allocator` and `reproduce ext3-vs-ext4-fsck`.
 //! The figures asserted are the ones docs/experiments/ext4-fsck-allocator.md reports.
 
+mod common;
+
+use common::*;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
 
-fn is_root() -> bool {
-    unsafe { geteuid() == 0 }
-}
-
-extern "C" {
-    fn geteuid() -> u32;
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("layoutlab-ext4fsck-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// Runs `reproduce NAME` at its default (full) scale; its JSON and stdout.
 fn reproduce(name: &str) -> (Value, String, PathBuf) {
-    let dir = scratch(name);
+    let dir = scratch("ext4fsck", name);
     let json = dir.join("r.json");
     let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
         .args(["reproduce", name, "--out"])

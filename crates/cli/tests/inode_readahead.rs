@@ -2,24 +2,12 @@
 //! kernel's inode-table read-ahead is visible in the traces, and a setting the kernel refuses
 //! is reported with nothing left mounted.
 
+mod common;
+
+use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn is_root() -> bool {
-    unsafe { geteuid() == 0 }
-}
-
-extern "C" {
-    fn geteuid() -> u32;
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("layoutlab-ira-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// ubuntu-32g's population file with a twentieth of its counts on a 2 GiB file system.
 fn small_tree(dir: &Path) -> PathBuf {
@@ -89,7 +77,7 @@ fn read_ahead_is_visible_in_the_traces() {
         eprintln!("skipped: the experiment needs root (loop devices, mounts, tracefs)");
         return;
     }
-    let dir = scratch("visible");
+    let dir = scratch("ira", "visible");
     let json = dir.join("r.json");
     let (o, pid) = run(
         &dir,
@@ -168,7 +156,7 @@ fn a_setting_the_kernel_refuses_is_reported_and_nothing_stays_mounted() {
         eprintln!("skipped: the experiment needs root (loop devices, mounts, tracefs)");
         return;
     }
-    let dir = scratch("refused");
+    let dir = scratch("ira", "refused");
     let (o, pid) = run(&dir, &["--settings", "3"]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);

@@ -2,48 +2,11 @@
 //! the JSON contract of a small request-merging run, and bad input (unknown names list the
 //! valid ones; not root; no room) refused before anything is made.
 
+mod common;
+
+use common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn is_root() -> bool {
-    unsafe { geteuid() == 0 }
-}
-
-extern "C" {
-    fn geteuid() -> u32;
-}
-
-/// A fresh empty directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("layoutlab-kio-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Loop devices whose backing file lies under `dir`.
-fn loops_under(dir: &Path) -> Vec<String> {
-    let out = Command::new("losetup").arg("-a").output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.contains(dir.to_str().unwrap()))
-        .map(str::to_string)
-        .collect()
-}
 
 fn layoutlab(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_layoutlab"))
@@ -73,7 +36,7 @@ fn request_merging_json_contract_and_what_merging_does() {
         eprintln!("skipped: the experiment needs root (zram, loop devices, tracefs)");
         return;
     }
-    let dir = scratch("rm");
+    let dir = scratch("kio-test", "rm");
     let toml = small_request_merging(&dir, 16);
     let json = dir.join("r.json");
     let out = dir.join("out");
@@ -150,7 +113,7 @@ fn request_merging_json_contract_and_what_merging_does() {
 
 #[test]
 fn unknown_names_list_the_valid_ones_and_make_nothing() {
-    let dir = scratch("bad-names");
+    let dir = scratch("kio-test", "bad-names");
     let out = dir.join("out");
     for (args, wants) in [
         (
@@ -195,7 +158,7 @@ fn unknown_names_list_the_valid_ones_and_make_nothing() {
 /// Run as an unprivileged user: they say what needs root, exit 2, and make nothing.
 #[test]
 fn without_root_they_say_so_and_make_nothing() {
-    let dir = scratch("no-root");
+    let dir = scratch("kio-test", "no-root");
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let out = dir.join("out");
     for name in ["request-merging", "random-read"] {
@@ -226,7 +189,7 @@ fn no_room_is_an_error_before_anything_is_written() {
         eprintln!("skipped: the room checks come after the root check");
         return;
     }
-    let dir = scratch("no-room");
+    let dir = scratch("kio-test", "no-room");
     let toml = small_request_merging(&dir, 1 << 20);
     let out = dir.join("out");
     let o = layoutlab(

@@ -1,34 +1,11 @@
 //! `layoutlab reproduce metacluster-io` as a user runs it: the JSON contract, errors that list
 //! the valid names and make nothing, and what happens without root.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::*;
+use std::path::Path;
 use std::process::Command;
-
-fn is_root() -> bool {
-    unsafe { libc_geteuid() == 0 }
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("layoutlab-mio-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 fn run(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_layoutlab"))
@@ -41,7 +18,7 @@ fn run(dir: &Path, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn unknown_preset_lists_the_valid_ones_and_makes_nothing() {
-    let dir = scratch("preset");
+    let dir = scratch("mio-test", "preset");
     let o = run(
         &dir,
         &["reproduce", "metacluster-io", "--device", "no-such-disk"],
@@ -58,7 +35,7 @@ fn unknown_preset_lists_the_valid_ones_and_makes_nothing() {
 
 #[test]
 fn unknown_policy_lists_the_valid_ones_and_makes_nothing() {
-    let dir = scratch("policy");
+    let dir = scratch("mio-test", "policy");
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/metacluster-io.toml"),
     )
@@ -82,7 +59,7 @@ fn unknown_policy_lists_the_valid_ones_and_makes_nothing() {
 
 #[test]
 fn without_root_it_says_so_exits_2_and_makes_nothing() {
-    let dir = scratch("noroot");
+    let dir = scratch("mio-test", "noroot");
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let out = dir.join("out");
     let mut cmd = if is_root() {
@@ -116,7 +93,7 @@ fn json_contract_and_the_findings_the_docs_state_at_a_small_scale() {
         eprintln!("skipped: the experiment needs root (loop devices, mount, tracefs)");
         return;
     }
-    let dir = scratch("json");
+    let dir = scratch("mio-test", "json");
     let json = dir.join("r.json");
     let o = run(
         &dir,

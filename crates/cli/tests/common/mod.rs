@@ -1,0 +1,49 @@
+//! Helpers the `layoutlab` command's test files share: who runs them, scratch directories,
+//! and what a run left behind.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// What a command printed on stderr.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Whether the tests run as root (loop devices, mounts, tracefs need it).
+pub fn is_root() -> bool {
+    unsafe { geteuid() == 0 }
+}
+
+extern "C" {
+    fn geteuid() -> u32;
+}
+
+/// A fresh empty directory for one test: `layoutlab-PREFIX-NAME-PID` in the temp directory.
+pub fn scratch(prefix: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("layoutlab-{prefix}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The names in `dir` (none when it does not exist).
+pub fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Loop devices whose backing file lies under `dir`.
+pub fn loops_under(dir: &Path) -> Vec<String> {
+    let out = Command::new("losetup").arg("-a").output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(dir.to_str().unwrap()))
+        .map(str::to_string)
+        .collect()
+}

@@ -96,6 +96,30 @@ impl Experiment {
     }
 }
 
+/// The mkfs profile `policy` is formatted with: its entry in `per_policy`, else `default`
+/// (an experiment's `mkfs_profile` and `mkfs_profiles`).
+pub fn mkfs_profile_for<'a>(
+    policy: &str,
+    default: &'a str,
+    per_policy: &'a BTreeMap<String, String>,
+) -> &'a str {
+    per_policy.get(policy).map_or(default, String::as_str)
+}
+
+/// Refuses a `mkfs_profiles` entry for a policy the experiment does not compare.
+pub fn check_mkfs_profiles(
+    policies: &[String],
+    per_policy: &BTreeMap<String, String>,
+) -> Result<()> {
+    if let Some(p) = per_policy.keys().find(|p| !policies.contains(p)) {
+        bail!(
+            "mkfs_profiles names policy '{p}', which is not in policies ({})",
+            policies.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// Names of the shipped experiments.
 pub fn names() -> Vec<&'static str> {
     SHIPPED.iter().map(|(n, _)| *n).collect()

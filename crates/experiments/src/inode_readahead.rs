@@ -65,9 +65,7 @@ const ORDERS: [&str; 2] = ["readdir", "random"];
 
 impl InodeReadaheadSpec {
     fn mkfs_profile_of(&self, policy: &str) -> &str {
-        self.mkfs_profiles
-            .get(policy)
-            .map_or(self.mkfs_profile.as_str(), String::as_str)
+        crate::experiment::mkfs_profile_for(policy, &self.mkfs_profile, &self.mkfs_profiles)
     }
 }
 
@@ -93,9 +91,7 @@ impl Operation for InodeReadahead {
             policy_by_name(p, &PolicyParams::new())?;
             MkfsProfile::by_name(s.mkfs_profile_of(p))?;
         }
-        if let Some(p) = s.mkfs_profiles.keys().find(|p| !s.policies.contains(p)) {
-            bail!("mkfs_profiles names policy '{p}', which is not in policies");
-        }
+        crate::experiment::check_mkfs_profiles(&s.policies, &s.mkfs_profiles)?;
         Ok(())
     }
 

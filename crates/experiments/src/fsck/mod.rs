@@ -50,9 +50,7 @@ pub struct FsckSpec {
 impl FsckSpec {
     /// The mkfs profile `policy` is formatted with.
     pub fn mkfs_profile_of(&self, policy: &str) -> &str {
-        self.mkfs_profiles
-            .get(policy)
-            .map_or(self.mkfs_profile.as_str(), String::as_str)
+        crate::experiment::mkfs_profile_for(policy, &self.mkfs_profile, &self.mkfs_profiles)
     }
 }
 
@@ -66,12 +64,7 @@ impl Operation for Fsck {
         if f.policies.is_empty() {
             bail!("[fsck] policies is empty");
         }
-        if let Some(p) = f.mkfs_profiles.keys().find(|p| !f.policies.contains(p)) {
-            bail!(
-                "[fsck] mkfs_profiles names policy '{p}', which is not in policies ({})",
-                f.policies.join(", ")
-            );
-        }
+        crate::experiment::check_mkfs_profiles(&f.policies, &f.mkfs_profiles)?;
         if !(f.default_scale > 0.0 && f.default_scale <= 1.0) {
             bail!("default_scale must be in (0, 1], got {}", f.default_scale);
         }

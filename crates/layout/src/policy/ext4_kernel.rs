@@ -43,7 +43,10 @@ use crate::policy::{check_known, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
-/// Default of the `writeback_mib` parameter.
+/// Default of the `writeback_mib` parameter. Not a kernel constant: it is the interval at
+/// which the comparison with the real kernel (crates/image/tests/ext4_kernel.rs) calls
+/// `syncfs()`, so model and kernel see the same writeback; a real copy's flusher
+/// (`dirty_background_ratio`, `dirty_expire_centisecs`) is not modelled.
 pub const DEFAULT_WRITEBACK_MIB: u64 = 64;
 
 /// Today's ext4 allocator.

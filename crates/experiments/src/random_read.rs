@@ -24,7 +24,6 @@
 
 use crate::ext_classes::ExtLayout;
 use crate::output::{write_json, Human};
-use crate::request_merging::settled_stat;
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_device::replay::{replay, ReplayOptions};
@@ -612,7 +611,7 @@ fn traced_reads(
     let session = TracefsSession::start(loopdev.dev(), &TraceOptions::default())?;
     // The reads run in this thread: its CPU time is the think time between them.
     session.follow(gettid())?;
-    let before = settled_stat(dev_name)?;
+    let before = layoutlab_rig::settled_stat_sectors(dev_name)?;
     session.mark("reads")?;
     let t = std::time::Instant::now();
     for &o in offs {
@@ -620,7 +619,7 @@ fn traced_reads(
             .with_context(|| format!("read {} at {o}", path.display()))?;
     }
     let seconds_here = t.elapsed().as_secs_f64();
-    let after = settled_stat(dev_name)?;
+    let after = layoutlab_rig::settled_stat_sectors(dev_name)?;
     session.mark("after")?;
     let capture = session.stop()?;
     if capture.lost_events > 0 {

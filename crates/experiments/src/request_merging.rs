@@ -27,8 +27,8 @@ use anyhow::{bail, Context, Result};
 use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_report::{Cell, Column, HtmlBundle, SweepChart, SweepSeries, SweepStyle, Table};
 use layoutlab_rig::{
-    check_fits, device_stat_sectors, Backing, BioEvents, FsKind, KernelFs, KernelFsOptions,
-    LoopDevice, RigLock, TraceOptions, TracefsSession, Zram,
+    check_fits, Backing, BioEvents, FsKind, KernelFs, KernelFsOptions, LoopDevice, RigLock,
+    TraceOptions, TracefsSession, Zram,
 };
 use layoutlab_trace::{Op, Trace};
 use serde::{Deserialize, Serialize};
@@ -333,12 +333,12 @@ pub fn traced_dd(
             drop_caches(loopdev)?;
         }
         let tag = format!("p{i}-{mode}-{}", op_name(*op));
-        let before = settled_stat(&dev_name)?;
+        let before = layoutlab_rig::settled_stat_sectors(&dev_name)?;
         session.mark(&tag)?;
         let t = std::time::Instant::now();
         run_dd(path, mode == "direct", *op, mib)?;
         let seconds_here = t.elapsed().as_secs_f64();
-        let after = settled_stat(&dev_name)?;
+        let after = layoutlab_rig::settled_stat_sectors(&dev_name)?;
         session.mark("between")?;
         windows.push((tag, mode.clone(), *op, before, after, seconds_here));
     }
@@ -421,21 +421,6 @@ fn run_dd(path: &Path, direct: bool, op: Op, mib: u64) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The device's counters once nothing is in flight.
-pub(crate) fn settled_stat(dev_name: &str) -> Result<(u64, u64)> {
-    let inflight = format!("/sys/block/{dev_name}/inflight");
-    for _ in 0..200 {
-        let busy = std::fs::read_to_string(&inflight)
-            .map(|t| t.split_whitespace().any(|n| n != "0"))
-            .unwrap_or(false);
-        if !busy {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    Ok(device_stat_sectors(dev_name)?)
 }
 
 /// The requests of `trace` tagged `tag` (of direction `op`, if given), as a trace of their own.

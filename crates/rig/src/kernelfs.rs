@@ -262,6 +262,23 @@ impl KernelFs {
     }
 }
 
+/// [`device_stat_sectors`] once nothing is in flight on the device: waits up to two seconds
+/// for requests already issued to complete, so that a request is never counted on one side
+/// of a phase's boundary and traced on the other.
+pub fn settled_stat_sectors(dev_name: &str) -> Result<(u64, u64)> {
+    let inflight = format!("/sys/block/{dev_name}/inflight");
+    for _ in 0..200 {
+        let busy = std::fs::read_to_string(&inflight)
+            .map(|t| t.split_whitespace().any(|n| n != "0"))
+            .unwrap_or(false);
+        if !busy {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    device_stat_sectors(dev_name)
+}
+
 /// Sectors read and written as the device counts them (`/sys/block/DEV/stat` fields 3 and 7,
 /// 512-byte units whatever the device's block size).
 pub fn device_stat_sectors(dev_name: &str) -> Result<(u64, u64)> {
@@ -355,22 +372,9 @@ impl TracedRun<'_> {
         Ok(out)
     }
 
-    /// The device's counters once nothing is in flight (waits up to a second for requests
-    /// already issued to complete, so a request is never counted on one side of a tag change
-    /// and tagged on the other).
+    /// The device's counters once nothing is in flight ([`settled_stat_sectors`]).
     fn settled_stat(&self) -> Result<StatSectors> {
-        let dev_name = format!("loop{}", self.fs.loopdev.number());
-        let inflight = format!("/sys/block/{dev_name}/inflight");
-        for _ in 0..100 {
-            let busy = std::fs::read_to_string(&inflight)
-                .map(|t| t.split_whitespace().any(|n| n != "0"))
-                .unwrap_or(false);
-            if !busy {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        device_stat_sectors(&dev_name)
+        settled_stat_sectors(&format!("loop{}", self.fs.loopdev.number()))
     }
 
     /// Stops tracing, and checks every phase's bytes in the trace against the device's own

@@ -44,8 +44,8 @@ pub use error::{Result, RigError};
 pub use fsck::{run_e2fsck_traced, FsckOptions, FsckRun, ProgressChange};
 pub use fsck_times::{parse_fsck_times, FsckTimes, Section};
 pub use kernelfs::{
-    check_fits, device_stat_sectors, mem_available_bytes, Backing, KernelFs, KernelFsOptions,
-    KernelTrace, PhaseBytes, RigLock, TracedRun,
+    check_fits, device_stat_sectors, mem_available_bytes, settled_stat_sectors, Backing, KernelFs,
+    KernelFsOptions, KernelTrace, PhaseBytes, RigLock, TracedRun,
 };
 pub use loopdev::LoopDevice;
 pub use mkfs::{mkfs, FsKind};

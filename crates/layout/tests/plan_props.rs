@@ -5,6 +5,9 @@
 //! ext3-metacluster keeps data out of the metaclusters and indirect blocks in them unless
 //! the metacluster was full.
 
+mod common;
+
+use common::random_population;
 use layoutlab_layout::alloc::ext3_alloc::MAX_RESERVE_BLOCKS;
 use layoutlab_layout::policy::ext3_metacluster::Ext3Metacluster;
 use layoutlab_layout::{
@@ -267,46 +270,6 @@ fn wrap_overflow_plans_check() {
     plan.check(&geo).unwrap();
     let mc = Ext3Metacluster::from_params(&params).unwrap();
     assert_metacluster(&plan, &geo, &mc);
-}
-
-fn random_population() -> impl Strategy<Value = Population> {
-    let fs_mib = 64u64..1500;
-    // (is_dir, parent choice, size)
-    let ops = prop::collection::vec(
-        (
-            prop::bool::weighted(0.15),
-            any::<prop::sample::Index>(),
-            prop_oneof![
-                3 => 0u64..60_000,                 // small: direct blocks and first IND
-                3 => 60_000u64..8_000_000,         // needs DIND
-                1 => 8_000_000u64..400_000_000,    // big
-            ],
-        ),
-        1..80,
-    );
-    (fs_mib, ops).prop_map(|(mib, ops)| {
-        let mut dirs = vec![String::new()];
-        let mut out = Vec::new();
-        for (i, (is_dir, parent, bytes)) in ops.into_iter().enumerate() {
-            let parent = parent.get(&dirs).clone();
-            let path = if parent.is_empty() {
-                format!("r{i}")
-            } else {
-                format!("{parent}/r{i}")
-            };
-            if is_dir {
-                dirs.push(path.clone());
-                out.push(NsOp::Mkdir { path });
-            } else {
-                out.push(NsOp::Create { path, bytes });
-            }
-        }
-        Population {
-            name: "random".into(),
-            fs_bytes: mib << 20,
-            ops: out,
-        }
-    })
 }
 
 proptest! {

@@ -2,6 +2,9 @@
 //! data block's group, data never there, a full region overflowing to the old allocation
 //! from the group's start — over bench5, hand-made trees and seeded random populations.
 
+mod common;
+
+use common::random_population;
 use layoutlab_layout::policy::rext3::Rext3;
 use layoutlab_layout::{policy, Geometry, MkfsProfile, Plan, PlannedInode, PolicyParams};
 use layoutlab_workload::{NsOp, Population};
@@ -303,45 +306,6 @@ fn bad_parameters_are_refused_with_names() {
     p.insert("overflow".into(), "wrap".into());
     let e = policy::by_name("rext3", &p).err().unwrap().to_string();
     assert!(e.contains("valid: size, dirs"), "{e}");
-}
-
-fn random_population() -> impl Strategy<Value = Population> {
-    let fs_mib = 64u64..1500;
-    let ops = prop::collection::vec(
-        (
-            prop::bool::weighted(0.15),
-            any::<prop::sample::Index>(),
-            prop_oneof![
-                3 => 0u64..60_000,
-                3 => 60_000u64..8_000_000,
-                1 => 8_000_000u64..400_000_000,
-            ],
-        ),
-        1..80,
-    );
-    (fs_mib, ops).prop_map(|(mib, ops)| {
-        let mut dirs = vec![String::new()];
-        let mut out = Vec::new();
-        for (i, (is_dir, parent, bytes)) in ops.into_iter().enumerate() {
-            let parent = parent.get(&dirs).clone();
-            let path = if parent.is_empty() {
-                format!("r{i}")
-            } else {
-                format!("{parent}/r{i}")
-            };
-            if is_dir {
-                dirs.push(path.clone());
-                out.push(NsOp::Mkdir { path });
-            } else {
-                out.push(NsOp::Create { path, bytes });
-            }
-        }
-        Population {
-            name: "random".into(),
-            fs_bytes: mib << 20,
-            ops: out,
-        }
-    })
 }
 
 proptest! {

@@ -50,6 +50,24 @@ pub enum NsOp {
         major: u32,
         minor: u32,
     },
+    /// Open the existing regular file `path` with O_APPEND, write `bytes` at its end and
+    /// close it: a new writer, unlike [`NsOp::Append`]. Nothing carries over from the file's
+    /// earlier writes but what its inode holds (its blocks: a file system's goal continues
+    /// from the last one); what a file system keeps per open file starts afresh. The
+    /// operation of an aging stream that grows a file.
+    Extend { path: String, bytes: u64 },
+    /// truncate(2) the regular file `path` to `bytes` (at most its size: holes are not
+    /// modelled), freeing the blocks beyond the new end.
+    Truncate { path: String, bytes: u64 },
+    /// unlink(2) the non-directory name `path`; the inode and its blocks are freed with its
+    /// last name.
+    Unlink { path: String },
+    /// rename(2) the non-directory `path` to `to`, a name that does not exist yet, in any
+    /// existing directory. Directories are not renamed (a directory rename moves no blocks,
+    /// only the entry; it is not modelled).
+    Rename { path: String, to: String },
+    /// rmdir(2) the empty directory `path`; its inode and blocks are freed.
+    Rmdir { path: String },
 }
 
 impl NsOp {
@@ -61,7 +79,12 @@ impl NsOp {
             | NsOp::Append { path, .. }
             | NsOp::Symlink { path, .. }
             | NsOp::Link { path, .. }
-            | NsOp::Mknod { path, .. } => path,
+            | NsOp::Mknod { path, .. }
+            | NsOp::Extend { path, .. }
+            | NsOp::Truncate { path, .. }
+            | NsOp::Unlink { path }
+            | NsOp::Rename { path, .. }
+            | NsOp::Rmdir { path } => path,
         }
     }
 
@@ -74,7 +97,26 @@ impl NsOp {
             NsOp::Symlink { .. } => "symlink",
             NsOp::Link { .. } => "link",
             NsOp::Mknod { .. } => "mknod",
+            NsOp::Extend { .. } => "extend",
+            NsOp::Truncate { .. } => "truncate",
+            NsOp::Unlink { .. } => "unlink",
+            NsOp::Rename { .. } => "rename",
+            NsOp::Rmdir { .. } => "rmdir",
         }
+    }
+
+    /// True for the operations that remove or shrink something (unlink, rmdir, truncate,
+    /// rename) or reopen a file (extend): those of an aging stream, which a tree copy does
+    /// not make.
+    pub fn is_aging(&self) -> bool {
+        matches!(
+            self,
+            NsOp::Extend { .. }
+                | NsOp::Truncate { .. }
+                | NsOp::Unlink { .. }
+                | NsOp::Rename { .. }
+                | NsOp::Rmdir { .. }
+        )
     }
 }
 
@@ -259,22 +301,62 @@ impl Population {
                 min_bytes: MIN_FS_BYTES,
             });
         }
-        let ops = self
-            .ops
-            .iter()
-            .map(|op| match op {
-                NsOp::Mkdir { path } => NsOp::Mkdir { path: path.clone() },
-                NsOp::Create { path, bytes } => NsOp::Create {
-                    path: path.clone(),
-                    bytes: shrink(*bytes),
-                },
-                NsOp::Append { path, bytes } => NsOp::Append {
-                    path: path.clone(),
-                    bytes: shrink(*bytes),
-                },
+        // Each file's scaled size (by any of its names), so that a truncate never asks
+        // for more than the scaled file holds: the sum of rounded-down parts can be below
+        // the rounded-down whole.
+        let mut file_of: std::collections::HashMap<&str, usize> = Default::default();
+        let mut size: Vec<u64> = Vec::new();
+        let mut ops = Vec::with_capacity(self.ops.len());
+        for op in &self.ops {
+            ops.push(match op {
+                NsOp::Create { path, bytes } => {
+                    file_of.insert(path, size.len());
+                    size.push(shrink(*bytes));
+                    NsOp::Create {
+                        path: path.clone(),
+                        bytes: shrink(*bytes),
+                    }
+                }
+                NsOp::Append { path, bytes } | NsOp::Extend { path, bytes } => {
+                    if let Some(&f) = file_of.get(path.as_str()) {
+                        size[f] += shrink(*bytes);
+                    }
+                    let (path, bytes) = (path.clone(), shrink(*bytes));
+                    match op {
+                        NsOp::Append { .. } => NsOp::Append { path, bytes },
+                        _ => NsOp::Extend { path, bytes },
+                    }
+                }
+                NsOp::Truncate { path, bytes } => {
+                    let mut bytes = shrink(*bytes);
+                    if let Some(&f) = file_of.get(path.as_str()) {
+                        bytes = bytes.min(size[f]);
+                        size[f] = bytes;
+                    }
+                    NsOp::Truncate {
+                        path: path.clone(),
+                        bytes,
+                    }
+                }
+                NsOp::Link { path, target } => {
+                    if let Some(&f) = file_of.get(target.as_str()) {
+                        file_of.insert(path, f);
+                    }
+                    op.clone()
+                }
+                NsOp::Rename { path, to } => {
+                    if let Some(f) = file_of.remove(path.as_str()) {
+                        file_of.insert(to, f);
+                    }
+                    op.clone()
+                }
+                NsOp::Unlink { path } => {
+                    file_of.remove(path.as_str());
+                    op.clone()
+                }
                 other => other.clone(),
-            })
-            .collect();
+            });
+        }
         Ok(Population {
             name: self.name.clone(),
             fs_bytes,
@@ -282,44 +364,77 @@ impl Population {
         })
     }
 
-    /// Total bytes of regular-file data the population writes (creates and appends).
+    /// Total bytes of regular-file data the population writes (creates, appends and
+    /// extends; truncates and unlinks do not take any back).
     pub fn file_bytes(&self) -> u64 {
         self.ops
             .iter()
             .map(|op| match op {
-                NsOp::Create { bytes, .. } | NsOp::Append { bytes, .. } => *bytes,
+                NsOp::Create { bytes, .. }
+                | NsOp::Append { bytes, .. }
+                | NsOp::Extend { bytes, .. } => *bytes,
                 _ => 0,
             })
             .sum()
     }
 
-    /// Each regular file's final size once every operation is done, in creation order, named
-    /// by the path of its [`NsOp::Create`]; appends through a hard link count for the file it
-    /// names. Operations [`Population::check_tree`] would refuse are skipped.
+    /// Each regular file that still has a name once every operation is done, with its final
+    /// size, in creation order, named by its first name (the path of its [`NsOp::Create`],
+    /// or where a rename moved it; when that name is unlinked, its oldest hard link).
+    /// Appends, extends and truncates through a hard link count for the file it names.
+    /// Operations [`Population::check_tree`] would refuse are skipped.
     pub fn file_sizes(&self) -> Vec<(&str, u64)> {
-        let mut files: Vec<(&str, u64)> = Vec::new();
+        // per file: its size and its names, first name first
+        let mut files: Vec<(u64, Vec<&str>)> = Vec::new();
         // every name of a regular file -> its index in `files`
         let mut by_name: std::collections::HashMap<&str, usize> = Default::default();
         for op in &self.ops {
             match op {
                 NsOp::Create { path, bytes } => {
+                    if by_name.contains_key(path.as_str()) {
+                        continue;
+                    }
                     by_name.insert(path, files.len());
-                    files.push((path, *bytes));
+                    files.push((*bytes, vec![path]));
                 }
-                NsOp::Append { path, bytes } => {
+                NsOp::Append { path, bytes } | NsOp::Extend { path, bytes } => {
                     if let Some(&i) = by_name.get(path.as_str()) {
-                        files[i].1 += bytes;
+                        files[i].0 += bytes;
+                    }
+                }
+                NsOp::Truncate { path, bytes } => {
+                    if let Some(&i) = by_name.get(path.as_str()) {
+                        files[i].0 = files[i].0.min(*bytes);
                     }
                 }
                 NsOp::Link { path, target } => {
                     if let Some(&i) = by_name.get(target.as_str()) {
                         by_name.insert(path, i);
+                        files[i].1.push(path);
+                    }
+                }
+                NsOp::Rename { path, to } => {
+                    if let Some(i) = by_name.remove(path.as_str()) {
+                        by_name.insert(to, i);
+                        for name in files[i].1.iter_mut() {
+                            if *name == path.as_str() {
+                                *name = to;
+                            }
+                        }
+                    }
+                }
+                NsOp::Unlink { path } => {
+                    if let Some(i) = by_name.remove(path.as_str()) {
+                        files[i].1.retain(|n| *n != path.as_str());
                     }
                 }
                 _ => {}
             }
         }
         files
+            .into_iter()
+            .filter_map(|(size, names)| names.first().map(|n| (*n, size)))
+            .collect()
     }
 
     /// Counts by kind, data volume, depth and the size histogram (what `layoutlab workload
@@ -331,28 +446,83 @@ impl Population {
             ..Default::default()
         };
         let mut hist = std::collections::BTreeMap::new();
+        // The tree once every operation is done: each path's inode, each inode's kind and
+        // number of names (a rename moves a name, an unlink or rmdir drops one).
+        #[derive(Clone, Copy)]
+        enum Kind {
+            Dir,
+            File,
+            Symlink { fast: bool },
+            Node(NodeKind),
+        }
+        let mut inode_of: std::collections::HashMap<&str, usize> = Default::default();
+        let mut inodes: Vec<(Kind, u64)> = Vec::new();
         for op in &self.ops {
-            let depth = op.path().matches('/').count() as u64 + 1;
-            st.max_depth = st.max_depth.max(depth);
+            let path = op.path();
+            let new = match op {
+                NsOp::Mkdir { .. } => Some(Kind::Dir),
+                NsOp::Create { .. } => Some(Kind::File),
+                NsOp::Symlink { target, .. } => Some(Kind::Symlink {
+                    fast: target.len() <= 59,
+                }),
+                NsOp::Mknod { node, .. } => Some(Kind::Node(*node)),
+                _ => None,
+            };
+            if let Some(kind) = new {
+                if !inode_of.contains_key(path) {
+                    inode_of.insert(path, inodes.len());
+                    inodes.push((kind, 1));
+                }
+                continue;
+            }
             match op {
-                NsOp::Mkdir { .. } => st.directories += 1,
-                // sizes once every append is done: below
-                NsOp::Create { .. } | NsOp::Append { .. } => {}
-                NsOp::Symlink { target, .. } => {
+                NsOp::Link { target, .. } => {
+                    if let Some(&i) = inode_of.get(target.as_str()) {
+                        if !inode_of.contains_key(path) {
+                            inode_of.insert(path, i);
+                            inodes[i].1 += 1;
+                        }
+                    }
+                }
+                NsOp::Unlink { .. } | NsOp::Rmdir { .. } => {
+                    if let Some(i) = inode_of.remove(path) {
+                        inodes[i].1 -= 1;
+                    }
+                }
+                NsOp::Rename { to, .. } => {
+                    if let Some(i) = inode_of.remove(path) {
+                        inode_of.insert(to, i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for path in inode_of.keys() {
+            let depth = path.matches('/').count() as u64 + 1;
+            st.max_depth = st.max_depth.max(depth);
+        }
+        for &(kind, names) in inodes.iter().filter(|(_, n)| *n > 0) {
+            match kind {
+                Kind::Dir => st.directories += 1,
+                // sizes once every write and truncate is done: below
+                Kind::File => {}
+                Kind::Symlink { fast } => {
                     st.symlinks += 1;
-                    if target.len() <= 59 {
+                    if fast {
                         st.fast_symlinks += 1;
                     } else {
                         st.data_blocks += 1;
                     }
                 }
-                NsOp::Link { .. } => st.hard_links += 1,
-                NsOp::Mknod { node, .. } => match node {
+                Kind::Node(node) => match node {
                     NodeKind::Char => st.char_devices += 1,
                     NodeKind::Block => st.block_devices += 1,
                     NodeKind::Fifo => st.fifos += 1,
                     NodeKind::Socket => st.sockets += 1,
                 },
+            }
+            if !matches!(kind, Kind::Dir) {
+                st.hard_links += names - 1;
             }
         }
         for (_, bytes) in self.file_sizes() {
@@ -389,18 +559,39 @@ impl Population {
     }
 
     /// Checks that every operation can be done in order: a valid name, a parent directory
-    /// made earlier, no name made twice, a hard link naming an existing non-directory, a
-    /// symlink target of 1..=4095 bytes without NUL, an append naming an existing regular
-    /// file. Returns the first impossible operation as [`Error::BadTree`], naming it and why.
+    /// that exists, no name made twice, a hard link naming an existing non-directory, a
+    /// symlink target of 1..=4095 bytes without NUL, an append or extend naming an existing
+    /// regular file (an append only while the writer that created the file has it: before
+    /// any extend, truncate, rename or unlink touched it), a truncate to at most the file's
+    /// size, an unlink or rename of an existing non-directory (to a new name), an rmdir of
+    /// an existing empty directory. Returns the first impossible operation as
+    /// [`Error::BadTree`], naming it and why.
     pub fn check_tree(&self) -> Result<(), Error> {
         #[derive(Clone, Copy, PartialEq)]
         enum Made {
             Dir,
-            File,
+            /// A regular file: its number.
+            File(usize),
             Other,
         }
+        let valid_name = |path: &str| -> Result<(), String> {
+            let name = path.rsplit_once('/').map_or(path, |(_, n)| n);
+            if name.is_empty()
+                || name.len() > 255
+                || name == "."
+                || name == ".."
+                || path.contains('\0')
+            {
+                return Err("a name must be 1..=255 bytes, not '.' or '..', without NUL".into());
+            }
+            Ok(())
+        };
         let mut made: std::collections::HashMap<&str, Made> = std::collections::HashMap::new();
         made.insert("", Made::Dir);
+        // entries of each directory
+        let mut children: std::collections::HashMap<&str, u64> = Default::default();
+        // per regular file: its size, and whether its creating writer has closed it
+        let mut files: Vec<(u64, bool)> = Vec::new();
         for (index, op) in self.ops.iter().enumerate() {
             let path = op.path();
             let bad = |reason: String| Error::BadTree {
@@ -409,32 +600,109 @@ impl Population {
                 path: path.to_string(),
                 reason,
             };
-            if let NsOp::Append { .. } = op {
-                match made.get(path) {
-                    Some(Made::File) => continue,
-                    Some(_) => {
-                        return Err(bad(
-                            "not a regular file (only a created file, or a hard link to one, can be appended to)".into(),
-                        ))
+            let parent_of = |p: &'_ str| -> String {
+                p.rsplit_once('/').map_or("", |(d, _)| d).to_string()
+            };
+            let existing = match op {
+                NsOp::Append { .. }
+                | NsOp::Extend { .. }
+                | NsOp::Truncate { .. }
+                | NsOp::Unlink { .. }
+                | NsOp::Rename { .. }
+                | NsOp::Rmdir { .. } => Some(made.get(path).copied().ok_or_else(|| {
+                    bad("it does not exist (no earlier operation made it, or it was removed)".into())
+                })?),
+                _ => None,
+            };
+            if let Some(kind) = existing {
+                let file = match kind {
+                    Made::File(f) => Some(f),
+                    _ => None,
+                };
+                match op {
+                    NsOp::Append { bytes, .. } | NsOp::Extend { bytes, .. } => {
+                        let Some(f) = file else {
+                            return Err(bad(
+                                "not a regular file (only a created file, or a hard link to one, can be written to)".into(),
+                            ));
+                        };
+                        if matches!(op, NsOp::Append { .. }) && files[f].1 {
+                            return Err(bad(
+                                "the writer that created the file closed it when an earlier extend, truncate, rename or unlink touched it (use extend: a new writer)".into(),
+                            ));
+                        }
+                        files[f].0 += bytes;
                     }
-                    None => {
-                        return Err(bad(
-                            "the file does not exist (create it with an earlier create)".into(),
-                        ))
+                    NsOp::Truncate { bytes, .. } => {
+                        let Some(f) = file else {
+                            return Err(bad("not a regular file".into()));
+                        };
+                        if *bytes > files[f].0 {
+                            return Err(bad(format!(
+                                "bytes = {bytes} is more than the file's {} bytes (a truncate may only shrink a file: holes are not modelled)",
+                                files[f].0
+                            )));
+                        }
+                        files[f] = (*bytes, true);
                     }
+                    NsOp::Unlink { .. } => {
+                        if kind == Made::Dir {
+                            return Err(bad("a directory (use rmdir)".into()));
+                        }
+                        if let Some(f) = file {
+                            files[f].1 = true;
+                        }
+                        made.remove(path);
+                        *children.entry(path.rsplit_once('/').map_or("", |(d, _)| d)).or_default() -= 1;
+                    }
+                    NsOp::Rename { to, .. } => {
+                        if kind == Made::Dir {
+                            return Err(bad(
+                                "a directory (directories are not renamed: a rename of one moves no blocks and is not modelled)".into(),
+                            ));
+                        }
+                        valid_name(to).map_err(|e| bad(format!("new name '{to}': {e}")))?;
+                        let to_parent = parent_of(to);
+                        match made.get(to_parent.as_str()) {
+                            Some(Made::Dir) => {}
+                            _ => {
+                                return Err(bad(format!(
+                                    "the new name's directory '{to_parent}' does not exist"
+                                )))
+                            }
+                        }
+                        if made.contains_key(to.as_str()) {
+                            return Err(bad(format!(
+                                "the new name '{to}' already exists (renames do not replace)"
+                            )));
+                        }
+                        if let Some(f) = file {
+                            files[f].1 = true;
+                        }
+                        made.remove(path);
+                        made.insert(to, kind);
+                        *children.entry(path.rsplit_once('/').map_or("", |(d, _)| d)).or_default() -= 1;
+                        let to_parent = to.rsplit_once('/').map_or("", |(d, _)| d);
+                        *children.entry(to_parent).or_default() += 1;
+                    }
+                    NsOp::Rmdir { .. } => {
+                        if kind != Made::Dir {
+                            return Err(bad("not a directory (use unlink)".into()));
+                        }
+                        let n = children.get(path).copied().unwrap_or(0);
+                        if n > 0 {
+                            return Err(bad(format!("the directory is not empty ({n} entries)")));
+                        }
+                        made.remove(path);
+                        children.remove(path);
+                        *children.entry(path.rsplit_once('/').map_or("", |(d, _)| d)).or_default() -= 1;
+                    }
+                    _ => unreachable!("only operations on existing paths"),
                 }
+                continue;
             }
-            let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
-            if name.is_empty()
-                || name.len() > 255
-                || name == "."
-                || name == ".."
-                || path.contains('\0')
-            {
-                return Err(bad(
-                    "a name must be 1..=255 bytes, not '.' or '..', without NUL".into(),
-                ));
-            }
+            let (parent, _) = path.rsplit_once('/').unwrap_or(("", path));
+            valid_name(path).map_err(bad)?;
             match made.get(parent) {
                 Some(Made::Dir) => {}
                 Some(_) => return Err(bad(format!("parent '{parent}' is not a directory"))),
@@ -472,10 +740,14 @@ impl Population {
                     )));
                 }
                 NsOp::Mkdir { .. } => Made::Dir,
-                NsOp::Create { .. } => Made::File,
+                NsOp::Create { bytes, .. } => {
+                    files.push((*bytes, false));
+                    Made::File(files.len() - 1)
+                }
                 _ => Made::Other,
             };
             made.insert(path, kind);
+            *children.entry(parent).or_default() += 1;
         }
         Ok(())
     }

@@ -272,6 +272,18 @@ fn file_writes(pop: &Population) -> (Vec<Option<usize>>, Vec<bool>) {
     (writes, closes)
 }
 
+/// Aging operations (unlink, truncate, ...) are not planned yet.
+pub(crate) fn refuse_aging(policy: &str, pop: &Population) -> Result<(), LayoutError> {
+    match pop.ops.iter().enumerate().find(|(_, op)| op.is_aging()) {
+        Some((i, op)) => Err(LayoutError::Unsupported(format!(
+            "policy {policy} does not plan aging operations yet (ops[{i}]: {} '{}')",
+            op.verb(),
+            op.path()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A directory being built: where it is in the output and how full it is.
 struct DirState {
     index: usize,
@@ -335,6 +347,7 @@ pub fn plan_ext3(
     // every operation must be possible on the tree the earlier ones made
     pop.check_tree()
         .map_err(|e| LayoutError::BadPopulation(e.to_string()))?;
+    refuse_aging(policy, pop)?;
     // non-directories by path (hard-link targets): their index in `out`
     let mut others: HashMap<&str, usize> = HashMap::new();
     let mut links: Vec<HardLink> = Vec::new();
@@ -507,6 +520,7 @@ pub fn plan_ext3(
                 ..Default::default()
             },
             NsOp::Link { .. } | NsOp::Append { .. } => unreachable!("handled above"),
+            _ => unreachable!("aging operations are refused above"),
         };
         if !is_dir {
             others.insert(path, out.len());

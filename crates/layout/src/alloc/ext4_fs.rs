@@ -107,6 +107,7 @@ pub fn plan_ext4(
     }
     pop.check_tree()
         .map_err(|e| LayoutError::BadPopulation(e.to_string()))?;
+    crate::alloc::ext3_fs::refuse_aging(policy, pop)?;
     // Appends would need a model of when ext4 allocates (delayed allocation at writeback,
     // mballoc's per-inode preallocation kept between writes): not built yet.
     if let Some((i, op)) = pop
@@ -352,7 +353,7 @@ pub fn plan_ext4(
                 }
             }
             NsOp::Link { .. } => unreachable!("handled above"),
-            NsOp::Append { .. } => unreachable!("refused above"),
+            _ => unreachable!("refused above"),
         }
         if !is_dir {
             others.insert(path, out.len());

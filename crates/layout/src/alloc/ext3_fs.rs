@@ -7,6 +7,7 @@
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
 use crate::alloc::ialloc::InodeMap;
+use crate::alloc::namespace::{cut, owned_blocks, Names};
 use crate::alloc::writer::{alloc_branch, mapping_needed_at, FileWriter, IndirectPlacer};
 use crate::geometry::{addr_per_block, Geometry};
 use crate::mapping::MapFormat;
@@ -39,6 +40,9 @@ pub struct DirGrowth {
     last_block_bytes: u64,
     leaf_bytes: u64,
     leaves: u64,
+    /// Room left by removed entries in an unindexed directory, as (bytes, how many such
+    /// gaps), for later entries to reuse.
+    gaps: std::collections::BTreeMap<u64, u64>,
 }
 
 impl DirGrowth {
@@ -52,6 +56,7 @@ impl DirGrowth {
             last_block_bytes: dir_rec_len(1) + dir_rec_len(2) + dir_rec_len(10),
             leaf_bytes: 0,
             leaves: 0,
+            gaps: Default::default(),
         }
     }
 
@@ -65,6 +70,7 @@ impl DirGrowth {
             last_block_bytes: dir_rec_len(1) + dir_rec_len(2),
             leaf_bytes: 0,
             leaves: 0,
+            gaps: Default::default(),
         }
     }
 
@@ -95,6 +101,15 @@ impl DirGrowth {
             }
             return 0;
         }
+        // a gap a removed entry left (`ext3_add_entry()` scans the blocks from the first
+        // for a record with room): the smallest that holds it, the rest stays a gap
+        if let Some((&gap, _)) = self.gaps.range(rec..).next() {
+            self.take_gap(gap);
+            if gap - rec >= dir_rec_len(1) {
+                *self.gaps.entry(gap - rec).or_default() += 1;
+            }
+            return 0;
+        }
         if self.last_block_bytes + rec <= self.block_bytes {
             self.last_block_bytes += rec;
             return 0;
@@ -109,6 +124,32 @@ impl DirGrowth {
         self.blocks += 1;
         self.last_block_bytes = rec;
         1
+    }
+}
+
+impl DirGrowth {
+    fn take_gap(&mut self, gap: u64) {
+        let n = self.gaps.get_mut(&gap).expect("a gap that is there");
+        *n -= 1;
+        if *n == 0 {
+            self.gaps.remove(&gap);
+        }
+    }
+
+    /// Removes an entry (unlink, rmdir, the old name of a rename). Directories never shrink
+    /// (ext3 and ext4 free no directory block while the directory lives): an indexed
+    /// directory's leaves get the room back on average (hashes spread evenly, as
+    /// [`DirGrowth::add_entry`] assumes); an unindexed one keeps a gap of the entry's size
+    /// for a later entry that fits (`ext3_delete_entry()` folds the entry into the one before
+    /// it, whose record then has that much room; gaps next to each other are not merged
+    /// here, which makes reuse slightly rarer than in the kernel).
+    pub fn remove_entry(&mut self, name_len: usize) {
+        let rec = dir_rec_len(name_len);
+        if self.indexed {
+            self.leaf_bytes -= rec.min(self.leaf_bytes);
+        } else {
+            *self.gaps.entry(rec).or_default() += 1;
+        }
     }
 }
 
@@ -272,18 +313,6 @@ fn file_writes(pop: &Population) -> (Vec<Option<usize>>, Vec<bool>) {
     (writes, closes)
 }
 
-/// Aging operations (unlink, truncate, ...) are not planned yet.
-pub(crate) fn refuse_aging(policy: &str, pop: &Population) -> Result<(), LayoutError> {
-    match pop.ops.iter().enumerate().find(|(_, op)| op.is_aging()) {
-        Some((i, op)) => Err(LayoutError::Unsupported(format!(
-            "policy {policy} does not plan aging operations yet (ops[{i}]: {} '{}')",
-            op.verb(),
-            op.path()
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// A directory being built: where it is in the output and how full it is.
 struct DirState {
     index: usize,
@@ -347,7 +376,6 @@ pub fn plan_ext3(
     // every operation must be possible on the tree the earlier ones made
     pop.check_tree()
         .map_err(|e| LayoutError::BadPopulation(e.to_string()))?;
-    refuse_aging(policy, pop)?;
     // non-directories by path (hard-link targets): their index in `out`
     let mut others: HashMap<&str, usize> = HashMap::new();
     let mut links: Vec<HardLink> = Vec::new();
@@ -355,6 +383,7 @@ pub fn plan_ext3(
     let (writes, closes) = file_writes(pop);
     // regular files open for writing (by file number): their index in `out` and writer
     let mut open: HashMap<usize, (usize, OpenFile)> = HashMap::new();
+    let mut names = Names::new(out.len());
     for (op_index, op) in pop.ops.iter().enumerate() {
         let path = op.path();
         if let NsOp::Append { bytes, .. } = op {
@@ -375,6 +404,71 @@ pub fn plan_ext3(
                 file.close_into(&mut out[index]);
             } else {
                 open.insert(file_no, (index, file));
+            }
+            continue;
+        }
+        if op.is_aging() {
+            let mut fs = Ext3Namespace {
+                alloc: &mut alloc,
+                placer: &mut *placer,
+                inodes: &mut inodes,
+                dirs: &mut dirs,
+                out: &mut out,
+                links: &mut links,
+                names: &mut names,
+                addr,
+                bs,
+            };
+            match op {
+                NsOp::Unlink { .. } => {
+                    // a name that could not be made (ENOSPC) has nothing to remove
+                    if !failed.remove(path) {
+                        let index = others.remove(path).expect("check_tree: it exists");
+                        fs.unlink(path, index);
+                    }
+                }
+                NsOp::Rmdir { .. } => {
+                    if !failed.remove(path) {
+                        fs.rmdir(path);
+                    }
+                }
+                NsOp::Rename { to, .. } => {
+                    if failed.remove(path) {
+                        failed.insert(to);
+                    } else {
+                        let index = others.remove(path).expect("check_tree: it exists");
+                        let to_parent = to.rsplit_once('/').map_or("", |(d, _)| d);
+                        if !failed.contains(to_parent) && fs.rename(path, to, index, op_index) {
+                            others.insert(to, index);
+                        } else {
+                            // ENOSPC (its new directory, or the new entry, could not be
+                            // made): the kernel leaves the file under its old name, which
+                            // the stream no longer uses and may make again. The plan
+                            // removes it instead, so that a later create of that name
+                            // does not meet it; the stream's later operations on the new
+                            // name fail as the kernel's would.
+                            fs.unlink(path, index);
+                            failed.insert(to);
+                        }
+                    }
+                }
+                NsOp::Truncate { bytes, .. } => {
+                    if !failed.contains(path) {
+                        fs.truncate(others[path], *bytes);
+                    }
+                }
+                NsOp::Extend { bytes, .. } => {
+                    if !failed.contains(path) {
+                        // a new process opens the file: its pid colours an empty file's goal
+                        pid += rng.gen_range(1..=4);
+                        let index = others[path];
+                        let group = fs.inodes.group_of(fs.out[index].ino);
+                        let goal = fs.alloc.map.group_first(group)
+                            + (pid % 16) * (geo.blocks_per_group / 16);
+                        fs.extend(index, goal, *bytes);
+                    }
+                }
+                _ => unreachable!("the aging operations"),
             }
             continue;
         }
@@ -405,6 +499,7 @@ pub fn plan_ext3(
                 name: name.to_string(),
                 ino: out[target_index].ino,
             });
+            names.linked(target_index, op_index);
             others.insert(path, target_index);
             continue;
         }
@@ -442,7 +537,7 @@ pub fn plan_ext3(
             match got {
                 Some(b) => first_block = Some(b),
                 None => {
-                    inodes.give_back(group, is_dir);
+                    inodes.free_inode(ino, is_dir);
                     failed.insert(path);
                     continue;
                 }
@@ -456,7 +551,7 @@ pub fn plan_ext3(
             if let Some(b) = first_block {
                 alloc.map.mark_free(b, 1);
             }
-            inodes.give_back(group, is_dir);
+            inodes.free_inode(ino, is_dir);
             failed.insert(path);
             continue;
         }
@@ -525,6 +620,7 @@ pub fn plan_ext3(
         if !is_dir {
             others.insert(path, out.len());
         }
+        names.born(op_index);
         out.push(PlannedInode {
             ino,
             parent: parent_ino,
@@ -549,11 +645,125 @@ pub fn plan_ext3(
         }
     }
     debug_assert!(open.is_empty(), "every file is closed after its last write");
+    let (inodes, links) = names.finish(out, links);
     Ok(Plan {
         policy: policy.to_string(),
-        inodes: out,
+        inodes,
         links,
     })
+}
+
+/// What an aging operation changes in an ext3 plan being made.
+struct Ext3Namespace<'a> {
+    alloc: &'a mut Ext3Alloc,
+    placer: &'a mut dyn IndirectPlacer,
+    inodes: &'a mut InodeMap,
+    dirs: &'a mut HashMap<String, DirState>,
+    out: &'a mut Vec<PlannedInode>,
+    links: &'a mut Vec<HardLink>,
+    names: &'a mut Names,
+    addr: u64,
+    bs: u64,
+}
+
+impl Ext3Namespace<'_> {
+    /// The directory state and inode number of `path`'s parent, and `path`'s last name.
+    fn parent<'s>(&mut self, path: &'s str) -> (&mut DirState, u32, &'s str) {
+        let (parent_path, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let dir = self
+            .dirs
+            .get_mut(parent_path)
+            .expect("check_tree: parents exist");
+        let ino = self.out[dir.index].ino;
+        (dir, ino, name)
+    }
+
+    /// Gives back every block of the inode at `index` (`ext3_free_blocks()`; the freed
+    /// blocks are reusable at once: the journal's hold on them until the transaction
+    /// commits is not modelled).
+    fn free_blocks(&mut self, index: usize) {
+        for (start, len) in owned_blocks(&self.out[index]) {
+            self.alloc.map.mark_free(start, len);
+        }
+    }
+
+    /// unlink(2): the entry goes; with its last name the inode and its blocks.
+    fn unlink(&mut self, path: &str, index: usize) {
+        let (dir, parent_ino, name) = self.parent(path);
+        dir.growth.remove_entry(name.len());
+        if self
+            .names
+            .unlink(self.out, self.links, index, parent_ino, name)
+        {
+            self.free_blocks(index);
+            self.inodes.free_inode(self.out[index].ino, false);
+        }
+    }
+
+    /// rmdir(2) of an empty directory.
+    fn rmdir(&mut self, path: &str) {
+        let dir = self.dirs.remove(path).expect("check_tree: it exists");
+        self.free_blocks(dir.index);
+        self.inodes.free_inode(self.out[dir.index].ino, true);
+        self.names.rmdir(dir.index);
+        let (parent, _, name) = self.parent(path);
+        parent.growth.remove_entry(name.len());
+    }
+
+    /// rename(2) of a non-directory (`ext3_rename()`: the new entry is added, growing its
+    /// directory if needed, then the old one deleted). False when the new entry found no
+    /// room (ENOSPC): nothing changes.
+    fn rename(&mut self, path: &str, to: &str, index: usize, op_index: usize) -> bool {
+        let (to_parent, to_name) = to.rsplit_once('/').unwrap_or(("", to));
+        let dir = self
+            .dirs
+            .get_mut(to_parent)
+            .expect("check_tree: parents exist");
+        let to_ino = self.out[dir.index].ino;
+        let entry = (to_name.len(), self.addr, self.bs);
+        if add_entry(
+            self.alloc,
+            dir,
+            &mut self.out[dir.index],
+            entry,
+            self.placer,
+        )
+        .is_none()
+        {
+            return false;
+        }
+        let (dir, parent_ino, name) = self.parent(path);
+        dir.growth.remove_entry(name.len());
+        self.names.rename(
+            self.out,
+            self.links,
+            index,
+            (parent_ino, name),
+            (to_ino, to_name),
+            op_index,
+        );
+        true
+    }
+
+    /// truncate(2) to at most the file's size.
+    fn truncate(&mut self, index: usize, bytes: u64) {
+        let node = &mut self.out[index];
+        let bytes = bytes.min(node.size_bytes);
+        for (start, len) in cut(node, bytes.div_ceil(self.bs), self.bs) {
+            self.alloc.map.mark_free(start, len);
+        }
+        node.size_bytes = bytes;
+    }
+
+    /// Open, write `bytes` at the end, close: a new writer ([`FileWriter::resume`]).
+    fn extend(&mut self, index: usize, first_goal: u64, bytes: u64) {
+        let mut file = OpenFile {
+            writer: FileWriter::resume(&self.out[index], first_goal, self.addr),
+            size: self.out[index].size_bytes,
+        };
+        file.write(self.alloc, self.placer, bytes, self.bs);
+        file.close_into(&mut self.out[index]);
+    }
 }
 
 #[cfg(test)]

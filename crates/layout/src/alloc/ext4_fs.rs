@@ -10,6 +10,7 @@ use crate::alloc::ext3_fs::{DirGrowth, ROOT_INO};
 use crate::alloc::ext4_ialloc::{SbCounters, SbTotals};
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::mballoc::Mballoc;
+use crate::alloc::namespace::{cut, owned_blocks, Names};
 use crate::alloc::FreeMap;
 use crate::geometry::Geometry;
 use crate::mapping::{required_mapping, MapFormat};
@@ -107,7 +108,6 @@ pub fn plan_ext4(
     }
     pop.check_tree()
         .map_err(|e| LayoutError::BadPopulation(e.to_string()))?;
-    crate::alloc::ext3_fs::refuse_aging(policy, pop)?;
     // Appends would need a model of when ext4 allocates (delayed allocation at writeback,
     // mballoc's per-inode preallocation kept between writes): not built yet.
     if let Some((i, op)) = pop
@@ -165,8 +165,10 @@ pub fn plan_ext4(
     );
     let mut others: HashMap<&str, usize> = HashMap::new();
     let mut links = Vec::new();
-    // files written and not yet written back: (index in `out`, goal, blocks), and their bytes
-    let mut pending: Vec<(usize, u64, u64)> = Vec::new();
+    // files written and not yet written back: (index in `out`, goal of an empty file), and
+    // the bytes written since the last writeback
+    let mut pending: Vec<(usize, u64)> = Vec::new();
+    let mut names = Names::new(out.len());
     let mut pending_bytes = 0u64;
     let mut counters = rules
         .percpu_counters
@@ -187,8 +189,65 @@ pub fn plan_ext4(
         let span = geo.blocks_per_group.min(geo.blocks_count - start);
         start + (pid % 16) * (span / 16)
     };
-    for op in &pop.ops {
+    for (op_index, op) in pop.ops.iter().enumerate() {
         let path = op.path();
+        if op.is_aging() {
+            let written = match op {
+                NsOp::Extend { bytes, .. } => *bytes,
+                _ => 0,
+            };
+            let mut fs = Ext4Namespace {
+                mb: &mut mb,
+                inodes: &mut inodes,
+                counters: &mut counters,
+                dirs: &mut dirs,
+                out: &mut out,
+                links: &mut links,
+                names: &mut names,
+                bs,
+            };
+            match op {
+                NsOp::Unlink { .. } => {
+                    let index = others.remove(path).expect("check_tree: it exists");
+                    fs.unlink(path, index);
+                }
+                NsOp::Rmdir { .. } => fs.rmdir(path),
+                NsOp::Rename { to, .. } => {
+                    let index = others.remove(path).expect("check_tree: it exists");
+                    fs.rename(path, to, index, op_index)?;
+                    others.insert(to, index);
+                }
+                NsOp::Truncate { bytes, .. } => fs.truncate(others[path], *bytes),
+                NsOp::Extend { bytes, .. } => {
+                    let index = others[path];
+                    // an empty file's first block: the goal of a new file in its group
+                    pid += rng.gen_range(1..=4);
+                    let group = inodes.group_of(out[index].ino);
+                    let goal = goal_of(group, true, pid);
+                    let node = &mut out[index];
+                    node.size_bytes += bytes;
+                    if rules.writeback_window_bytes.is_some() {
+                        pending.push((index, goal));
+                        pending_bytes += bytes;
+                    } else {
+                        alloc_data(node, &mut mb, goal, bs)?;
+                    }
+                }
+                _ => unreachable!("the aging operations"),
+            }
+            if let Some(c) = &mut counters {
+                c.blocks_now(mb.counted_free());
+            }
+            if written > 0
+                && rules
+                    .writeback_window_bytes
+                    .is_some_and(|w| pending_bytes >= w)
+            {
+                writeback(&mut pending, &mut out, &names, &mut mb, bs, &mut counters)?;
+                pending_bytes = 0;
+            }
+            continue;
+        }
         let (parent_path, name) = path.rsplit_once('/').unwrap_or(("", path));
         let parent = dirs.get(parent_path).expect("check_tree: parents exist");
         let (parent_index, parent_group, parent_last) =
@@ -201,22 +260,7 @@ pub fn plan_ext4(
          -> Result<(), LayoutError> {
             let parent = dirs.get_mut(parent_path).expect("exists");
             let grow = parent.growth.add_entry(name.len());
-            for _ in 0..grow {
-                let node = &mut out[parent.index];
-                let last = node
-                    .data
-                    .last()
-                    .map(|r| r.physical + r.len - 1)
-                    .unwrap_or(0);
-                let b = mb
-                    .alloc_block(last + 1)
-                    .ok_or_else(|| enospc("directory block"))?;
-                let logical = node.data_blocks();
-                push_run(&mut node.data, logical, b, 1);
-                node.size_bytes = (logical + 1) * bs;
-                grow_tree(node, mb, bs)?;
-            }
-            Ok(())
+            grow_dir(&mut out[parent.index], grow, mb, bs)
         };
         if let NsOp::Link { target, .. } = op {
             add_entry(&mut dirs, &mut out, &mut mb)?;
@@ -226,6 +270,7 @@ pub fn plan_ext4(
                 name: name.to_string(),
                 ino: out[index].ino,
             });
+            names.linked(index, op_index);
             others.insert(path, index);
             continue;
         }
@@ -303,10 +348,10 @@ pub fn plan_ext4(
                 node.size_bytes = *bytes;
                 if rules.writeback_window_bytes.is_some() {
                     // delayed allocation: the blocks come when writeback reaches the file
-                    pending.push((out.len(), goal, bytes.div_ceil(bs)));
+                    pending.push((out.len(), goal));
                     pending_bytes += *bytes;
                 } else {
-                    alloc_data(&mut node, &mut mb, goal, bytes.div_ceil(bs), bs)?;
+                    alloc_data(&mut node, &mut mb, goal, bs)?;
                 }
             }
             NsOp::Symlink { target, .. } => {
@@ -358,6 +403,7 @@ pub fn plan_ext4(
         if !is_dir {
             others.insert(path, out.len());
         }
+        names.born(op_index);
         out.push(node);
         if let Some(c) = &mut counters {
             c.blocks_now(mb.counted_free());
@@ -366,31 +412,164 @@ pub fn plan_ext4(
             .writeback_window_bytes
             .is_some_and(|w| pending_bytes >= w)
         {
-            writeback(&mut pending, &mut out, &mut mb, bs, &mut counters)?;
+            writeback(&mut pending, &mut out, &names, &mut mb, bs, &mut counters)?;
             pending_bytes = 0;
         }
     }
-    writeback(&mut pending, &mut out, &mut mb, bs, &mut counters)?;
+    writeback(&mut pending, &mut out, &names, &mut mb, bs, &mut counters)?;
     mb.finish();
+    let (inodes, links) = names.finish(out, links);
     Ok(Plan {
         policy: policy.to_string(),
-        inodes: out,
+        inodes,
         links,
     })
 }
 
-/// A regular file's data blocks from `goal`, and the extent-tree blocks they need.
+/// What an aging operation changes in an ext4 plan being made.
+struct Ext4Namespace<'a, 'p> {
+    mb: &'a mut Mballoc,
+    inodes: &'a mut InodeMap,
+    counters: &'a mut Option<SbCounters>,
+    dirs: &'a mut HashMap<&'p str, DirState>,
+    out: &'a mut Vec<PlannedInode>,
+    links: &'a mut Vec<HardLink>,
+    names: &'a mut Names,
+    bs: u64,
+}
+
+impl Ext4Namespace<'_, '_> {
+    /// The directory state and inode number of `path`'s parent, and `path`'s last name.
+    fn parent<'s>(&mut self, path: &'s str) -> (&mut DirState, u32, &'s str) {
+        let (parent_path, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let dir = self
+            .dirs
+            .get_mut(parent_path)
+            .expect("check_tree: parents exist");
+        let ino = self.out[dir.index].ino;
+        (dir, ino, name)
+    }
+
+    /// Frees the inode at `index` and every block it has (`ext4_free_inode()`,
+    /// `ext4_free_blocks()`; reusable at once, the commit's hold is not modelled). A file
+    /// whose data was still in the page cache (delayed allocation) has no blocks yet:
+    /// writeback skips it once it is dead.
+    fn free_inode(&mut self, index: usize, is_dir: bool) {
+        for (start, len) in owned_blocks(&self.out[index]) {
+            self.mb.free(start, len);
+        }
+        self.inodes.free_inode(self.out[index].ino, is_dir);
+        if let Some(c) = self.counters {
+            c.freed_inode(is_dir);
+        }
+    }
+
+    /// unlink(2): the entry goes; with its last name the inode and its blocks.
+    fn unlink(&mut self, path: &str, index: usize) {
+        let (dir, parent_ino, name) = self.parent(path);
+        dir.growth.remove_entry(name.len());
+        if self
+            .names
+            .unlink(self.out, self.links, index, parent_ino, name)
+        {
+            self.free_inode(index, false);
+        }
+    }
+
+    /// rmdir(2) of an empty directory.
+    fn rmdir(&mut self, path: &str) {
+        let dir = self.dirs.remove(path).expect("check_tree: it exists");
+        self.free_inode(dir.index, true);
+        self.names.rmdir(dir.index);
+        let (parent, _, name) = self.parent(path);
+        parent.growth.remove_entry(name.len());
+    }
+
+    /// rename(2) of a non-directory: the new entry (growing its directory if needed), then
+    /// the old one goes.
+    fn rename(
+        &mut self,
+        path: &str,
+        to: &str,
+        index: usize,
+        op_index: usize,
+    ) -> Result<(), LayoutError> {
+        let (to_parent, to_name) = to.rsplit_once('/').unwrap_or(("", to));
+        let dir = self
+            .dirs
+            .get_mut(to_parent)
+            .expect("check_tree: parents exist");
+        let to_ino = self.out[dir.index].ino;
+        let grow = dir.growth.add_entry(to_name.len());
+        grow_dir(&mut self.out[dir.index], grow, self.mb, self.bs)?;
+        let (dir, parent_ino, name) = self.parent(path);
+        dir.growth.remove_entry(name.len());
+        self.names.rename(
+            self.out,
+            self.links,
+            index,
+            (parent_ino, name),
+            (to_ino, to_name),
+            op_index,
+        );
+        Ok(())
+    }
+
+    /// truncate(2) to at most the file's size; blocks still in the page cache (delayed
+    /// allocation) shrink with the size.
+    fn truncate(&mut self, index: usize, bytes: u64) {
+        let node = &mut self.out[index];
+        let bytes = bytes.min(node.size_bytes);
+        for (start, len) in cut(node, bytes.div_ceil(self.bs), self.bs) {
+            self.mb.free(start, len);
+        }
+        node.size_bytes = bytes;
+    }
+}
+
+/// Adds `blocks` directory blocks to `node` (`ext4_append()`: the goal is the directory's
+/// last block), and the extent-tree blocks they need.
+fn grow_dir(
+    node: &mut PlannedInode,
+    blocks: u64,
+    mb: &mut Mballoc,
+    bs: u64,
+) -> Result<(), LayoutError> {
+    for _ in 0..blocks {
+        let last = node
+            .data
+            .last()
+            .map(|r| r.physical + r.len - 1)
+            .unwrap_or(0);
+        let b = mb
+            .alloc_block(last + 1)
+            .ok_or_else(|| enospc("directory block"))?;
+        let logical = node.data_blocks();
+        push_run(&mut node.data, logical, b, 1);
+        node.size_bytes = (logical + 1) * bs;
+        grow_tree(node, mb, bs)?;
+    }
+    Ok(())
+}
+
+/// The blocks a regular file's size asks for beyond those it has, continuing its last
+/// extent (`ext4_ext_find_goal()`) or from `goal` when it has none, and the extent-tree
+/// blocks they need.
 fn alloc_data(
     node: &mut PlannedInode,
     mb: &mut Mballoc,
     goal: u64,
-    blocks: u64,
     bs: u64,
 ) -> Result<(), LayoutError> {
+    let mut logical = node.data_blocks();
+    let blocks = node.size_bytes.div_ceil(bs).saturating_sub(logical);
+    if blocks == 0 {
+        return Ok(());
+    }
+    let goal = node.data.last().map_or(goal, |r| r.physical + r.len);
     let runs = mb
         .alloc_file(goal, blocks)
         .ok_or_else(|| enospc("file data"))?;
-    let mut logical = 0;
     for (physical, len) in runs {
         push_run(&mut node.data, logical, physical, len);
         logical += len;
@@ -401,15 +580,22 @@ fn alloc_data(
 /// Writeback under delayed allocation: the pending files' blocks, in the order they were
 /// written (the flusher takes dirty inodes oldest first, fs/fs-writeback.c
 /// `move_expired_inodes()`, and ext4_writepages() maps each file's pages in order).
+///
+/// A file deleted before writeback reached it never gets blocks; one truncated or extended
+/// meanwhile gets what its size then asks for.
 fn writeback(
-    pending: &mut Vec<(usize, u64, u64)>,
+    pending: &mut Vec<(usize, u64)>,
     out: &mut [PlannedInode],
+    names: &Names,
     mb: &mut Mballoc,
     bs: u64,
     counters: &mut Option<SbCounters>,
 ) -> Result<(), LayoutError> {
-    for (index, goal, blocks) in pending.drain(..) {
-        alloc_data(&mut out[index], mb, goal, blocks, bs)?;
+    for (index, goal) in pending.drain(..) {
+        if !names.alive(index) {
+            continue;
+        }
+        alloc_data(&mut out[index], mb, goal, bs)?;
         if let Some(c) = counters {
             c.blocks_now(mb.counted_free());
         }

@@ -119,6 +119,14 @@ impl SbCounters {
         }
     }
 
+    /// An inode was freed (`ext4_free_inode()`: the counters move back).
+    pub fn freed_inode(&mut self, is_dir: bool) {
+        self.free_inodes.add(1);
+        if is_dir {
+            self.dirs.add(-1);
+        }
+    }
+
     /// The free blocks (as the counter counts them) are now `free`: one change of the counter by the difference (as one
     /// allocation or release would make it).
     pub fn blocks_now(&mut self, free: u64) {

@@ -1,7 +1,8 @@
 //! Inode placement of Linux 2.6.23 ext3 (fs/ext3/ialloc.c): `find_group_other()` for
 //! files, `find_group_orlov()` for directories, then the first free inode of the group
-//! (`ext3_new_inode()` scans the group's inode bitmap from bit 0). Inodes are never freed in
-//! these workloads, so a group's inode bitmap is a fill count.
+//! (`ext3_new_inode()` scans the group's inode bitmap from bit 0). A group's inode bitmap is
+//! a fill mark plus the set of freed inodes below it (an aging stream's unlinks and rmdirs):
+//! the first zero bit is the lowest freed inode, else the mark.
 
 use crate::alloc::FreeMap;
 use crate::geometry::Geometry;
@@ -9,7 +10,12 @@ use crate::geometry::Geometry;
 /// Per-group inode usage.
 #[derive(Clone, Debug)]
 pub struct InodeMap {
+    /// Inodes in use per group.
     used: Vec<u32>,
+    /// Per group: inodes below this index have been taken at some time.
+    high: Vec<u32>,
+    /// Per group: freed indices below `high`.
+    holes: Vec<std::collections::BTreeSet<u32>>,
     dirs: Vec<u32>,
     per_group: u32,
 }
@@ -23,6 +29,8 @@ impl InodeMap {
         let mut dirs = vec![0; geo.groups.len()];
         dirs[0] = 2;
         InodeMap {
+            high: used.clone(),
+            holes: vec![Default::default(); used.len()],
             used,
             dirs,
             per_group: geo.inodes_per_group,
@@ -106,11 +114,24 @@ impl InodeMap {
         }
     }
 
-    /// Gives back the inode just taken from `group` (a create that failed with ENOSPC).
-    pub fn give_back(&mut self, group: u64, is_dir: bool) {
-        self.used[group as usize] -= 1;
+    /// Frees inode `ino` (`ext3_free_inode()`: its bit cleared, the group's counts
+    /// updated), a directory's when `is_dir`.
+    pub fn free_inode(&mut self, ino: u32, is_dir: bool) {
+        let g = self.group_of(ino) as usize;
+        let idx = (ino - 1) % self.per_group;
+        debug_assert!(idx < self.high[g] && !self.holes[g].contains(&idx));
+        self.used[g] -= 1;
+        if idx + 1 == self.high[g] {
+            self.high[g] -= 1;
+            // the mark falls back over holes just below it
+            while self.high[g] > 0 && self.holes[g].remove(&(self.high[g] - 1)) {
+                self.high[g] -= 1;
+            }
+        } else {
+            self.holes[g].insert(idx);
+        }
         if is_dir {
-            self.dirs[group as usize] -= 1;
+            self.dirs[g] -= 1;
         }
     }
 
@@ -171,9 +192,17 @@ impl InodeMap {
 
     /// Takes the first free inode of `group`; returns its number.
     pub fn take(&mut self, group: u64) -> u32 {
-        let idx = self.used[group as usize];
-        assert!(idx < self.per_group, "group {group} has no free inode");
-        self.used[group as usize] += 1;
+        let g = group as usize;
+        let idx = match self.holes[g].pop_first() {
+            Some(idx) => idx,
+            None => {
+                let idx = self.high[g];
+                assert!(idx < self.per_group, "group {group} has no free inode");
+                self.high[g] += 1;
+                idx
+            }
+        };
+        self.used[g] += 1;
         group as u32 * self.per_group + idx + 1
     }
 

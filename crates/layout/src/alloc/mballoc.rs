@@ -565,6 +565,12 @@ impl Mballoc {
         }
     }
 
+    /// Frees `start..start + len` (`ext4_free_blocks()` of a deleted or truncated file;
+    /// reusable at once: the wait for the transaction's commit is not modelled).
+    pub fn free(&mut self, start: u64, len: u64) {
+        self.give(start, len);
+    }
+
     /// Ends the run: the preallocations' unused blocks are free again.
     pub fn finish(&mut self) {
         self.release_pa();

@@ -8,6 +8,7 @@ pub mod ext4_fs;
 pub mod ext4_ialloc;
 pub mod ialloc;
 pub mod mballoc;
+pub mod namespace;
 pub mod writer;
 
 pub use bitmap::FreeMap;

@@ -141,6 +141,28 @@ impl FileWriter {
         }
     }
 
+    /// A writer that opens the existing file `node` to write at its end (an aging stream's
+    /// extend: open, write, close). What ext3 kept for the file's earlier writer is gone
+    /// with it — its reservation window (`ext3_release_file()` discarded it) — so the new
+    /// writer starts without a window. Its goal continues from the file's last data block:
+    /// `ext3_find_goal()` when the in-core inode still remembers its last allocation, else
+    /// `ext3_find_near()`, which aims at the nearest block before the new one in its
+    /// indirect block — the last data block, or the indirect block itself when it starts
+    /// one; the difference is ignored here. An empty file's first block aims at `first_goal`.
+    pub fn resume(node: &crate::plan::PlannedInode, first_goal: u64, addr: u64) -> FileWriter {
+        FileWriter {
+            rsv: Rsv::new(),
+            last_phys: node.data.last().map(|r| r.physical + r.len - 1),
+            first_goal,
+            addr,
+            out: FileOutcome {
+                data: node.data.clone(),
+                mapping: node.mapping.clone(),
+                blocks_written: node.data_blocks(),
+            },
+        }
+    }
+
     /// Appends `blocks` data blocks at the end of the file; returns how many were written
     /// (fewer on ENOSPC, after which the file ends there).
     pub fn write(

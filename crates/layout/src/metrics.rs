@@ -462,11 +462,7 @@ pub fn free_space(free: &FreeMap, block_size_bytes: u32, chunk_bytes: u64) -> Fr
         },
         min_extent_kb: if count == 0 { 0 } else { min * kb_per_block },
         max_extent_kb: max * kb_per_block,
-        avg_extent_kb: if count == 0 {
-            0
-        } else {
-            sum / count * kb_per_block
-        },
+        avg_extent_kb: sum.checked_div(count).unwrap_or(0) * kb_per_block,
         histogram,
         chunk_bytes,
         chunk_blocks,

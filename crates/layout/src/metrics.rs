@@ -61,8 +61,6 @@ pub struct LayoutScore {
     /// Block-weighted aggregate: `contiguous_blocks / scored_blocks` (1.0 when no file has
     /// two blocks: nothing is out of place).
     pub score: f64,
-    /// Unweighted mean of the per-file scores over files of ≥ 2 blocks (1.0 when none).
-    pub file_mean: f64,
     /// Blocks (after a file's first) right after their previous logical block on disk.
     pub contiguous_blocks: u64,
     /// Blocks scored: Σ (blocks − 1) over regular files of ≥ 2 blocks.
@@ -239,9 +237,11 @@ impl LayoutMetrics {
     }
 }
 
-/// Marks the free blocks of `start..start+len` used (blocks already used stay so: a plan's
-/// root directory shares its first block with mke2fs's, an image's lost+found is mke2fs's).
-fn mark_used_where_free(map: &mut FreeMap, start: u64, len: u64) {
+/// Marks the free blocks of `start..start+len` used; blocks already used stay so (a plan's
+/// root directory shares its first block with mke2fs's; an image's bitmap may list block 0
+/// of a 1 KiB file system, which the map already holds as used). Blocks past the end are
+/// ignored.
+pub fn mark_used_where_free(map: &mut FreeMap, start: u64, len: u64) {
     let end = start.saturating_add(len).min(map.blocks_count());
     let mut at = start;
     while let Some(s) = map.next_free(at, end) {
@@ -287,7 +287,6 @@ fn file_metrics(plan: &Plan) -> (LayoutScore, FragmentStats) {
     let mut frags = Vec::new();
     let (mut files, mut empty, mut single) = (0, 0, 0);
     let (mut contiguous, mut scored, mut scored_files) = (0u64, 0u64, 0u64);
-    let mut file_score_sum = 0.0;
     for inode in plan.inodes.iter().filter(|i| i.kind == InodeKind::File) {
         files += 1;
         let blocks = inode.data_blocks();
@@ -306,18 +305,12 @@ fn file_metrics(plan: &Plan) -> (LayoutScore, FragmentStats) {
         contiguous += blocks - f;
         scored += blocks - 1;
         scored_files += 1;
-        file_score_sum += (blocks - f) as f64 / (blocks - 1) as f64;
     }
     let score = LayoutScore {
         score: if scored == 0 {
             1.0
         } else {
             contiguous as f64 / scored as f64
-        },
-        file_mean: if scored_files == 0 {
-            1.0
-        } else {
-            file_score_sum / scored_files as f64
         },
         contiguous_blocks: contiguous,
         scored_blocks: scored,
@@ -719,7 +712,7 @@ mod tests {
         assert_eq!(m.layout_score.contiguous_blocks, 99);
         assert_eq!(m.layout_score.scored_blocks, 102);
         assert!((m.layout_score.score - 99.0 / 102.0).abs() < 1e-12);
-        assert!((m.layout_score.file_mean - (0.99 + 0.0) / 2.0).abs() < 1e-12);
+        assert_eq!(m.layout_score.scored_files, 2);
         let f = &m.fragments;
         assert_eq!((f.files, f.empty_files, f.single_block_files), (4, 1, 1));
         assert_eq!(f.total_fragments, 2 + 3 + 1);

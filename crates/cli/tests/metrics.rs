@@ -1,6 +1,7 @@
 //! `--metrics` as a user runs it: the metrics of a plan (`plan --metrics --json`) are exactly
 //! those `image inspect --metrics --json` reads back from the image `image make` writes of
-//! the same plan (plan → image → inspect), and the human table shows the same numbers.
+//! the same plan (plan → image → inspect), as are those `image make --metrics --json` reports,
+//! and the human table shows the same numbers.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -71,6 +72,7 @@ fn round_trip(policy: &str, dir: &Path, workload: &Path) {
         plan_json.to_str().unwrap(),
     ]));
     let image = dir.join(format!("{policy}.img"));
+    let make_json = dir.join(format!("{policy}-make-metrics.json"));
     ok(&layoutlab(&[
         "image",
         "make",
@@ -78,6 +80,9 @@ fn round_trip(policy: &str, dir: &Path, workload: &Path) {
         w,
         "--policy",
         policy,
+        "--metrics",
+        "--json",
+        make_json.to_str().unwrap(),
         image.to_str().unwrap(),
     ]));
     let inspected = ok(&layoutlab(&[
@@ -92,6 +97,12 @@ fn round_trip(policy: &str, dir: &Path, workload: &Path) {
         serde_json::from_str(&std::fs::read_to_string(&plan_json).unwrap()).unwrap();
     let read: serde_json::Value = serde_json::from_str(&inspected).unwrap();
     assert_eq!(read, planned, "{policy}: image metrics vs plan metrics");
+    let made: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&make_json).unwrap()).unwrap();
+    assert_eq!(
+        made, planned,
+        "{policy}: image make --metrics vs plan metrics"
+    );
     // a population that exercises every metric
     assert!(
         planned["fragments"]["files"].as_u64().unwrap() > 1000,

@@ -152,3 +152,73 @@ fn one_kib_blocks_match_e2freefrag() {
     assert_eq!(m.free_space.free_blocks, ins.superblock.free_blocks);
     assert_eq!(m.free_space.e2freefrag_report(1024), e2freefrag(&image));
 }
+
+/// The kernel's own layout: today's ext4 (mke2fs -t ext4 through the rig's KernelFs, on zram)
+/// gets a seeded random tree of files written with syncs in between, then a random half of
+/// them deleted; unmounted, the real e2freefrag and `inspect(..).metrics()` must agree to the
+/// character. Once with mke2fs's default for a small file system (1 KiB blocks), once with
+/// 4 KiB blocks. Needs root (zram, loop device, mount); skipped with a message otherwise.
+#[test]
+fn kernel_ext4_after_deletes_matches_e2freefrag() {
+    if !layoutlab_rig::is_root() {
+        eprintln!("SKIP kernel_ext4_after_deletes_matches_e2freefrag: needs root (zram, loop devices, mount)");
+        return;
+    }
+    for (mkfs_args, seed) in [(vec![], 11u64), (vec!["-b".to_string(), "4096".into()], 12)] {
+        let opts = layoutlab_rig::KernelFsOptions {
+            kind: layoutlab_rig::FsKind::Ext4,
+            mkfs_args: mkfs_args.clone(),
+            mount_options: String::new(),
+            bytes: 256 << 20,
+            backing: layoutlab_rig::Backing::Zram,
+            // the file data is zeros, which zram keeps in no memory
+            resident_bytes: 64 << 20,
+            read_ahead_kb: None,
+        };
+        let fs = layoutlab_rig::KernelFs::create(&opts).unwrap();
+        let root = fs.mount_point().to_path_buf();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let zeros = vec![0u8; 1 << 20];
+        let mut files = Vec::new();
+        for d in 0..8 {
+            std::fs::create_dir(root.join(format!("d{d}"))).unwrap();
+        }
+        for i in 0..600 {
+            let path = root.join(format!("d{}/f{i}", rng.gen_range(0..8)));
+            // log-uniform 512 B .. 2 MiB
+            let bytes = (512.0 * 4096f64.powf(rng.gen::<f64>())) as usize;
+            let mut f = std::fs::File::create(&path).unwrap();
+            let mut left = bytes;
+            while left > 0 {
+                let n = left.min(zeros.len());
+                std::io::Write::write_all(&mut f, &zeros[..n]).unwrap();
+                left -= n;
+            }
+            files.push(path);
+            if i % 25 == 24 {
+                fs.sync().unwrap();
+            }
+        }
+        fs.sync().unwrap();
+        for path in &files {
+            if rng.gen_bool(0.5) {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+        let (real, read) = fs
+            .unmount_then(|dev: &Path| {
+                let v = fsck_check(dev).unwrap();
+                assert!(v.clean, "the kernel's file system: {}", v.output);
+                (e2freefrag(dev), inspect(dev).unwrap().metrics())
+            })
+            .unwrap();
+        println!("kernel ext4 {mkfs_args:?}: e2freefrag:\n{real}");
+        assert_eq!(
+            read.free_space.e2freefrag_report(read.block_size_bytes),
+            real,
+            "kernel ext4 {mkfs_args:?}"
+        );
+        assert!(read.free_space.free_extents > 20, "{:?}", read.free_space);
+        assert!(read.fragments.files > 200);
+    }
+}

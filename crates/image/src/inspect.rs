@@ -4,7 +4,9 @@ use std::collections::{HashMap, VecDeque};
 
 use std::path::Path;
 
+use layoutlab_layout::alloc::FreeMap;
 use layoutlab_layout::mapping::{kind_of, BlockMapGeometry};
+use layoutlab_layout::metrics::{mark_used_where_free, LayoutMetrics};
 use layoutlab_layout::{
     push_run, HardLink, InodeKind, MapBlock, MapFormat, MapKind, Plan, PlannedInode, Special,
 };
@@ -122,7 +124,8 @@ pub struct Inspected {
     pub special: Vec<SpecialInode>,
     /// Inodes in use whose mode is no file type ext knows.
     pub other_inodes: Vec<u32>,
-    /// Used blocks as (first, len) runs, from the block bitmap.
+    /// Used blocks as (first, len) runs, from the block bitmap (which starts at
+    /// `s_first_data_block`).
     pub used_runs: Vec<(u64, u64)>,
 }
 
@@ -204,6 +207,30 @@ impl Inspected {
             inodes: self.inodes.iter().map(|i| i.planned.clone()).collect(),
             links: self.links.clone(),
         }
+    }
+
+    /// The image's free space as its block bitmap says (every used block marked).
+    pub fn free_map(&self) -> FreeMap {
+        let s = &self.superblock;
+        let mut map = FreeMap::new(
+            s.blocks_count,
+            s.first_data_block,
+            u64::from(s.blocks_per_group),
+        );
+        for &(start, len) in &self.used_runs {
+            mark_used_where_free(&mut map, start, len);
+        }
+        map
+    }
+
+    /// The layout metrics of the image: its files, directories and mapping blocks as read,
+    /// its free space from the block bitmap (what e2freefrag reads).
+    pub fn metrics(&self) -> LayoutMetrics {
+        LayoutMetrics::with_free_map(
+            &self.plan("inspected"),
+            &self.free_map(),
+            self.superblock.block_bytes,
+        )
     }
 
     /// The inspected inode `ino`.
@@ -493,7 +520,9 @@ pub fn inspect(image: &Path) -> Result<Inspected, ImageError> {
             }
         }
     }
-    let used_runs = fs.used_runs(0, sb.blocks_count);
+    // the bitmap starts at s_first_data_block (block 0 of a 1 KiB file system is in no
+    // group; asking libext2fs about it prints "Illegal block number")
+    let used_runs = fs.used_runs(sb.first_data_block, sb.blocks_count - sb.first_data_block);
     Ok(Inspected {
         superblock,
         groups,

@@ -26,6 +26,7 @@ pub mod classify;
 mod error;
 pub mod geometry;
 pub mod mapping;
+pub mod metrics;
 pub mod mke2fs;
 pub mod mkfs;
 pub mod plan;

@@ -21,12 +21,19 @@ pub enum Command {
         plan: PlanArgs,
     },
     /// Read any ext2/3/4 image (ours or the kernel's) back into layoutlab's model.
+    ///
+    /// Example: layoutlab image inspect --metrics bench5.img
     Inspect {
         /// The image.
         image: PathBuf,
-        /// Write every inode's runs and mapping blocks as JSON to PATH ("-" = stdout).
+        /// Write every inode's runs and mapping blocks as JSON to PATH ("-" = stdout); with
+        /// --metrics, the metrics instead.
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
+        /// Print the layout metrics: layout score, fragments per file, free space as
+        /// e2freefrag reports it, mapping- and directory-block dispersion.
+        #[arg(long, long_help = super::metrics::HELP)]
+        metrics: bool,
     },
 }
 
@@ -54,6 +61,16 @@ pub fn run(cmd: Command) -> Result<()> {
                 });
             match result {
                 Ok(stats) => {
+                    if a.metrics {
+                        let m = layoutlab_image::inspect(&output)?.metrics();
+                        match &a.json {
+                            Some(p) => write_json(p, &m)?,
+                            None => super::emit(
+                                &super::metrics::tables(&m, &output.display().to_string())?,
+                                false,
+                            ),
+                        }
+                    }
                     super::emit(
                         &format!(
                             "wrote {} ({} inodes, {} data blocks, {} mapping blocks); e2fsck -fn: clean\n",
@@ -72,8 +89,25 @@ pub fn run(cmd: Command) -> Result<()> {
                 }
             }
         }
-        Command::Inspect { image, json } => {
+        Command::Inspect {
+            image,
+            json,
+            metrics,
+        } => {
             let ins = layoutlab_image::inspect(&image)?;
+            if metrics {
+                let m = ins.metrics();
+                return match json {
+                    Some(p) => write_json(&p, &m),
+                    None => {
+                        super::emit(
+                            &super::metrics::tables(&m, &image.display().to_string())?,
+                            false,
+                        );
+                        Ok(())
+                    }
+                };
+            }
             let c = ins.counts();
             if let Some(p) = json {
                 let s = &ins.superblock;

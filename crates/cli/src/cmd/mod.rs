@@ -5,6 +5,7 @@ pub mod clean;
 pub mod device;
 pub mod fsck_predict;
 pub mod image;
+pub mod metrics;
 pub mod overhead;
 pub mod plan;
 pub mod reproduce;

@@ -4,6 +4,7 @@ use super::write_json;
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use layoutlab_layout::geometry::Geometry;
+use layoutlab_layout::metrics::LayoutMetrics;
 use layoutlab_layout::mkfs::MkfsProfile;
 use layoutlab_layout::policy::{self, PolicyParams};
 use layoutlab_layout::Plan;
@@ -35,9 +36,15 @@ pub struct Args {
     /// Seed of every random choice.
     #[arg(long, default_value_t = 2007)]
     pub seed: u64,
-    /// Write the whole plan (every inode, run and indirect block) as JSON to PATH ("-" = stdout).
+    /// Write the whole plan (every inode, run and indirect block) as JSON to PATH ("-" =
+    /// stdout); with --metrics, the metrics instead.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Print the layout metrics of the plan (`image make`: of the image written, read
+    /// back): layout score, fragments per file, free space as e2freefrag reports it,
+    /// mapping- and directory-block dispersion.
+    #[arg(long, long_help = super::metrics::HELP)]
+    pub metrics: bool,
 }
 
 /// Parse NAME=VALUE parameters.
@@ -73,6 +80,17 @@ pub fn run(a: Args) -> Result<()> {
     let t = Instant::now();
     let (_, geo, plan) = make_plan(&a)?;
     let secs = t.elapsed().as_secs_f64();
+    if a.metrics {
+        let m = LayoutMetrics::of(&plan, &geo);
+        return match &a.json {
+            Some(p) => write_json(p, &m),
+            None => {
+                let title = format!("{} on {} at scale {}", a.policy, a.workload, a.scale);
+                super::emit(&super::metrics::tables(&m, &title)?, false);
+                Ok(())
+            }
+        };
+    }
     if let Some(p) = &a.json {
         return write_json(p, &plan);
     }

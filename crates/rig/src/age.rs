@@ -109,6 +109,17 @@ pub fn age_kernel(
     opts: &KernelAgeOptions,
     progress: &mut dyn FnMut(&ReplayProgress),
 ) -> Result<KernelAgeRun> {
+    Ok(age_kernel_then(pop, opts, progress, |_| ())?.0)
+}
+
+/// [`age_kernel`], handing the mounted file system's root to `mounted` once the stream is
+/// replayed and its files' extents read (e.g. to walk the tree the kernel holds).
+pub fn age_kernel_then<T>(
+    pop: &Population,
+    opts: &KernelAgeOptions,
+    progress: &mut dyn FnMut(&ReplayProgress),
+    mounted: impl FnOnce(&std::path::Path) -> T,
+) -> Result<(KernelAgeRun, T)> {
     let kopts = KernelFsOptions {
         kind: opts.kind,
         mkfs_args: opts.mkfs_args.clone(),
@@ -134,6 +145,7 @@ pub fn age_kernel(
     let block = block_size(&root)?;
     let files = file_layouts(&root)?;
     let summary = summarize(&files, block);
+    let seen = mounted(&root);
     let (fsck_clean, fsck_output, plan) = match opts.kind {
         FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
             let (verdict, inspected) = fs.unmount_then(|dev| {
@@ -156,7 +168,7 @@ pub fn age_kernel(
             (None, None, None)
         }
     };
-    Ok(KernelAgeRun {
+    let run = KernelAgeRun {
         fs: opts.kind.name().to_string(),
         fs_bytes: opts.bytes,
         replay: stats,
@@ -165,7 +177,8 @@ pub fn age_kernel(
         fsck_clean,
         fsck_output,
         plan,
-    })
+    };
+    Ok((run, seen))
 }
 
 /// The kernel's ext4 layout after `pop`'s stream: the file system made with the

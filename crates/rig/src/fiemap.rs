@@ -155,6 +155,9 @@ pub fn fiemap(path: &Path) -> Result<Vec<Extent>> {
 pub struct FileLayout {
     /// Its name relative to the walked root (the first in name order when it has several).
     pub path: String,
+    /// Its inode number (to join with a layout read back otherwise, e.g. an inspected
+    /// image's plan).
+    pub ino: u64,
     /// Size in bytes.
     pub size: u64,
     /// Names (hard links).
@@ -305,6 +308,7 @@ pub fn file_layouts(root: &Path) -> Result<Vec<FileLayout>> {
         let extents = fiemap(&root.join(&path))?;
         files.push(FileLayout {
             path,
+            ino: md.ino(),
             size: md.len(),
             links: md.nlink(),
             extents,
@@ -430,6 +434,7 @@ mod tests {
         let f = FileLayout {
             path: "f".into(),
             size: 10 * b - 1,
+            ino: 12,
             links: 1,
             extents: vec![
                 ext(0, 100 * b, 4 * b),
@@ -446,12 +451,14 @@ mod tests {
         let one = FileLayout {
             path: "g".into(),
             size: 1,
+            ino: 12,
             links: 1,
             extents: vec![ext(0, 7 * b, b)],
         };
         let inline = FileLayout {
             path: "h".into(),
             size: 100,
+            ino: 12,
             links: 1,
             extents: vec![Extent {
                 flags: FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_LAST,

@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use layoutlab_rig::fiemap::FileLayout;
+use layoutlab_rig::fiemap::{FileLayout, FIEMAP_EXTENT_UNWRITTEN};
 use layoutlab_rig::{
     age_kernel, age_kernel_then, replay, Backing, FsKind, KernelAgeOptions, KernelFs,
     KernelFsOptions, ReplayOptions,
@@ -288,9 +288,10 @@ fn check_tree_and_extents(
         let inline = f.extents.iter().any(|e| e.is_inline());
         let blocks: u64 = f.runs(4096).iter().map(|r| r.len).sum();
         if inline {
+            // btrfs keeps files of at most max_inline (2048 bytes by default) in its b-tree
             assert_eq!(kind, FsKind::Btrfs, "{}: inline on {kind:?}", f.path);
             assert!(
-                f.size <= 4096,
+                f.size <= 2048,
                 "{kind:?} {}: inline {} bytes",
                 f.path,
                 f.size
@@ -303,7 +304,25 @@ fn check_tree_and_extents(
             "{kind:?} {}",
             f.path
         );
+        // only XFS maps blocks beyond the end of file (speculative preallocation), and
+        // those are unwritten
+        let end = f.eof_blocks(4096) * 4096;
+        for e in f.extents.iter().filter(|e| e.logical + e.length > end) {
+            assert_eq!(kind, FsKind::Xfs, "{} beyond EOF: {:?}", f.path, f.extents);
+            assert!(
+                e.logical >= end && e.flags & FIEMAP_EXTENT_UNWRITTEN != 0,
+                "{kind:?} {}: {:?}",
+                f.path,
+                f.extents
+            );
+        }
     }
+    let beyond: u64 = files.iter().map(|f| f.bytes_beyond_eof(4096)).sum();
+    assert_eq!(
+        beyond > 0,
+        kind == FsKind::Xfs,
+        "{kind:?}: {beyond} bytes beyond EOF"
+    );
 }
 
 fn replay_every_kind(kind: FsKind) {

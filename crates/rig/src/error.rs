@@ -61,7 +61,8 @@ pub enum RigError {
     #[error("{0}")]
     Unsupported(String),
     /// An operation of a replayed stream that the kernel refused ([`crate::replay()`]).
-    #[error("ops[{index}] ({verb} '{path}'): {source}")]
+    // The errno is in the message, not a `source` (which a `{:#}` chain would print twice).
+    #[error("ops[{index}] ({verb} '{path}'): {error}")]
     Replay {
         /// Index of the operation in the population's `ops`.
         index: usize,
@@ -70,8 +71,7 @@ pub enum RigError {
         /// The path it names, relative to the file system's root.
         path: String,
         /// The system call's error (its errno).
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A bad argument from the caller.
     #[error("invalid argument: {0}")]

@@ -59,7 +59,9 @@ pub use kernelfs::{
 pub use loopdev::LoopDevice;
 pub use mkfs::{mkfs, FsKind};
 pub use mount::Mount;
-pub use replay::{peak_live_bytes, replay, ReplayOptions, ReplayProgress, ReplayStats};
+pub use replay::{
+    peak_live_bytes, peak_live_inodes, replay, ReplayOptions, ReplayProgress, ReplayStats,
+};
 pub use system::{
     check_free_space, drop_caches, free_space_bytes, is_memory_fs, is_root, require_root,
     run_command, TempDir, TempFile,

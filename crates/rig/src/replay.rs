@@ -137,6 +137,68 @@ pub fn peak_live_bytes(pop: &Population) -> (u64, usize) {
     (peak, at)
 }
 
+/// The most inodes the stream's names hold at any point (directories, files, symlinks,
+/// device nodes; an inode is freed with its last name), and the index of the operation that
+/// reaches it. Operations [`Population::check_tree`] would refuse are skipped.
+pub fn peak_live_inodes(pop: &Population) -> (u64, usize) {
+    // names -> inode; inode -> names
+    let mut inode_of: HashMap<&str, usize> = HashMap::new();
+    let mut names: Vec<u32> = Vec::new();
+    let (mut live, mut peak, mut at) = (0u64, 0u64, 0usize);
+    for (i, op) in pop.ops.iter().enumerate() {
+        let path = op.path();
+        match op {
+            NsOp::Mkdir { .. }
+            | NsOp::Create { .. }
+            | NsOp::Symlink { .. }
+            | NsOp::Mknod { .. }
+                if !inode_of.contains_key(path) =>
+            {
+                inode_of.insert(path, names.len());
+                names.push(1);
+                live += 1;
+            }
+            NsOp::Link { target, .. } if !inode_of.contains_key(path) => {
+                if let Some(&n) = inode_of.get(target.as_str()) {
+                    inode_of.insert(path, n);
+                    names[n] += 1;
+                }
+            }
+            NsOp::Rename { to, .. } => {
+                if let Some(n) = inode_of.remove(path) {
+                    inode_of.insert(to, n);
+                }
+            }
+            NsOp::Unlink { .. } | NsOp::Rmdir { .. } => {
+                if let Some(n) = inode_of.remove(path) {
+                    names[n] -= 1;
+                    if names[n] == 0 {
+                        live -= 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+        if live > peak {
+            (peak, at) = (live, i);
+        }
+    }
+    (peak, at)
+}
+
+/// Inodes free to an unprivileged writer under `dir` (`statvfs` f_favail), or `None` where
+/// the file system has no fixed inode count (btrfs reports 0 inodes in all).
+fn free_inodes(dir: &Path) -> Result<Option<u64>> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| RigError::InvalidArgument(format!("path {} has a NUL byte", dir.display())))?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid path, st a statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(RigError::last_os(format!("statvfs {}", dir.display())));
+    }
+    Ok((st.f_files > 0).then_some(st.f_favail as u64))
+}
+
 /// For each operation that creates a regular file, the index of the last operation that
 /// writes to it through the creating writer (its last [`NsOp::Append`], through any of its
 /// names; the create itself when none follows): where that writer closes it.
@@ -196,8 +258,8 @@ fn syncfs(dir: &File, root: &Path) -> Result<()> {
 /// writes the file system back (`syncfs`), so what the kernel placed is on the device.
 ///
 /// Refuses, before writing anything, a stream [`Population::check_tree`] rejects
-/// ([`RigError::InvalidArgument`] naming the operation) or whose peak live data exceeds the
-/// space free under `root` ([`RigError::NoSpace`]). An operation the kernel refuses stops the
+/// ([`RigError::InvalidArgument`] naming the operation) or whose peak live data or inodes
+/// exceed what is free under `root` ([`RigError::InvalidArgument`] naming where the peak is). An operation the kernel refuses stops the
 /// replay with [`RigError::Replay`]; what was made before it is left in place.
 pub fn replay(
     root: &Path,
@@ -218,6 +280,18 @@ pub fn replay(
             root.display()
         )));
     }
+    let (inodes, inodes_at) = peak_live_inodes(pop);
+    if let Some(free) = free_inodes(root)? {
+        if inodes > free {
+            return Err(RigError::InvalidArgument(format!(
+                "population '{}' holds up to {inodes} inodes at once (after ops[{inodes_at}]), \
+                 more than the {free} inodes free on the file system at {}: use a larger file \
+                 system or one with more inodes",
+                pop.name,
+                root.display()
+            )));
+        }
+    }
     let dir = File::open(root).map_err(|e| RigError::io(format!("open {}", root.display()), e))?;
     let closes = writer_closes(pop);
     let zeros = vec![0u8; 1 << 20];
@@ -233,11 +307,11 @@ pub fn replay(
     let total = pop.ops.len();
     for (index, op) in pop.ops.iter().enumerate() {
         let path = root.join(op.path());
-        let fail = |source: std::io::Error| RigError::Replay {
+        let fail = |error: std::io::Error| RigError::Replay {
             index,
             verb: op.verb(),
             path: op.path().to_string(),
-            source,
+            error,
         };
         let mut data = 0u64;
         match op {
@@ -392,6 +466,35 @@ mod tests {
             },
         ]);
         assert_eq!(peak_live_bytes(&p), (5 * 4096, 5));
+    }
+
+    #[test]
+    fn peak_live_inodes_follow_links_unlinks_and_rmdirs() {
+        let p = pop(vec![
+            NsOp::Mkdir { path: "d".into() },
+            NsOp::Create {
+                path: "d/a".into(),
+                bytes: 1,
+            },
+            NsOp::Link {
+                path: "b".into(),
+                target: "d/a".into(),
+            },
+            NsOp::Symlink {
+                path: "s".into(),
+                target: "x".into(),
+            },
+            NsOp::Unlink { path: "d/a".into() }, // b keeps it
+            NsOp::Rmdir { path: "d".into() },
+            NsOp::Unlink { path: "b".into() },
+            NsOp::Mknod {
+                path: "n".into(),
+                node: NodeKind::Fifo,
+                major: 0,
+                minor: 0,
+            },
+        ]);
+        assert_eq!(peak_live_inodes(&p), (3, 3));
     }
 
     #[test]

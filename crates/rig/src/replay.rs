@@ -235,6 +235,54 @@ fn writer_closes(pop: &Population) -> HashMap<usize, usize> {
     last
 }
 
+/// The most creating writers open at once, from [`writer_closes`]: a writer is open from its
+/// create to its close.
+fn max_open_writers(closes: &HashMap<usize, usize>) -> u64 {
+    let mut events: Vec<(usize, i64)> = Vec::with_capacity(closes.len() * 2);
+    for (&open, &close) in closes {
+        // opens at `open`, closed after `close` (the same operation when no append follows)
+        events.push((open, 1));
+        events.push((close + 1, -1));
+    }
+    events.sort_unstable();
+    let (mut n, mut most) = (0i64, 0i64);
+    for (_, d) in events {
+        n += d;
+        most = most.max(n);
+    }
+    most as u64
+}
+
+/// Descriptors kept free for everything else the process holds.
+const SPARE_DESCRIPTORS: u64 = 64;
+
+/// Raises the soft limit on open files (up to the hard one) so that `writers` descriptors
+/// fit beside the process's others; an error before anything is written if they cannot.
+fn ensure_descriptors(writers: u64) -> Result<()> {
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: lim is a valid rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(RigError::last_os("getrlimit RLIMIT_NOFILE"));
+    }
+    let need = writers + SPARE_DESCRIPTORS;
+    if (lim.rlim_cur as u64) >= need {
+        return Ok(());
+    }
+    if (lim.rlim_max as u64) < need {
+        return Err(RigError::InvalidArgument(format!(
+            "the stream keeps {writers} files open at once (creates whose appends come later), \
+             more than the {} descriptors this process may open (ulimit -Hn)",
+            lim.rlim_max
+        )));
+    }
+    lim.rlim_cur = need as libc::rlim_t;
+    // SAFETY: lim is a valid rlimit.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+        return Err(RigError::last_os("setrlimit RLIMIT_NOFILE"));
+    }
+    Ok(())
+}
+
 /// Writes `bytes` zeros to `f` in 1 MiB pieces.
 fn write_zeros(f: &mut File, mut bytes: u64, zeros: &[u8]) -> std::io::Result<()> {
     while bytes > 0 {
@@ -292,8 +340,9 @@ pub fn replay(
             )));
         }
     }
-    let dir = File::open(root).map_err(|e| RigError::io(format!("open {}", root.display()), e))?;
     let closes = writer_closes(pop);
+    ensure_descriptors(max_open_writers(&closes))?;
+    let dir = File::open(root).map_err(|e| RigError::io(format!("open {}", root.display()), e))?;
     let zeros = vec![0u8; 1 << 20];
     // open writers: file (index of its create) -> descriptor; by name -> file
     let mut writers: HashMap<usize, File> = HashMap::new();
@@ -519,6 +568,26 @@ mod tests {
         ]);
         let c = writer_closes(&p);
         assert_eq!((c[&0], c[&1]), (3, 1));
+        // a (0..=3) and b (1) overlap
+        assert_eq!(max_open_writers(&c), 2);
+        let many = pop((0..1100)
+            .map(|i| NsOp::Create {
+                path: format!("f{i}"),
+                bytes: 1,
+            })
+            .chain((0..1100).map(|i| NsOp::Append {
+                path: format!("f{i}"),
+                bytes: 1,
+            }))
+            .collect());
+        assert_eq!(max_open_writers(&writer_closes(&many)), 1100);
+        // more writers than the usual soft limit of 1024 descriptors: raised, and replayed
+        let dir = std::env::temp_dir().join(format!("layoutlab-replay-fds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let st = replay(&dir, &many, &ReplayOptions::default(), &mut |_| {}).unwrap();
+        assert_eq!(st.bytes_written, 2200);
+        assert_eq!(std::fs::metadata(dir.join("f1099")).unwrap().len(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Every kind but mknod (which needs root) on any directory, without root: the tree

@@ -21,7 +21,7 @@ pub enum Command {
     /// layout score (Conway et al., FAST '17). Needs root. For ext4, e2fsck -fn checks the
     /// result. See docs/aging-kernel.md.
     ///
-    /// Example: layoutlab workload age-kernel bench5 --scale 0.01 --fs xfs --json -
+    /// Example: layoutlab workload age-kernel bench5 --scale 0.01 --fs-bytes 5G --fs xfs --json -
     AgeKernel(super::age_kernel::Args),
 }
 

@@ -562,3 +562,53 @@ fn a_stream_larger_than_the_device_is_refused_before_writing() {
     );
     assert_eq!(zram_devices(), zram_before, "a zram device was left");
 }
+
+/// A panic in the middle of a stream (here in the progress callback) unwinds through the
+/// replay: the KernelFs is dropped and takes the mount, loop device and zram with it.
+#[test]
+fn a_panic_mid_stream_leaves_nothing() {
+    let _one = one_at_a_time();
+    if !root_or_skip("a_panic_mid_stream_leaves_nothing") {
+        return;
+    }
+    let zram_before = zram_devices();
+    let mounts_before = layoutlab_mounts();
+    let pop = Population {
+        name: "panics".into(),
+        fs_bytes: 256 * MIB,
+        ops: (0..10)
+            .map(|i| NsOp::Create {
+                path: format!("f{i}"),
+                bytes: MIB,
+            })
+            .collect(),
+    };
+    let opts = KernelAgeOptions::disk(FsKind::Xfs, 512 * MIB).unwrap();
+    let mut mounted_during = Vec::new();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        age_kernel(&pop, &opts, &mut |p| {
+            if p.ops_done == 5 {
+                mounted_during = layoutlab_mounts();
+                panic!("stop at op 5");
+            }
+        })
+    }));
+    assert!(r.is_err());
+    assert_eq!(
+        mounted_during.len(),
+        mounts_before.len() + 1,
+        "the file system was mounted during the stream"
+    );
+    assert_eq!(layoutlab_mounts(), mounts_before, "a mount was left");
+    assert_eq!(zram_devices(), zram_before, "a zram device was left");
+}
+
+/// Mount points of this process's rig (its temp mount directories carry the pid).
+fn layoutlab_mounts() -> Vec<String> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let pid = format!("-{}-", std::process::id());
+    text.lines()
+        .filter_map(|l| l.split_whitespace().nth(4).map(str::to_string))
+        .filter(|m| m.contains("layoutlab") && m.contains(&pid))
+        .collect()
+}

@@ -317,15 +317,18 @@ pub fn file_layouts(root: &Path) -> Result<Vec<FileLayout>> {
     Ok(files)
 }
 
-/// Mean, median, 90th percentile and maximum of a distribution.
+/// Mean, median, 90th and 99th percentiles and maximum of a distribution (the fields and
+/// nearest-rank percentiles of the layout crate's `FragmentStats`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Distribution {
     /// Mean.
     pub mean: f64,
     /// Median (nearest rank).
-    pub p50: u64,
+    pub median: u64,
     /// 90th percentile (nearest rank).
     pub p90: u64,
+    /// 99th percentile (nearest rank).
+    pub p99: u64,
     /// Largest.
     pub max: u64,
 }
@@ -337,12 +340,14 @@ impl Distribution {
             return Distribution::default();
         }
         values.sort_unstable();
-        let rank =
-            |q: f64| values[((q * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1];
+        // nearest rank of percentile p, in integers (a float product can land just above
+        // a whole rank and round up past it)
+        let rank = |p: usize| values[(p * values.len()).div_ceil(100).max(1) - 1];
         Distribution {
             mean: values.iter().sum::<u64>() as f64 / values.len() as f64,
-            p50: rank(0.5),
-            p90: rank(0.9),
+            median: rank(50),
+            p90: rank(90),
+            p99: rank(99),
             max: *values.last().expect("not empty"),
         }
     }
@@ -471,7 +476,7 @@ mod tests {
         assert_eq!(s.data_blocks, 11);
         assert!((s.layout_score - 8.0 / 9.0).abs() < 1e-12);
         assert_eq!(
-            (s.fragments.p50, s.fragments.max, s.fragmented_files),
+            (s.fragments.median, s.fragments.max, s.fragmented_files),
             (1, 2, 1)
         );
         assert_eq!(summarize(&[], b).layout_score, 1.0);
@@ -480,7 +485,7 @@ mod tests {
     #[test]
     fn distributions_use_nearest_rank() {
         let d = Distribution::of(&mut [5, 1, 2, 3, 4, 6, 7, 8, 9, 10]);
-        assert_eq!((d.p50, d.p90, d.max), (5, 9, 10));
+        assert_eq!((d.median, d.p90, d.p99, d.max), (5, 9, 10, 10));
         assert!((d.mean - 5.5).abs() < 1e-12);
     }
 }

@@ -1,7 +1,7 @@
 //! `ext4-kernel` against the kernel itself: the same tree copied onto a kernel-mounted ext4
 //! (made by today's mke2fs with the `ext4-kernel` profile's options, on zram through the
-//! rig's KernelFs: mkdir, create + write zeros + close, symlink, link, mknod with real
-//! syscalls in the population's order, then unmount) and planned by the policy on the same
+//! rig's KernelFs: the rig's `replay` does mkdir, create + write zeros + close, symlink,
+//! link, mknod with real syscalls in the population's order, then unmount: `kernel_plan`) and planned by the policy on the same
 //! geometry. The kernel's layout is read back with `inspect`, and the two are compared by
 //! the distributions docs/policies.md ("ext4-kernel vs the kernel") reports: extents per
 //! file, the group of each inode, where directory blocks go. Needs root (zram, loop, mount);
@@ -14,12 +14,9 @@ use layoutlab_image::{fsck_check, inspect, materialize, mkfs};
 use layoutlab_layout::{
     mapping::EXTENT_MAX_LEN, policy_by_name, Geometry, InodeKind, MkfsProfile, Plan, PolicyParams,
 };
-use layoutlab_rig::{Backing, FsKind, KernelFs, KernelFsOptions};
 use layoutlab_workload::populations::tree::TreePopulation;
-use layoutlab_workload::{NodeKind, NsOp, Population};
+use layoutlab_workload::{NsOp, Population};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Write;
-use std::path::Path;
 
 /// ubuntu-32g shrunk `1/divisor` in every count, its file system and its data: the same
 /// generator, shapes and creation order (rsync -axH) at a size the kernel copies in seconds.
@@ -87,88 +84,20 @@ fn random_tree(seed: u64) -> Population {
 /// The policy's default `writeback_mib`, in bytes.
 const WRITEBACK_BYTES: u64 = layoutlab_layout::policy::ext4_kernel::DEFAULT_WRITEBACK_MIB << 20;
 
-/// Makes `pop` on a kernel ext4 (the profile's mke2fs options, default mount options), then
-/// reads the kernel's layout back.
+/// Makes `pop` on a kernel ext4 (the profile's mke2fs options, default mount options) with
+/// the rig's replay, writing back every WRITEBACK_BYTES of files as the policy's
+/// writeback_mib models it (the flusher on its own would start at dirty_background_ratio of
+/// this machine's memory), then reads the kernel's layout back.
 fn kernel_layout(profile: &MkfsProfile, pop: &Population, linear_groups: u32) -> Plan {
-    let opts = KernelFsOptions {
-        kind: FsKind::Ext4,
-        // the rig runs mke2fs -t ext4 itself
-        mkfs_args: profile
-            .mke2fs_args(pop.fs_bytes)
-            .join(" ")
-            .strip_prefix("-t ext4 ")
-            .expect("an ext4 profile's arguments start with -t ext4")
-            .split(' ')
-            .map(String::from)
-            .collect(),
-        mount_options: String::new(),
-        bytes: pop.fs_bytes,
-        backing: Backing::Zram,
-        // metadata only: the file data is zeros, which zram keeps in no memory
-        resident_bytes: 512 << 20,
-        read_ahead_kb: None,
-    };
-    let fs = KernelFs::create(&opts).unwrap();
-    let root = fs.mount_point().to_path_buf();
+    assert_eq!(profile.name, layoutlab_rig::EXT4_PROFILE);
     // The zram-backed loop device is non-rotational, for which ext4 sets
     // mb_max_linear_groups to 0 at mount; on a rotational disk it is 4 (MB_DEFAULT_LINEAR_LIMIT:
     // the goal's group and the next three are tried before the free-extent-size lists). The
-    // policy models a disk: give this file system a disk's value (its own sysfs knob).
-    let knob = format!(
-        "/sys/fs/ext4/loop{}/mb_max_linear_groups",
-        fs.device().number()
-    );
-    std::fs::write(&knob, linear_groups.to_string()).unwrap();
-    let zeros = vec![0u8; 1 << 20];
-    // writeback every WRITEBACK_BYTES of files, as the policy's writeback_mib models it (the
-    // flusher on its own would start at dirty_background_ratio of this machine's memory)
-    let mut dirty = 0u64;
-    for op in &pop.ops {
-        let path = root.join(op.path());
-        #[allow(unreachable_patterns)]
-        match op {
-            NsOp::Mkdir { .. } => std::fs::create_dir(&path).unwrap(),
-            NsOp::Create { bytes, .. } => {
-                let mut f = std::fs::File::create(&path).unwrap();
-                let mut left = *bytes as usize;
-                while left > 0 {
-                    let n = left.min(zeros.len());
-                    f.write_all(&zeros[..n]).unwrap();
-                    left -= n;
-                }
-                drop(f);
-                dirty += bytes;
-                if dirty >= WRITEBACK_BYTES {
-                    fs.sync().unwrap();
-                    dirty = 0;
-                }
-            }
-            NsOp::Symlink { target, .. } => std::os::unix::fs::symlink(target, &path).unwrap(),
-            NsOp::Link { target, .. } => std::fs::hard_link(root.join(target), &path).unwrap(),
-            NsOp::Mknod {
-                node, major, minor, ..
-            } => {
-                let kind = match node {
-                    NodeKind::Char => libc::S_IFCHR,
-                    NodeKind::Block => libc::S_IFBLK,
-                    NodeKind::Fifo => libc::S_IFIFO,
-                    NodeKind::Socket => libc::S_IFSOCK,
-                };
-                let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-                let dev = libc::makedev(*major, *minor);
-                // SAFETY: c is a valid NUL-terminated path.
-                let rc = unsafe { libc::mknod(c.as_ptr(), kind | 0o644, dev) };
-                assert_eq!(rc, 0, "mknod {}", path.display());
-            }
-            other => panic!("the kernel copy does not make {:?}", other.verb()),
-        }
-    }
-    fs.unmount_then(|dev: &Path| {
-        let v = fsck_check(dev).unwrap();
-        assert!(v.clean, "the kernel's file system: {}", v.output);
-        inspect(dev).unwrap().plan("kernel")
-    })
-    .unwrap()
+    // policy models a disk: the rig gives this file system a disk's value (its own sysfs knob).
+    let (plan, run) = layoutlab_rig::kernel_plan(pop, linear_groups, WRITEBACK_BYTES, &mut |_| {})
+        .unwrap_or_else(|e| panic!("{}: {e}", pop.name));
+    assert_eq!(run.replay.operations, pop.ops.len());
+    plan
 }
 
 /// Path of every inode (its first name; ino -> path), from the plan's names and parents.

@@ -60,6 +60,19 @@ pub enum RigError {
     /// A kernel facility the rig needs is missing or in an unexpected state.
     #[error("{0}")]
     Unsupported(String),
+    /// An operation of a replayed stream that the kernel refused ([`crate::replay()`]).
+    // The errno is in the message, not a `source` (which a `{:#}` chain would print twice).
+    #[error("ops[{index}] ({verb} '{path}'): {error}")]
+    Replay {
+        /// Index of the operation in the population's `ops`.
+        index: usize,
+        /// What it does (mkdir, create, ...).
+        verb: &'static str,
+        /// The path it names, relative to the file system's root.
+        path: String,
+        /// The system call's error (its errno).
+        error: std::io::Error,
+    },
     /// A bad argument from the caller.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

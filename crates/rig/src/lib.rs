@@ -6,7 +6,9 @@
 //! ext2/3/4, XFS and btrfs ([`mkfs`]), mounts ([`Mount`]), temp files ([`TempFile`]), tracefs
 //! capture of one device's block requests ([`TracefsSession`]), the traced run of the real
 //! `e2fsck -fn -tt` ([`run_e2fsck_traced`]) and the process-wide [`cleanup`] registry that undoes
-//! all of them on drop, error, panic, SIGINT and SIGTERM. It touches only devices and mounts it
+//! all of them on drop, error, panic, SIGINT and SIGTERM; and a population's operation stream
+//! replayed on a kernel file system with real system calls ([`replay()`], [`age_kernel`]),
+//! each file's extents read back with FIEMAP ([`fiemap`]: fragments, layout score). It touches only devices and mounts it
 //! created. It does not own trace file formats (the trace crate), images (the image crate) or
 //! the command line.
 //!
@@ -24,21 +26,28 @@
 //! # Ok(()) }
 //! ```
 
+mod age;
 mod checker;
 pub mod cleanup;
 mod error;
+pub mod fiemap;
 mod fsck;
 mod fsck_times;
 mod kernelfs;
 mod loopdev;
 mod mkfs;
 mod mount;
+mod replay;
 pub mod stale;
 mod system;
 mod tracefs;
 mod tracefs_text;
 mod zram;
 
+pub use age::{
+    age_kernel, age_kernel_then, ext4_mkfs_args, kernel_plan, KernelAgeOptions, KernelAgeRun,
+    EXT4_PROFILE,
+};
 pub use checker::{run_checker_traced, CheckerRun};
 pub use error::{Result, RigError};
 pub use fsck::{run_e2fsck_traced, FsckOptions, FsckRun, ProgressChange};
@@ -50,6 +59,9 @@ pub use kernelfs::{
 pub use loopdev::LoopDevice;
 pub use mkfs::{mkfs, FsKind};
 pub use mount::Mount;
+pub use replay::{
+    peak_live_bytes, peak_live_inodes, replay, ReplayOptions, ReplayProgress, ReplayStats,
+};
 pub use system::{
     check_free_space, drop_caches, free_space_bytes, is_memory_fs, is_root, require_root,
     run_command, TempDir, TempFile,

@@ -15,6 +15,14 @@ pub enum Command {
     ///
     /// Example: layoutlab workload show ubuntu-32g --json stats.json
     Show(ShowArgs),
+    /// Replay a population's operations (every kind: mkdir, create, append, extend,
+    /// truncate, unlink, rename, rmdir, symlink, link, mknod) on a real kernel file system
+    /// made on zram, then read every file's extents with FIEMAP: fragments per file and the
+    /// layout score (Conway et al., FAST '17). Needs root. For ext4, e2fsck -fn checks the
+    /// result. See docs/aging-kernel.md.
+    ///
+    /// Example: layoutlab workload age-kernel bench5 --scale 0.01 --fs-bytes 5G --fs xfs --json -
+    AgeKernel(super::age_kernel::Args),
 }
 
 /// Arguments of `workload show`.
@@ -57,6 +65,7 @@ fn blocks_used(pop: &layoutlab_workload::Population, policy: &str, profile: &str
 pub fn run(c: Command) -> Result<()> {
     match c {
         Command::Show(a) => show(a),
+        Command::AgeKernel(a) => super::age_kernel::run(a),
     }
 }
 

@@ -1,0 +1,222 @@
+//! A population's stream on a real kernel file system, start to end: make the file system on
+//! zram ([`KernelFs`]), [`replay()`] the operations, read every file's extents
+//! ([`file_layouts`]), and for ext2/3/4 unmount and read the kernel's whole layout back with
+//! libext2fs (`layoutlab_image::inspect`) as a [`Plan`], the form the layout metrics and the
+//! engine's policies share — so that after the same aging stream the kernel's `ext4` and the
+//! `ext4-kernel` policy's plan can be compared block for block.
+//!
+//! The device is modelled as a disk unless told otherwise: the zram-backed loop device is
+//! non-rotational, for which ext4 sets `mb_max_linear_groups` to 0 and btrfs turns on its
+//! `ssd` allocation mode at mount; [`KernelAgeOptions::disk`] gives ext4 a disk's 4
+//! (`MB_DEFAULT_LINEAR_LIMIT`, fs/ext4/mballoc.h) through its sysfs knob and mounts btrfs
+//! with `nossd`. XFS's allocator does not look at rotation.
+
+use crate::error::{Result, RigError};
+use crate::fiemap::{block_size, file_layouts, summarize, FileLayout, LayoutSummary};
+use crate::replay::{replay, ReplayOptions, ReplayProgress, ReplayStats};
+use crate::{Backing, FsKind, KernelFs, KernelFsOptions};
+use layoutlab_layout::{MkfsProfile, Plan};
+use layoutlab_workload::Population;
+
+/// The mkfs profile whose mke2fs options make an ext4 like today's kernel comparison's.
+pub const EXT4_PROFILE: &str = "ext4-kernel";
+
+/// How to make the file system and replay on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelAgeOptions {
+    /// The file system.
+    pub kind: FsKind,
+    /// mkfs arguments after the rig's own (`mke2fs -F -q -t KIND`, `mkfs.xfs -f -q`,
+    /// `mkfs.btrfs -f -q`).
+    pub mkfs_args: Vec<String>,
+    /// Mount options.
+    pub mount_options: String,
+    /// Size of the device.
+    pub bytes: u64,
+    /// Writeback interval of the replay.
+    pub replay: ReplayOptions,
+    /// ext4 only: the file system's `mb_max_linear_groups` (sysfs), set after mount; `None`
+    /// leaves the kernel's choice for the device (0 on the non-rotational zram).
+    pub ext4_linear_groups: Option<u32>,
+}
+
+impl KernelAgeOptions {
+    /// A `kind` file system of `bytes` as on a disk: ext4 with the [`EXT4_PROFILE`]
+    /// profile's mke2fs options and `mb_max_linear_groups` 4 (ext2/3 with mke2fs's
+    /// defaults), XFS with mkfs.xfs's defaults, btrfs with mkfs.btrfs's defaults (one device:
+    /// data `single`, metadata `DUP`) mounted `nossd`.
+    pub fn disk(kind: FsKind, bytes: u64) -> Result<KernelAgeOptions> {
+        let (mkfs_args, mount_options, linear) = match kind {
+            FsKind::Ext4 => (ext4_mkfs_args(bytes)?, String::new(), Some(4)),
+            FsKind::Ext2 | FsKind::Ext3 => (vec![], String::new(), None),
+            FsKind::Xfs => (vec![], String::new(), None),
+            FsKind::Btrfs => (vec![], "nossd".to_string(), None),
+        };
+        Ok(KernelAgeOptions {
+            kind,
+            mkfs_args,
+            mount_options,
+            bytes,
+            replay: ReplayOptions::default(),
+            ext4_linear_groups: linear,
+        })
+    }
+}
+
+/// The [`EXT4_PROFILE`] profile's mke2fs arguments for a device of `bytes`, without the
+/// `-t ext4` the rig passes itself.
+pub fn ext4_mkfs_args(bytes: u64) -> Result<Vec<String>> {
+    let profile = MkfsProfile::by_name(EXT4_PROFILE)
+        .map_err(|e| RigError::InvalidArgument(format!("mkfs profile {EXT4_PROFILE}: {e}")))?;
+    let args = profile.mke2fs_args(bytes);
+    match args.as_slice() {
+        [t, kind, rest @ ..] if t == "-t" && kind == "ext4" => Ok(rest.to_vec()),
+        _ => Err(RigError::Unsupported(format!(
+            "the {EXT4_PROFILE} profile's mke2fs arguments do not start with -t ext4: {args:?}"
+        ))),
+    }
+}
+
+/// What a stream did to a kernel file system.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct KernelAgeRun {
+    /// The file system (`mount -t` name).
+    pub fs: String,
+    /// Size of the device.
+    pub fs_bytes: u64,
+    /// The replay.
+    pub replay: ReplayStats,
+    /// Every regular file's layout (FIEMAP), in path order.
+    pub files: Vec<FileLayout>,
+    /// Fragments per file and layout score.
+    pub summary: LayoutSummary,
+    /// ext2/3/4: `e2fsck -fn` found the unmounted file system clean.
+    pub fsck_clean: Option<bool>,
+    /// ext2/3/4: what `e2fsck -fn` printed.
+    #[serde(skip)]
+    pub fsck_output: Option<String>,
+    /// ext2/3/4: the kernel's layout read back with libext2fs (policy name "kernel").
+    #[serde(skip)]
+    pub plan: Option<Plan>,
+}
+
+/// Makes the file system [`KernelAgeOptions`] describes on zram, replays `pop` on it
+/// (`progress` after each operation), reads every file's extents, and for ext2/3/4 unmounts,
+/// runs `e2fsck -fn` and reads the layout back as a [`Plan`]; everything is torn down after,
+/// on error and on panic too. Root only.
+pub fn age_kernel(
+    pop: &Population,
+    opts: &KernelAgeOptions,
+    progress: &mut dyn FnMut(&ReplayProgress),
+) -> Result<KernelAgeRun> {
+    Ok(age_kernel_then(pop, opts, progress, |_| ())?.0)
+}
+
+/// [`age_kernel`], handing the mounted file system's root to `mounted` once the stream is
+/// replayed and its files' extents read (e.g. to walk the tree the kernel holds).
+pub fn age_kernel_then<T>(
+    pop: &Population,
+    opts: &KernelAgeOptions,
+    progress: &mut dyn FnMut(&ReplayProgress),
+    mounted: impl FnOnce(&std::path::Path) -> T,
+) -> Result<(KernelAgeRun, T)> {
+    let kopts = KernelFsOptions {
+        kind: opts.kind,
+        mkfs_args: opts.mkfs_args.clone(),
+        mount_options: opts.mount_options.clone(),
+        bytes: opts.bytes,
+        backing: Backing::Zram,
+        // file data is zeros, which zram keeps in no memory: what it holds is metadata
+        resident_bytes: (opts.bytes / 32).max(256 << 20),
+        read_ahead_kb: None,
+    };
+    let fs = KernelFs::create(&kopts)?;
+    if let (FsKind::Ext4, Some(n)) = (opts.kind, opts.ext4_linear_groups) {
+        let knob = format!(
+            "/sys/fs/ext4/loop{}/mb_max_linear_groups",
+            fs.device().number()
+        );
+        std::fs::write(&knob, n.to_string())
+            .map_err(|e| RigError::io(format!("write {n} to {knob}"), e))?;
+    }
+    let root = fs.mount_point().to_path_buf();
+    let stats = replay(&root, pop, &opts.replay, progress)?;
+    fs.sync()?;
+    let block = block_size(&root)?;
+    let files = file_layouts(&root)?;
+    let summary = summarize(&files, block);
+    let seen = mounted(&root);
+    let (fsck_clean, fsck_output, plan) = match opts.kind {
+        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
+            let (verdict, inspected) = fs.unmount_then(|dev| {
+                (
+                    layoutlab_image::fsck_check(dev),
+                    layoutlab_image::inspect(dev),
+                )
+            })?;
+            let verdict = verdict.map_err(|e| RigError::Unsupported(format!("e2fsck -fn: {e}")))?;
+            let inspected = inspected
+                .map_err(|e| RigError::Unsupported(format!("reading the layout back: {e}")))?;
+            (
+                Some(verdict.clean),
+                Some(verdict.output),
+                Some(inspected.plan("kernel")),
+            )
+        }
+        FsKind::Xfs | FsKind::Btrfs => {
+            drop(fs);
+            (None, None, None)
+        }
+    };
+    let run = KernelAgeRun {
+        fs: opts.kind.name().to_string(),
+        fs_bytes: opts.bytes,
+        replay: stats,
+        files,
+        summary,
+        fsck_clean,
+        fsck_output,
+        plan,
+    };
+    Ok((run, seen))
+}
+
+/// The kernel's ext4 layout after `pop`'s stream: the file system made with the
+/// [`EXT4_PROFILE`] profile's mke2fs options on a device of `pop.fs_bytes`, as on a disk
+/// (`mb_max_linear_groups` = `linear_groups`, 4 for a disk; see [`KernelAgeOptions::disk`]),
+/// written back every `writeback_bytes`, read back with libext2fs after unmount. The plan to
+/// hold beside the `ext4-kernel` policy's plan of the same stream. An error when e2fsck does
+/// not find the kernel's file system clean.
+pub fn kernel_plan(
+    pop: &Population,
+    linear_groups: u32,
+    writeback_bytes: u64,
+    progress: &mut dyn FnMut(&ReplayProgress),
+) -> Result<(Plan, KernelAgeRun)> {
+    let mut opts = KernelAgeOptions::disk(FsKind::Ext4, pop.fs_bytes)?;
+    opts.ext4_linear_groups = Some(linear_groups);
+    opts.replay.writeback_bytes = writeback_bytes;
+    let mut run = age_kernel(pop, &opts, progress)?;
+    if run.fsck_clean != Some(true) {
+        return Err(RigError::Unsupported(format!(
+            "e2fsck -fn does not find the kernel's ext4 clean after the stream:\n{}",
+            run.fsck_output.as_deref().unwrap_or("")
+        )));
+    }
+    let plan = run.plan.take().expect("ext4 runs read the plan back");
+    Ok((plan, run))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ext4_options_are_the_profiles_without_the_type() {
+        let a = ext4_mkfs_args(4 << 30).unwrap();
+        assert!(!a.iter().any(|x| x == "-t"), "{a:?}");
+        assert!(a.iter().any(|x| x.contains("extent")), "{a:?}");
+        let o = KernelAgeOptions::disk(FsKind::Btrfs, 1 << 30).unwrap();
+        assert_eq!(o.mount_options, "nossd");
+    }
+}

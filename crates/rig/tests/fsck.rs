@@ -130,15 +130,19 @@ fn check_common(run: &layoutlab_rig::FsckRun) {
         cpu.during_trace_ns()
     );
     assert!(cpu.during_trace_ns() <= cpu.total_ns);
-    // Never more than e2fsck's own account (-tt prints 10 ms steps). Not asserted: that it
-    // is all of it. With two traced e2fsck at once (the tests of this file), the scheduler's
+    // What it used between its first request and its last completion is never more than
+    // e2fsck's own account (-tt prints user and system time in 10 ms steps, each rounded).
+    // The whole count may be: it follows the process from the fork, so it holds the rig's
+    // set-up before exec and e2fsck's start-up before `init_resource_track()`, which -tt
+    // leaves out (a loaded machine once made that 10.6 ms over). Not asserted: that it is
+    // all of it. With two traced e2fsck at once (the tests of this file), the scheduler's
     // account once came to 26 ms against -tt's 80 ms; alone, and at experiment scale, the two
     // agree within 0.3% (docs/replay.md, "Known limits": an open finding).
     assert!(cpu.total_ns > 0, "no CPU accounted for e2fsck");
     assert!(
-        cpu.total_ns as f64 <= tt_ns + 10e6,
-        "followed CPU {} ns is more than e2fsck -tt's {tt_ns} ns",
-        cpu.total_ns
+        cpu.during_trace_ns() as f64 <= tt_ns + 10e6,
+        "followed CPU during the trace {} ns is more than e2fsck -tt's {tt_ns} ns",
+        cpu.during_trace_ns()
     );
     let fsck_mib = run.times.total().expect("totals").read_mib.unwrap();
     let traced: u64 = trace.requests.iter().map(|r| r.bytes()).sum();

@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod aging;
 pub mod populations;
 
 /// One namespace operation. Paths are relative to the file system's root, '/'-separated.
@@ -220,6 +221,17 @@ pub enum Error {
         /// The file (or "embedded NAME").
         source_name: String,
         /// The key at fault.
+        key: String,
+        /// Why, and what would do.
+        reason: String,
+    },
+    /// An aging stream that cannot be made: a parameter out of range, or a target the tree
+    /// cannot reach (see [`aging::AgingSpec`]).
+    #[error("{source_name}: [aging] {key}: {reason}")]
+    BadAging {
+        /// Where the spec came from (a file, or "aging spec").
+        source_name: String,
+        /// The parameter at fault.
         key: String,
         /// Why, and what would do.
         reason: String,
@@ -600,9 +612,8 @@ impl Population {
                 path: path.to_string(),
                 reason,
             };
-            let parent_of = |p: &'_ str| -> String {
-                p.rsplit_once('/').map_or("", |(d, _)| d).to_string()
-            };
+            let parent_of =
+                |p: &'_ str| -> String { p.rsplit_once('/').map_or("", |(d, _)| d).to_string() };
             let existing = match op {
                 NsOp::Append { .. }
                 | NsOp::Extend { .. }
@@ -610,7 +621,10 @@ impl Population {
                 | NsOp::Unlink { .. }
                 | NsOp::Rename { .. }
                 | NsOp::Rmdir { .. } => Some(made.get(path).copied().ok_or_else(|| {
-                    bad("it does not exist (no earlier operation made it, or it was removed)".into())
+                    bad(
+                        "it does not exist (no earlier operation made it, or it was removed)"
+                            .into(),
+                    )
                 })?),
                 _ => None,
             };
@@ -653,7 +667,9 @@ impl Population {
                             files[f].1 = true;
                         }
                         made.remove(path);
-                        *children.entry(path.rsplit_once('/').map_or("", |(d, _)| d)).or_default() -= 1;
+                        *children
+                            .entry(path.rsplit_once('/').map_or("", |(d, _)| d))
+                            .or_default() -= 1;
                     }
                     NsOp::Rename { to, .. } => {
                         if kind == Made::Dir {
@@ -681,7 +697,9 @@ impl Population {
                         }
                         made.remove(path);
                         made.insert(to, kind);
-                        *children.entry(path.rsplit_once('/').map_or("", |(d, _)| d)).or_default() -= 1;
+                        *children
+                            .entry(path.rsplit_once('/').map_or("", |(d, _)| d))
+                            .or_default() -= 1;
                         let to_parent = to.rsplit_once('/').map_or("", |(d, _)| d);
                         *children.entry(to_parent).or_default() += 1;
                     }
@@ -695,7 +713,9 @@ impl Population {
                         }
                         made.remove(path);
                         children.remove(path);
-                        *children.entry(path.rsplit_once('/').map_or("", |(d, _)| d)).or_default() -= 1;
+                        *children
+                            .entry(path.rsplit_once('/').map_or("", |(d, _)| d))
+                            .or_default() -= 1;
                     }
                     _ => unreachable!("only operations on existing paths"),
                 }

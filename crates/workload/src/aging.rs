@@ -572,6 +572,8 @@ struct Ager<'a> {
     st: StreamStats,
     initial_hist: [u64; SIZE_BUCKETS],
     settled: bool,
+    /// A create's size that did not fit yet.
+    pending: Option<u64>,
 }
 
 impl<'a> Ager<'a> {
@@ -886,6 +888,7 @@ impl<'a> Ager<'a> {
             st: StreamStats::default(),
             initial_hist: count,
             settled: false,
+            pending: None,
         };
         for (d, &c) in file_depths.iter().enumerate() {
             a.dcount[d] = c;
@@ -1253,9 +1256,17 @@ impl<'a> Ager<'a> {
     // ----- operations -----
 
     fn create(&mut self, sink: &mut dyn FnMut(NsOp)) -> bool {
-        let b = self.create_bucket();
-        let size = self.pools[b].draw(&mut self.rng);
+        // a drawn size waits until it fits: frees make room for it (dropping it would
+        // favour small files whenever live data is near the target)
+        let size = match self.pending.take() {
+            Some(size) => size,
+            None => {
+                let b = self.create_bucket();
+                self.pools[b].draw(&mut self.rng)
+            }
+        };
         if self.live_blocks + blocks_of(size) > self.target_blocks {
+            self.pending = Some(size);
             return false;
         }
         let depth = self.create_depth();
@@ -1302,7 +1313,7 @@ impl<'a> Ager<'a> {
                     size + self.rng.gen_range(1..=top - size)
                 }
             };
-            (id, new.min(self.max_fit(id)))
+            (id, new)
         } else {
             let Some(id) = self.pick_any() else {
                 return false;

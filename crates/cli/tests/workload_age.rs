@@ -1,0 +1,82 @@
+//! `layoutlab workload age`: the JSON statistics of a bench5 stream (volume reached, fullness
+//! held, the histogram steered), the same for the same seed, and bad parameters refused naming
+//! the parameter.
+
+use std::process::Command;
+
+fn layoutlab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(args)
+        .output()
+        .expect("run layoutlab")
+}
+
+fn stats(args: &[&str]) -> serde_json::Value {
+    let out = layoutlab(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+#[test]
+fn bench5_age_json_says_what_the_stream_did() {
+    let args = [
+        "workload",
+        "age",
+        "bench5",
+        "--age",
+        "3",
+        "--seed",
+        "9",
+        "--fullness",
+        "0.9",
+        "--json",
+        "-",
+    ];
+    let v = stats(&args);
+    let f = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+    assert!(f("bytes_written") >= 3.0 * f("capacity_bytes"));
+    assert_eq!(f("target_fullness"), 0.9);
+    assert!(f("final_fullness") <= 0.9 && f("highest_fullness_after_settling") <= 0.9);
+    assert!(f("size_distance") < 0.02, "{v}");
+    let kinds: f64 = [
+        "creates",
+        "extends",
+        "truncates",
+        "unlinks",
+        "renames",
+        "mkdirs",
+        "rmdirs",
+    ]
+    .iter()
+    .map(|k| f(k))
+    .sum();
+    assert_eq!(kinds, f("operations"));
+    assert_eq!(v["workload"], "bench5");
+    // the same seed, the same stream (the timing aside)
+    let mut again = stats(&args);
+    let mut v = v;
+    v["seconds"] = 0.into();
+    again["seconds"] = 0.into();
+    assert_eq!(v, again);
+}
+
+#[test]
+fn bad_aging_parameters_name_the_parameter() {
+    for (args, want) in [
+        (vec!["--age", "-1"], "age"),
+        (vec!["--age", "1", "--fullness", "1.5"], "fullness"),
+        (vec!["--age", "1", "--fullness", "0.995"], "above what fits"),
+        (vec![], "--age"),
+    ] {
+        let mut all = vec!["workload", "age", "bench5", "--scale", "0.01"];
+        all.extend(args.iter());
+        let out = layoutlab(&all);
+        assert!(!out.status.success(), "{all:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{all:?}: {err}");
+    }
+}

@@ -3,38 +3,44 @@
 //!
 //! The model follows Geriatrix (Kadekodi et al., "Geriatrix: Aging what you see and what you
 //! don't see", USENIX ATC '18; the tool's source, github.com/saurabhkadekodi/geriatrix,
-//! `src/geriatrix.cpp`, read at commit b903755):
+//! `src/geriatrix.cpp` at commit b903755):
 //! - the stream runs until `age × capacity` bytes have been written (`-i`, "number of runs
 //!   over the file system image size"; `performStableAging()` stops at
 //!   `workload_size >= till_size`);
 //! - live data is held at a fullness (`-u`);
-//! - the file-size distribution and the distribution of files over directory depths
-//!   converge to targets because each create takes the size bucket (and the depth) furthest
-//!   *below* its ideal fraction and each delete takes a file from the bucket (and depth)
-//!   furthest *above* it (`createFile()`: `size_buckets->rbegin()`, keyed by ideal − actual;
-//!   `deleteFile()`: `size_buckets->begin()`; `DirBucket::getKey()`);
-//! - a create that does not fit under the limit is replaced by a delete (`performOp()`).
+//! - a new file's size is drawn from the target size distribution (`performRapidAging()`
+//!   draws a bucket from the distribution's cutoffs), and a delete takes a file from the
+//!   size bucket furthest *above* its ideal fraction of the files, and within it from the
+//!   depth furthest above its own (`deleteFile()`: `size_buckets->begin()`, keyed by
+//!   ideal − actual; `dir_buckets->rbegin()`, keyed by actual − ideal): the histograms
+//!   converge to the targets as files turn over;
+//! - a create that does not fit is not dropped: frees make room for it (`createFile()` skips
+//!   the buckets that do not fit and `performOp()` deletes instead).
 //!
 //! What differs, and why:
 //! - the start is any population's tree, not an empty file system filled by "rapid aging":
 //!   the targets default to the tree's own distributions, measured from it;
+//! - Geriatrix's stable phase creates in the bucket furthest *below* its ideal. With
+//!   writes driven by fullness (below) that greedy choice locks on one bucket — a create and
+//!   a delete in the same bucket, over and over (on ubuntu-32g at 1/10 scale it wrote 200
+//!   bytes per create); creates here draw from the target and the removals steer;
 //! - Geriatrix only creates and deletes. Morton's question (issue 16) names truncate and
 //!   append, so a share of the writes are extends ([`NsOp::Extend`]) and a share of the
-//!   frees are truncates, steered the same way (an extend moves a file from an
-//!   over-represented bucket up into the most under-represented one, a truncate down into
-//!   it); renames move files between depths; mkdir/rmdir hold the directory count and the
-//!   directories' depth distribution;
-//! - Geriatrix tosses a fair coin between create and delete and lets live data wander below
-//!   the limit; here a write happens while live data is below the target and a free once it
-//!   is at it (live data never exceeds the target; it stays within one file of it);
+//!   frees are truncates, both taking a file of the most over-represented bucket into a
+//!   bucket drawn from the target above (below) it or within its own; renames move a file
+//!   from the most over-represented depth to the most under-represented one; mkdir/rmdir
+//!   churn the directories around the tree's count;
+//! - Geriatrix tosses a fair coin between create and delete; here a write happens while
+//!   live data is below the target and a free once it is at it: live data never exceeds
+//!   the target and stays within about one file of it;
 //! - Geriatrix's third distribution, files' relative age, is not followed: a victim is drawn
 //!   uniformly from its (size, depth) bucket;
 //! - sizes within a bucket are drawn from the tree's own files of that bucket (Geriatrix
 //!   creates every file of a bucket at the bucket's one size).
 //!
-//! `steer = false` gives the naive generator the steering is measured against: sizes and
-//! depths drawn independently from the targets, victims uniform over all files, extends by a
-//! size drawn from the target, truncates to a uniform fraction.
+//! `steer = false` gives the naive generator the steering is measured against: victims
+//! uniform over all files, extends by a size drawn from the target, truncates to a uniform
+//! fraction, renames anywhere.
 //!
 //! Files with more than one name (hard links) are never touched; symlinks and device nodes
 //! neither. Their data counts toward fullness.

@@ -28,10 +28,11 @@ pub enum Command {
     /// Files with more than one name are never touched. The same seed gives the same
     /// stream. See docs/aging.md.
     ///
-    /// Examples:
-    ///   layoutlab workload age bench5 --age 5
-    ///   layoutlab workload age ubuntu-32g --age 25 --fullness 0.8 --seed 7 --json -
-    ///   layoutlab workload age ubuntu-32g --spec experiments/x.toml --scale 0.1
+    /// Example: layoutlab workload age bench5 --age 5
+    ///
+    /// Example: layoutlab workload age ubuntu-32g --age 25 --fullness 0.8 --seed 7 --json -
+    ///
+    /// Example: layoutlab workload age ubuntu-32g --spec my-aging.toml --scale 0.1
     Age(AgeArgs),
 }
 
@@ -54,8 +55,8 @@ pub struct AgeArgs {
     /// Shrink the disk and every file together before aging (counts stay).
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
-    /// The naive generator instead (sizes and depths drawn independently, victims
-    /// uniform): the baseline the steering is measured against.
+    /// The naive generator instead (victims uniform over all files, extends and truncates
+    /// by random amounts, renames anywhere): the baseline the steering is measured against.
     #[arg(long)]
     pub naive: bool,
     /// Read the [aging] section of this TOML file (shares of each operation, target

@@ -204,7 +204,7 @@ fn bench5_small() -> Population {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn streams_over_small_trees_hold_every_property(
@@ -239,9 +239,16 @@ proptest! {
                 prop_assert_eq!(age(&pop, &spec).unwrap(), age(&pop, &spec).unwrap());
                 prop_assert!(st.final_fullness <= st.target_fullness + 1e-12);
             }
-            // a small fullness may not hold the tree's largest file: the error names it
+            // a small fullness (or a tree whose hard-linked files leave little room) may
+            // not hold the tree's largest file: the error names the fullness
             Err(Error::BadAging { key, reason, .. }) => {
-                prop_assert!(fullness.is_some() && key == "fullness", "{key}: {reason}");
+                prop_assert!(key == "fullness", "{key}: {reason}");
+                prop_assert!(
+                    fullness.is_some()
+                        || reason.contains("would not fit")
+                        || reason.contains("cannot remove"),
+                    "{reason}"
+                );
             }
             Err(e) => panic!("{e}"),
         }

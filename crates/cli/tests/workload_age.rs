@@ -80,3 +80,27 @@ fn bad_aging_parameters_name_the_parameter() {
         assert!(err.contains(want), "{all:?}: {err}");
     }
 }
+
+#[test]
+fn the_example_spec_is_read_and_the_flags_override_it() {
+    let spec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/examples/aging.toml"
+    );
+    let v = stats(&[
+        "workload", "age", "bench5", "--scale", "0.01", "--spec", spec, "--age", "1", "--json", "-",
+    ]);
+    assert_eq!(v["spec"]["age"], 1.0);
+    assert_eq!(v["spec"]["seed"], 7);
+    assert_eq!(v["target_fullness"], 0.8);
+    assert_eq!(v["spec"]["sizes"].as_array().unwrap().len(), 3);
+    assert!(v["bytes_written"].as_f64().unwrap() >= v["capacity_bytes"].as_f64().unwrap());
+    // bench5's 5 MB files give way to the example's small ones
+    assert!(
+        v["size_distance"].as_f64().unwrap() < v["size_distance_initial"].as_f64().unwrap(),
+        "{v}"
+    );
+    let out = layoutlab(&["workload", "age", "bench5", "--spec", "/no/such.toml"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such.toml"));
+}

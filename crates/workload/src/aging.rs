@@ -385,9 +385,10 @@ pub struct StreamStats {
     pub initial_fullness: f64,
     /// Fullness once the stream is done.
     pub final_fullness: f64,
-    /// Lowest fullness once the target was first reached (how far below it writes wait).
+    /// Lowest fullness from the first free at or below the target on (how far below it
+    /// writes wait for room).
     pub lowest_fullness_after_settling: f64,
-    /// Highest fullness once the target was first reached (never above the target).
+    /// Highest fullness from the first free at or below the target on (never above it).
     pub highest_fullness_after_settling: f64,
     /// Operations of the tree.
     pub initial_operations: u64,
@@ -977,14 +978,13 @@ impl<'a> Ager<'a> {
                     ),
                 });
             }
-            if self.live_blocks <= self.target_blocks {
+            if self.settled {
                 let f = self.fullness();
-                if !self.settled {
-                    self.settled = true;
-                    self.st.lowest_fullness_after_settling = f;
-                    self.st.highest_fullness_after_settling = f;
-                }
                 let s = &mut self.st;
+                if s.lowest_fullness_after_settling.is_nan() {
+                    s.lowest_fullness_after_settling = f;
+                    s.highest_fullness_after_settling = f;
+                }
                 s.lowest_fullness_after_settling = s.lowest_fullness_after_settling.min(f);
                 s.highest_fullness_after_settling = s.highest_fullness_after_settling.max(f);
             }
@@ -1003,10 +1003,16 @@ impl<'a> Ager<'a> {
             return true;
         }
         if self.live_blocks < self.target_blocks {
-            let extend = self.rng.gen::<f64>() < self.spec.extend_share;
+            // while a create waits for room, the room is its: no extend takes it
+            let extend = self.pending.is_none() && self.rng.gen::<f64>() < self.spec.extend_share;
             if (extend && self.extend(sink)) || self.create(sink) {
                 return true;
             }
+        }
+        // the target is reached: from the first free at or below it on, the fullness is
+        // the one held
+        if self.live_blocks <= self.target_blocks {
+            self.settled = true;
         }
         if self.rng.gen::<f64>() < self.spec.truncate_share && self.truncate(sink) {
             return true;

@@ -255,6 +255,9 @@ impl AgingSpec {
             if sizes.iter().all(|s| s.weight == 0.0) {
                 return bad("sizes", "every weight is 0".into());
             }
+            if !sizes.iter().map(|s| s.weight).sum::<f64>().is_finite() {
+                return bad("sizes", "the weights' sum is not a finite number".into());
+            }
             if sizes.iter().all(|s| s.weight == 0.0 || s.below_bytes == 1) {
                 return bad(
                     "sizes",
@@ -296,6 +299,9 @@ impl AgingSpec {
             }
             if depths.iter().all(|d| d.weight == 0.0) {
                 return bad("depths", "every weight is 0".into());
+            }
+            if !depths.iter().map(|d| d.weight).sum::<f64>().is_finite() {
+                return bad("depths", "the weights' sum is not a finite number".into());
             }
         }
         Ok(())

@@ -516,6 +516,12 @@ fn bad_parameters_are_named() {
     refused(&pop, sizes(vec![(4096, -1.0)]), "sizes[0].weight", "weight");
     refused(&pop, sizes(vec![(4096, 0.0)]), "sizes", "every weight is 0");
     refused(&pop, sizes(vec![(1, 1.0)]), "sizes", "only empty files");
+    refused(
+        &pop,
+        sizes(vec![(4096, f64::MAX), (8192, f64::MAX)]),
+        "sizes",
+        "not a finite number",
+    );
     // files of 512 GiB and up cannot fit a 4 GB file system
     refused(
         &pop,
@@ -547,6 +553,12 @@ fn bad_parameters_are_named() {
         "weight",
     );
     refused(&pop, depths(vec![(2, 0.0)]), "depths", "every weight is 0");
+    refused(
+        &pop,
+        depths(vec![(1, f64::MAX), (2, f64::MAX)]),
+        "depths",
+        "not a finite number",
+    );
     // a tree without files has no distribution to measure, nor a fullness
     let empty = Population {
         name: "dirs".into(),

@@ -90,9 +90,12 @@ pub struct AgingSpec {
     /// Steer sizes and depths toward their targets (Geriatrix); false = the naive generator.
     #[serde(default = "default_steer")]
     pub steer: bool,
-    /// Target file-size distribution by count; default: the tree's own.
+    /// Target file-size distribution by count; default: the tree's own (or `size_shape`'s).
     #[serde(default)]
     pub sizes: Option<Vec<SizeWeight>>,
+    /// Where the target size distribution comes from when `sizes` is not given.
+    #[serde(default)]
+    pub size_shape: SizeShape,
     /// Target distribution of files over depths (path components); default: the tree's own.
     #[serde(default)]
     pub depths: Option<Vec<DepthWeight>>,
@@ -112,6 +115,21 @@ fn default_dir_share() -> f64 {
 }
 fn default_steer() -> bool {
     true
+}
+
+/// Where a target size distribution comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SizeShape {
+    /// The tree's own files, measured.
+    #[default]
+    #[serde(rename = "tree")]
+    Tree,
+    /// Agrawal et al. (FAST '07) by count: the lognormal body and Pareto tail with the
+    /// parameters Impressions (FAST '09, Table 2) gives them, as populations/ubuntu-32g.toml
+    /// holds them, below 2 GiB (as the tree generator draws them); sizes uniform within a
+    /// bucket.
+    #[serde(rename = "agrawal-fast07")]
+    AgrawalFast07,
 }
 
 /// One bucket of a target size distribution.
@@ -148,6 +166,7 @@ impl AgingSpec {
             dir_share: default_dir_share(),
             steer: true,
             sizes: None,
+            size_shape: SizeShape::Tree,
             depths: None,
         }
     }
@@ -220,6 +239,12 @@ impl AgingSpec {
                     "rename_share + dir_share = {} leaves under 10% of the operations to write and free data (at most 0.9)",
                     self.rename_share + self.dir_share
                 ),
+            );
+        }
+        if self.sizes.is_some() && self.size_shape != SizeShape::Tree {
+            return bad(
+                "size_shape",
+                "give either sizes or size_shape, not both".into(),
             );
         }
         if let Some(sizes) = &self.sizes {
@@ -780,7 +805,11 @@ impl<'a> Ager<'a> {
         // 4. target sizes, and where each bucket's sizes come from
         let mut target = [0f64; SIZE_BUCKETS];
         let mut pools: Vec<Pool> = (0..SIZE_BUCKETS).map(|_| Pool::Empty).collect();
-        match &spec.sizes {
+        let shaped = match spec.size_shape {
+            SizeShape::Tree => None,
+            SizeShape::AgrawalFast07 => Some(agrawal_fast07_sizes(room_bytes)),
+        };
+        match shaped.as_ref().or(spec.sizes.as_ref()) {
             None => {
                 if files_live == 0 {
                     return Err(bad(
@@ -1627,6 +1656,62 @@ impl<'a> Ager<'a> {
             })
             .collect();
         s
+    }
+}
+
+/// The Agrawal et al. (FAST '07) size distribution by count, per power-of-two bucket, as
+/// [`SizeWeight`]s: the hybrid of populations/ubuntu-32g.toml's `[shape]` (Impressions,
+/// FAST '09, Table 2) below 2 GiB, sizes rounded down to whole bytes as the tree generator
+/// does; buckets whose smallest file is over `room_bytes` are left out (the tail is cut
+/// where the tree generator cuts it at 2 GiB).
+pub fn agrawal_fast07_sizes(room_bytes: u64) -> Vec<SizeWeight> {
+    let shape = crate::populations::tree::TreePopulation::from_toml_str(
+        crate::UBUNTU_32G_TOML,
+        "embedded ubuntu-32g",
+    )
+    .expect("the embedded population is valid")
+    .shape;
+    let cdf = |x: f64| -> f64 {
+        let lognormal = if x <= 0.0 {
+            0.0
+        } else {
+            0.5 * (1.0 + erf((x.ln() - shape.lognormal_mu) / (shape.lognormal_sigma * 2f64.sqrt())))
+        };
+        let pareto = if x <= shape.pareto_xm_bytes {
+            0.0
+        } else {
+            1.0 - (shape.pareto_xm_bytes / x).powf(shape.pareto_k)
+        };
+        shape.lognormal_weight * lognormal + (1.0 - shape.lognormal_weight) * pareto
+    };
+    // sizes in [0, 1) round down to 0 (bucket 0); bucket k holds [2^(k-1), 2^k)
+    (0..=31usize)
+        .filter(|&b| b == 0 || (1u64 << (b - 1)) <= room_bytes)
+        .map(|b| SizeWeight {
+            below_bytes: 1u64 << b,
+            weight: cdf((1u64 << b) as f64)
+                - if b == 0 {
+                    0.0
+                } else {
+                    cdf((1u64 << (b - 1)) as f64)
+                },
+        })
+        .filter(|w| w.weight > 0.0)
+        .collect()
+}
+
+/// The error function (Abramowitz and Stegun 7.1.26: absolute error below 1.5e-7).
+fn erf(x: f64) -> f64 {
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+    let y = 1.0
+        - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t - 0.284_496_736) * t
+            + 0.254_829_592)
+            * t
+            * (-x * x).exp();
+    if x >= 0.0 {
+        y
+    } else {
+        -y
     }
 }
 

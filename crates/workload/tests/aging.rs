@@ -631,3 +631,48 @@ fn the_aging_section_is_read_from_toml() {
         );
     }
 }
+
+/// The Agrawal et al. (FAST '07) shape as a target: its histogram peaks where the
+/// lognormal's median e^9.48 ≈ 13 KB falls (the 8–16 KiB bucket), and a stream steers
+/// a tree of other sizes to it.
+#[test]
+fn the_agrawal_fast07_shape_is_a_target() {
+    let shape = layoutlab_workload::aging::agrawal_fast07_sizes(u64::MAX);
+    let total: f64 = shape.iter().map(|w| w.weight).sum();
+    assert!((total - 1.0).abs() < 1e-3, "{total}");
+    let peak = shape
+        .iter()
+        .max_by(|a, b| a.weight.partial_cmp(&b.weight).unwrap())
+        .unwrap();
+    assert_eq!(peak.below_bytes, 16384);
+    let pop = bench5_small();
+    let spec = AgingSpec {
+        size_shape: layoutlab_workload::aging::SizeShape::AgrawalFast07,
+        fullness: Some(0.5),
+        ..AgingSpec::new(0.5, 2)
+    };
+    let st = check_stream(&pop, &spec);
+    assert!(st.size_distance_initial > 0.9, "{st:?}");
+    assert!(st.size_distance < 0.1, "{st:?}");
+    // in TOML, and refused beside sizes
+    let spec = AgingSpec::from_toml_str(
+        "[aging]\nage = 1\nsize_shape = \"agrawal-fast07\"\n",
+        "a.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        spec.size_shape,
+        layoutlab_workload::aging::SizeShape::AgrawalFast07
+    );
+    let e = AgingSpec::from_toml_str("[aging]\nage = 1\nsize_shape = \"impressions\"\n", "a.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("agrawal-fast07") && e.contains("tree"), "{e}");
+    let e = AgingSpec::from_toml_str(
+        "[aging]\nage = 1\nsize_shape = \"agrawal-fast07\"\n[[aging.sizes]]\nbelow_bytes = 8\nweight = 1\n",
+        "a.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("size_shape") && e.contains("not both"), "{e}");
+}

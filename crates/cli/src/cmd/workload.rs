@@ -59,8 +59,13 @@ pub struct AgeArgs {
     /// by random amounts, renames anywhere): the baseline the steering is measured against.
     #[arg(long)]
     pub naive: bool,
+    /// Target size distribution: "tree" (the tree's own, measured) or "agrawal-fast07"
+    /// (Agrawal et al., FAST '07: a lognormal body and Pareto tail, as Impressions gives
+    /// their parameters).
+    #[arg(long, value_name = "SHAPE")]
+    pub size_shape: Option<String>,
     /// Read the [aging] section of this TOML file (shares of each operation, target
-    /// size and depth distributions); --age, --fullness, --seed and --naive override it.
+    /// size and depth distributions); --age, --fullness, --seed, --naive and --size-shape override it.
     #[arg(long, value_name = "FILE")]
     pub spec: Option<PathBuf>,
     /// Write the statistics as JSON to PATH ("-" = stdout).
@@ -140,6 +145,13 @@ fn age(a: AgeArgs) -> Result<()> {
     }
     if a.naive {
         spec.steer = false;
+    }
+    if let Some(shape) = &a.size_shape {
+        spec.size_shape = match shape.as_str() {
+            "tree" => layoutlab_workload::aging::SizeShape::Tree,
+            "agrawal-fast07" => layoutlab_workload::aging::SizeShape::AgrawalFast07,
+            other => anyhow::bail!("--size-shape {other}: valid shapes are tree, agrawal-fast07"),
+        };
     }
     let pop = layoutlab_workload::population_by_name(&a.name)?.scale(a.scale)?;
     let started = std::time::Instant::now();

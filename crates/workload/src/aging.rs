@@ -572,6 +572,9 @@ fn set_remove<F: FnMut(u32, u32)>(v: &mut Vec<u32>, pos: u32, mut moved: F) {
     }
 }
 
+/// The generator's state: the tree as the stream has left it so far (movable files by size
+/// bucket and depth, directories by depth, the empty ones), the histograms against their
+/// targets, and live data against the target fullness.
 struct Ager<'a> {
     spec: &'a AgingSpec,
     rng: ChaCha8Rng,

@@ -38,6 +38,9 @@
 //! - sizes within a bucket are drawn from the tree's own files of that bucket (Geriatrix
 //!   creates every file of a bucket at the bucket's one size).
 //!
+//! The target sizes may instead be given (`sizes`) or be Agrawal et al.'s (FAST '07) shape
+//! as the code base has it (`size_shape = "agrawal-fast07"`: [`agrawal_fast07_sizes`]).
+//!
 //! `steer = false` gives the naive generator the steering is measured against: victims
 //! uniform over all files, extends by a size drawn from the target, truncates to a uniform
 //! fraction, renames anywhere.

@@ -104,3 +104,59 @@ fn the_example_spec_is_read_and_the_flags_override_it() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such.toml"));
 }
+
+#[test]
+fn write_ops_saves_the_aged_population_age_kernel_reads() {
+    let dir = std::env::temp_dir().join(format!("layoutlab-age-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("aged.json");
+    let v = stats(&[
+        "workload",
+        "age",
+        "bench5",
+        "--scale",
+        "0.01",
+        "--age",
+        "2",
+        "--seed",
+        "5",
+        "--write-ops",
+        path.to_str().unwrap(),
+        "--json",
+        "-",
+    ]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let saved: layoutlab_workload::Population = serde_json::from_str(&text).unwrap();
+    saved.check_tree().unwrap();
+    // the same population the library makes
+    let pop = layoutlab_workload::population_by_name("bench5")
+        .unwrap()
+        .scale(0.01)
+        .unwrap();
+    let aged =
+        layoutlab_workload::aging::age(&pop, &layoutlab_workload::aging::AgingSpec::new(2.0, 5))
+            .unwrap();
+    assert_eq!(saved, aged);
+    assert_eq!(
+        saved.ops.len() as u64,
+        v["initial_operations"].as_u64().unwrap() + v["operations"].as_u64().unwrap()
+    );
+    // a spec that cannot be met leaves no file behind
+    let bad = dir.join("bad.json");
+    let out = layoutlab(&[
+        "workload",
+        "age",
+        "bench5",
+        "--scale",
+        "0.01",
+        "--age",
+        "1",
+        "--fullness",
+        "0.01",
+        "--write-ops",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(!bad.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -33,6 +33,8 @@ pub enum Command {
     /// Example: layoutlab workload age ubuntu-32g --age 25 --fullness 0.8 --seed 7 --json -
     ///
     /// Example: layoutlab workload age ubuntu-32g --spec my-aging.toml --scale 0.1
+    ///
+    /// Example: layoutlab workload age bench5 --scale 0.01 --age 5 --write-ops aged.json
     Age(AgeArgs),
 }
 
@@ -71,6 +73,11 @@ pub struct AgeArgs {
     /// Write the statistics as JSON to PATH ("-" = stdout).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Write the aged population (the tree's operations, then the stream's) as JSON to
+    /// FILE, the form `layoutlab workload age-kernel --ops FILE` and serde read
+    /// (`{"name", "fs_bytes", "ops": [...]}`), written as it is generated.
+    #[arg(long, value_name = "FILE.json")]
+    pub write_ops: Option<PathBuf>,
 }
 
 /// Arguments of `workload show`.
@@ -155,7 +162,10 @@ fn age(a: AgeArgs) -> Result<()> {
     }
     let pop = layoutlab_workload::population_by_name(&a.name)?.scale(a.scale)?;
     let started = std::time::Instant::now();
-    let st = stream_stats(&pop, &spec)?;
+    let st = match &a.write_ops {
+        None => stream_stats(&pop, &spec)?,
+        Some(path) => write_ops(&pop, &spec, path)?,
+    };
     let seconds = started.elapsed().as_secs_f64();
     let human = Human::new(a.json.as_deref());
     if let Some(p) = &a.json {
@@ -320,6 +330,62 @@ fn show(a: ShowArgs) -> Result<()> {
     }
     human.say(&h.to_terminal(None)?);
     Ok(())
+}
+
+/// Generates the stream into `path` as a population's JSON, one operation at a time (a 25×
+/// ubuntu-32g stream is 26 million operations: kept whole it would take gigabytes).
+fn write_ops(
+    pop: &layoutlab_workload::Population,
+    spec: &layoutlab_workload::aging::AgingSpec,
+    path: &std::path::Path,
+) -> Result<layoutlab_workload::aging::StreamStats> {
+    use anyhow::Context;
+    use std::io::Write;
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    let mut failed: Option<std::io::Error> = None;
+    let mut first = true;
+    let mut put = |w: &mut std::io::BufWriter<std::fs::File>, op: &layoutlab_workload::NsOp| {
+        let sep: &[u8] = if first { b"\n" } else { b",\n" };
+        first = false;
+        w.write_all(sep)
+            .and_then(|_| serde_json::to_writer(&mut *w, op).map_err(std::io::Error::from))
+    };
+    write!(
+        w,
+        "{{\"name\":{},\"fs_bytes\":{},\"ops\":[",
+        serde_json::to_string(&format!(
+            "{} aged {}x (seed {})",
+            pop.name, spec.age, spec.seed
+        ))?,
+        pop.fs_bytes
+    )?;
+    for op in &pop.ops {
+        put(&mut w, op)?;
+    }
+    let st = layoutlab_workload::aging::generate(pop, spec, &mut |op| {
+        if failed.is_none() {
+            if let Err(e) = put(&mut w, &op) {
+                failed = Some(e);
+            }
+        }
+    });
+    let st = match st {
+        Ok(st) => st,
+        Err(e) => {
+            drop(w);
+            let _ = std::fs::remove_file(path);
+            return Err(e.into());
+        }
+    };
+    if let Some(e) = failed {
+        return Err(e).with_context(|| format!("writing {}", path.display()));
+    }
+    w.write_all(b"\n]}\n")?;
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(st)
 }
 
 fn human_bytes(b: u64) -> String {

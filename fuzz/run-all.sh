@@ -5,7 +5,7 @@ set -u
 SECONDS_PER_TARGET=${1:-90}
 cd "$(dirname "$0")"
 D=../crates/trace/tests/data
-mkdir -p corpus/tracefs corpus/blktrace corpus/blkparse corpus/disksim_ascii corpus/disksim_validate corpus/fio corpus/csv corpus/detect corpus/device_preset corpus/disksim_parv corpus/workload_tree
+mkdir -p corpus/tracefs corpus/blktrace corpus/blkparse corpus/disksim_ascii corpus/disksim_validate corpus/fio corpus/csv corpus/detect corpus/device_preset corpus/disksim_parv corpus/workload_tree corpus/aging_spec
 cp $D/loop0.tracefs.txt corpus/tracefs/
 head -c 2000 $D/loop0.tracefs.txt > corpus/tracefs/head
 printf '\000' | cat - $D/loop0.blktrace.0 > corpus/blktrace/cpu0
@@ -20,11 +20,12 @@ cp corpus/tracefs/head corpus/fio/v2 corpus/csv/a corpus/disksim_validate/hp_c22
 cp $D/loop0.blktrace.0 corpus/detect/bt
 cp ../presets/*.toml corpus/device_preset/
 cp ../populations/*.toml corpus/workload_tree/
+printf '[aging]\nage = 1\nseed = 3\nfullness = 0.5\nextend_share = 0.3\n[[aging.sizes]]\nbelow_bytes = 8192\nweight = 2\n[[aging.depths]]\ndepth = 3\nweight = 1\n' > corpus/aging_spec/a
 # One self-contained DiskSim spec (the HP C2247 with its model inlined is too long for
 # -max_len; a spec that sources nothing still reaches every key of the disk block).
 S=../../shared/data/disksim
 if [ -d "$S" ]; then cp "$S/hp_c2247a.diskspecs" "$S/barracuda.diskspecs" corpus/disksim_parv/; fi
-for t in tracefs blktrace blkparse disksim_ascii disksim_validate fio csv detect device_preset disksim_parv workload_tree; do
+for t in tracefs blktrace blkparse disksim_ascii disksim_validate fio csv detect device_preset disksim_parv workload_tree aging_spec; do
   cargo +nightly fuzz run -O "$t" -- -max_total_time="$SECONDS_PER_TARGET" -max_len=8192 > "artifacts-$t.log" 2>&1
   echo "== $t rc=$?"
   grep -E '^#[0-9]+.*(DONE|pulse|NEW)' "artifacts-$t.log" | tail -1

@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod aging;
 pub mod populations;
 
 /// One namespace operation. Paths are relative to the file system's root, '/'-separated.
@@ -220,6 +221,17 @@ pub enum Error {
         /// The file (or "embedded NAME").
         source_name: String,
         /// The key at fault.
+        key: String,
+        /// Why, and what would do.
+        reason: String,
+    },
+    /// An aging stream that cannot be made: a parameter out of range, or a target the tree
+    /// cannot reach (see [`aging::AgingSpec`]).
+    #[error("{source_name}: [aging] {key}: {reason}")]
+    BadAging {
+        /// Where the spec came from (a file, or "aging spec").
+        source_name: String,
+        /// The parameter at fault.
         key: String,
         /// Why, and what would do.
         reason: String,

@@ -17,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod aging;
 pub mod all_page;
 pub mod experiment;
 pub mod ext_classes;
@@ -51,6 +52,7 @@ pub static OPERATIONS: &[&dyn Operation] = &[
     &metacluster_io::MetaclusterIo,
     &request_merging::RequestMerging,
     &random_read::RandomRead,
+    &aging::Aging,
 ];
 
 /// The experiments shipped with layoutlab, embedded so the binary works from anywhere, in the
@@ -95,6 +97,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     (
         "random-read",
         include_str!("../../../experiments/random-read.toml"),
+    ),
+    (
+        "metacluster-aging",
+        include_str!("../../../experiments/metacluster-aging.toml"),
     ),
 ];
 

@@ -95,5 +95,8 @@ fn aged_images_pass_e2fsck_and_read_back_as_planned() {
             checked += 1;
         }
     }
-    println!("{checked} aged images (4 streams x {} policies) e2fsck-clean", policy::POLICY_NAMES.len());
+    println!(
+        "{checked} aged images (4 streams x {} policies) e2fsck-clean",
+        policy::POLICY_NAMES.len()
+    );
 }

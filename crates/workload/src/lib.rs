@@ -286,6 +286,39 @@ pub fn population_by_name(name: &str) -> Result<Population, Error> {
     }
 }
 
+/// The population `name` (as [`population_by_name`]) at `factor` of its size: a tree
+/// population (ubuntu-32g, a `.toml` file) shrinks in every count, its file system and its
+/// data ([`populations::tree::TreePopulation::shrink`]): the same shape at fewer files; any
+/// other (bench5) keeps its files and shrinks their sizes and the file system
+/// ([`Population::scale`]).
+pub fn population_shrunk(name: &str, factor: f64) -> Result<Population, Error> {
+    let text = if name == "ubuntu-32g" {
+        Some((
+            UBUNTU_32G_TOML.to_string(),
+            "embedded ubuntu-32g".to_string(),
+        ))
+    } else if !POPULATION_NAMES.contains(&name)
+        && (name.ends_with(".toml") || std::path::Path::new(name).is_file())
+    {
+        let text = std::fs::read_to_string(name).map_err(|e| Error::BadPopulation {
+            source_name: name.to_string(),
+            key: "(file)".to_string(),
+            reason: format!("cannot read it: {e}"),
+        })?;
+        Some((text, name.to_string()))
+    } else {
+        None
+    };
+    match text {
+        Some((text, source)) => Ok(populations::tree::TreePopulation::from_toml_str(
+            &text, &source,
+        )?
+        .shrink(factor)?
+        .generate()),
+        None => population_by_name(name)?.scale(factor),
+    }
+}
+
 /// Smallest file system a scaled population may ask for: 64 MiB, so that mke2fs still
 /// makes 4 KiB blocks, a journal and a few block groups.
 pub const MIN_FS_BYTES: u64 = 64 << 20;

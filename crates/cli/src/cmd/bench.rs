@@ -51,6 +51,41 @@ pub enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Apply an aging stream with a layout policy in memory and report aging operations per
+    /// second on one core: the policy plans the tree alone, then the tree and the stream, and
+    /// the difference is the engine's time on the stream's operations (creates, extends,
+    /// truncates, unlinks, renames, mkdirs, rmdirs: frees and reuse included). Target:
+    /// ≥ 200,000 operations/s.
+    Age {
+        /// Population aged (bench5, ubuntu-32g, or a population .toml).
+        #[arg(long, default_value = "ubuntu-32g")]
+        workload: String,
+        /// Fraction of the population kept (tree populations: of its files; bench5: of its
+        /// sizes).
+        #[arg(long, default_value_t = 0.1)]
+        scale: f64,
+        /// Capacities the stream writes.
+        #[arg(long, default_value_t = 5.0)]
+        age: f64,
+        /// Live data the stream holds, as a fraction of the file system.
+        #[arg(long, default_value_t = 0.8)]
+        fullness: f64,
+        /// Policies, comma-separated.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "ext3-2007,ext3-metacluster,rext3,ext4-2009"
+        )]
+        policy: Vec<String>,
+        /// Seed of the stream.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Write the result as JSON to PATH ("-" for stdout): the slowest policy's
+        /// `{"operations", "seconds", "operations_per_second"}`, and each policy's in
+        /// `"policies"`.
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+    },
     /// Run a named fsck experiment (the real `layoutlab reproduce`) at each scale and report
     /// the wall time of each stage: plan, mkfs, materialise, traced check, replay (summed over
     /// policies, which run at once) and report. Targets: metacluster-fsck ≤ 15 s at its
@@ -167,6 +202,15 @@ pub fn run(cmd: Command) -> Result<()> {
             scale,
             json,
         } => bench_plan(&workload, &policy, &mkfs_profile, scale, json),
+        Command::Age {
+            workload,
+            scale,
+            age,
+            fullness,
+            policy,
+            seed,
+            json,
+        } => bench_age(&workload, scale, (age, fullness, seed), &policy, json),
         Command::Experiment {
             name,
             scale,
@@ -212,6 +256,132 @@ pub fn run(cmd: Command) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// One policy's speed on an aging stream.
+#[derive(serde::Serialize)]
+struct AgeBench {
+    policy: String,
+    /// Aging operations applied.
+    operations: u64,
+    /// Seconds the engine spent on them (the aged plan's time less the tree's).
+    seconds: f64,
+    operations_per_second: f64,
+}
+
+/// The JSON of `bench age`: the slowest policy at the top.
+#[derive(serde::Serialize)]
+struct AgeBenchOut {
+    workload: String,
+    scale: f64,
+    age: f64,
+    operations: u64,
+    seconds: f64,
+    operations_per_second: f64,
+    slowest_policy: String,
+    policies: Vec<AgeBench>,
+}
+
+fn bench_age(
+    workload: &str,
+    scale: f64,
+    (age, fullness, seed): (f64, f64, u64),
+    policies: &[String],
+    json: Option<PathBuf>,
+) -> Result<()> {
+    use layoutlab_layout::{policy, policy_by_name, Geometry, MkfsProfile, PolicyParams};
+    use std::time::Instant;
+    let tree = layoutlab_workload::population_shrunk(workload, scale)?;
+    let (tree, _) =
+        layoutlab_experiments::aging::trim_to(&tree, (tree.fs_bytes as f64 * fullness) as u64);
+    let t = Instant::now();
+    let aged = layoutlab_workload::aging::age(
+        &tree,
+        &layoutlab_workload::aging::AgingSpec {
+            seed,
+            age,
+            fullness: Some(fullness),
+            ..Default::default()
+        },
+    )?;
+    let operations = (aged.ops.len() - tree.ops.len()) as u64;
+    eprintln!(
+        "{} aging operations ({age}× capacity of {}) generated in {:.2} s",
+        operations,
+        tree.name,
+        t.elapsed().as_secs_f64()
+    );
+    let mut results = Vec::new();
+    for name in policies {
+        let profile =
+            MkfsProfile::by_name(policy::default_mkfs_profile(name).unwrap_or("ext3-2007"))?;
+        let geo = Geometry::new(&profile, tree.fs_bytes)?;
+        let p = policy_by_name(name, &PolicyParams::new())?;
+        // the best of three of each, so that a busy moment of this machine does not decide
+        let best = |pop: &layoutlab_workload::Population| -> Result<f64> {
+            let mut best = f64::INFINITY;
+            for _ in 0..3 {
+                let t = Instant::now();
+                p.plan(&geo, pop, seed)?;
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            Ok(best)
+        };
+        let seconds = (best(&aged)? - best(&tree)?).max(1e-9);
+        results.push(AgeBench {
+            policy: name.clone(),
+            operations,
+            seconds,
+            operations_per_second: operations as f64 / seconds,
+        });
+    }
+    let Some(slowest) = results
+        .iter()
+        .min_by(|a, b| a.operations_per_second.total_cmp(&b.operations_per_second))
+    else {
+        bail!("--policy names no policy");
+    };
+    let mut t = Table::new(
+        &format!(
+            "aging {} by {age}× capacity (in memory, one core)",
+            tree.name
+        ),
+        vec![
+            Column::text("policy"),
+            Column::number("operations", None),
+            Column::number("seconds", Some("s")),
+            Column::number("operations/s", None),
+        ],
+    );
+    for r in &results {
+        t.push_row(vec![
+            Cell::text(&r.policy),
+            Cell::count(r.operations),
+            Cell::num(r.seconds, 3),
+            Cell::count(r.operations_per_second as u64),
+        ])?;
+    }
+    Human::new(json.as_deref()).say(&format!(
+        "{}
+",
+        t.to_terminal(None)?
+    ));
+    if let Some(path) = json {
+        write_json(
+            &path,
+            &AgeBenchOut {
+                workload: tree.name.clone(),
+                scale,
+                age,
+                operations,
+                seconds: slowest.seconds,
+                operations_per_second: slowest.operations_per_second,
+                slowest_policy: slowest.policy.clone(),
+                policies: results,
+            },
+        )?;
+    }
+    Ok(())
 }
 
 /// One policy's planning time.

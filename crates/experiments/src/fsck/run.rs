@@ -301,7 +301,7 @@ fn image_path(exp: &Experiment, opts: &RunOptions, policy: &str) -> PathBuf {
     opts.workdir.join(format!("{}-{policy}.img", exp.name))
 }
 
-fn run_one(
+pub(crate) fn run_one(
     spec: &FsckSpec,
     opts: &RunOptions,
     geometry: &Geometry,

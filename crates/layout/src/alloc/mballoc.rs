@@ -100,11 +100,16 @@ pub struct Mballoc {
     group_stats: Vec<Option<(u32, u64)>>,
     /// Group of today's last stream allocation (`s_mb_last_groups`; 0 at mount).
     stream_group: u64,
+    /// Per group, its longest free extent, None when stale: what lets the 2009 scan pass
+    /// over a group without walking its bitmap (the kernel keeps the same knowledge in the
+    /// buddy's `bb_largest_free_order`); it changes no answer, only the time to find it.
+    longest: Vec<Option<u64>>,
 }
 
 impl Mballoc {
     /// An allocator over `map`; `avoid_first_of_flex` is the 2009 data rule.
     pub fn new(map: FreeMap, flex_size: u64, avoid_first_of_flex: bool) -> Mballoc {
+        let groups = map.group_count() as usize;
         Mballoc {
             map,
             flex_size: flex_size.max(1),
@@ -114,6 +119,7 @@ impl Mballoc {
             pas: Vec::new(),
             group_stats: Vec::new(),
             stream_group: 0,
+            longest: vec![None; groups],
         }
     }
 
@@ -158,12 +164,29 @@ impl Mballoc {
     }
 
     fn stale(&mut self, start: u64, len: u64) {
-        if self.group_stats.is_empty() || len == 0 {
+        if len == 0 {
             return;
         }
         for g in self.map.group_of(start)..=self.map.group_of(start + len - 1) {
-            self.group_stats[g as usize] = None;
+            self.longest[g as usize] = None;
+            if !self.group_stats.is_empty() {
+                self.group_stats[g as usize] = None;
+            }
         }
+    }
+
+    /// The longest free extent of `group` (cached until the group changes).
+    fn longest_free(&mut self, group: u64) -> u64 {
+        if let Some(n) = self.longest[group as usize] {
+            return n;
+        }
+        let n = self
+            .free_extents(group)
+            .map(|(start, stop)| stop - start)
+            .max()
+            .unwrap_or(0);
+        self.longest[group as usize] = Some(n);
+        n
     }
 
     /// `bb_largest_free_order` (the largest aligned power-of-two free chunk the buddy holds,
@@ -474,7 +497,7 @@ impl Mballoc {
     pub fn request(&mut self, goal: u64, len: u64, data: bool) -> Option<(u64, u64)> {
         let goal = goal.min(self.map.blocks_count() - 1);
         if self.free_extent(goal, len) >= len {
-            self.map.mark_used(goal, len);
+            self.take(goal, len);
             return Some((goal, len));
         }
         let groups = self.map.group_count();
@@ -487,11 +510,11 @@ impl Mballoc {
                     && self.avoid_first_of_flex
                     && self.flex_size >= 4
                     && group % self.flex_size == 0;
-                if skip {
+                if skip || (!any && self.longest_free(group) < len) {
                     continue;
                 }
                 if let Some((start, n)) = self.scan_group(group, len, any) {
-                    self.map.mark_used(start, n);
+                    self.take(start, n);
                     return Some((start, n));
                 }
             }
@@ -516,7 +539,7 @@ impl Mballoc {
                     if n >= blocks {
                         self.pa = Some((start, start + n));
                     } else {
-                        self.map.mark_free(start, n);
+                        self.give(start, n);
                     }
                 }
             }
@@ -534,7 +557,7 @@ impl Mballoc {
             let ask = left.min(self.map.blocks_per_group());
             let Some((start, n)) = self.request(at, ask, true) else {
                 for &(s, n) in &runs {
-                    self.map.mark_free(s, n);
+                    self.give(s, n);
                 }
                 return None;
             };
@@ -560,7 +583,7 @@ impl Mballoc {
     fn release_pa(&mut self) {
         if let Some((next, end)) = self.pa.take() {
             if end > next {
-                self.map.mark_free(next, end - next);
+                self.give(next, end - next);
             }
         }
     }

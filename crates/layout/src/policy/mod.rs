@@ -68,6 +68,25 @@ pub fn by_name(name: &str, params: &PolicyParams) -> Result<Box<dyn Policy>, Lay
     }
 }
 
+/// For a policy that keeps mapping blocks in a region of each group (ext3-metacluster's
+/// metaclusters, rext3's regions), with `params`: how many of `plan`'s lie outside their data
+/// block's group's region — what a full region sent elsewhere. None for the other policies.
+pub fn overflowed_mapping_blocks(
+    name: &str,
+    params: &PolicyParams,
+    plan: &Plan,
+    geo: &Geometry,
+) -> Result<Option<u64>, LayoutError> {
+    Ok(match name {
+        "ext3-metacluster" => Some(
+            ext3_metacluster::Ext3Metacluster::from_params(params)?
+                .overflowed_mapping_blocks(plan, geo),
+        ),
+        "rext3" => Some(rext3::Rext3::from_params(params)?.overflowed_mapping_blocks(plan, geo)),
+        _ => None,
+    })
+}
+
 /// Mapping blocks of `plan` that lie outside `[start, end)` of their data block's group,
 /// `region(group)` giving each group's region: the ones a full region sent elsewhere (the
 /// metacluster's and rext3's overflow).

@@ -212,6 +212,49 @@ impl TreePopulation {
     }
 
     /// The population, in `rsync -axH` order.
+    /// The same tree shrunk by `factor` (0 < factor ≤ 1) in every count, in its file system
+    /// and in its data: the same generator, shapes and creation order at a size that is
+    /// quick to age and check. Counts keep at least one of each kind present (directories at
+    /// least the root and lost+found); large files (2 GiB or more) are dropped below scale 1
+    /// unless the data still holds them. Errors as [`Population::scale`] does.
+    pub fn shrink(&self, factor: f64) -> Result<TreePopulation, Error> {
+        if !factor.is_finite() || factor <= 0.0 || factor > 1.0 {
+            return Err(Error::BadScale(factor));
+        }
+        let mut t = self.clone();
+        let f = |n: u64| -> u64 {
+            if n == 0 {
+                0
+            } else {
+                ((n as f64 * factor).round() as u64).max(1)
+            }
+        };
+        let c = &mut t.counts;
+        c.directories = f(c.directories).max(2);
+        c.regular_files = f(c.regular_files);
+        c.symlinks = f(c.symlinks);
+        c.fast_symlinks = f(c.fast_symlinks).min(c.symlinks);
+        c.hard_links = f(c.hard_links);
+        c.char_devices = f(c.char_devices);
+        c.block_devices = f(c.block_devices);
+        c.fifos = f(c.fifos);
+        c.sockets = f(c.sockets);
+        c.large_files = (c.large_files as f64 * factor) as u64;
+        t.fs_bytes = (self.fs_bytes as f64 * factor) as u64;
+        t.file_data_blocks = (self.file_data_blocks as f64 * factor) as u64;
+        if t.fs_bytes < crate::MIN_FS_BYTES {
+            return Err(Error::TooSmall {
+                scale: factor,
+                fs_bytes: t.fs_bytes,
+                min_bytes: crate::MIN_FS_BYTES,
+            });
+        }
+        if factor < 1.0 {
+            t.name = format!("{}@{factor}", self.name);
+        }
+        Ok(t)
+    }
+
     pub fn generate(&self) -> Population {
         let c = &self.counts;
         let s = &self.shape;

@@ -478,10 +478,8 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 age(
                     &tree,
                     &StreamSpec {
-                        seed: exp.seed,
-                        age: n,
                         fullness: Some(spec.fullness),
-                        ..Default::default()
+                        ..StreamSpec::new(n, exp.seed)
                     },
                 )
                 .with_context(|| format!("aging {} by {n} capacities", pop.name))?

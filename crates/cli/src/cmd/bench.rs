@@ -298,10 +298,8 @@ fn bench_age(
     let aged = layoutlab_workload::aging::age(
         &tree,
         &layoutlab_workload::aging::AgingSpec {
-            seed,
-            age,
             fullness: Some(fullness),
-            ..Default::default()
+            ..layoutlab_workload::aging::AgingSpec::new(age, seed)
         },
     )?;
     let operations = (aged.ops.len() - tree.ops.len()) as u64;

@@ -1,5 +1,6 @@
 //! One module per command group.
 
+pub mod age_check;
 pub mod age_kernel;
 pub mod bench;
 pub mod clean;

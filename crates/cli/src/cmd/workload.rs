@@ -23,6 +23,12 @@ pub enum Command {
     ///
     /// Example: layoutlab workload age-kernel bench5 --scale 0.01 --fs-bytes 5G --fs xfs --json -
     AgeKernel(super::age_kernel::Args),
+    /// Age a population with one stream on the engine's ext4-kernel policy and on today's
+    /// kernel ext4 (zram, as age-kernel), and print the layout metrics of both and their
+    /// differences: how far the engine is from the kernel after aging. Needs root.
+    ///
+    /// Example: layoutlab workload age-check ubuntu-32g --scale 0.02 --age 1 --json -
+    AgeCheck(super::age_check::Args),
     /// Age a workload: append a Geriatrix-style aging stream (creates, extends, truncates,
     /// unlinks, renames, mkdir/rmdir) to its tree until AGE × capacity bytes are written,
     /// holding live data at a target fullness and steering the file-size and depth
@@ -130,6 +136,7 @@ pub fn run(c: Command) -> Result<()> {
         Command::Show(a) => show(a),
         Command::AgeKernel(a) => super::age_kernel::run(a),
         Command::Age(a) => age(a),
+        Command::AgeCheck(a) => super::age_check::run(a),
     }
 }
 

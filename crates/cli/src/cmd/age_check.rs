@@ -1,0 +1,254 @@
+//! `layoutlab workload age-check`: one aging stream on the engine's `ext4-kernel` policy and
+//! on today's kernel ext4, and the layout metrics of both side by side (issue: "compare layout
+//! metrics after the same stream on the engine and on the kernel and report the
+//! differences"). docs/aging.md, "The engine against the kernel".
+
+use super::{write_json, Human};
+use anyhow::{bail, Context, Result};
+use clap::Args as ClapArgs;
+use layoutlab_layout::metrics::LayoutMetrics;
+use layoutlab_layout::{policy_by_name, Geometry, InodeKind, MkfsProfile, Plan, PolicyParams};
+use layoutlab_report::{Cell, Column, Table};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// Arguments of `workload age-check`.
+#[derive(ClapArgs)]
+pub struct Args {
+    /// Population aged: bench5, ubuntu-32g, or a population .toml file.
+    pub population: String,
+    /// Fraction kept: of a tree population's files (ubuntu-32g, .toml), of bench5's sizes.
+    #[arg(long, default_value_t = 0.02)]
+    pub scale: f64,
+    /// Capacities the aging stream writes.
+    #[arg(long, default_value_t = 1.0)]
+    pub age: f64,
+    /// Live data the stream holds, as a fraction of the file system (the tree is trimmed to
+    /// it first).
+    #[arg(long, default_value_t = 0.8)]
+    pub fullness: f64,
+    /// Seed of the stream (and of the policy).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Writeback every this many MiB of file data, on both sides (the ext4-kernel policy's
+    /// writeback_mib; the kernel side calls syncfs).
+    #[arg(long, default_value_t = 64)]
+    pub writeback_mib: u64,
+    /// Write both sides' metrics and their differences as JSON to PATH ("-" = stdout).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+}
+
+/// (path, size) of every name of a regular file of a plan, hard links included (which of
+/// a linked file's names is its first is the directory walk's choice on the kernel side).
+fn files(plan: &Plan) -> BTreeMap<String, u64> {
+    let by_ino: std::collections::HashMap<u32, (u32, &str, InodeKind, u64)> = plan
+        .inodes
+        .iter()
+        .map(|i| (i.ino, (i.parent, i.name.as_str(), i.kind, i.size_bytes)))
+        .collect();
+    let path = |parent: u32, name: &str| {
+        let mut parts = vec![name.to_string()];
+        let mut at = parent;
+        while at != 2 {
+            let Some(&(p, n, _, _)) = by_ino.get(&at) else {
+                break;
+            };
+            parts.push(n.to_string());
+            at = p;
+        }
+        parts.reverse();
+        parts.join("/")
+    };
+    let names = plan
+        .inodes
+        .iter()
+        .map(|i| (i.ino, i.parent, i.name.as_str()))
+        .chain(
+            plan.links
+                .iter()
+                .map(|l| (l.ino, l.parent, l.name.as_str())),
+        );
+    names
+        .filter_map(|(ino, parent, name)| match by_ino.get(&ino) {
+            Some(&(_, _, InodeKind::File, size)) => Some((path(parent, name), size)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The figures compared: (name, engine, kernel).
+fn rows(e: &LayoutMetrics, k: &LayoutMetrics) -> Vec<(&'static str, f64, f64)> {
+    vec![
+        ("layout score", e.layout_score.score, k.layout_score.score),
+        (
+            "fragments per file (mean)",
+            e.fragments.mean,
+            k.fragments.mean,
+        ),
+        (
+            "fragments per file (p99)",
+            e.fragments.p99 as f64,
+            k.fragments.p99 as f64,
+        ),
+        (
+            "fragments per file (max)",
+            e.fragments.max as f64,
+            k.fragments.max as f64,
+        ),
+        (
+            "fragmented files",
+            e.fragments.fragmented_files as f64,
+            k.fragments.fragmented_files as f64,
+        ),
+        (
+            "free blocks",
+            e.free_space.free_blocks as f64,
+            k.free_space.free_blocks as f64,
+        ),
+        (
+            "free extents",
+            e.free_space.free_extents as f64,
+            k.free_space.free_extents as f64,
+        ),
+        (
+            "mapping blocks",
+            e.mapping.disk.blocks as f64,
+            k.mapping.disk.blocks as f64,
+        ),
+        (
+            "directory blocks",
+            e.directories.blocks as f64,
+            k.directories.blocks as f64,
+        ),
+        (
+            "groups with directory blocks",
+            e.directories.groups as f64,
+            k.directories.groups as f64,
+        ),
+    ]
+}
+
+/// Run `workload age-check`.
+pub fn run(a: Args) -> Result<()> {
+    let tree = layoutlab_workload::population_shrunk(&a.population, a.scale)?;
+    let (tree, left_out) =
+        layoutlab_experiments::aging::trim_to(&tree, (tree.fs_bytes as f64 * a.fullness) as u64);
+    let aged = layoutlab_workload::aging::age(
+        &tree,
+        &layoutlab_workload::aging::AgingSpec {
+            fullness: Some(a.fullness),
+            ..layoutlab_workload::aging::AgingSpec::new(a.age, a.seed)
+        },
+    )
+    .with_context(|| format!("aging {}", tree.name))?;
+    layoutlab_rig::require_root("making and mounting a kernel ext4")?;
+    layoutlab_rig::cleanup::install();
+    let human = Human::new(a.json.as_deref());
+    if left_out > 0 {
+        eprintln!(
+            "{left_out} files of {} left out to hold {}%",
+            tree.name,
+            a.fullness * 100.0
+        );
+    }
+    let profile = MkfsProfile::by_name("ext4-kernel")?;
+    let geo = Geometry::new(&profile, aged.fs_bytes)?;
+    let mut params = PolicyParams::new();
+    params.insert("writeback_mib".into(), a.writeback_mib.to_string());
+    let engine = policy_by_name("ext4-kernel", &params)?.plan(&geo, &aged, a.seed)?;
+    engine
+        .check(&geo)
+        .map_err(|e| anyhow::anyhow!("ext4-kernel made an inconsistent plan: {e}"))?;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        indicatif::ProgressBar::new(aged.ops.len() as u64).with_style(
+            indicatif::ProgressStyle::with_template(
+                "[{elapsed_precise}] {bar:30} {pos}/{len} ops on the kernel",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        )
+    });
+    let (kernel, run) = layoutlab_rig::kernel_plan(&aged, 4, a.writeback_mib << 20, &mut |p| {
+        if let Some(b) = &bar {
+            b.set_position(p.ops_done as u64);
+        }
+    })
+    .with_context(|| format!("{} on the kernel's ext4", aged.name))?;
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let (fe, fk) = (files(&engine), files(&kernel));
+    let same_tree = fe == fk;
+    if !same_tree {
+        let only_e: Vec<_> = fe
+            .iter()
+            .filter(|(p, s)| fk.get(*p) != Some(s))
+            .take(3)
+            .collect();
+        let only_k: Vec<_> = fk
+            .iter()
+            .filter(|(p, s)| fe.get(*p) != Some(s))
+            .take(3)
+            .collect();
+        bail!(
+            "the engine and the kernel left different files after the same stream (a bug): \
+             engine {} files, kernel {}; the engine's not on the kernel {only_e:?}; the kernel's not in the engine {only_k:?}",
+            fe.len(),
+            fk.len()
+        );
+    }
+    let (e, k) = (
+        LayoutMetrics::of(&engine, &geo),
+        LayoutMetrics::of(&kernel, &geo),
+    );
+    let mut t = Table::new(
+        &format!(
+            "{} aged {}× ({} operations): ext4-kernel (engine) vs Linux ext4 (kernel)",
+            aged.name,
+            a.age,
+            aged.ops.len() - tree.ops.len()
+        ),
+        vec![
+            Column::text("metric"),
+            Column::number("engine", None),
+            Column::number("kernel", None),
+            Column::number("engine - kernel", None),
+        ],
+    );
+    let rows = rows(&e, &k);
+    for (name, ev, kv) in &rows {
+        let digits = if ev.fract() == 0.0 && kv.fract() == 0.0 {
+            0
+        } else {
+            4
+        };
+        t.push_row(vec![
+            Cell::text(*name),
+            Cell::num(*ev, digits),
+            Cell::num(*kv, digits),
+            Cell::num(ev - kv, digits),
+        ])?;
+    }
+    human.say(&format!(
+        "{}\nsame files and sizes on both sides; the kernel's e2fsck -fn: clean; replay {:.1} s\n",
+        t.to_terminal(None)?,
+        run.replay.seconds
+    ));
+    if let Some(path) = &a.json {
+        let diff: BTreeMap<&str, f64> = rows.iter().map(|(n, ev, kv)| (*n, ev - kv)).collect();
+        write_json(
+            path,
+            &serde_json::json!({
+                "population": aged.name,
+                "age": a.age,
+                "aging_operations": aged.ops.len() - tree.ops.len(),
+                "same_tree": same_tree,
+                "engine": e,
+                "kernel": k,
+                "differences": diff,
+            }),
+        )?;
+    }
+    Ok(())
+}

@@ -493,7 +493,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
             for pname in &spec.policies {
                 cell += 1;
                 eprintln!("[{cell}/{cells}] {} {pname} age {n}", pop.name);
-                runs.push(run_cell(
+                let mut run = run_cell(
                     exp,
                     &spec,
                     &fsck_spec,
@@ -502,7 +502,10 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
                     pname,
                     n,
                     aging_operations,
-                )?);
+                )?;
+                // the aged population's name says how it was aged; tables group by the tree
+                run.population = pop.name.clone();
+                runs.push(run);
             }
         }
     }
@@ -744,12 +747,20 @@ pub fn conclude(spec: &AgingSpec, runs: &[AgingRun]) -> Vec<String> {
                 |v: &AgingRun, m: &AgingRun| 100.0 * (1.0 - m.total_seconds / v.total_seconds);
             out.push(format!(
                 "{pop}: metaclustering saves {:.0}% of e2fsck time at age {first_age} and {:.0}% at age {last_age}; \
-                 {} of its {} indirect blocks are outside the metaclusters at age {last_age} ({} at age {first_age})",
+                 {} of its {} indirect blocks are outside the metaclusters at age {last_age} ({} at age {first_age}); \
+                 they lie in {} runs over {} groups at age {last_age} (against {} runs over {} groups at age {first_age}), \
+                 files in {:.1} fragments on average (against {:.1})",
                 gain(v0, m0),
                 gain(v1, m1),
                 m1.mapping_blocks_outside,
                 m1.mapping_blocks,
-                m0.mapping_blocks_outside
+                m0.mapping_blocks_outside,
+                m1.metrics.mapping.disk.runs,
+                m1.metrics.mapping.disk.groups,
+                m0.metrics.mapping.disk.runs,
+                m0.metrics.mapping.disk.groups,
+                m1.metrics.fragments.mean,
+                m0.metrics.fragments.mean,
             ));
         }
     }

@@ -204,9 +204,8 @@ pub fn run(a: Args) -> Result<()> {
     );
     let mut t = Table::new(
         &format!(
-            "{} aged {}× ({} operations): ext4-kernel (engine) vs Linux ext4 (kernel)",
+            "{} ({} operations): ext4-kernel (engine) vs Linux ext4 (kernel)",
             aged.name,
-            a.age,
             aged.ops.len() - tree.ops.len()
         ),
         vec![

@@ -249,18 +249,20 @@ pub fn trim_to(pop: &Population, budget: u64) -> (Population, usize) {
     )
 }
 
+/// A mapping block as (first logical block covered, blocks covered, physical block).
+type Covered = (u64, u64, u64);
+
 /// The mapping blocks that lead to each logical block, top down: for a block-mapped file the
 /// TIND, DIND and IND blocks over it, for an extent-mapped one the index and leaf blocks.
 struct MapLookup {
     /// Per kind, (first logical covered, span, physical), sorted by logical.
-    levels: Vec<Vec<(u64, u64, u64)>>,
+    levels: Vec<Vec<Covered>>,
 }
 
 impl MapLookup {
     fn new(node: &PlannedInode, block_bytes: u64) -> MapLookup {
         let addr = block_bytes / 4;
-        let mut by_kind: BTreeMap<std::cmp::Reverse<(u8, u8)>, Vec<(u64, u64, u64)>> =
-            BTreeMap::new();
+        let mut by_kind: BTreeMap<std::cmp::Reverse<(u8, u8)>, Vec<Covered>> = BTreeMap::new();
         for m in &node.mapping {
             let (rank, span) = match m.kind {
                 MapKind::Tind => ((3, 0), addr * addr * addr),
@@ -727,7 +729,7 @@ pub fn conclude(spec: &AgingSpec, runs: &[AgingRun]) -> Vec<String> {
         let mut best: Option<(&str, f64, f64)> = None;
         for p in &spec.policies {
             if let (Some(a), Some(b)) = (at(pop, p, first_age), at(pop, p, last_age)) {
-                if best.map_or(true, |(_, _, t)| b.total_seconds < t) {
+                if best.is_none_or(|(_, _, t)| b.total_seconds < t) {
                     best = Some((p, a.total_seconds, b.total_seconds));
                 }
             }

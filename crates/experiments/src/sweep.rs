@@ -258,6 +258,11 @@ fn cell_spec(
                 t.insert("device".into(), v);
             }
             "policy" => {
+                // a policy's own mkfs profile goes with it; the others' would name policies
+                // the cell does not compare
+                if let Some(toml::Value::Table(m)) = table.get_mut("mkfs_profiles") {
+                    m.retain(|p, _| v.as_str() == Some(p));
+                }
                 table.insert("policies".into(), toml::Value::Array(vec![v]));
             }
             "scale" => {
@@ -268,6 +273,12 @@ fn cell_spec(
                 );
             }
             _ => {
+                // a list in the experiment (ages, workloads) is swept one value per cell
+                let v = match (table.get(k), v) {
+                    (Some(toml::Value::Array(_)), v @ toml::Value::Array(_)) => v,
+                    (Some(toml::Value::Array(_)), v) => toml::Value::Array(vec![v]),
+                    (_, v) => v,
+                };
                 table.insert(k.clone(), v);
             }
         }
@@ -497,6 +508,26 @@ mod tests {
 
     fn sets(s: &[&str]) -> Vec<String> {
         s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn aging_cells_take_one_age_and_one_policy_with_its_own_mkfs_profile() {
+        let m = expand(
+            "metacluster-aging",
+            &sets(&["policy=ext3-2007,ext4-2009", "ages=0,25", "workloads=bench5"]),
+        )
+        .unwrap();
+        assert_eq!(m.manifest.cells.len(), 4);
+        for (c, spec) in m.manifest.cells.iter().zip(&m.specs) {
+            // the cell's file is a valid experiment (its mkfs_profiles name only its policy)
+            let e = experiment::parse(spec, "cell").unwrap();
+            let a: crate::aging::AgingSpec = e.params().unwrap();
+            let policy = c.axes["policy"].as_str().unwrap();
+            assert_eq!(a.policies, vec![policy]);
+            assert_eq!(a.ages, vec![c.axes["ages"].as_integer().unwrap() as f64]);
+            assert_eq!(a.workloads, vec!["bench5"]);
+            assert_eq!(a.mkfs_profiles.len(), usize::from(policy == "ext4-2009"));
+        }
     }
 
     #[test]

@@ -63,6 +63,10 @@ const SIZE_BUCKETS: usize = 65;
 pub const MAX_DEPTH: u32 = 64;
 /// Largest `age` accepted (Geriatrix's own example ages by 1000 × capacity).
 pub const MAX_AGE: f64 = 1000.0;
+/// Most operations a stream may be expected to take (a create and an unlink per file
+/// written): 5·10⁸ take minutes to generate (about 2 million a second here) and some 50 GB
+/// as a [`Population`] (about 100 bytes each); [`stream_stats`] and [`generate`] keep none.
+pub const MAX_OPERATIONS: f64 = 5e8;
 const NONE: u32 = u32::MAX;
 
 /// What an aging stream should do (TOML section `[aging]`; see docs/aging.md).
@@ -884,6 +888,29 @@ impl<'a> Ager<'a> {
                     pools[b] = Pool::Range(lo, hi);
                 }
             }
+        }
+
+        // a volume that tiny files would take billions of operations to write
+        let mean_create: f64 = (0..SIZE_BUCKETS)
+            .map(|b| {
+                target[b]
+                    * match &pools[b] {
+                        Pool::Empty => 0.0,
+                        Pool::Sample(v) => v.iter().sum::<u64>() as f64 / v.len() as f64,
+                        Pool::Range(lo, hi) => (*lo as f64 + *hi as f64) / 2.0,
+                    }
+            })
+            .sum();
+        let goal = spec.age * fs as f64;
+        let expected_ops = 2.0 * goal / mean_create.max(1.0);
+        if expected_ops > MAX_OPERATIONS {
+            return Err(bad(
+                "age",
+                format!(
+                    "{} × capacity in files of {mean_create:.0} bytes on average takes about {expected_ops:.1e} operations (a create and an unlink each); at most {MAX_OPERATIONS:.0e}: ask for less age or larger files",
+                    spec.age
+                ),
+            ));
         }
 
         // 5. target depths

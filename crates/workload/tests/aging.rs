@@ -516,6 +516,16 @@ fn bad_parameters_are_named() {
     refused(&pop, sizes(vec![(4096, -1.0)]), "sizes[0].weight", "weight");
     refused(&pop, sizes(vec![(4096, 0.0)]), "sizes", "every weight is 0");
     refused(&pop, sizes(vec![(1, 1.0)]), "sizes", "only empty files");
+    // one-byte files: 1000 × 4 GB of them is 8e12 operations
+    refused(
+        &pop,
+        AgingSpec {
+            age: 1000.0,
+            ..sizes(vec![(2, 1.0)])
+        },
+        "age",
+        "operations",
+    );
     refused(
         &pop,
         sizes(vec![(4096, f64::MAX), (8192, f64::MAX)]),

@@ -63,6 +63,10 @@ const SIZE_BUCKETS: usize = 65;
 pub const MAX_DEPTH: u32 = 64;
 /// Largest `age` accepted (Geriatrix's own example ages by 1000 × capacity).
 pub const MAX_AGE: f64 = 1000.0;
+/// Most operations a stream may be expected to take (a create and an unlink per file
+/// written): 5·10⁸ take minutes to generate (about 2 million a second here) and some 50 GB
+/// as a [`Population`] (about 100 bytes each); [`stream_stats`] and [`generate`] keep none.
+pub const MAX_OPERATIONS: f64 = 5e8;
 const NONE: u32 = u32::MAX;
 
 /// What an aging stream should do (TOML section `[aging]`; see docs/aging.md).
@@ -336,11 +340,20 @@ impl AgingSpec {
     }
 }
 
-/// What e2fsprogs 1.47's `ext2fs_default_journal_size()` (lib/ext2fs/mkjournal.c) gives a
-/// file system of `blocks` 4 KiB blocks, in blocks (the larger of the two tables
-/// layoutlab's mkfs profiles use at every size; crates/layout/src/geometry.rs).
+/// The larger of what e2fsprogs 1.40's and 1.47's `ext2fs_default_journal_size()`
+/// (lib/ext2fs/mkjournal.c) give a file system of `blocks` 4 KiB blocks, in blocks: the two
+/// tables layoutlab's mkfs profiles use (crates/layout/src/geometry.rs). 1.40 gives 128 MiB
+/// from 1Mi blocks; 1.47 gives 64 MiB from 512Ki blocks, growing to 1 GiB from 32Mi blocks.
 fn journal_blocks(blocks: u64) -> u64 {
-    match blocks {
+    let v140 = match blocks {
+        0..=2047 => 0,
+        2048..=32767 => 1024,
+        32768..=262_143 => 4096,
+        262_144..=524_287 => 8192,
+        524_288..=1_048_575 => 16384,
+        _ => 32768,
+    };
+    let v147 = match blocks {
         0..=2047 => 0,
         2048..=32767 => 1024,
         32768..=262_143 => 4096,
@@ -350,7 +363,8 @@ fn journal_blocks(blocks: u64) -> u64 {
         8_388_608..=16_777_215 => 65536,
         16_777_216..=33_554_431 => 131_072,
         _ => 262_144,
-    }
+    };
+    v140.max(v147)
 }
 
 /// Bytes of a `fs_bytes` file system an aging stream leaves to metadata: live file data is
@@ -359,17 +373,20 @@ fn journal_blocks(blocks: u64) -> u64 {
 /// The sum of (docs/aging.md):
 /// - inode tables: 1/64 of the file system (256-byte inodes at 16 KiB per inode, ext4's
 ///   mke2fs.conf; 128 at 8 KiB, ext3-2007's: the same fraction);
-/// - the journal: e2fsprogs 1.47's default size (4 MiB to 1 GiB);
-/// - bitmaps, group descriptors and reserved GDT blocks: 1/1024 (two bitmaps per 32768-block
-///   group are 1/16384; the rest is less at these sizes);
-/// - mapping blocks: 1/1024 (one ext3 indirect block maps 1024 data blocks);
+/// - the journal: the larger of e2fsprogs 1.40's and 1.47's default sizes (4 MiB to 1 GiB);
+/// - bitmaps, group descriptors and reserved GDT blocks: 1/256 (what mke2fs takes beyond
+///   inode tables and journal is at most 0.2% with layoutlab's profiles from 64 MiB to
+///   400 GB);
+/// - mapping blocks: 1/128 (one ext3 indirect block maps 1024 data blocks, but the
+///   ext3-metacluster policy keeps 1/128 of every group for them, its `size` default, and
+///   data never takes that space);
 /// - directories: 1/128 (ubuntu-32g's 28,022 directories take 0.3% of its 32 GiB; twice
 ///   that, and a margin for the directories an aging stream makes).
 pub fn metadata_margin_bytes(fs_bytes: u64) -> u64 {
     fs_bytes / 64
         + journal_blocks(fs_bytes / BLOCK) * BLOCK
-        + fs_bytes / 1024
-        + fs_bytes / 1024
+        + fs_bytes / 256
+        + fs_bytes / 128
         + fs_bytes / 128
 }
 
@@ -873,6 +890,29 @@ impl<'a> Ager<'a> {
             }
         }
 
+        // a volume that tiny files would take billions of operations to write
+        let mean_create: f64 = (0..SIZE_BUCKETS)
+            .map(|b| {
+                target[b]
+                    * match &pools[b] {
+                        Pool::Empty => 0.0,
+                        Pool::Sample(v) => v.iter().sum::<u64>() as f64 / v.len() as f64,
+                        Pool::Range(lo, hi) => (*lo as f64 + *hi as f64) / 2.0,
+                    }
+            })
+            .sum();
+        let goal = spec.age * fs as f64;
+        let expected_ops = 2.0 * goal / mean_create.max(1.0);
+        if expected_ops > MAX_OPERATIONS {
+            return Err(bad(
+                "age",
+                format!(
+                    "{} × capacity in files of {mean_create:.0} bytes on average takes about {expected_ops:.1e} operations (a create and an unlink each); at most {MAX_OPERATIONS:.0e}: ask for less age or larger files",
+                    spec.age
+                ),
+            ));
+        }
+
         // 5. target depths
         let nd = match &spec.depths {
             Some(d) => d
@@ -1348,22 +1388,30 @@ impl<'a> Ager<'a> {
     fn extend(&mut self, sink: &mut dyn FnMut(NsOp)) -> bool {
         let (id, new_size) = if self.spec.steer {
             // a file of the most over-represented bucket grows into a bucket drawn from the
-            // target above it (or within its own)
+            // target above it (or within its own), by at most what a create would write: an
+            // extend of a 1 GiB file is not a 1 GiB write, and extends must not outweigh
+            // creates in the volume written
             let Some(o) = self.most_over(0..SIZE_BUCKETS - 1) else {
                 return false;
             };
             let id = self.pick_in_bucket(o).expect("the bucket has a file");
             let size = self.files[id as usize].size;
-            let new = match self.draw_bucket(o + 1, SIZE_BUCKETS - 1) {
+            let b = self.create_bucket();
+            let most = self.pools[b].draw(&mut self.rng).max(1);
+            let up = match self.draw_bucket(o + 1, SIZE_BUCKETS - 1) {
                 Some(u) if self.rng.gen::<f64>() < self.above_weight(o) => {
-                    self.pools[u].draw(&mut self.rng)
+                    Some(self.pools[u].draw(&mut self.rng)).filter(|&n| n - size <= most)
                 }
-                _ => {
+                _ => None,
+            };
+            let new = match up {
+                Some(n) => n,
+                None => {
                     let top = below(o) - 1;
                     if size >= top {
                         return false;
                     }
-                    size + self.rng.gen_range(1..=top - size)
+                    size + self.rng.gen_range(1..=most.min(top - size))
                 }
             };
             (id, new)

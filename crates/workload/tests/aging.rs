@@ -516,6 +516,16 @@ fn bad_parameters_are_named() {
     refused(&pop, sizes(vec![(4096, -1.0)]), "sizes[0].weight", "weight");
     refused(&pop, sizes(vec![(4096, 0.0)]), "sizes", "every weight is 0");
     refused(&pop, sizes(vec![(1, 1.0)]), "sizes", "only empty files");
+    // one-byte files: 1000 × 4 GB of them is 8e12 operations
+    refused(
+        &pop,
+        AgingSpec {
+            age: 1000.0,
+            ..sizes(vec![(2, 1.0)])
+        },
+        "age",
+        "operations",
+    );
     refused(
         &pop,
         sizes(vec![(4096, f64::MAX), (8192, f64::MAX)]),
@@ -682,15 +692,15 @@ fn the_agrawal_fast07_shape_is_a_target() {
 fn the_documented_figures_hold() {
     // the metadata margin: bench5's 400 GB, ubuntu-32g's 32 GiB, the 64 MiB minimum
     let bench5 = population_by_name("bench5").unwrap();
-    assert!((max_fullness(bench5.fs_bytes) - 0.9719).abs() < 5e-5);
-    assert!((max_fullness(32 << 30) - 0.9668).abs() < 5e-5);
-    assert!((max_fullness(64 << 20) - 0.9121).abs() < 5e-5);
+    assert!((max_fullness(bench5.fs_bytes) - 0.9622).abs() < 5e-5);
+    assert!((max_fullness(32 << 30) - 0.9570).abs() < 5e-5);
+    assert!((max_fullness(64 << 20) - 0.9023).abs() < 5e-5);
     // ubuntu-32g, one capacity: its own fullness held, its histogram kept
     let ubuntu = population_by_name("ubuntu-32g").unwrap();
     let st = layoutlab_workload::aging::stream_stats(&ubuntu, &AgingSpec::new(1.0, 0)).unwrap();
     assert!((st.target_fullness - 0.4986).abs() < 5e-5, "{st:?}");
     assert!(st.lowest_fullness_after_settling > 0.48, "{st:?}");
-    assert!(st.size_distance < 1e-4, "{st:?}");
+    assert!(st.size_distance < 1e-3, "{st:?}");
     assert!(st.bytes_written >= ubuntu.fs_bytes);
     // the FAST '07 shape: 0.25 from ubuntu-32g's files, 0.0002 after one capacity
     let spec = AgingSpec {

@@ -349,7 +349,7 @@ fn show(a: ShowArgs) -> Result<()> {
 }
 
 /// Generates the stream into `path` as a population's JSON, one operation at a time (a 25×
-/// ubuntu-32g stream is 26 million operations: kept whole it would take gigabytes).
+/// ubuntu-32g stream is 36 million operations: kept whole it would take gigabytes).
 fn write_ops(
     pop: &layoutlab_workload::Population,
     spec: &layoutlab_workload::aging::AgingSpec,

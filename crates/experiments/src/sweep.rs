@@ -514,7 +514,11 @@ mod tests {
     fn aging_cells_take_one_age_and_one_policy_with_its_own_mkfs_profile() {
         let m = expand(
             "metacluster-aging",
-            &sets(&["policy=ext3-2007,ext4-2009", "ages=0,25", "workloads=bench5"]),
+            &sets(&[
+                "policy=ext3-2007,ext4-2009",
+                "ages=0,25",
+                "workloads=bench5",
+            ]),
         )
         .unwrap();
         assert_eq!(m.manifest.cells.len(), 4);

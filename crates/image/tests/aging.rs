@@ -95,8 +95,40 @@ fn aged_images_pass_e2fsck_and_read_back_as_planned() {
             checked += 1;
         }
     }
+    // and the aging generator's own streams: ubuntu-32g at 1/100 and bench5 at 1/100 on a
+    // disk a tenth larger, 2 capacities written at the generator's largest fullness
+    use layoutlab_workload::aging::{age, max_fullness, AgingSpec};
+    let ubuntu = layoutlab_workload::population_shrunk("ubuntu-32g", 0.01).unwrap();
+    let mut bench5 = layoutlab_workload::population_by_name("bench5")
+        .unwrap()
+        .scale(0.01)
+        .unwrap();
+    bench5.fs_bytes += bench5.fs_bytes / 10;
+    for (seed, tree) in [ubuntu, bench5].iter().enumerate() {
+        let spec = AgingSpec {
+            fullness: Some(max_fullness(tree.fs_bytes).min(0.9)),
+            ..AgingSpec::new(2.0, seed as u64)
+        };
+        let pop = age(tree, &spec).unwrap();
+        for name in policy::POLICY_NAMES {
+            let profile =
+                MkfsProfile::by_name(policy::default_mkfs_profile(name).unwrap()).unwrap();
+            let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
+            let plan = policy::by_name(name, &PolicyParams::new())
+                .unwrap()
+                .plan(&geo, &pop, 1)
+                .unwrap_or_else(|e| panic!("{name} {}: {e}", pop.name));
+            let image = dir.path().join(format!("{name}-gen{seed}.img"));
+            mkfs(&image, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+            materialize(&image, &plan).unwrap_or_else(|e| panic!("{name} {}: {e}", pop.name));
+            let v = fsck_check(&image).unwrap();
+            assert!(v.clean, "{name} {}: e2fsck:\n{}", pop.name, v.output);
+            std::fs::remove_file(&image).unwrap();
+            checked += 1;
+        }
+    }
     println!(
-        "{checked} aged images (4 streams x {} policies) e2fsck-clean",
+        "{checked} aged images e2fsck-clean (4 random streams and 2 generated ones x {} policies)",
         policy::POLICY_NAMES.len()
     );
 }

@@ -262,6 +262,9 @@ proptest! {
         steer in any::<bool>(),
     ) {
         let pop = bench5_small();
+        // a fraction of what this disk can hold beside its metadata margin (0.948 at 1/100
+        // of bench5: a fixed 0.95 bound drew refused fullnesses now and then)
+        let fullness = fullness.map(|f| f * max_fullness(pop.fs_bytes) / 0.95);
         let spec = AgingSpec { fullness, steer, ..AgingSpec::new(age_x, seed) };
         let st = check_stream(&pop, &spec);
         prop_assert_eq!(age(&pop, &spec).unwrap(), age(&pop, &spec).unwrap());

@@ -257,6 +257,7 @@ impl KernelFs {
             fs: self,
             session,
             phases: Vec::new(),
+            slop: Vec::new(),
             followed: Vec::new(),
         })
     }
@@ -334,6 +335,12 @@ pub struct TracedRun<'a> {
     session: TracefsSession,
     /// (name, device counters before, after).
     phases: Vec<(String, StatSectors, StatSectors)>,
+    /// Per phase boundary (the start of each phase, then the end of the last): what the
+    /// device did between the counters' reading and the tag's change. A request issued in
+    /// that gap (a file system's background work) carries the old tag but is counted after
+    /// the reading; the check allows a phase exactly this much either way, measured, not
+    /// assumed (0 almost always).
+    slop: Vec<StatSectors>,
     /// Threads already followed in the session's CPU accounting.
     followed: Vec<u32>,
 }
@@ -362,6 +369,8 @@ impl TracedRun<'_> {
             self.followed.push(tid);
         }
         self.session.mark(name)?;
+        let marked = self.settled_stat()?;
+        self.slop.push((marked.0 - before.0, marked.1 - before.1));
         self.phases.push((name.to_string(), before, before));
         let out = work(self.fs)?;
         // The phase's writes belong to it: write them back before the next mark. (A remount
@@ -386,6 +395,8 @@ impl TracedRun<'_> {
             last.2 = end;
         }
         self.session.mark("after-last-phase")?;
+        let marked = self.settled_stat()?;
+        self.slop.push((marked.0 - end.0, marked.1 - end.1));
         let capture = self.session.stop()?;
         if capture.lost_events > 0 {
             return Err(RigError::Unsupported(format!(
@@ -394,7 +405,10 @@ impl TracedRun<'_> {
             )));
         }
         let mut phases = Vec::new();
-        for (name, before, after) in self.phases {
+        for (i, (name, before, after)) in self.phases.into_iter().enumerate() {
+            // the gaps at this phase's start and end
+            let (sa, sb) = (self.slop[i], self.slop[i + 1]);
+            let slop = (sa.0 + sb.0, sa.1 + sb.1);
             let tag = capture.trace.tags.iter().position(|t| *t == name);
             let (mut r, mut w) = (0u64, 0u64);
             for q in &capture.trace.requests {
@@ -413,16 +427,20 @@ impl TracedRun<'_> {
                 stat_sectors_read: after.0 - before.0,
                 stat_sectors_written: after.1 - before.1,
             };
-            if (p.sectors_read, p.sectors_written) != (p.stat_sectors_read, p.stat_sectors_written)
+            if p.sectors_read.abs_diff(p.stat_sectors_read) > slop.0
+                || p.sectors_written.abs_diff(p.stat_sectors_written) > slop.1
             {
                 return Err(RigError::Unsupported(format!(
                     "phase '{}': the trace saw {} sectors read and {} written, the device counted \
-                     {} and {}; the trace is incomplete or mis-tagged",
+                     {} and {} (give or take {} and {} issued while the tag changed); the trace \
+                     is incomplete or mis-tagged",
                     p.name,
                     p.sectors_read,
                     p.sectors_written,
                     p.stat_sectors_read,
-                    p.stat_sectors_written
+                    p.stat_sectors_written,
+                    slop.0,
+                    slop.1
                 )));
             }
             phases.push(p);

@@ -624,15 +624,7 @@ fn run_cell(
             image_path.display()
         );
     }
-    let fs_bytes = geo.blocks_count * u64::from(geo.block_size_bytes);
-    let image = layoutlab_rig::cleanup::creating(|| {
-        if layoutlab_rig::cleanup::signal_caught() {
-            bail!("interrupted");
-        }
-        let image = layoutlab_rig::TempFile::adopt(&image_path);
-        layoutlab_image::mkfs(image.path(), fs_bytes, &profile.mke2fs_args(fs_bytes))?;
-        Ok(image)
-    })?;
+    let image = crate::fsck::run::make_image(&image_path, &profile, &geo)?;
     let run = run_one(fsck_spec, opts, &geo, &plan, image.path(), 0.0)?;
     drop(image);
     let bs = u64::from(geo.block_size_bytes);

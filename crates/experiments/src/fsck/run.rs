@@ -239,21 +239,9 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
             ),
         );
         let image_path = image_path(exp, opts, pol.name());
-        // Removed on error, Ctrl-C or panic through the rig's cleanup; kept only after a
-        // successful run with --keep, so a half-written image never stays. Registering the
-        // removal and making the file are one step: a signal between them removed nothing
-        // and then mke2fs made the file (another policy's image was left behind now and
-        // then); the signal's cleanup waits for this step, and none starts after it.
+        // kept only after a successful run with --keep: a half-written image never stays
         let t = Instant::now();
-        let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
-        let image = layoutlab_rig::cleanup::creating(|| {
-            if layoutlab_rig::cleanup::signal_caught() {
-                bail!("interrupted");
-            }
-            let image = TempFile::adopt(&image_path);
-            layoutlab_image::mkfs(image.path(), fs_bytes, &profile.mke2fs_args(fs_bytes))?;
-            Ok(image)
-        })?;
+        let image = make_image(&image_path, profile, geometry)?;
         let mkfs_seconds = t.elapsed().as_secs_f64();
         let mut run = run_one(spec, opts, geometry, &plan, image.path(), mkfs_seconds)?;
         run.measured_here.stage_seconds.plan = plan_seconds;
@@ -295,6 +283,23 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         }
     }
     Ok(runs)
+}
+
+/// A fresh file system at `path` made by the real mke2fs with `profile`'s options, removed
+/// on error, Ctrl-C or panic through the rig's cleanup (kept only if the caller keeps it).
+/// Registering the removal and making the file are one step: a signal between them removed
+/// nothing and then mke2fs made the file (another policy's image was left behind now and
+/// then); the signal's cleanup waits for this step, and none starts after it.
+pub(crate) fn make_image(path: &Path, profile: &MkfsProfile, geo: &Geometry) -> Result<TempFile> {
+    let fs_bytes = geo.blocks_count * u64::from(geo.block_size_bytes);
+    layoutlab_rig::cleanup::creating(|| {
+        if layoutlab_rig::cleanup::signal_caught() {
+            bail!("interrupted");
+        }
+        let image = TempFile::adopt(path);
+        layoutlab_image::mkfs(image.path(), fs_bytes, &profile.mke2fs_args(fs_bytes))?;
+        Ok(image)
+    })
 }
 
 fn image_path(exp: &Experiment, opts: &RunOptions, policy: &str) -> PathBuf {

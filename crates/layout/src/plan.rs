@@ -243,6 +243,36 @@ impl Plan {
             .collect()
     }
 
+    /// Every name in the plan — each inode's first name and every hard link — as (inode,
+    /// path from the root), in plan order, the links last. A name under a directory the plan
+    /// does not hold stops at that directory.
+    pub fn name_paths(&self) -> Vec<(u32, String)> {
+        let by_ino: HashMap<u32, (u32, &str)> = self
+            .inodes
+            .iter()
+            .map(|i| (i.ino, (i.parent, i.name.as_str())))
+            .collect();
+        let path = |parent: u32, name: &str| {
+            let mut parts = vec![name];
+            let mut at = parent;
+            while at != 2 {
+                let Some(&(p, n)) = by_ino.get(&at) else {
+                    break;
+                };
+                parts.push(n);
+                at = p;
+            }
+            parts.reverse();
+            parts.join("/")
+        };
+        self.inodes
+            .iter()
+            .filter(|i| i.ino != 2)
+            .map(|i| (i.ino, path(i.parent, &i.name)))
+            .chain(self.links.iter().map(|l| (l.ino, path(l.parent, &l.name))))
+            .collect()
+    }
+
     /// Data, mapping and directory blocks per group.
     pub fn group_summary(&self, geo: &Geometry) -> Vec<GroupSummary> {
         let mut out: Vec<GroupSummary> = (0..geo.group_count())

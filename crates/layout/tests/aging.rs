@@ -24,31 +24,12 @@ fn plan(name: &str, pop: &Population, seed: u64) -> (Geometry, Plan) {
     (geo, plan)
 }
 
-/// Path of every planned inode.
+/// Path of every name in the plan.
 fn paths(plan: &Plan) -> BTreeMap<String, u32> {
-    let by_ino: std::collections::HashMap<u32, (u32, &str)> = plan
-        .inodes
-        .iter()
-        .map(|i| (i.ino, (i.parent, i.name.as_str())))
-        .collect();
-    let mut out = BTreeMap::new();
-    let path_of = |mut parent: u32, name: &str| {
-        let mut parts = vec![name.to_string()];
-        while parent != 2 {
-            let (p, n) = by_ino[&parent];
-            parts.push(n.to_string());
-            parent = p;
-        }
-        parts.reverse();
-        parts.join("/")
-    };
-    for i in plan.inodes.iter().filter(|i| i.ino != 2) {
-        out.insert(path_of(i.parent, &i.name), i.ino);
-    }
-    for l in &plan.links {
-        out.insert(path_of(l.parent, &l.name), l.ino);
-    }
-    out
+    plan.name_paths()
+        .into_iter()
+        .map(|(ino, p)| (p, ino))
+        .collect()
 }
 
 /// Every path the population leaves, from a replay of its operations.

@@ -43,38 +43,15 @@ pub struct Args {
 /// (path, size) of every name of a regular file of a plan, hard links included (which of
 /// a linked file's names is its first is the directory walk's choice on the kernel side).
 fn files(plan: &Plan) -> BTreeMap<String, u64> {
-    let by_ino: std::collections::HashMap<u32, (u32, &str, InodeKind, u64)> = plan
+    let size: std::collections::HashMap<u32, u64> = plan
         .inodes
         .iter()
-        .map(|i| (i.ino, (i.parent, i.name.as_str(), i.kind, i.size_bytes)))
+        .filter(|i| i.kind == InodeKind::File)
+        .map(|i| (i.ino, i.size_bytes))
         .collect();
-    let path = |parent: u32, name: &str| {
-        let mut parts = vec![name.to_string()];
-        let mut at = parent;
-        while at != 2 {
-            let Some(&(p, n, _, _)) = by_ino.get(&at) else {
-                break;
-            };
-            parts.push(n.to_string());
-            at = p;
-        }
-        parts.reverse();
-        parts.join("/")
-    };
-    let names = plan
-        .inodes
-        .iter()
-        .map(|i| (i.ino, i.parent, i.name.as_str()))
-        .chain(
-            plan.links
-                .iter()
-                .map(|l| (l.ino, l.parent, l.name.as_str())),
-        );
-    names
-        .filter_map(|(ino, parent, name)| match by_ino.get(&ino) {
-            Some(&(_, _, InodeKind::File, size)) => Some((path(parent, name), size)),
-            _ => None,
-        })
+    plan.name_paths()
+        .into_iter()
+        .filter_map(|(ino, path)| size.get(&ino).map(|&s| (path, s)))
         .collect()
 }
 

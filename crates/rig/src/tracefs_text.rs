@@ -128,9 +128,11 @@ pub(crate) fn rewrite(text: &str, dev: (u32, u32), style: ProgressStyle) -> Rewr
         }
     };
     for line in text.lines() {
-        if out.first_issue_abs_ns.is_none() {
-            if let Some(at) = line.find(&issue_key) {
-                out.first_issue_abs_ns = ts_before(line, at);
+        // The earliest, not the first printed: `trace_pipe` is not in time order across CPUs
+        // (the trace crate orders by time, and its origin is this earliest issue).
+        if let Some(at) = line.find(&issue_key) {
+            if let Some(ts) = ts_before(line, at) {
+                out.first_issue_abs_ns = Some(out.first_issue_abs_ns.map_or(ts, |f| f.min(ts)));
             }
         }
         if let Some(at) = line.find(MARK_EVENT) {

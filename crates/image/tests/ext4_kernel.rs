@@ -100,26 +100,12 @@ fn kernel_layout(profile: &MkfsProfile, pop: &Population, linear_groups: u32) ->
     plan
 }
 
-/// Path of every inode (its first name; ino -> path), from the plan's names and parents.
+/// Path of every inode's first name (ino -> path): [`Plan::name_paths`] lists the inodes'
+/// names before the hard links.
 fn paths(plan: &Plan) -> HashMap<u32, String> {
-    let by_ino: HashMap<u32, (u32, &str)> = plan
-        .inodes
-        .iter()
-        .map(|i| (i.ino, (i.parent, i.name.as_str())))
-        .collect();
     let mut out = HashMap::new();
-    for i in &plan.inodes {
-        let mut parts = Vec::new();
-        let mut at = i.ino;
-        while at != 2 {
-            let Some(&(parent, name)) = by_ino.get(&at) else {
-                break;
-            };
-            parts.push(name);
-            at = parent;
-        }
-        parts.reverse();
-        out.insert(i.ino, parts.join("/"));
+    for (ino, path) in plan.name_paths() {
+        out.entry(ino).or_insert(path);
     }
     out
 }

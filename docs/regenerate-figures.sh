@@ -7,7 +7,8 @@
 # docs/experiments/metacluster-fsck/, and replaces each block between
 #   <!-- BEGIN generated NAME -->  and  <!-- END generated NAME -->
 # with the run's own Markdown. Text outside those blocks is left alone: prose that quotes a
-# number names the run it comes from, and must be re-read after a rerun.
+# number names the run it comes from, and must be re-read after a rerun. The headlines are held
+# by crates/cli/tests/readme_headline.rs: a run that drifts more than 3% from them fails it.
 #
 # Root is needed (loop devices, tracefs). Environment:
 #   LAYOUTLAB=path   use this binary instead of building target/release/layoutlab

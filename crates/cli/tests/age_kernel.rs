@@ -3,28 +3,11 @@
 //! fragments and layout score), and bad input refused with a clear error before anything is
 //! made.
 
+mod common;
+
+use common::{is_root, layoutlab, stderr};
+
 use layoutlab_workload::{NsOp, Population};
-use std::process::{Command, Output};
-
-fn layoutlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args(args)
-        .output()
-        .expect("run layoutlab")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
-}
-
-fn is_root() -> bool {
-    unsafe { libc_geteuid() == 0 }
-}
 
 fn zram_devices() -> Vec<String> {
     std::fs::read_dir("/sys/block")

@@ -1,55 +1,16 @@
 //! The `layoutlab` command as a user runs it: contracts of --json, errors that list valid
 //! names and change nothing, and no device, mount or image left behind.
 
+mod common;
+
+use common::{entries, is_root, layoutlab, loops_under, stderr};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn layoutlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args(args)
-        .output()
-        .expect("run layoutlab")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn is_root() -> bool {
-    unsafe { libc_geteuid() == 0 }
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
-}
-
-/// A fresh empty directory for one test.
+/// A fresh empty directory for one test: `layoutlab-cli-test-NAME-PID` in the temp directory.
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("layoutlab-cli-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Loop devices whose backing file lies under `dir`.
-fn loops_under(dir: &Path) -> Vec<String> {
-    let out = Command::new("losetup").arg("-a").output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.contains(dir.to_str().unwrap()))
-        .map(str::to_string)
-        .collect()
+    common::scratch("cli-test", name)
 }
 
 #[test]

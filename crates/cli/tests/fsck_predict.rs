@@ -3,23 +3,12 @@
 //! the real tools, a deliberately corrupted image, a file that is no file system, a mounted
 //! source. SOURCE's checksum is compared before and after every run.
 
+mod common;
+
+use common::{is_root, layoutlab};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn layoutlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args(args)
-        .output()
-        .expect("run layoutlab")
-}
-
-fn is_root() -> bool {
-    unsafe { geteuid() == 0 }
-}
-
-extern "C" {
-    fn geteuid() -> u32;
-}
+use std::process::Command;
 
 fn sh(program: &str, args: &[&str]) -> String {
     let out = Command::new(program).args(args).output().unwrap();

@@ -3,15 +3,12 @@
 //! the same plan (plan → image → inspect), as are those `image make --metrics --json` reports,
 //! and the human table shows the same numbers.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn layoutlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args(args)
-        .output()
-        .expect("run layoutlab")
-}
+use common::layoutlab;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
 
 fn ok(o: &Output) -> String {
     assert!(
@@ -22,14 +19,9 @@ fn ok(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
 }
 
+/// A fresh empty directory for one test: `layoutlab-metrics-test-NAME-PID`.
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "layoutlab-metrics-test-{name}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch("metrics-test", name)
 }
 
 /// populations/ubuntu-32g.toml with every count, the file system and the data divided by

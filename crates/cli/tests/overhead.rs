@@ -2,14 +2,9 @@
 //! contract, the advice, refusals in mke2fs's words. (The numbers themselves are held against
 //! the real mke2fs by crates/layout/tests/oracle_overhead.rs.)
 
-use std::process::{Command, Output};
+mod common;
 
-fn layoutlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args(args)
-        .output()
-        .expect("run layoutlab")
-}
+use common::layoutlab;
 
 fn json(args: &[&str]) -> serde_json::Value {
     let mut a = args.to_vec();

@@ -2,14 +2,9 @@
 //! held, the histogram steered), the same for the same seed, and bad parameters refused naming
 //! the parameter.
 
-use std::process::Command;
+mod common;
 
-fn layoutlab(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args(args)
-        .output()
-        .expect("run layoutlab")
-}
+use common::layoutlab;
 
 fn stats(args: &[&str]) -> serde_json::Value {
     let out = layoutlab(args);

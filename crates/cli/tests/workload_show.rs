@@ -1,14 +1,9 @@
 //! `layoutlab workload show`: the ubuntu-32g statistics match Ts'o's file system exactly,
 //! in the JSON keys the issue names; an unknown workload is an error listing the valid ones.
 
-use std::process::Command;
+mod common;
 
-fn layoutlab(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args(args)
-        .output()
-        .expect("run layoutlab")
-}
+use common::layoutlab;
 
 #[test]
 fn ubuntu_32g_show_json_has_the_vital_statistics() {

@@ -5,6 +5,14 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Runs the `layoutlab` binary built for these tests with `args`.
+pub fn layoutlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(args)
+        .output()
+        .expect("run layoutlab")
+}
+
 /// What a command printed on stderr.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

@@ -196,7 +196,24 @@ pub fn kernel_plan(
     let mut opts = KernelAgeOptions::disk(FsKind::Ext4, pop.fs_bytes)?;
     opts.ext4_linear_groups = Some(linear_groups);
     opts.replay.writeback_bytes = writeback_bytes;
-    let mut run = age_kernel(pop, &opts, progress)?;
+    kernel_plan_with(pop, &opts, progress)
+}
+
+/// [`kernel_plan`] with every option given (an ext4 `opts.kind`): e.g. other mount options,
+/// to try what a kernel behaviour does to the layout (`data=writeback` frees a deleted
+/// file's data blocks at once instead of at the journal's commit).
+pub fn kernel_plan_with(
+    pop: &Population,
+    opts: &KernelAgeOptions,
+    progress: &mut dyn FnMut(&ReplayProgress),
+) -> Result<(Plan, KernelAgeRun)> {
+    if opts.kind != FsKind::Ext4 {
+        return Err(RigError::InvalidArgument(format!(
+            "kernel_plan reads back ext4, not {:?}",
+            opts.kind
+        )));
+    }
+    let mut run = age_kernel(pop, opts, progress)?;
     if run.fsck_clean != Some(true) {
         return Err(RigError::Unsupported(format!(
             "e2fsck -fn does not find the kernel's ext4 clean after the stream:\n{}",

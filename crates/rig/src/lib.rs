@@ -45,8 +45,8 @@ mod tracefs_text;
 mod zram;
 
 pub use age::{
-    age_kernel, age_kernel_then, ext4_mkfs_args, kernel_plan, KernelAgeOptions, KernelAgeRun,
-    EXT4_PROFILE,
+    age_kernel, age_kernel_then, ext4_mkfs_args, kernel_plan, kernel_plan_with, KernelAgeOptions,
+    KernelAgeRun, EXT4_PROFILE,
 };
 pub use checker::{run_checker_traced, CheckerRun};
 pub use error::{Result, RigError};

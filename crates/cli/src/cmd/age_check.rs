@@ -35,6 +35,11 @@ pub struct Args {
     /// writeback_mib; the kernel side calls syncfs).
     #[arg(long, default_value_t = 64)]
     pub writeback_mib: u64,
+    /// Mount options of the kernel's ext4, to try a kernel behaviour against the engine:
+    /// e.g. `data=writeback` frees a deleted file's data blocks at once, as the engine does,
+    /// instead of when the journal commits (default: the kernel's, data=ordered).
+    #[arg(long, value_name = "OPTS", default_value = "")]
+    pub mount_options: String,
     /// Write both sides' metrics and their differences as JSON to PATH ("-" = stdout).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -146,7 +151,12 @@ pub fn run(a: Args) -> Result<()> {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         )
     });
-    let (kernel, run) = layoutlab_rig::kernel_plan(&aged, 4, a.writeback_mib << 20, &mut |p| {
+    let mut kopts =
+        layoutlab_rig::KernelAgeOptions::disk(layoutlab_rig::FsKind::Ext4, aged.fs_bytes)?;
+    kopts.ext4_linear_groups = Some(4);
+    kopts.replay.writeback_bytes = a.writeback_mib << 20;
+    kopts.mount_options = a.mount_options.clone();
+    let (kernel, run) = layoutlab_rig::kernel_plan_with(&aged, &kopts, &mut |p| {
         if let Some(b) = &bar {
             b.set_position(p.ops_done as u64);
         }
@@ -219,6 +229,7 @@ pub fn run(a: Args) -> Result<()> {
                 "population": aged.name,
                 "age": a.age,
                 "aging_operations": aged.ops.len() - tree.ops.len(),
+                "kernel_mount_options": a.mount_options,
                 "same_tree": same_tree,
                 "engine": e,
                 "kernel": k,

@@ -229,3 +229,64 @@ fn generated_streams_plan_soundly_under_every_policy() {
     }
     println!("{checked} plans of generated aging streams checked");
 }
+
+/// ext3 models ENOSPC: on a full file system a rename whose new entry needs a new directory
+/// block fails, and the plan drops the file (docs/policies.md, "ENOSPC (ext3)"); once space
+/// is freed the same renames go through and the directory grows.
+#[test]
+fn an_ext3_rename_that_finds_no_room_drops_the_file() {
+    // d's first block holds 19 entries of 200-byte names (24 + 19 * 208 = 3,976 of 4,096
+    // bytes): the 20th needs a new block. The r files are empty, so dropping one frees no
+    // block a later rename could use.
+    let long = |c: char, i: usize| format!("d/{}{i}", c.to_string().repeat(199));
+    let mut ops = vec![NsOp::Mkdir { path: "d".into() }];
+    ops.extend((0..10).map(|i| NsOp::Create {
+        path: format!("r{i}"),
+        bytes: 0,
+    }));
+    ops.extend((0..19).map(|i| NsOp::Create {
+        path: format!("d/{i:0>200}"),
+        bytes: 0,
+    }));
+    // more than the file system holds: it ends full
+    ops.push(NsOp::Create {
+        path: "fill".into(),
+        bytes: 1 << 30,
+    });
+    ops.extend((0..5).map(|i| NsOp::Rename {
+        path: format!("r{i}"),
+        to: long('x', i),
+    }));
+    ops.push(NsOp::Unlink {
+        path: "fill".into(),
+    });
+    ops.extend((5..10).map(|i| NsOp::Rename {
+        path: format!("r{i}"),
+        to: long('y', i),
+    }));
+    let pop = Population {
+        name: "full-rename".into(),
+        fs_bytes: 64 << 20,
+        ops,
+    };
+    for name in ["ext3-2007", "ext3-metacluster", "rext3"] {
+        let (_, plan) = plan(name, &pop, 3);
+        let have = paths(&plan);
+        let names: Vec<&str> = have.keys().map(|p| p.as_str()).collect();
+        for i in 0..5 {
+            let (old, new) = (format!("r{i}"), long('x', i));
+            assert!(
+                !have.contains_key(&old) && !have.contains_key(&new),
+                "{name}: r{i}'s rename found no room, the file is dropped: {names:?}"
+            );
+        }
+        for i in 5..10 {
+            assert!(
+                have.contains_key(&long('y', i)) && !have.contains_key(&format!("r{i}")),
+                "{name}: r{i} renamed once space was freed"
+            );
+        }
+        let d = plan.inodes.iter().find(|n| n.name == "d").unwrap();
+        assert!(d.data_blocks() > 1, "{name}: d grew for the later renames");
+    }
+}

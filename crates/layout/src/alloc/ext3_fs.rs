@@ -7,7 +7,7 @@
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
 use crate::alloc::ialloc::InodeMap;
-use crate::alloc::namespace::{cut, owned_blocks, Names};
+use crate::alloc::namespace::{DirState, Names, Namespace, Space};
 use crate::alloc::writer::{alloc_branch, mapping_needed_at, FileWriter, IndirectPlacer};
 use crate::geometry::{addr_per_block, Geometry};
 use crate::mapping::MapFormat;
@@ -153,11 +153,6 @@ impl DirGrowth {
     }
 }
 
-/// Appends `blocks` blocks to directory `node` (`ext3_append()` -> `ext3_getblk()`:
-/// directories have no reservation window and `ext3_find_near()` aims at the directory's
-/// last block; a block past the 12 direct ones brings its indirect blocks in the same call,
-/// or where the policy's placer puts them). All or nothing: on ENOSPC everything taken here
-/// is given back and None returned.
 /// ext3_add_entry(): an entry of `name_len` bytes in directory `dir` (whose inode is `node`),
 /// growing it as needed. On ENOSPC nothing changes, its growth state included, and `None`
 /// comes back. `(name_len, addr, bs)`: the entry's name length, the addressing block count
@@ -178,6 +173,11 @@ fn add_entry(
     grown
 }
 
+/// Appends `blocks` blocks to directory `node` (`ext3_append()` -> `ext3_getblk()`:
+/// directories have no reservation window and `ext3_find_near()` aims at the directory's
+/// last block; a block past the 12 direct ones brings its indirect blocks in the same call,
+/// or where the policy's placer puts them). All or nothing: on ENOSPC everything taken here
+/// is given back and None returned.
 fn grow_dir(
     alloc: &mut Ext3Alloc,
     node: &mut PlannedInode,
@@ -313,13 +313,6 @@ fn file_writes(pop: &Population) -> (Vec<Option<usize>>, Vec<bool>) {
     (writes, closes)
 }
 
-/// A directory being built: where it is in the output and how full it is.
-struct DirState {
-    index: usize,
-    group: u64,
-    growth: DirGrowth,
-}
-
 /// Plans `pop` on `geo` with an ext3 policy's allocator and indirect-block placer.
 ///
 /// Each file or directory is made by a new process (`dd`, `cp`, `mkdir`, ...) whose pid
@@ -364,13 +357,14 @@ pub fn plan_ext3(
         }],
         ..Default::default()
     }];
-    let mut dirs: HashMap<String, DirState> = HashMap::new();
+    let mut dirs: HashMap<&str, DirState> = HashMap::new();
     dirs.insert(
-        String::new(),
+        "",
         DirState {
             index: 0,
             group: inodes.group_of(ROOT_INO),
             growth: DirGrowth::fresh_root(bs, dir_index),
+            last_alloc_group: None,
         },
     );
     // every operation must be possible on the tree the earlier ones made
@@ -408,15 +402,17 @@ pub fn plan_ext3(
             continue;
         }
         if op.is_aging() {
-            let mut fs = Ext3Namespace {
-                alloc: &mut alloc,
-                placer: &mut *placer,
+            let mut fs = Namespace {
+                space: Ext3Space {
+                    alloc: &mut alloc,
+                    placer: &mut *placer,
+                    addr,
+                },
                 inodes: &mut inodes,
                 dirs: &mut dirs,
                 out: &mut out,
                 links: &mut links,
                 names: &mut names,
-                addr,
                 bs,
             };
             match op {
@@ -438,7 +434,7 @@ pub fn plan_ext3(
                     } else {
                         let index = others.remove(path).expect("check_tree: it exists");
                         let to_parent = to.rsplit_once('/').map_or("", |(d, _)| d);
-                        if !failed.contains(to_parent) && fs.rename(path, to, index, op_index) {
+                        if !failed.contains(to_parent) && fs.rename(path, to, index, op_index)? {
                             others.insert(to, index);
                         } else {
                             // ENOSPC (its new directory, or the new entry, could not be
@@ -463,7 +459,7 @@ pub fn plan_ext3(
                         pid += rng.gen_range(1..=4);
                         let index = others[path];
                         let group = fs.inodes.group_of(fs.out[index].ino);
-                        let goal = fs.alloc.map.group_first(group)
+                        let goal = fs.space.alloc.map.group_first(group)
                             + (pid % 16) * (geo.blocks_per_group / 16);
                         fs.extend(index, goal, *bytes);
                     }
@@ -568,11 +564,12 @@ pub fn plan_ext3(
         let node = match op {
             NsOp::Mkdir { .. } => {
                 dirs.insert(
-                    path.to_string(),
+                    path,
                     DirState {
                         index: out.len(),
                         group,
                         growth: DirGrowth::fresh_dir(bs, dir_index),
+                        last_alloc_group: None,
                     },
                 );
                 PlannedInode {
@@ -653,115 +650,43 @@ pub fn plan_ext3(
     })
 }
 
-/// What an aging operation changes in an ext3 plan being made.
-struct Ext3Namespace<'a> {
+/// Where an ext3 plan's aging operations free blocks and grow directories: the policy's
+/// allocator and indirect-block placer.
+struct Ext3Space<'a> {
     alloc: &'a mut Ext3Alloc,
     placer: &'a mut dyn IndirectPlacer,
-    inodes: &'a mut InodeMap,
-    dirs: &'a mut HashMap<String, DirState>,
-    out: &'a mut Vec<PlannedInode>,
-    links: &'a mut Vec<HardLink>,
-    names: &'a mut Names,
+    /// Block numbers an indirect block holds.
     addr: u64,
-    bs: u64,
 }
 
-impl Ext3Namespace<'_> {
-    /// The directory state and inode number of `path`'s parent, and `path`'s last name.
-    fn parent<'s>(&mut self, path: &'s str) -> (&mut DirState, u32, &'s str) {
-        let (parent_path, name) = path.rsplit_once('/').unwrap_or(("", path));
-        let dir = self
-            .dirs
-            .get_mut(parent_path)
-            .expect("check_tree: parents exist");
-        let ino = self.out[dir.index].ino;
-        (dir, ino, name)
+impl Space for Ext3Space<'_> {
+    /// `ext3_free_blocks()`: the blocks go back to the free map.
+    fn free_blocks(&mut self, start: u64, len: u64) {
+        self.alloc.map.mark_free(start, len);
     }
 
-    /// Gives back every block of the inode at `index` (`ext3_free_blocks()`; the freed
-    /// blocks are reusable at once: the journal's hold on them until the transaction
-    /// commits is not modelled).
-    fn free_blocks(&mut self, index: usize) {
-        for (start, len) in owned_blocks(&self.out[index]) {
-            self.alloc.map.mark_free(start, len);
-        }
+    /// [`add_entry`], which models ENOSPC: Ok(false) when the directory could not grow.
+    fn add_entry(
+        &mut self,
+        dir: &mut DirState,
+        node: &mut PlannedInode,
+        name_len: usize,
+        bs: u64,
+    ) -> Result<bool, LayoutError> {
+        let entry = (name_len, self.addr, bs);
+        Ok(add_entry(self.alloc, dir, node, entry, self.placer).is_some())
     }
+}
 
-    /// unlink(2): the entry goes; with its last name the inode and its blocks.
-    fn unlink(&mut self, path: &str, index: usize) {
-        let (dir, parent_ino, name) = self.parent(path);
-        dir.growth.remove_entry(name.len());
-        if self
-            .names
-            .unlink(self.out, self.links, index, parent_ino, name)
-        {
-            self.free_blocks(index);
-            self.inodes.free_inode(self.out[index].ino, false);
-        }
-    }
-
-    /// rmdir(2) of an empty directory.
-    fn rmdir(&mut self, path: &str) {
-        let dir = self.dirs.remove(path).expect("check_tree: it exists");
-        self.free_blocks(dir.index);
-        self.inodes.free_inode(self.out[dir.index].ino, true);
-        self.names.rmdir(dir.index);
-        let (parent, _, name) = self.parent(path);
-        parent.growth.remove_entry(name.len());
-    }
-
-    /// rename(2) of a non-directory (`ext3_rename()`: the new entry is added, growing its
-    /// directory if needed, then the old one deleted). False when the new entry found no
-    /// room (ENOSPC): nothing changes.
-    fn rename(&mut self, path: &str, to: &str, index: usize, op_index: usize) -> bool {
-        let (to_parent, to_name) = to.rsplit_once('/').unwrap_or(("", to));
-        let dir = self
-            .dirs
-            .get_mut(to_parent)
-            .expect("check_tree: parents exist");
-        let to_ino = self.out[dir.index].ino;
-        let entry = (to_name.len(), self.addr, self.bs);
-        if add_entry(
-            self.alloc,
-            dir,
-            &mut self.out[dir.index],
-            entry,
-            self.placer,
-        )
-        .is_none()
-        {
-            return false;
-        }
-        let (dir, parent_ino, name) = self.parent(path);
-        dir.growth.remove_entry(name.len());
-        self.names.rename(
-            self.out,
-            self.links,
-            index,
-            (parent_ino, name),
-            (to_ino, to_name),
-            op_index,
-        );
-        true
-    }
-
-    /// truncate(2) to at most the file's size.
-    fn truncate(&mut self, index: usize, bytes: u64) {
-        let node = &mut self.out[index];
-        let bytes = bytes.min(node.size_bytes);
-        for (start, len) in cut(node, bytes.div_ceil(self.bs), self.bs) {
-            self.alloc.map.mark_free(start, len);
-        }
-        node.size_bytes = bytes;
-    }
-
-    /// Open, write `bytes` at the end, close: a new writer ([`FileWriter::resume`]).
+impl Namespace<'_, '_, Ext3Space<'_>> {
+    /// Open, write `bytes` at the end, close: a new writer ([`FileWriter::resume`]) for the
+    /// file at `index`, whose first block (if it has none) aims at `first_goal`.
     fn extend(&mut self, index: usize, first_goal: u64, bytes: u64) {
         let mut file = OpenFile {
-            writer: FileWriter::resume(&self.out[index], first_goal, self.addr),
+            writer: FileWriter::resume(&self.out[index], first_goal, self.space.addr),
             size: self.out[index].size_bytes,
         };
-        file.write(self.alloc, self.placer, bytes, self.bs);
+        file.write(self.space.alloc, self.space.placer, bytes, self.bs);
         file.close_into(&mut self.out[index]);
     }
 }

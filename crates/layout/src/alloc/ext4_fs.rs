@@ -10,7 +10,7 @@ use crate::alloc::ext3_fs::{DirGrowth, ROOT_INO};
 use crate::alloc::ext4_ialloc::{SbCounters, SbTotals};
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::mballoc::Mballoc;
-use crate::alloc::namespace::{cut, owned_blocks, Names};
+use crate::alloc::namespace::{DirState, Names, Namespace, Space};
 use crate::alloc::FreeMap;
 use crate::geometry::Geometry;
 use crate::mapping::{required_mapping, MapFormat};
@@ -80,14 +80,6 @@ fn enospc(what: &str) -> LayoutError {
     LayoutError::Unsupported(format!(
         "the ext4 policies do not model running out of space ({what}); plan a larger file system"
     ))
-}
-
-/// A directory being built.
-struct DirState {
-    index: usize,
-    group: u64,
-    growth: DirGrowth,
-    last_alloc_group: Option<u64>,
 }
 
 /// Plans `pop` on `geo` with ext4's allocators: inodes by `chooser`, goals by `rules`.
@@ -196,10 +188,12 @@ pub fn plan_ext4(
                 NsOp::Extend { bytes, .. } => *bytes,
                 _ => 0,
             };
-            let mut fs = Ext4Namespace {
-                mb: &mut mb,
+            let mut fs = Namespace {
+                space: Ext4Space {
+                    mb: &mut mb,
+                    counters: &mut counters,
+                },
                 inodes: &mut inodes,
-                counters: &mut counters,
                 dirs: &mut dirs,
                 out: &mut out,
                 links: &mut links,
@@ -214,7 +208,9 @@ pub fn plan_ext4(
                 NsOp::Rmdir { .. } => fs.rmdir(path),
                 NsOp::Rename { to, .. } => {
                     let index = others.remove(path).expect("check_tree: it exists");
-                    fs.rename(path, to, index, op_index)?;
+                    let renamed = fs.rename(path, to, index, op_index)?;
+                    // Ext4Space::add_entry reports ENOSPC as an error, never as no room
+                    debug_assert!(renamed);
                     others.insert(to, index);
                 }
                 NsOp::Truncate { bytes, .. } => fs.truncate(others[path], *bytes),
@@ -426,104 +422,38 @@ pub fn plan_ext4(
     })
 }
 
-/// What an aging operation changes in an ext4 plan being made.
-struct Ext4Namespace<'a, 'p> {
+/// Where an ext4 plan's aging operations free blocks and grow directories: mballoc, and
+/// the percpu counters Orlov reads when the policy models them.
+struct Ext4Space<'a> {
     mb: &'a mut Mballoc,
-    inodes: &'a mut InodeMap,
     counters: &'a mut Option<SbCounters>,
-    dirs: &'a mut HashMap<&'p str, DirState>,
-    out: &'a mut Vec<PlannedInode>,
-    links: &'a mut Vec<HardLink>,
-    names: &'a mut Names,
-    bs: u64,
 }
 
-impl Ext4Namespace<'_, '_> {
-    /// The directory state and inode number of `path`'s parent, and `path`'s last name.
-    fn parent<'s>(&mut self, path: &'s str) -> (&mut DirState, u32, &'s str) {
-        let (parent_path, name) = path.rsplit_once('/').unwrap_or(("", path));
-        let dir = self
-            .dirs
-            .get_mut(parent_path)
-            .expect("check_tree: parents exist");
-        let ino = self.out[dir.index].ino;
-        (dir, ino, name)
+impl Space for Ext4Space<'_> {
+    /// `ext4_free_blocks()` through mballoc.
+    fn free_blocks(&mut self, start: u64, len: u64) {
+        self.mb.free(start, len);
     }
 
-    /// Frees the inode at `index` and every block it has (`ext4_free_inode()`,
-    /// `ext4_free_blocks()`; reusable at once, the commit's hold is not modelled). A file
-    /// whose data was still in the page cache (delayed allocation) has no blocks yet:
-    /// writeback skips it once it is dead.
-    fn free_inode(&mut self, index: usize, is_dir: bool) {
-        for (start, len) in owned_blocks(&self.out[index]) {
-            self.mb.free(start, len);
-        }
-        self.inodes.free_inode(self.out[index].ino, is_dir);
+    /// `ext4_free_inode()` also counts the inode back into the percpu counters.
+    fn inode_freed(&mut self, is_dir: bool) {
         if let Some(c) = self.counters {
             c.freed_inode(is_dir);
         }
     }
 
-    /// unlink(2): the entry goes; with its last name the inode and its blocks.
-    fn unlink(&mut self, path: &str, index: usize) {
-        let (dir, parent_ino, name) = self.parent(path);
-        dir.growth.remove_entry(name.len());
-        if self
-            .names
-            .unlink(self.out, self.links, index, parent_ino, name)
-        {
-            self.free_inode(index, false);
-        }
-    }
-
-    /// rmdir(2) of an empty directory.
-    fn rmdir(&mut self, path: &str) {
-        let dir = self.dirs.remove(path).expect("check_tree: it exists");
-        self.free_inode(dir.index, true);
-        self.names.rmdir(dir.index);
-        let (parent, _, name) = self.parent(path);
-        parent.growth.remove_entry(name.len());
-    }
-
-    /// rename(2) of a non-directory: the new entry (growing its directory if needed), then
-    /// the old one goes.
-    fn rename(
+    /// `ext4_add_entry()`: a new block when the entry does not fit ([`grow_dir`]). ENOSPC
+    /// is not modelled: it is an error, never Ok(false).
+    fn add_entry(
         &mut self,
-        path: &str,
-        to: &str,
-        index: usize,
-        op_index: usize,
-    ) -> Result<(), LayoutError> {
-        let (to_parent, to_name) = to.rsplit_once('/').unwrap_or(("", to));
-        let dir = self
-            .dirs
-            .get_mut(to_parent)
-            .expect("check_tree: parents exist");
-        let to_ino = self.out[dir.index].ino;
-        let grow = dir.growth.add_entry(to_name.len());
-        grow_dir(&mut self.out[dir.index], grow, self.mb, self.bs)?;
-        let (dir, parent_ino, name) = self.parent(path);
-        dir.growth.remove_entry(name.len());
-        self.names.rename(
-            self.out,
-            self.links,
-            index,
-            (parent_ino, name),
-            (to_ino, to_name),
-            op_index,
-        );
-        Ok(())
-    }
-
-    /// truncate(2) to at most the file's size; blocks still in the page cache (delayed
-    /// allocation) shrink with the size.
-    fn truncate(&mut self, index: usize, bytes: u64) {
-        let node = &mut self.out[index];
-        let bytes = bytes.min(node.size_bytes);
-        for (start, len) in cut(node, bytes.div_ceil(self.bs), self.bs) {
-            self.mb.free(start, len);
-        }
-        node.size_bytes = bytes;
+        dir: &mut DirState,
+        node: &mut PlannedInode,
+        name_len: usize,
+        bs: u64,
+    ) -> Result<bool, LayoutError> {
+        let grow = dir.growth.add_entry(name_len);
+        grow_dir(node, grow, self.mb, bs)?;
+        Ok(true)
     }
 }
 

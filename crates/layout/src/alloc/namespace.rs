@@ -1,8 +1,10 @@
 //! The namespace bookkeeping an aging stream needs, shared by the ext3 and ext4 planners:
 //! which planned inodes still live, how many names each has, where a rename moved a name,
 //! which hard link takes over when an inode's first name goes, and the blocks a truncate
-//! gives back. Where blocks go is the policies' business; this module only says which
-//! blocks are free again.
+//! gives back. [`Namespace`] applies the aging operations (unlink, rmdir, rename of a
+//! non-directory, truncate) to a plan being made, once for both planners; each file system
+//! supplies through [`Space`] only what differs: where freed blocks go and how a directory
+//! grows for a new entry.
 //!
 //! A plan lists inodes so that a directory comes before what it holds ([`Plan::check`]).
 //! A tree copy makes them in that order; after renames the plan lists each inode where the
@@ -11,8 +13,12 @@
 //!
 //! [`Plan::check`]: crate::plan::Plan::check
 
+use crate::alloc::ext3_fs::DirGrowth;
+use crate::alloc::ialloc::InodeMap;
 use crate::mapping::required_mapping;
 use crate::plan::{HardLink, PlannedInode, Run};
+use crate::LayoutError;
+use std::collections::HashMap;
 
 /// Lives, names and ordering of the planned inodes and hard links.
 #[derive(Clone, Debug, Default)]
@@ -156,6 +162,162 @@ impl Names {
             live.into_iter().map(|(_, n)| n).collect(),
             kept.into_iter().map(|(_, l)| l).collect(),
         )
+    }
+}
+
+/// A directory of a plan being made: where its inode is in the output and how full it is.
+#[derive(Clone, Debug)]
+pub(crate) struct DirState {
+    /// Its inode's index in the planned inodes.
+    pub index: usize,
+    /// The group its inode is in: where its children's inodes start looking.
+    pub group: u64,
+    /// Its entries' block usage.
+    pub growth: DirGrowth,
+    /// ext4's `i_last_alloc_group` (the group of the last inode made in it, which
+    /// `find_group_other()` tries first); the ext3 planner (2.6.23 keeps no such hint) leaves
+    /// it None.
+    pub last_alloc_group: Option<u64>,
+}
+
+/// The parent directory's path and the last name of `path` (the root is "").
+fn split(path: &str) -> (&str, &str) {
+    path.rsplit_once('/').unwrap_or(("", path))
+}
+
+/// What an aging operation does differently on each file system: where freed blocks go and
+/// how a directory grows for a new entry. Everything else [`Namespace`] does the same way
+/// for ext3 and ext4.
+pub(crate) trait Space {
+    /// Gives back `len` blocks from `start` (freed blocks are reusable at once: the
+    /// journal's hold on them until the transaction commits is not modelled).
+    fn free_blocks(&mut self, start: u64, len: u64);
+
+    /// An inode was freed, after its blocks: for counters kept beside the inode map. The
+    /// default keeps none.
+    fn inode_freed(&mut self, _is_dir: bool) {}
+
+    /// Adds an entry of `name_len` bytes to directory `dir`, whose inode is `node`, growing
+    /// it as needed with blocks of `bs` bytes. Ok(false) when there was no room (ENOSPC) and
+    /// nothing changed; a file system that does not model ENOSPC returns an error instead.
+    fn add_entry(
+        &mut self,
+        dir: &mut DirState,
+        node: &mut PlannedInode,
+        name_len: usize,
+        bs: u64,
+    ) -> Result<bool, LayoutError>;
+}
+
+/// What an aging operation changes in a plan being made: the planner's state, borrowed for
+/// one operation, and the file system's [`Space`].
+pub(crate) struct Namespace<'a, 'p, S> {
+    /// Where blocks are freed and directories grow.
+    pub space: S,
+    /// The inode bitmaps.
+    pub inodes: &'a mut InodeMap,
+    /// The living directories by path.
+    pub dirs: &'a mut HashMap<&'p str, DirState>,
+    /// The planned inodes so far, dead ones included (see [`Names`]).
+    pub out: &'a mut Vec<PlannedInode>,
+    /// The hard links so far, dead ones included.
+    pub links: &'a mut Vec<HardLink>,
+    /// Which inodes and links live, and their order.
+    pub names: &'a mut Names,
+    /// Block size in bytes.
+    pub bs: u64,
+}
+
+impl<S: Space> Namespace<'_, '_, S> {
+    /// The directory state and inode number of `path`'s parent, and `path`'s last name.
+    fn parent<'s>(&mut self, path: &'s str) -> (&mut DirState, u32, &'s str) {
+        let (parent_path, name) = split(path);
+        let dir = self
+            .dirs
+            .get_mut(parent_path)
+            .expect("check_tree: parents exist");
+        let ino = self.out[dir.index].ino;
+        (dir, ino, name)
+    }
+
+    /// Frees the inode at `index` and every block it has (`ext3_free_inode()` and
+    /// `ext3_free_blocks()`, or ext4's). A file whose data was still in the page cache
+    /// (ext4's delayed allocation) has no blocks yet: writeback skips it once it is dead.
+    fn free_inode(&mut self, index: usize, is_dir: bool) {
+        for (start, len) in owned_blocks(&self.out[index]) {
+            self.space.free_blocks(start, len);
+        }
+        self.inodes.free_inode(self.out[index].ino, is_dir);
+        self.space.inode_freed(is_dir);
+    }
+
+    /// unlink(2) of the non-directory at `index` by its name `path`: the entry goes; with
+    /// its last name the inode and its blocks.
+    pub fn unlink(&mut self, path: &str, index: usize) {
+        let (dir, parent_ino, name) = self.parent(path);
+        dir.growth.remove_entry(name.len());
+        if self
+            .names
+            .unlink(self.out, self.links, index, parent_ino, name)
+        {
+            self.free_inode(index, false);
+        }
+    }
+
+    /// rmdir(2) of the empty directory `path`.
+    pub fn rmdir(&mut self, path: &str) {
+        let dir = self.dirs.remove(path).expect("check_tree: it exists");
+        self.free_inode(dir.index, true);
+        self.names.rmdir(dir.index);
+        let (parent, _, name) = self.parent(path);
+        parent.growth.remove_entry(name.len());
+    }
+
+    /// rename(2) of the non-directory at `index` from `path` to `to` by operation
+    /// `op_index` (`ext3_rename()`, `ext4_rename()`: the new entry is added, growing its
+    /// directory if needed, then the old one deleted). Ok(false) when the new entry found
+    /// no room (ENOSPC, as [`Space::add_entry`] says): nothing changes.
+    #[must_use = "a rename that found no room changed nothing"]
+    pub fn rename(
+        &mut self,
+        path: &str,
+        to: &str,
+        index: usize,
+        op_index: usize,
+    ) -> Result<bool, LayoutError> {
+        let (to_parent, to_name) = split(to);
+        let dir = self
+            .dirs
+            .get_mut(to_parent)
+            .expect("check_tree: parents exist");
+        let to_ino = self.out[dir.index].ino;
+        let node = &mut self.out[dir.index];
+        if !self.space.add_entry(dir, node, to_name.len(), self.bs)? {
+            return Ok(false);
+        }
+        let (dir, parent_ino, name) = self.parent(path);
+        dir.growth.remove_entry(name.len());
+        self.names.rename(
+            self.out,
+            self.links,
+            index,
+            (parent_ino, name),
+            (to_ino, to_name),
+            op_index,
+        );
+        Ok(true)
+    }
+
+    /// truncate(2) of the file at `index` to at most its size: the blocks past the new end
+    /// and the mapping blocks it no longer needs go back ([`cut`]). Blocks not allocated yet
+    /// (ext4's delayed allocation) shrink with the size.
+    pub fn truncate(&mut self, index: usize, bytes: u64) {
+        let node = &mut self.out[index];
+        let bytes = bytes.min(node.size_bytes);
+        for (start, len) in cut(node, bytes.div_ceil(self.bs), self.bs) {
+            self.space.free_blocks(start, len);
+        }
+        node.size_bytes = bytes;
     }
 }
 

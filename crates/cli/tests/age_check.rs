@@ -15,6 +15,8 @@ fn engine_and_kernel_agree_after_one_capacity() {
         eprintln!("skipped: age-check needs root (zram, mount)");
         return;
     }
+    let dir = scratch("age-check", "files");
+    let files = dir.join("files.json");
     let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
         .args([
             "workload",
@@ -26,7 +28,9 @@ fn engine_and_kernel_agree_after_one_capacity() {
             "1",
             "--json",
             "-",
+            "--files",
         ])
+        .arg(&files)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -54,6 +58,31 @@ fn engine_and_kernel_agree_after_one_capacity() {
     );
     assert!(frag.0 <= frag.1, "{frag:?}");
     assert!(v["differences"]["layout score"].is_number());
+    // --files: every name of every regular file, made by a create, with all its data
+    // blocks on both sides (data is always written, never left sparse)
+    let d: Value = serde_json::from_slice(&std::fs::read(&files).unwrap()).unwrap();
+    let bs = d["block_bytes"].as_u64().unwrap();
+    let list = d["files"].as_array().unwrap();
+    assert!(
+        list.len() as f64 >= f(e, "fragments", "files"),
+        "{}",
+        list.len()
+    );
+    let blocks = |runs: &Value| -> u64 {
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[2].as_u64().unwrap())
+            .sum()
+    };
+    for file in list {
+        let want = file["size"].as_u64().unwrap().div_ceil(bs);
+        assert_eq!(blocks(&file["engine"]), want, "{file}");
+        assert_eq!(blocks(&file["kernel"]), want, "{file}");
+        assert_eq!(file["history"][0]["kind"], "create", "{file}");
+    }
+    assert!(!d["writebacks_after_op"].as_array().unwrap().is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

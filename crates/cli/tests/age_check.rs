@@ -40,9 +40,10 @@ fn engine_and_kernel_agree_after_one_capacity() {
     let (e, k) = (&v["engine"], &v["kernel"]);
     let f = |m: &Value, a: &str, b: &str| m[a][b].as_f64().unwrap();
     // what docs/aging-kernel.md reports for this stream: the same free space to a few
-    // blocks, the same directory blocks to a few, a layout score within 0.01; the kernel
-    // fragments more files than the engine (its count varies from run to run: 578-612 in
-    // four runs here, the engine's 288)
+    // blocks, the same directory blocks to a few, a layout score within 0.01; fragmented
+    // files within 15% (the engine's 576; the kernel's vary from run to run, 537-612 in nine
+    // runs here) and fragments per file within 0.1 (1.26; the kernel's 1.25-1.28) — the
+    // engine split 288 before the kernel's s_mb_max_to_scan was modelled
     let free = (
         f(e, "free_space", "free_blocks"),
         f(k, "free_space", "free_blocks"),
@@ -56,7 +57,9 @@ fn engine_and_kernel_agree_after_one_capacity() {
         f(e, "fragments", "fragmented_files"),
         f(k, "fragments", "fragmented_files"),
     );
-    assert!(frag.0 <= frag.1, "{frag:?}");
+    assert!((frag.0 - frag.1).abs() <= 0.15 * frag.1, "{frag:?}");
+    let mean = (f(e, "fragments", "mean"), f(k, "fragments", "mean"));
+    assert!((mean.0 - mean.1).abs() <= 0.1, "{mean:?}");
     assert!(v["differences"]["layout score"].is_number());
     // --files: every name of every regular file, made by a create, with all its data
     // blocks on both sides (data is always written, never left sparse)

@@ -41,8 +41,8 @@ fn engine_and_kernel_agree_after_one_capacity() {
     let f = |m: &Value, a: &str, b: &str| m[a][b].as_f64().unwrap();
     // what docs/aging-kernel.md reports for this stream: the same free space to a few
     // blocks, the same directory blocks to a few, a layout score within 0.01; fragmented
-    // files within 15% (the engine's 576; the kernel's vary from run to run, 537-612 in nine
-    // runs here) and fragments per file within 0.1 (1.26; the kernel's 1.25-1.28) — the
+    // files within 15% (the engine's 576; the kernel's vary from run to run, 537-612 in eleven
+    // runs here) and fragments per file within 0.1 (1.26; the kernel's 1.24-1.32) — the
     // engine split 288 before the kernel's s_mb_max_to_scan was modelled
     let free = (
         f(e, "free_space", "free_blocks"),

@@ -15,6 +15,8 @@ fn engine_and_kernel_agree_after_one_capacity() {
         eprintln!("skipped: age-check needs root (zram, mount)");
         return;
     }
+    let dir = scratch("age-check", "files");
+    let files = dir.join("files.json");
     let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
         .args([
             "workload",
@@ -26,7 +28,9 @@ fn engine_and_kernel_agree_after_one_capacity() {
             "1",
             "--json",
             "-",
+            "--files",
         ])
+        .arg(&files)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -36,9 +40,10 @@ fn engine_and_kernel_agree_after_one_capacity() {
     let (e, k) = (&v["engine"], &v["kernel"]);
     let f = |m: &Value, a: &str, b: &str| m[a][b].as_f64().unwrap();
     // what docs/aging-kernel.md reports for this stream: the same free space to a few
-    // blocks, the same directory blocks to a few, a layout score within 0.01; the kernel
-    // fragments more files than the engine (its count varies from run to run: 578-612 in
-    // four runs here, the engine's 288)
+    // blocks, the same directory blocks to a few, a layout score within 0.01; fragmented
+    // files within 15% (the engine's 576; the kernel's vary from run to run, 537-612 in eleven
+    // runs here) and fragments per file within 0.1 (1.26; the kernel's 1.24-1.32) — the
+    // engine split 288 before the kernel's s_mb_max_to_scan was modelled
     let free = (
         f(e, "free_space", "free_blocks"),
         f(k, "free_space", "free_blocks"),
@@ -52,8 +57,35 @@ fn engine_and_kernel_agree_after_one_capacity() {
         f(e, "fragments", "fragmented_files"),
         f(k, "fragments", "fragmented_files"),
     );
-    assert!(frag.0 <= frag.1, "{frag:?}");
+    assert!((frag.0 - frag.1).abs() <= 0.15 * frag.1, "{frag:?}");
+    let mean = (f(e, "fragments", "mean"), f(k, "fragments", "mean"));
+    assert!((mean.0 - mean.1).abs() <= 0.1, "{mean:?}");
     assert!(v["differences"]["layout score"].is_number());
+    // --files: every name of every regular file, made by a create, with all its data
+    // blocks on both sides (data is always written, never left sparse)
+    let d: Value = serde_json::from_slice(&std::fs::read(&files).unwrap()).unwrap();
+    let bs = d["block_bytes"].as_u64().unwrap();
+    let list = d["files"].as_array().unwrap();
+    assert!(
+        list.len() as f64 >= f(e, "fragments", "files"),
+        "{}",
+        list.len()
+    );
+    let blocks = |runs: &Value| -> u64 {
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[2].as_u64().unwrap())
+            .sum()
+    };
+    for file in list {
+        let want = file["size"].as_u64().unwrap().div_ceil(bs);
+        assert_eq!(blocks(&file["engine"]), want, "{file}");
+        assert_eq!(blocks(&file["kernel"]), want, "{file}");
+        assert_eq!(file["history"][0]["kind"], "create", "{file}");
+    }
+    assert!(!d["writebacks_after_op"].as_array().unwrap().is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -43,6 +43,13 @@ pub struct Args {
     /// Write both sides' metrics and their differences as JSON to PATH ("-" = stdout).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Write every regular file's layout on both sides as JSON to PATH: its size, what the
+    /// stream did to it (create, extend, truncate, rename: operation index, bytes) and its
+    /// extents on the engine and on the kernel (block numbers), with the geometry and the
+    /// operations after which both sides wrote back — to find which files one side splits
+    /// and the other does not, and why.
+    #[arg(long, value_name = "PATH")]
+    pub files: Option<PathBuf>,
 }
 
 /// (path, size) of every name of a regular file of a plan, hard links included (which of
@@ -221,6 +228,12 @@ pub fn run(a: Args) -> Result<()> {
         t.to_terminal(None)?,
         run.replay.seconds
     ));
+    if let Some(path) = &a.files {
+        write_json(
+            path,
+            &per_file(&aged, &engine, &kernel, &geo, a.writeback_mib << 20),
+        )?;
+    }
     if let Some(path) = &a.json {
         let diff: BTreeMap<&str, f64> = rows.iter().map(|(n, ev, kv)| (*n, ev - kv)).collect();
         write_json(
@@ -238,4 +251,106 @@ pub fn run(a: Args) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The `--files` JSON: per name of a regular file its size, its history in the
+/// stream and both sides' extents; the geometry; the operations after which both sides wrote
+/// back (every `writeback_bytes` of data created or extended, as the replay and the policy
+/// count them).
+fn per_file(
+    pop: &layoutlab_workload::Population,
+    engine: &Plan,
+    kernel: &Plan,
+    geo: &Geometry,
+    writeback_bytes: u64,
+) -> serde_json::Value {
+    use layoutlab_workload::NsOp;
+    use serde_json::json;
+    // history by file, following renames: path -> file number
+    let mut file_at: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut history: Vec<Vec<serde_json::Value>> = Vec::new();
+    let mut writebacks = Vec::new();
+    let mut dirty = 0u64;
+    for (i, op) in pop.ops.iter().enumerate() {
+        let mut data = 0;
+        match op {
+            NsOp::Create { path, bytes } => {
+                file_at.insert(path, history.len());
+                history.push(vec![json!({"op": i, "kind": "create", "bytes": bytes})]);
+                data = *bytes;
+            }
+            NsOp::Append { path, bytes } | NsOp::Extend { path, bytes } => {
+                if let Some(&f) = file_at.get(path.as_str()) {
+                    history[f].push(json!({"op": i, "kind": op.verb(), "bytes": bytes}));
+                }
+                data = *bytes;
+            }
+            NsOp::Truncate { path, bytes } => {
+                if let Some(&f) = file_at.get(path.as_str()) {
+                    history[f].push(json!({"op": i, "kind": "truncate", "bytes": bytes}));
+                }
+            }
+            NsOp::Rename { path, to } => {
+                if let Some(f) = file_at.remove(path.as_str()) {
+                    history[f].push(json!({"op": i, "kind": "rename"}));
+                    file_at.insert(to, f);
+                }
+            }
+            NsOp::Link { path, target } => {
+                if let Some(&f) = file_at.get(target.as_str()) {
+                    file_at.insert(path, f);
+                }
+            }
+            NsOp::Unlink { path } => {
+                file_at.remove(path.as_str());
+            }
+            _ => {}
+        }
+        dirty += data;
+        if writeback_bytes > 0 && dirty >= writeback_bytes {
+            writebacks.push(i);
+            dirty = 0;
+        }
+    }
+    let runs = |plan: &Plan| -> BTreeMap<String, (u64, Vec<[u64; 3]>)> {
+        let by_ino: std::collections::HashMap<u32, &layoutlab_layout::PlannedInode> = plan
+            .inodes
+            .iter()
+            .filter(|i| i.kind == InodeKind::File)
+            .map(|i| (i.ino, i))
+            .collect();
+        plan.name_paths()
+            .into_iter()
+            .filter_map(|(ino, path)| {
+                let i = by_ino.get(&ino)?;
+                let r = i
+                    .data
+                    .iter()
+                    .map(|r| [r.logical, r.physical, r.len])
+                    .collect();
+                Some((path, (i.size_bytes, r)))
+            })
+            .collect()
+    };
+    let (re, rk) = (runs(engine), runs(kernel));
+    let files: Vec<serde_json::Value> = re
+        .iter()
+        .map(|(path, (size, e))| {
+            let k = rk.get(path).map(|(_, k)| k.clone()).unwrap_or_default();
+            let h = file_at
+                .get(path.as_str())
+                .map(|&f| history[f].clone())
+                .unwrap_or_default();
+            json!({"path": path, "size": size, "history": h, "engine": e, "kernel": k})
+        })
+        .collect();
+    json!({
+        "blocks_per_group": geo.blocks_per_group,
+        "flex_bg_size": geo.flex_bg_size,
+        "groups": geo.group_count(),
+        "block_bytes": geo.block_size_bytes,
+        "first_data_block": geo.first_data_block,
+        "writebacks_after_op": writebacks,
+        "files": files,
+    })
 }

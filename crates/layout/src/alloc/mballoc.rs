@@ -36,9 +36,23 @@
 //!   buddy, so it starts at a multiple of its length within its group, and there
 //!   `ext4_mb_good_group()` (criterion `CR_POWER2_ALIGNED`) skips the first group of each
 //!   flex group for data; other requests, and power-of-two ones no group could align, take
-//!   the best fit among the first `s_mb_min_to_scan` (10) + 1 free extents of the first
-//!   group from the goal's that has one (`ext4_mb_complex_scan_group()`,
-//!   `ext4_mb_measure_extent()`), then any free extent (`CR_ANY_FREE`);
+//!   the best fit once more than `s_mb_min_to_scan` (10) free extents have been measured
+//!   (`ext4_mb_complex_scan_group()`, `ext4_mb_measure_extent()`,
+//!   `ext4_mb_check_limits()`): at `CR_GOAL_LEN_FAST` in groups whose free extents average
+//!   the request, at `CR_GOAL_LEN_SLOW` in any with as many free blocks, then at
+//!   `CR_ANY_FREE` anywhere;
+//! - `s_mb_max_to_scan` (200): a request that has measured more than 200 free extents
+//!   (counted over all its groups and criteria: `ac_found`) without settling breaks off and
+//!   takes the best extent measured (`ext4_mb_regular_allocator()`,
+//!   `ext4_mb_try_best_found()`): the longest when none held the request, so on free space
+//!   cut into small holes a file gets fewer blocks than it asked for and writeback asks for
+//!   the rest. Measured on age-check's ubuntu-32g at 1/50: every allocation the kernel
+//!   returned short had measured exactly 201 extents (docs/aging-kernel.md). A small
+//!   file's rest is again a locality-group request; a closed file's rest ends before
+//!   `i_size` (writeback first maps the rest of the folio the short extent ended in), so it
+//!   is a stream allocation normalised to the file's size class
+//!   (`ext4_mb_normalize_request()`, [`normalized_window`]) whose unused part, an inode
+//!   preallocation in the kernel, is given back at once here;
 //! - writeback maps at most `MAX_WRITEPAGES_EXTENT_LEN` (2048) blocks at a time
 //!   (fs/ext4/inode.c `mpage_add_bh_to_extent()`), each a request whose goal continues the
 //!   file's last extent (`ext4_ext_find_goal()`); every request of a file but its last ends
@@ -78,10 +92,27 @@ pub const OPTIMIZE_SCAN_MIN_GROUPS: u64 = 16;
 /// that fits, before it takes the best.
 pub const MIN_TO_SCAN: usize = 10;
 
+/// `s_mb_max_to_scan` (`MB_DEFAULT_MAX_TO_SCAN`): free extents one request measures
+/// (`ac_found`, over all its groups and criteria) before `ext4_mb_check_limits()` breaks
+/// the search off and the request takes the best extent measured so far, shorter than asked
+/// when none held it (`ext4_mb_regular_allocator()` then `ext4_mb_try_best_found()`).
+pub const MAX_TO_SCAN: usize = 200;
+
 /// `ext4_mb_add_n_trim()`: preallocations a locality group keeps per free-size order before
 /// trimming, and how many it trims to.
 pub const GROUP_PAS_PER_ORDER: usize = 8;
 const GROUP_PAS_TRIMMED: usize = 5;
+
+/// One request's search state in today's allocator: `ac_found` (free extents measured)
+/// and `ac_b_ex` (the best one so far, as (start, length)), kept across groups and
+/// criteria as `struct ext4_allocation_context` keeps them; `broke` once `ac_found`
+/// passed [`MAX_TO_SCAN`] (`AC_STATUS_BREAK`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Scan {
+    found: usize,
+    best: Option<(u64, u64)>,
+    broke: bool,
+}
 
 /// Free space and the writer's locality-group preallocation.
 #[derive(Clone, Debug)]
@@ -244,28 +275,53 @@ impl Mballoc {
         })
     }
 
-    /// `ext4_mb_complex_scan_group()`: among the first `MIN_TO_SCAN` + 1 free extents of
-    /// `group` (or all it has), the smallest that holds `len` blocks; its first block.
-    fn best_fit_in_group(&self, group: u64, len: u64) -> Option<u64> {
-        let mut best: Option<(u64, u64)> = None;
-        for (found, (start, stop)) in self.free_extents(group).enumerate() {
+    /// `ext4_mb_complex_scan_group()` of one group for a request of `len` blocks, measuring
+    /// its free extents in block order into `scan` (`ext4_mb_measure_extent()`,
+    /// `ext4_mb_check_limits()`); the first block of the extent it settles on, if any. At the
+    /// cheap criteria (`!expensive`: `CR_GOAL_LEN_FAST`) extents shorter than `len` are
+    /// passed over uncounted; at `CR_GOAL_LEN_SLOW` and `CR_ANY_FREE` every extent counts.
+    /// An extent of exactly `len` is taken at once; otherwise the best so far is kept (the
+    /// longest while none holds `len`, then the smallest that does) and taken once more than
+    /// `MIN_TO_SCAN` extents have been measured in this request, or at the group's end.
+    /// When more than `MAX_TO_SCAN` have been measured without settling, `scan.broke` ends
+    /// the search (see [`Scan`]).
+    fn complex_scan(&self, group: u64, len: u64, expensive: bool, scan: &mut Scan) -> Option<u64> {
+        for (start, stop) in self.free_extents(group) {
             let n = stop - start;
-            if n >= len && best.map_or(true, |(_, b)| n < b) {
-                best = Some((start, n));
-                if n == len {
-                    break;
-                }
+            if !expensive && n < len {
+                continue;
             }
-            if best.is_some() && found >= MIN_TO_SCAN {
-                break;
+            scan.found += 1;
+            if n == len {
+                return Some(start);
+            }
+            let Some((_, b)) = scan.best else {
+                scan.best = Some((start, n));
+                continue;
+            };
+            if (b < len && n > b) || (b >= len && n > len && n < b) {
+                scan.best = Some((start, n));
+            }
+            if scan.found > MAX_TO_SCAN {
+                scan.broke = true;
+                return None;
+            }
+            match scan.best {
+                Some((at, b)) if b >= len && scan.found > MIN_TO_SCAN => return Some(at),
+                _ => {}
             }
         }
-        best.map(|(start, _)| start)
+        if scan.found > MAX_TO_SCAN {
+            scan.broke = true;
+            return None;
+        }
+        scan.best.filter(|&(_, b)| b >= len).map(|(at, _)| at)
     }
 
     /// One request of today's `ext4_mb_regular_allocator()` (see the module header): the
-    /// extent found, marked used; shorter than `len` only when no group has `len` free in
-    /// a row. With `mb_optimize_scan` (16 groups or more) each criterion tries the goal's
+    /// extent found, marked used; shorter than `len` when the search broke off after
+    /// [`MAX_TO_SCAN`] free extents without one that holds `len` (then the longest it
+    /// measured), or when no group has `len` free in a row. With `mb_optimize_scan` (16 groups or more) each criterion tries the goal's
     /// group and the next three, then the groups of the order lists
     /// (`ext4_mb_scan_groups()`, Linux 6.18): for an aligned power-of-two request the groups
     /// whose largest free order is the request's, then the next order up; otherwise those
@@ -305,17 +361,19 @@ impl Mballoc {
                 }
             }
         }
+        // ac_found and ac_b_ex: shared by every group and criterion of the request
+        let mut scan = Scan::default();
         if found.is_none() {
-            let good = |m: &mut Mballoc, g: u64| -> Option<(u64, u64)> {
+            let good = |m: &mut Mballoc, g: u64, scan: &mut Scan| -> Option<(u64, u64)> {
                 let (_, frags) = m.stats(g);
                 let free = m.map.group_free(g);
-                if frags == 0 || free / frags < len {
+                if scan.broke || frags == 0 || free / frags < len {
                     return None;
                 }
-                m.best_fit_in_group(g, len).map(|b| (b, len))
+                m.complex_scan(g, len, false, scan).map(|b| (b, len))
             };
-            found = (0..linear).find_map(|i| good(self, (first + i) % groups));
-            if found.is_none() && optimize {
+            found = (0..linear).find_map(|i| good(self, (first + i) % groups, &mut scan));
+            if found.is_none() && optimize && !scan.broke {
                 'lists: for k in Mballoc::avg_fragment_order(len)..=MAX_BUDDY_ORDER {
                     for i in 0..groups {
                         let g = (start + i) % groups;
@@ -327,53 +385,73 @@ impl Mballoc {
                         if Mballoc::avg_fragment_order(avg) != k {
                             continue;
                         }
-                        if let Some(f) = good(self, g) {
+                        if let Some(f) = good(self, g, &mut scan) {
                             found = Some(f);
+                            break 'lists;
+                        }
+                        if scan.broke {
                             break 'lists;
                         }
                     }
                 }
             }
         }
-        if found.is_none() {
+        // CR_GOAL_LEN_SLOW: every group with `len` free; CR_ANY_FREE: every group with any
+        for least in [len, 1] {
+            if found.is_some() || scan.broke {
+                break;
+            }
             found = (0..groups).map(|i| (first + i) % groups).find_map(|g| {
-                if self.map.group_free(g) < len {
+                if scan.broke || self.map.group_free(g) < least {
                     return None;
                 }
-                self.best_fit_in_group(g, len).map(|b| (b, len))
+                self.complex_scan(g, len, true, &mut scan).map(|b| (b, len))
             });
         }
-        if found.is_none() {
-            found = (0..groups)
-                .map(|i| (first + i) % groups)
-                .find_map(|g| self.scan_group(g, len, true));
-        }
-        let (start, n) = found?;
+        // ext4_mb_try_best_found(): nothing settled on (the scan broke off, or no free
+        // extent holds `len`): the best extent measured, up to `len` blocks
+        let (start, n) = found.or_else(|| scan.best.map(|(at, b)| (at, b.min(len))))?;
         self.take(start, n);
         Some((start, n))
     }
 
     /// Today's data blocks for a closed file (see [`Mballoc::alloc_file`]).
     fn alloc_file_today(&mut self, goal: u64, blocks: u64) -> Option<Vec<(u64, u64)>> {
-        if blocks <= STREAM_REQUEST_BLOCKS {
-            if let Some(b) = self.use_group_pa(goal, blocks) {
-                return Some(vec![(b, blocks)]);
-            }
-            // ext4_mb_normalize_group_request(): a new 512-block preallocation
-            if let Some((start, n)) = self.request_today(goal, GROUP_PREALLOC_BLOCKS, true) {
-                if n >= blocks {
-                    if n > blocks {
-                        self.pas.push((start + blocks, start + n));
-                        self.trim_group_pas(self.pas.len() - 1);
-                    }
-                    return Some(vec![(start, blocks)]);
-                }
-                self.give(start, n);
-            }
-        }
         let mut runs: Vec<(u64, u64)> = Vec::new();
+        if blocks <= STREAM_REQUEST_BLOCKS {
+            // what a request leaves is asked for again from the block after it (writeback's
+            // mpage_map_and_submit_extent() maps the rest; ext4_ext_find_goal()), still a
+            // small file of the locality group
+            let (mut left, mut at) = (blocks, goal);
+            while left > 0 {
+                if let Some(b) = self.use_group_pa(at, left) {
+                    push_piece(&mut runs, b, left);
+                    return Some(runs);
+                }
+                // ext4_mb_normalize_group_request(): a new 512-block preallocation; a search
+                // that broke off may find fewer blocks than the file's, and then the file
+                // takes them all and no preallocation is made (ext4_mb_use_best_found():
+                // only a found extent longer than the request makes one)
+                let Some((start, n)) = self.request_today(at, GROUP_PREALLOC_BLOCKS, true) else {
+                    for &(s, n) in &runs {
+                        self.give(s, n);
+                    }
+                    return None;
+                };
+                let take = n.min(left);
+                if n > take {
+                    self.pas.push((start + take, start + n));
+                    self.trim_group_pas(self.pas.len() - 1);
+                }
+                push_piece(&mut runs, start, take);
+                left -= take;
+                at = start + take;
+            }
+            return Some(runs);
+        }
         let mut left = blocks;
         let mut at = goal;
+        let mut broke_off = false;
         while left > 0 {
             let ask = left.min(WRITEPAGES_EXTENT_BLOCKS);
             // every request but the file's last ends before i_size, so the file still
@@ -381,6 +459,11 @@ impl Mballoc {
             let stream = ask < left;
             let found = if stream {
                 self.stream_request(at, ask, !runs.is_empty())
+            } else if broke_off {
+                // once a request of the file's last chunk came back short, what writeback
+                // maps next ends before i_size: the file qualifies for an inode
+                // preallocation again, so the rest is a normalised stream request
+                self.rest_request(at, blocks, blocks - left, ask)
             } else {
                 self.request_today(at, ask, true)
             };
@@ -390,14 +473,38 @@ impl Mballoc {
                 }
                 return None;
             };
-            match runs.last_mut() {
-                Some(last) if last.0 + last.1 == start => last.1 += n,
-                _ => runs.push((start, n)),
-            }
+            broke_off |= !stream && n < ask;
+            push_piece(&mut runs, start, n);
             left -= n;
             at = start + n;
         }
         Some(runs)
+    }
+
+    /// The rest of a closed file of `blocks` blocks whose last request came back short,
+    /// `done` blocks in, the last ending before `after`: `ext4_mb_group_or_file()` finds the
+    /// request ending before i_size (writeback maps the rest of the folio the short extent
+    /// ended in first, fs/ext4/inode.c `mpage_map_and_submit_buffers()`), so the file is
+    /// eligible for an inode preallocation and the request a stream allocation;
+    /// `ext4_mb_normalize_request()` widens it to the file's size class from the first
+    /// block not yet allocated ([`normalized_window`]), and "merge to the left" tries the
+    /// blocks right after the short extent first. The file takes at most `rest` blocks of
+    /// what is found; the rest of the window, an inode preallocation the kernel keeps until
+    /// the inode is evicted or truncated, is given back at once here (not modelled).
+    fn rest_request(
+        &mut self,
+        after: u64,
+        blocks: u64,
+        done: u64,
+        rest: u64,
+    ) -> Option<(u64, u64)> {
+        let want = normalized_window(blocks, done, self.map.blocks_per_group());
+        let (start, n) = self.stream_request(after, want, true)?;
+        let take = n.min(rest);
+        if n > take {
+            self.give(start + take, n - take);
+        }
+        Some((start, take))
     }
 
     /// A stream request (`EXT4_MB_STREAM_ALLOC`): when it continues an extent of the file
@@ -603,6 +710,43 @@ impl Mballoc {
     }
 }
 
+/// `ext4_mb_normalize_request()` for a request at file block `logical` of a file of
+/// `isize` blocks (4 KiB) with its blocks below `logical` allocated: the window's length
+/// from `logical`. The file's size picks the window: 16 KiB to 1 MiB in powers of two from
+/// block 0; up to 4 MiB, the 2 MiB-aligned 2 MiB around `logical`; up to 8 MiB, 4 MiB;
+/// else 8 MiB. The window starts no earlier than `logical` (the blocks left of it are
+/// allocated: "don't cover already allocated blocks"), then holds at most a group.
+pub fn normalized_window(isize: u64, logical: u64, blocks_per_group: u64) -> u64 {
+    let bytes = isize * 4096;
+    let (len, start) = if bytes <= 1 << 20 {
+        let class = bytes.max(16 << 10).next_power_of_two();
+        (class / 4096, 0)
+    } else {
+        let len = if bytes <= 4 << 20 {
+            512
+        } else if bytes <= 8 << 20 {
+            1024
+        } else {
+            2048
+        };
+        (len, logical / len * len)
+    };
+    let start = start.max(logical / blocks_per_group * blocks_per_group);
+    (start + len)
+        .saturating_sub(logical)
+        .min(blocks_per_group)
+        .max(1)
+}
+
+/// Appends `start..start + n` to a file's physical runs, extending the last when it continues
+/// it.
+fn push_piece(runs: &mut Vec<(u64, u64)>, start: u64, n: u64) {
+    match runs.last_mut() {
+        Some(last) if last.0 + last.1 == start => last.1 += n,
+        _ => runs.push((start, n)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -705,6 +849,51 @@ mod tests {
         let mut small = Mballoc::today(FreeMap::new(8 * 32768, 0, 32768), 4);
         small.take(32768, 32768);
         assert_eq!(small.alloc_file(32768, 20).unwrap(), vec![(2 * 32768, 20)]);
+    }
+
+    #[test]
+    fn today_a_search_that_measures_too_many_extents_takes_the_longest_then_normalises_the_rest() {
+        // 8 groups (a linear scan), all used but: in group 1, 250 holes of 3 blocks with one
+        // of 60 among the first 200; in group 3 one hole of 80 blocks
+        let mut m = Mballoc::today(FreeMap::new(8 * 32768, 0, 32768), 4);
+        m.take(0, 8 * 32768);
+        for i in 0..250u64 {
+            m.give(32768 + 100 * i, if i == 50 { 60 } else { 3 });
+        }
+        m.give(3 * 32768, 80);
+        // a closed 100-block file: no group's free extents average 100 (CR_GOAL_LEN_FAST);
+        // group 1 has 100 free (CR_GOAL_LEN_SLOW) and its first 201 extents hold none of
+        // 100: ext4_mb_check_limits() breaks off and the longest measured, 60, is taken.
+        // The other 40 are a normalised stream request: the 512 KiB class's window from
+        // block 60 (68 blocks), which group 3's 80-block extent holds; the file takes 40
+        let runs = m.alloc_file(32768, 100).unwrap();
+        assert_eq!(runs, vec![(32768 + 5000, 60), (3 * 32768, 40)]);
+        // the window's other 28 blocks are free again (the inode preallocation is not kept)
+        assert_eq!(
+            m.map.next_used(3 * 32768 + 40, 3 * 32768 + 80),
+            3 * 32768 + 80
+        );
+        // without a long enough free extent anywhere a request takes the longest measured:
+        // a 10-block file in 3-block holes is 3 + 3 + 3 + 1... from the locality-group path
+        // (a 512-block request that breaks off, no preallocation made)
+        let small = m.alloc_file(32768, 10).unwrap();
+        assert_eq!(small.iter().map(|r| r.1).sum::<u64>(), 10);
+        assert!(small.len() >= 4, "{small:?}");
+    }
+
+    #[test]
+    fn the_normalised_window_is_what_the_kernel_asked_for() {
+        // (file blocks, first block not allocated) -> the goal length of the stream request
+        // that followed a broken-off one in an ext4_mballoc_alloc trace of age-check's
+        // ubuntu-32g at 1/50, 5x (Linux 6.18): 225/217 -> 39, 101/89 -> 39 (the 1 MiB and
+        // 512 KiB classes from block 0), 282/161 -> 351, 417/341 -> 171 (the 2 MiB window)
+        assert_eq!(normalized_window(225, 217, 32768), 39);
+        assert_eq!(normalized_window(101, 89, 32768), 39);
+        assert_eq!(normalized_window(282, 161, 32768), 351);
+        assert_eq!(normalized_window(417, 341, 32768), 171);
+        // 16 KiB is the smallest class; windows hold at most a group
+        assert_eq!(normalized_window(1, 0, 32768), 4);
+        assert_eq!(normalized_window(1 << 20, 5000, 1024), 1024);
     }
 
     #[test]

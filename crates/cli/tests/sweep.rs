@@ -91,15 +91,19 @@ fn assert_close(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>) {
     for (id, x) in a {
         let y = b[id];
         assert!(
-            (x - y).abs() <= 0.005 * x.abs().max(y.abs()),
-            "cell {id}: {x} s here, {y} s there (more than 0.5% apart)"
+            (x - y).abs() <= 0.02 * x.abs().max(y.abs()),
+            "cell {id}: {x} s here, {y} s there (more than 2% apart)"
         );
     }
 }
 
 // Scales 0.25 and 0.5 (cells of 3-10 s here): in a small cell the few tenths of a second of
 // think time, whose attribution varies from run to run, move the drive's read-ahead and so
-// the total by up to 1% (scale 0.1); from 0.25 up, runs agree within 0.1% (docs/sweep.md).
+// the total by up to 1% (scale 0.1); from 0.25 up, runs on a quiet machine agree within 0.1%
+// (docs/sweep.md). With a CPU busy elsewhere e2fsck's CPU time per request grows (1.0-1.4×,
+// tests/load_independence.rs) and two runs of one cell came 0.54% and 0.86% apart, so cells
+// are compared within 2%: a cell run with another scale, policy or device is off by far more
+// (scale 0.25 against 0.5 by 2×, the policies by 4×).
 const SETS: [&str; 2] = ["--set", "scale=0.25,0.5"];
 
 #[test]

@@ -545,7 +545,7 @@ node 1097728 level 1 items 2 free space 1 generation 7 owner CHUNK_TREE
             return None;
         }
         let dir = std::env::temp_dir().join(format!("ll-fsclasses-{kind}-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("m")).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
         let img = dir.join("fs.img");
         std::fs::File::create(&img)
             .unwrap()
@@ -562,17 +562,14 @@ node 1097728 level 1 items 2 free space 1 generation 7 owner CHUNK_TREE
                 .status(),
         };
         assert!(mkfs.unwrap().success());
-        let m = dir.join("m");
-        assert!(Command::new("mount")
-            .args(["-o", "loop"])
-            .arg(&img)
-            .arg(&m)
-            .status()
-            .unwrap()
-            .success());
-        std::fs::write(m.join("big"), vec![7u8; 8 << 20]).unwrap();
-        let ok = Command::new("umount").arg(&m).status().unwrap().success();
-        assert!(ok);
+        // Through the rig's loop device and mount: their drop retries a busy unmount (a
+        // just-closed file can hold it a moment; a bare `umount` failed that way once and left
+        // the mount behind), and a panic undoes them too.
+        let lo = layoutlab_rig::LoopDevice::attach(&img, false).unwrap();
+        let m = layoutlab_rig::Mount::new(lo.path(), None, kind, false, "").unwrap();
+        std::fs::write(m.target().join("big"), vec![7u8; 8 << 20]).unwrap();
+        drop(m);
+        drop(lo);
         Some((dir, img))
     }
 
@@ -582,16 +579,11 @@ node 1097728 level 1 items 2 free space 1 generation 7 owner CHUNK_TREE
             return;
         };
         use std::os::unix::fs::MetadataExt;
-        let m = dir.join("m");
-        assert!(Command::new("mount")
-            .args(["-o", "loop,ro"])
-            .arg(&img)
-            .arg(&m)
-            .status()
-            .unwrap()
-            .success());
-        let ino = std::fs::metadata(m.join("big")).unwrap().ino();
-        Command::new("umount").arg(&m).status().unwrap();
+        let ino = {
+            let lo = layoutlab_rig::LoopDevice::attach(&img, true).unwrap();
+            let m = layoutlab_rig::Mount::new(lo.path(), None, "xfs", true, "").unwrap();
+            std::fs::metadata(m.target().join("big")).unwrap().ino()
+        };
         let c = xfs(&img, ino).unwrap();
         let dev = img.to_str().unwrap();
         assert_eq!(c.class_of(0), "superblock");

@@ -677,7 +677,12 @@ fn a_sweep_through_a_private_slurm_cluster_agrees_with_a_local_run() {
     ok(&o);
     let left: Value = serde_json::from_slice(&o.stdout).unwrap();
     for item in left["found"].as_array().unwrap() {
-        assert_ne!(item["pid"].as_u64(), Some(child), "left behind: {item}");
+        assert_ne!(
+            item["pid"].as_u64(),
+            Some(child),
+            "left behind: {item}; the cell's log:\n{}",
+            std::fs::read_to_string(cell.join("log.txt")).unwrap_or_default()
+        );
     }
     let job2 = sweep_big(&["--only-failed"]);
     assert_ne!(job2, job);

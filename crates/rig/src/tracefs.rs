@@ -263,9 +263,6 @@ unsafe fn write_raw(path: &std::ffi::CStr, bytes: &[u8]) -> std::io::Result<()> 
 struct Streamed {
     dir: PathBuf,
     stop_flag: Arc<AtomicBool>,
-    /// Set by the cleanup (an error, a signal): the reader stops at once, without draining
-    /// the ring, so that the instance can be removed before the process is killed.
-    abort: Arc<AtomicBool>,
     reader_done: Arc<AtomicBool>,
     reader: Option<JoinHandle<std::io::Result<()>>>,
     text_path: PathBuf,
@@ -294,22 +291,21 @@ impl Streamed {
         })?;
         let dir = root.join("instances").join(name);
         let stop_flag = Arc::new(AtomicBool::new(false));
-        let abort = Arc::new(AtomicBool::new(false));
         let reader_done = Arc::new(AtomicBool::new(true));
         let cleanup = cleanup::creating(|| {
             std::fs::create_dir(&dir).map_err(|e| {
                 RigError::io(format!("create tracefs instance {}", dir.display()), e)
             })?;
-            let (dir, abort, reader_done) = (dir.clone(), abort.clone(), reader_done.clone());
+            let (dir, stop_flag, reader_done) =
+                (dir.clone(), stop_flag.clone(), reader_done.clone());
             Ok::<_, RigError>(cleanup::register(
                 format!("tracefs instance {}", dir.display()),
-                move || remove_instance(&dir, &abort, &reader_done, marker.as_ref()),
+                move || remove_instance(&dir, &stop_flag, &reader_done, marker.as_ref()),
             ))
         })?;
         let streamed = Streamed {
             dir,
             stop_flag,
-            abort,
             reader_done,
             reader: None,
             text_path,
@@ -336,16 +332,15 @@ impl Streamed {
     /// cleanup waits for it through `reader_done`).
     fn start_reader(&mut self) -> Result<()> {
         self.reader_done.store(false, Ordering::SeqCst);
-        let (pipe, out, stop, abort, done) = (
+        let (pipe, out, stop, done) = (
             self.dir.join("trace_pipe"),
             self.text_path.clone(),
             self.stop_flag.clone(),
-            self.abort.clone(),
             self.reader_done.clone(),
         );
         match std::thread::Builder::new()
             .name("rig-trace-pipe".into())
-            .spawn(move || stream(pipe, out, stop, abort, done))
+            .spawn(move || stream(pipe, out, stop, done))
         {
             Ok(handle) => {
                 self.reader = Some(handle);
@@ -469,23 +464,21 @@ fn tracefs_root() -> Result<(PathBuf, Option<Mount>)> {
 
 fn remove_instance(
     instance: &Path,
-    abort: &AtomicBool,
+    stop_flag: &AtomicBool,
     reader_done: &AtomicBool,
     marker: Option<&Marker>,
 ) {
     let _ = std::fs::write(instance.join("tracing_on"), "0");
-    // An open file of the instance keeps it busy: close the marker, and stop the reader
-    // without draining (nobody reads the text now). It used to drain first: on a loaded
-    // machine a scancelled sweep cell's drain outlasted the wait, and the instance was left.
-    abort.store(true, Ordering::SeqCst);
+    stop_flag.store(true, Ordering::SeqCst);
+    // An open file of the instance keeps it busy: close the marker, let the reader finish.
     if let Some(marker) = marker {
         marker.file.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(3);
     while !reader_done.load(Ordering::SeqCst) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    for _ in 0..250 {
+    for _ in 0..100 {
         match std::fs::remove_dir(instance) {
             Ok(()) => return,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
@@ -502,7 +495,6 @@ fn stream(
     pipe_path: PathBuf,
     out_path: PathBuf,
     stop_flag: Arc<AtomicBool>,
-    abort: Arc<AtomicBool>,
     done: Arc<AtomicBool>,
 ) -> std::io::Result<()> {
     let result = (|| {
@@ -514,9 +506,6 @@ fn stream(
             std::io::BufWriter::new(std::fs::OpenOptions::new().append(true).open(&out_path)?);
         let mut buf = vec![0u8; 1 << 16];
         loop {
-            if abort.load(Ordering::SeqCst) {
-                break;
-            }
             match pipe.read(&mut buf) {
                 Ok(0) => std::thread::sleep(Duration::from_millis(5)),
                 Ok(n) => out.write_all(&buf[..n])?,

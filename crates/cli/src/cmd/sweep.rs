@@ -494,8 +494,14 @@ fn run_cell(dir: &Path, index: usize, force: bool) -> Result<()> {
     // recorded failed, to be run again.
     let guard = {
         let exit_path = exit_path.clone();
+        let exe = exe.clone();
         layoutlab_rig::cleanup::register("sweep: the running cell", move || {
             stop_children(&[pid]);
+            // The run cleans up after itself on SIGTERM, but a resource it could not remove
+            // in time (a scancelled cell once left its tracefs instance, busy while the run's
+            // main thread was still in it) stays; the run is gone now, so what carries its pid
+            // is removed as after a SIGKILL.
+            let _ = Command::new(&exe).arg("clean").output();
             let _ = std::fs::write(
                 &exit_path,
                 serde_json::json!({"code": null, "seconds": now_unix() - started,

@@ -7,7 +7,9 @@ use super::{write_json, Human};
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use layoutlab_layout::metrics::LayoutMetrics;
-use layoutlab_layout::{policy_by_name, Geometry, InodeKind, MkfsProfile, Plan, PolicyParams};
+use layoutlab_layout::{
+    policy_by_name, Geometry, InodeKind, MkfsProfile, Plan, PlannedInode, PolicyParams,
+};
 use layoutlab_report::{Cell, Column, Table};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -52,18 +54,26 @@ pub struct Args {
     pub files: Option<PathBuf>,
 }
 
-/// (path, size) of every name of a regular file of a plan, hard links included (which of
-/// a linked file's names is its first is the directory walk's choice on the kernel side).
-fn files(plan: &Plan) -> BTreeMap<String, u64> {
-    let size: std::collections::HashMap<u32, u64> = plan
+/// Every name of a regular file of a plan, hard links included (which of a linked file's
+/// names is its first is the directory walk's choice on the kernel side), with its inode.
+fn file_inodes(plan: &Plan) -> BTreeMap<String, &PlannedInode> {
+    let by_ino: std::collections::HashMap<u32, &PlannedInode> = plan
         .inodes
         .iter()
         .filter(|i| i.kind == InodeKind::File)
-        .map(|i| (i.ino, i.size_bytes))
+        .map(|i| (i.ino, i))
         .collect();
     plan.name_paths()
         .into_iter()
-        .filter_map(|(ino, path)| size.get(&ino).map(|&s| (path, s)))
+        .filter_map(|(ino, path)| by_ino.get(&ino).map(|&i| (path, i)))
+        .collect()
+}
+
+/// (path, size) of every name of a regular file of a plan ([`file_inodes`]).
+fn files(plan: &Plan) -> BTreeMap<String, u64> {
+    file_inodes(plan)
+        .into_iter()
+        .map(|(path, i)| (path, i.size_bytes))
         .collect()
 }
 
@@ -160,7 +170,6 @@ pub fn run(a: Args) -> Result<()> {
     });
     let mut kopts =
         layoutlab_rig::KernelAgeOptions::disk(layoutlab_rig::FsKind::Ext4, aged.fs_bytes)?;
-    kopts.ext4_linear_groups = Some(4);
     kopts.replay.writeback_bytes = a.writeback_mib << 20;
     kopts.mount_options = a.mount_options.clone();
     let (kernel, run) = layoutlab_rig::kernel_plan_with(&aged, &kopts, &mut |p| {
@@ -313,22 +322,15 @@ fn per_file(
         }
     }
     let runs = |plan: &Plan| -> BTreeMap<String, (u64, Vec<[u64; 3]>)> {
-        let by_ino: std::collections::HashMap<u32, &layoutlab_layout::PlannedInode> = plan
-            .inodes
-            .iter()
-            .filter(|i| i.kind == InodeKind::File)
-            .map(|i| (i.ino, i))
-            .collect();
-        plan.name_paths()
+        file_inodes(plan)
             .into_iter()
-            .filter_map(|(ino, path)| {
-                let i = by_ino.get(&ino)?;
+            .map(|(path, i)| {
                 let r = i
                     .data
                     .iter()
                     .map(|r| [r.logical, r.physical, r.len])
                     .collect();
-                Some((path, (i.size_bytes, r)))
+                (path, (i.size_bytes, r))
             })
             .collect()
     };

@@ -122,7 +122,7 @@ pub fn plan_ext4(
     let mut pid: u64 = rng.gen_range(300..30_000);
     let mut inodes = InodeMap::new(geo);
     let mut mb = if rules.mballoc_today {
-        Mballoc::today(geo.free_map(), flex)
+        Mballoc::today(geo.free_map(), flex, bs)
     } else {
         Mballoc::new(geo.free_map(), flex, rules.data_avoids_first_group)
     };

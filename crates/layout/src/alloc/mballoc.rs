@@ -135,6 +135,8 @@ pub struct Mballoc {
     /// over a group without walking its bitmap (the kernel keeps the same knowledge in the
     /// buddy's `bb_largest_free_order`); it changes no answer, only the time to find it.
     longest: Vec<Option<u64>>,
+    /// Bytes per block: `ext4_mb_normalize_request()`'s size classes are in bytes.
+    block_bytes: u64,
 }
 
 impl Mballoc {
@@ -151,18 +153,20 @@ impl Mballoc {
             group_stats: Vec::new(),
             stream_group: 0,
             longest: vec![None; groups],
+            block_bytes: 4096,
         }
     }
 
     /// Today's allocator over `map` (see the module header): aligned power-of-two requests
     /// that skip the first group of each flex group for data, best fit otherwise, several
     /// group preallocations, closed files without preallocation, writeback in 2048-block
-    /// requests.
-    pub fn today(map: FreeMap, flex_size: u64) -> Mballoc {
+    /// requests; blocks of `block_bytes`.
+    pub fn today(map: FreeMap, flex_size: u64, block_bytes: u64) -> Mballoc {
         let groups = map.group_count() as usize;
         Mballoc {
             today: true,
             group_stats: vec![None; groups],
+            block_bytes,
             ..Mballoc::new(map, flex_size, true)
         }
     }
@@ -498,7 +502,7 @@ impl Mballoc {
         done: u64,
         rest: u64,
     ) -> Option<(u64, u64)> {
-        let want = normalized_window(blocks, done, self.map.blocks_per_group());
+        let want = normalized_window(blocks, done, self.map.blocks_per_group(), self.block_bytes);
         let (start, n) = self.stream_request(after, want, true)?;
         let take = n.min(rest);
         if n > take {
@@ -711,24 +715,25 @@ impl Mballoc {
 }
 
 /// `ext4_mb_normalize_request()` for a request at file block `logical` of a file of
-/// `isize` blocks (4 KiB) with its blocks below `logical` allocated: the window's length
+/// `isize` blocks of `block_bytes` with its blocks below `logical` allocated: the window's length
 /// from `logical`. The file's size picks the window: 16 KiB to 1 MiB in powers of two from
 /// block 0; up to 4 MiB, the 2 MiB-aligned 2 MiB around `logical`; up to 8 MiB, 4 MiB;
 /// else 8 MiB. The window starts no earlier than `logical` (the blocks left of it are
 /// allocated: "don't cover already allocated blocks"), then holds at most a group.
-pub fn normalized_window(isize: u64, logical: u64, blocks_per_group: u64) -> u64 {
-    let bytes = isize * 4096;
+pub fn normalized_window(isize: u64, logical: u64, blocks_per_group: u64, block_bytes: u64) -> u64 {
+    let bytes = isize * block_bytes;
     let (len, start) = if bytes <= 1 << 20 {
         let class = bytes.max(16 << 10).next_power_of_two();
-        (class / 4096, 0)
+        ((class / block_bytes).max(1), 0)
     } else {
-        let len = if bytes <= 4 << 20 {
-            512
+        let window: u64 = if bytes <= 4 << 20 {
+            2 << 20
         } else if bytes <= 8 << 20 {
-            1024
+            4 << 20
         } else {
-            2048
+            8 << 20
         };
+        let len = window / block_bytes;
         (len, logical / len * len)
     };
     let start = start.max(logical / blocks_per_group * blocks_per_group);
@@ -781,7 +786,7 @@ mod tests {
 
     #[test]
     fn today_aligns_power_of_two_requests_and_skips_the_first_group_for_data() {
-        let mut m = Mballoc::today(map(), 4);
+        let mut m = Mballoc::today(map(), 4, 4096);
         m.map.mark_used(32768, 100);
         // a 3-block file: a new 512-block preallocation, aligned in group 1 (group 0 is the
         // first of its flex group)
@@ -807,7 +812,7 @@ mod tests {
 
     #[test]
     fn today_small_files_back_fill_the_preallocation_nearest_the_goal() {
-        let mut m = Mballoc::today(map(), 4);
+        let mut m = Mballoc::today(map(), 4, 4096);
         // 32 files of 16 blocks fill the first preallocation exactly
         for i in 0..32 {
             assert_eq!(m.alloc_file(32768, 16).unwrap(), vec![(32768 + 16 * i, 16)]);
@@ -828,7 +833,7 @@ mod tests {
     fn today_scans_four_groups_then_the_order_lists() {
         // 32 groups (mb_optimize_scan): goal in group 1, groups 1-4 full, group 20 with a
         // largest free chunk of order 9 (512 blocks), every other group empty (order 13)
-        let mut m = Mballoc::today(FreeMap::new(32 * 32768, 0, 32768), 16);
+        let mut m = Mballoc::today(FreeMap::new(32 * 32768, 0, 32768), 16, 4096);
         for g in 1..5 {
             m.take(g * 32768, 32768);
         }
@@ -846,7 +851,7 @@ mod tests {
             vec![(20 * 32768 + 32768 - 600, 20)]
         );
         // fewer than 16 groups: a plain linear scan from the goal's group
-        let mut small = Mballoc::today(FreeMap::new(8 * 32768, 0, 32768), 4);
+        let mut small = Mballoc::today(FreeMap::new(8 * 32768, 0, 32768), 4, 4096);
         small.take(32768, 32768);
         assert_eq!(small.alloc_file(32768, 20).unwrap(), vec![(2 * 32768, 20)]);
     }
@@ -855,7 +860,7 @@ mod tests {
     fn today_a_search_that_measures_too_many_extents_takes_the_longest_then_normalises_the_rest() {
         // 8 groups (a linear scan), all used but: in group 1, 250 holes of 3 blocks with one
         // of 60 among the first 200; in group 3 one hole of 80 blocks
-        let mut m = Mballoc::today(FreeMap::new(8 * 32768, 0, 32768), 4);
+        let mut m = Mballoc::today(FreeMap::new(8 * 32768, 0, 32768), 4, 4096);
         m.take(0, 8 * 32768);
         for i in 0..250u64 {
             m.give(32768 + 100 * i, if i == 50 { 60 } else { 3 });
@@ -887,13 +892,13 @@ mod tests {
         // that followed a broken-off one in an ext4_mballoc_alloc trace of age-check's
         // ubuntu-32g at 1/50, 5x (Linux 6.18): 225/217 -> 39, 101/89 -> 39 (the 1 MiB and
         // 512 KiB classes from block 0), 282/161 -> 351, 417/341 -> 171 (the 2 MiB window)
-        assert_eq!(normalized_window(225, 217, 32768), 39);
-        assert_eq!(normalized_window(101, 89, 32768), 39);
-        assert_eq!(normalized_window(282, 161, 32768), 351);
-        assert_eq!(normalized_window(417, 341, 32768), 171);
+        assert_eq!(normalized_window(225, 217, 32768, 4096), 39);
+        assert_eq!(normalized_window(101, 89, 32768, 4096), 39);
+        assert_eq!(normalized_window(282, 161, 32768, 4096), 351);
+        assert_eq!(normalized_window(417, 341, 32768, 4096), 171);
         // 16 KiB is the smallest class; windows hold at most a group
-        assert_eq!(normalized_window(1, 0, 32768), 4);
-        assert_eq!(normalized_window(1 << 20, 5000, 1024), 1024);
+        assert_eq!(normalized_window(1, 0, 32768, 4096), 4);
+        assert_eq!(normalized_window(1 << 20, 5000, 1024, 4096), 1024);
     }
 
     #[test]

@@ -263,20 +263,15 @@ impl KernelFs {
     }
 }
 
-/// How long [`settled_stat_sectors`] waits for a device's requests to complete. A loop
-/// device's worker writes into its backing store's page cache, where the kernel can throttle
-/// it for seconds when other work on the machine has dirtied much memory: the wait must
-/// outlast that, and it costs nothing when the device is idle.
+/// How long [`settled_stat_sectors`] waits for a device's requests to complete: a chosen
+/// bound, not a measured one (settling takes milliseconds here). A loop device's worker writes
+/// into its backing store's page cache, which the kernel may throttle when the machine has
+/// much dirty memory; a minute outlasts that and costs nothing on an idle device.
 const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// [`device_stat_sectors`] once nothing is in flight on the device: waits for requests
-/// already issued to complete, so that a request is never counted on one side of a phase's
-/// boundary and traced on the other. A device still busy after a minute is an error: counters
-/// read then would not describe the phase. (The wait was once capped at two seconds, after
-/// which the counters were read anyway: one of two causes found for an XFS delete phase whose
-/// check failed once under CI's load, its background metadata writes traced in the phase and
-/// counted after it; the other, tags taken in `trace_pipe`'s order rather than time's, is
-/// fixed in the trace crate. Not reproduced here in 45 runs, loaded and not.)
+/// [`device_stat_sectors`] once nothing is in flight on the device, so that a request is
+/// never counted on one side of a phase's boundary and traced on the other. A device still
+/// busy after [`SETTLE_LIMIT`] is an error: counters read then would not describe the phase.
 pub fn settled_stat_sectors(dev_name: &str) -> Result<(u64, u64)> {
     let inflight = format!("/sys/block/{dev_name}/inflight");
     let start = std::time::Instant::now();

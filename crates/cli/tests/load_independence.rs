@@ -6,9 +6,8 @@
 
 mod common;
 
-use common::{is_root, scratch, stderr};
+use common::{fsck_json, is_root, scratch};
 use std::path::Path;
-use std::process::Command;
 
 /// One run of `reproduce metacluster-fsck --scale 0.05`, per policy.
 struct Run {
@@ -21,23 +20,8 @@ struct Run {
     think_source: String,
 }
 
-fn fsck_runs(json: &Path) -> Vec<Run> {
-    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args([
-            "reproduce",
-            "metacluster-fsck",
-            "--scale",
-            "0.05",
-            "--out",
-            json.parent().unwrap().join("out").to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-        ])
-        .output()
-        .expect("run layoutlab");
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+fn fsck_runs(dir: &Path) -> Vec<Run> {
+    let v = fsck_json("0.05", dir);
     v["runs"]
         .as_array()
         .unwrap()
@@ -93,8 +77,7 @@ fn predictions_do_not_depend_on_how_busy_the_machine_is() {
         return;
     }
     let dir = scratch("load", "fsck");
-    let json = dir.join("r.json");
-    let quiet: Vec<Vec<Run>> = (0..3).map(|_| fsck_runs(&json)).collect();
+    let quiet: Vec<Vec<Run>> = (0..3).map(|_| fsck_runs(&dir)).collect();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let burners: Vec<_> = (0..cpus)
@@ -108,7 +91,7 @@ fn predictions_do_not_depend_on_how_busy_the_machine_is() {
             })
         })
         .collect();
-    let busy: Vec<Vec<Run>> = (0..3).map(|_| fsck_runs(&json)).collect();
+    let busy: Vec<Vec<Run>> = (0..3).map(|_| fsck_runs(&dir)).collect();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for b in burners {
         b.join().unwrap();

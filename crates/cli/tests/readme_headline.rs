@@ -6,9 +6,8 @@
 
 mod common;
 
-use common::{is_root, scratch, stderr};
+use common::{fsck_json, is_root, scratch};
 use std::path::Path;
-use std::process::Command;
 
 /// (before, after) seconds of the generated headline block `name` of `file`: the first two
 /// numbers followed by " s" inside the block.
@@ -40,23 +39,7 @@ fn headline(file: &str, name: &str) -> (f64, f64) {
 /// Totals of ext3-2007 and ext3-metacluster at `scale`.
 fn predicted(scale: &str) -> (f64, f64) {
     let dir = scratch("readme", scale);
-    let json = dir.join("r.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args([
-            "reproduce",
-            "metacluster-fsck",
-            "--scale",
-            scale,
-            "--out",
-            dir.join("out").to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-        ])
-        .output()
-        .expect("run layoutlab");
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = fsck_json(scale, &dir);
     std::fs::remove_dir_all(&dir).unwrap();
     let total = |policy: &str| {
         v["runs"]

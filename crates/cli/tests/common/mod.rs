@@ -55,3 +55,21 @@ pub fn loops_under(dir: &Path) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// `layoutlab reproduce metacluster-fsck --scale SCALE --json` into `dir` (report in
+/// `dir/out`): the result JSON. Panics with the run's stderr when it fails.
+pub fn fsck_json(scale: &str, dir: &Path) -> serde_json::Value {
+    let json = dir.join("r.json");
+    let o = layoutlab(&[
+        "reproduce",
+        "metacluster-fsck",
+        "--scale",
+        scale,
+        "--out",
+        dir.join("out").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}

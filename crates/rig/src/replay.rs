@@ -362,7 +362,7 @@ pub fn replay(
             path: op.path().to_string(),
             error,
         };
-        let mut data = 0u64;
+        let data = op.data_bytes();
         match op {
             NsOp::Mkdir { .. } => std::fs::create_dir(&path).map_err(fail)?,
             NsOp::Create { path: name, bytes } => {
@@ -375,7 +375,6 @@ pub fn replay(
                 write_zeros(&mut f, *bytes, &zeros).map_err(fail)?;
                 file_of.insert(name, index);
                 writers.insert(index, f);
-                data = *bytes;
             }
             NsOp::Append { path: name, bytes } => {
                 let f = file_of
@@ -388,12 +387,10 @@ pub fn replay(
                         ))
                     })?;
                 write_zeros(f, *bytes, &zeros).map_err(fail)?;
-                data = *bytes;
             }
             NsOp::Extend { bytes, .. } => {
                 let mut f = OpenOptions::new().append(true).open(&path).map_err(fail)?;
                 write_zeros(&mut f, *bytes, &zeros).map_err(fail)?;
-                data = *bytes;
             }
             NsOp::Truncate { bytes, .. } => {
                 let f = OpenOptions::new().write(true).open(&path).map_err(fail)?;

@@ -106,6 +106,17 @@ impl NsOp {
         }
     }
 
+    /// The file data the operation writes (create, append, extend): what a writeback
+    /// interval counts.
+    pub fn data_bytes(&self) -> u64 {
+        match self {
+            NsOp::Create { bytes, .. }
+            | NsOp::Append { bytes, .. }
+            | NsOp::Extend { bytes, .. } => *bytes,
+            _ => 0,
+        }
+    }
+
     /// True for the operations that remove or shrink something (unlink, rmdir, truncate,
     /// rename) or reopen a file (extend): those of an aging stream, which a tree copy does
     /// not make.

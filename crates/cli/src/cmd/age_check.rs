@@ -281,18 +281,15 @@ fn per_file(
     let mut writebacks = Vec::new();
     let mut dirty = 0u64;
     for (i, op) in pop.ops.iter().enumerate() {
-        let mut data = 0;
         match op {
             NsOp::Create { path, bytes } => {
                 file_at.insert(path, history.len());
                 history.push(vec![json!({"op": i, "kind": "create", "bytes": bytes})]);
-                data = *bytes;
             }
             NsOp::Append { path, bytes } | NsOp::Extend { path, bytes } => {
                 if let Some(&f) = file_at.get(path.as_str()) {
                     history[f].push(json!({"op": i, "kind": op.verb(), "bytes": bytes}));
                 }
-                data = *bytes;
             }
             NsOp::Truncate { path, bytes } => {
                 if let Some(&f) = file_at.get(path.as_str()) {
@@ -315,7 +312,7 @@ fn per_file(
             }
             _ => {}
         }
-        dirty += data;
+        dirty += op.data_bytes();
         if writeback_bytes > 0 && dirty >= writeback_bytes {
             writebacks.push(i);
             dirty = 0;

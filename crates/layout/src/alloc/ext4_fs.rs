@@ -255,8 +255,7 @@ pub fn plan_ext4(
                          mb: &mut Mballoc|
          -> Result<(), LayoutError> {
             let parent = dirs.get_mut(parent_path).expect("exists");
-            let grow = parent.growth.add_entry(name.len());
-            grow_dir(&mut out[parent.index], grow, mb, bs)
+            add_dir_entry(parent, &mut out[parent.index], name.len(), mb, bs)
         };
         if let NsOp::Link { target, .. } = op {
             add_entry(&mut dirs, &mut out, &mut mb)?;
@@ -451,10 +450,22 @@ impl Space for Ext4Space<'_> {
         name_len: usize,
         bs: u64,
     ) -> Result<bool, LayoutError> {
-        let grow = dir.growth.add_entry(name_len);
-        grow_dir(node, grow, self.mb, bs)?;
+        add_dir_entry(dir, node, name_len, self.mb, bs)?;
         Ok(true)
     }
+}
+
+/// `ext4_add_entry()`: an entry of `name_len` bytes in directory `dir` (inode `node`), and
+/// a new block when it does not fit ([`grow_dir`]).
+fn add_dir_entry(
+    dir: &mut DirState,
+    node: &mut PlannedInode,
+    name_len: usize,
+    mb: &mut Mballoc,
+    bs: u64,
+) -> Result<(), LayoutError> {
+    let grow = dir.growth.add_entry(name_len);
+    grow_dir(node, grow, mb, bs)
 }
 
 /// Adds `blocks` directory blocks to `node` (`ext4_append()`: the goal is the directory's

@@ -145,7 +145,7 @@ fn ctrl_c_keeps_what_finished_and_leaves_nothing() {
         .arg(&dir)
         .env("TMPDIR", &dir)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr.txt")).unwrap())
         .spawn()
         .unwrap();
     // Wait until large-delete runs (its own process exists), then Ctrl-C.
@@ -171,7 +171,14 @@ fn ctrl_c_keeps_what_finished_and_leaves_nothing() {
         .unwrap();
     assert!(st.success());
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    // On a wrong status, say what each process said: `reproduce all` and large-delete.
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "{status}; reproduce all said:\n{}\nlarge-delete said:\n{}",
+        std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default(),
+        std::fs::read_to_string(dir.join("large-delete/log.txt")).unwrap_or_default()
+    );
     let text = std::fs::read_to_string(&page).unwrap();
     assert!(
         text.contains(

@@ -43,6 +43,8 @@ static SIGNAL_CAUGHT: AtomicBool = AtomicBool::new(false);
 /// Set, under the registry's lock, when the cleanup before exit takes the list.
 static CLEANING: AtomicBool = AtomicBool::new(false);
 static PANIC_ONCE: Once = Once::new();
+/// The signal watcher thread's name.
+const WATCHER: &str = "rig-signal-cleanup";
 
 /// A handle to one registered cleanup action.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -125,7 +127,13 @@ pub fn run_all() -> usize {
     let entries: Vec<Entry> = std::mem::take(&mut *registry());
     let count = entries.len();
     for entry in entries.into_iter().rev() {
-        (entry.action)();
+        // One action that panics must not stop the others, nor (after a signal) change the
+        // exit status: the panic hook leaves a panic during a signal's cleanup to us.
+        let label = entry.label;
+        let action = entry.action;
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(action)).is_err() {
+            eprintln!("layoutlab: the cleanup of {label} panicked; continuing with the rest");
+        }
     }
     count
 }
@@ -140,7 +148,13 @@ fn run_all_for_exit() -> usize {
     };
     let count = entries.len();
     for entry in entries.into_iter().rev() {
-        (entry.action)();
+        // One action that panics must not stop the others, nor (after a signal) change the
+        // exit status: the panic hook leaves a panic during a signal's cleanup to us.
+        let label = entry.label;
+        let action = entry.action;
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(action)).is_err() {
+            eprintln!("layoutlab: the cleanup of {label} panicked; continuing with the rest");
+        }
     }
     count
 }
@@ -176,7 +190,7 @@ pub fn install_signal_handlers() {
         let (read_fd, write_fd) = (fds[0], fds[1]);
         SIGNAL_PIPE_WRITE_FD.store(write_fd, Ordering::Relaxed);
         let spawned = std::thread::Builder::new()
-            .name("rig-signal-cleanup".into())
+            .name(WATCHER.into())
             .spawn(move || watch_signals(read_fd));
         if let Err(e) = spawned {
             eprintln!(
@@ -241,6 +255,18 @@ pub fn install_panic_hook() {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             previous(info);
+            if signal_caught() {
+                // A signal's cleanup is under way and ends the process with 128 + the signal.
+                // On its own thread the panic unwinds into that cleanup's catch; any other
+                // thread (most likely failing because its device was just torn down) waits
+                // for the exit instead of racing it with 101.
+                if std::thread::current().name() != Some(WATCHER) {
+                    loop {
+                        std::thread::sleep(std::time::Duration::from_secs(1));
+                    }
+                }
+                return;
+            }
             let count = run_all_for_exit();
             if count > 0 {
                 eprintln!("layoutlab: panic; cleaned up {count} resource(s) the rig created");

@@ -21,7 +21,7 @@ fn cleanup_child() {
     };
     let image = PathBuf::from(std::env::var("RIG_CLEANUP_IMAGE").unwrap());
     let temp = PathBuf::from(std::env::var("RIG_CLEANUP_TEMP").unwrap());
-    if mode == "panic" {
+    if mode == "panic" || mode == "sigint-panics" {
         cleanup::install_panic_hook();
     }
     let dev = LoopDevice::attach(&image, false).unwrap();
@@ -41,6 +41,18 @@ fn cleanup_child() {
     std::io::stdout().flush().unwrap();
     if mode == "panic" {
         panic!("deliberate panic while holding rig resources");
+    }
+    if mode == "sigint-panics" {
+        // Registered last, so it runs first of the signal's cleanup, and panics; the main
+        // thread panics too once the signal is caught, as a thread whose device was just torn
+        // down would. Neither may change the exit status or stop the rest of the cleanup.
+        let _ = cleanup::register("an action that panics", || panic!("deliberate, in cleanup"));
+        for _ in 0..6000 {
+            if cleanup::signal_caught() {
+                panic!("deliberate: the main thread fails after the signal");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
     std::thread::sleep(Duration::from_secs(60));
     panic!("no signal arrived within 60 s");
@@ -155,6 +167,13 @@ fn sigint_tears_everything_down() {
 fn sigterm_tears_everything_down() {
     if root_or_skip("sigterm_tears_everything_down") {
         check_teardown("sigterm", Some(libc::SIGTERM), 143);
+    }
+}
+
+#[test]
+fn sigint_exits_130_even_when_a_cleanup_or_the_main_thread_panics() {
+    if root_or_skip("sigint_exits_130_even_when_a_cleanup_or_the_main_thread_panics") {
+        check_teardown("sigint-panics", Some(libc::SIGINT), 130);
     }
 }
 

@@ -224,33 +224,16 @@ fn run_all(a: &Args) -> Result<()> {
     write_page(&state.lock().unwrap());
     // On Ctrl-C or SIGTERM: the running experiment's own process cleans up after itself; the
     // page marks it interrupted and keeps what finished.
-    let child_pid: Arc<Mutex<Option<u32>>> = Arc::new(Mutex::new(None));
+    let live: Arc<Mutex<Vec<u32>>> = Arc::new(Mutex::new(Vec::new()));
     let on_signal = {
         let state = Arc::clone(&state);
         let write_page = write_page.clone();
-        let child_pid = Arc::clone(&child_pid);
+        let live = Arc::clone(&live);
         layoutlab_rig::cleanup::register("reproduce all: the page", move || {
             // The running experiment is told to stop (SIGTERM: it tears down its own devices)
             // and waited for, so nothing outlives this process.
-            if let Some(pid) = child_pid.lock().ok().and_then(|p| *p) {
-                let _ = std::process::Command::new("kill")
-                    .args(["-TERM", &pid.to_string()])
-                    .status();
-                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-                while std::time::Instant::now() < deadline {
-                    let stat =
-                        std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                    let state = stat
-                        .rsplit_once(')')
-                        .map(|(_, r)| r.trim_start().to_string());
-                    if stat.is_empty()
-                        || state.is_some_and(|r| r.starts_with('Z') || r.starts_with('X'))
-                    {
-                        break;
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-            }
+            let pids = live.lock().map(|l| l.clone()).unwrap_or_default();
+            super::stop_children(&pids);
             if let Ok(mut s) = state.lock() {
                 for sec in s.iter_mut() {
                     if sec.status == Status::Running {
@@ -313,10 +296,9 @@ fn run_all(a: &Args) -> Result<()> {
             cmd.arg("--workdir").arg(w);
         }
         let t = Instant::now();
-        let mut child = cmd.spawn()?;
-        *child_pid.lock().unwrap() = Some(child.id());
+        let mut child = super::spawn_child(&mut cmd, &live)?;
         let status = child.wait()?;
-        *child_pid.lock().unwrap() = None;
+        live.lock().unwrap().clear();
         let secs = t.elapsed().as_secs_f64();
         let log = std::fs::read_to_string(dir.join("log.txt")).unwrap_or_default();
         let svgs = all_page::svgs_in(&dir);

@@ -339,28 +339,6 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// Stop the children in `pids` (SIGTERM: each tears down its own devices) and wait for them.
-fn stop_children(pids: &[u32]) {
-    for pid in pids {
-        let _ = Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status();
-    }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    for pid in pids {
-        while std::time::Instant::now() < deadline {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let st = stat
-                .rsplit_once(')')
-                .map(|(_, r)| r.trim_start().to_string());
-            if stat.is_empty() || st.is_some_and(|r| r.starts_with('Z') || r.starts_with('X')) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    }
-}
-
 fn run_local(exe: &Path, dir: &Path, todo: &[usize], jobs: usize, force: bool) -> Result<()> {
     layoutlab_rig::cleanup::install();
     let queue = Arc::new(Mutex::new(todo.to_vec()));
@@ -371,7 +349,7 @@ fn run_local(exe: &Path, dir: &Path, todo: &[usize], jobs: usize, force: bool) -
         let live = Arc::clone(&live);
         layoutlab_rig::cleanup::register("sweep: the running cells", move || {
             let pids = live.lock().map(|l| l.clone()).unwrap_or_default();
-            stop_children(&pids);
+            super::stop_children(&pids);
         })
     };
     let total = todo.len();
@@ -404,8 +382,7 @@ fn run_local(exe: &Path, dir: &Path, todo: &[usize], jobs: usize, force: bool) -
                     }
                     cmd.stdout(std::process::Stdio::null())
                         .stderr(std::process::Stdio::null());
-                    let mut child = cmd.spawn()?;
-                    live.lock().unwrap().push(child.id());
+                    let mut child = super::spawn_child(&mut cmd, &live)?;
                     let st = child.wait()?;
                     live.lock().unwrap().retain(|p| *p != child.id());
                     let mut d = done.lock().unwrap();
@@ -496,7 +473,7 @@ fn run_cell(dir: &Path, index: usize, force: bool) -> Result<()> {
         let exit_path = exit_path.clone();
         let exe = exe.clone();
         layoutlab_rig::cleanup::register("sweep: the running cell", move || {
-            stop_children(&[pid]);
+            super::stop_children(&[pid]);
             // The run cleans up after itself on SIGTERM, but a resource it could not remove
             // in time (a scancelled cell once left its tracefs instance, busy while the run's
             // main thread was still in it) stays; the run is gone now, so what carries its pid

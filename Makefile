@@ -1,7 +1,7 @@
 # layoutlab — one Makefile for a fresh Debian machine: every target installs what it needs.
 SHELL := /bin/bash
 CARGO ?= cargo
-DEBS := e2fsprogs libext2fs-dev comerr-dev pkg-config gcc make fio xfsprogs btrfs-progs util-linux jq chromium slurmctld slurmd munge slurm-client
+DEBS := python3 e2fsprogs libext2fs-dev comerr-dev pkg-config gcc make fio xfsprogs btrfs-progs util-linux jq chromium slurmctld slurmd munge slurm-client
 BIN := target/release/layoutlab
 
 .PHONY: all deps build demo test lint bench clean-work docs-figures
@@ -28,8 +28,11 @@ build: deps
 demo: build
 	$(BIN) reproduce metacluster-fsck
 
+# Every test binary, as `cargo test --workspace` runs them, then a summary: the ten slowest
+# tests, the tests skipped for want of root (none as root), the #[ignore]d full-scale runs and
+# the command for each (scripts/run-tests.py; FILTER=name runs the matching tests only).
 test: deps
-	$(CARGO) test --workspace --locked --no-fail-fast
+	CARGO=$(CARGO) python3 scripts/run-tests.py $(FILTER)
 
 lint: deps
 	$(CARGO) fmt --all -- --check

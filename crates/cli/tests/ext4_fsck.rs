@@ -43,7 +43,7 @@ fn pass(run: &Value, n: u64) -> (f64, u64) {
 #[test]
 fn ext4_fsck_allocator_clusters_directory_blocks_for_pass_2() {
     if !is_root() {
-        eprintln!("skipped: the experiment needs root (loop devices, tracefs)");
+        eprintln!("SKIP ext4_fsck_allocator_clusters_directory_blocks_for_pass_2: the experiment needs root (loop devices, tracefs)");
         return;
     }
     let (v, stdout, dir) = reproduce("ext4-fsck-allocator");
@@ -73,7 +73,7 @@ fn ext4_fsck_allocator_clusters_directory_blocks_for_pass_2() {
         (p1_old as f64 / p1_new as f64 - 1.0).abs() < 0.2,
         "pass 1 requests {p1_old} vs {p1_new}"
     );
-    // Pass 2 is where the allocators differ: measured 33.6-56.3 s (13,166-15,348 requests)
+    // Pass 2 is where the allocators differ: measured 32.2-56.3 s (13,166-15,348 requests)
     // with the old allocator against 5.8-5.9 s (1,685) with the new one on sata-160g-2009;
     // the spread of the old one is the kernel's read-ahead over scattered directory blocks
     // (docs/experiments/ext4-fsck-allocator.md). At least 3 times faster, and fewer than
@@ -88,8 +88,14 @@ fn ext4_fsck_allocator_clusters_directory_blocks_for_pass_2() {
         p2_old_n > 2 * p2_new_n,
         "pass 2: {p2_old_n} vs {p2_new_n} requests"
     );
+    // The reduction: measured 0.63-0.64 in three quiet runs and up to 0.76 in three at load
+    // average 9 (the old allocator's pass-2 requests grow under load; the doc's Results). The
+    // band is that measured spread, 0.63-0.76, widened by 0.03 each side (three times the
+    // quiet runs' 0.01): it fails if the directory clustering is lost (reduction near 0) or if
+    // pass 2 alone stopped costing (reduction near 0.9). The post's 0.40 sits beside it in the
+    // report, outside: the gap is open (docs/experiments/ext4-fsck-allocator.md, Results).
     let red = v["reduction"].as_f64().unwrap();
-    assert!((0.5..0.85).contains(&red), "reduction {red}");
+    assert!((0.60..=0.79).contains(&red), "reduction {red}");
     // The published table sits beside ours at scale 1, pass by pass, and in the JSON.
     assert!(
         stdout.contains("13.34") && stdout.contains("4.24"),

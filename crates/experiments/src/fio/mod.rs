@@ -27,6 +27,37 @@ pub struct FioSpec {
     pub iodepth: u32,
     /// Block sizes, e.g. ["4k", "8k"].
     pub bs: Vec<String>,
+    /// A past version of the device's preset (a name in [`HISTORY`], `DEVICE@COMMIT`) whose
+    /// IOPS are printed beside today's, e.g. the preset as first registered, when values were
+    /// changed later with the published numbers in view. Used only when the run's device is
+    /// that preset's.
+    #[serde(default)]
+    pub as_registered: Option<String>,
+}
+
+/// Past versions of shipped presets, in today's schema with the values of their commit
+/// (`presets/history/`): (`DEVICE@COMMIT`, TOML text).
+pub const HISTORY: &[(&str, &str)] = &[(
+    "sata-500g-2008@0b6ce26",
+    include_str!("../../../../presets/history/sata-500g-2008@0b6ce26.toml"),
+)];
+
+/// The text of history entry `name`, or an error listing the valid ones.
+fn history(name: &str) -> Result<&'static str> {
+    HISTORY
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .with_context(|| {
+            format!(
+                "[fio] as_registered = \"{name}\" is not a preset in presets/history/; valid: {}",
+                HISTORY
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
 }
 
 impl Operation for Fio {
@@ -38,6 +69,9 @@ impl Operation for Fio {
         let f: FioSpec = exp.params()?;
         if f.bs.is_empty() {
             bail!("[fio] bs is empty");
+        }
+        if let Some(h) = &f.as_registered {
+            history(h)?;
         }
         Ok(())
     }
@@ -54,6 +88,9 @@ struct FioRun {
     bs_bytes: u64,
     #[serde(flatten)]
     report: JobReport,
+    /// IOPS of the same job on the preset as first registered (`[fio] as_registered`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    as_registered_iops: Option<f64>,
 }
 
 fn run_fio(exp: &Experiment, a: &RunArgs) -> Result<()> {
@@ -63,6 +100,11 @@ fn run_fio(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let h = Human::new(a.json.as_deref());
     let span = parse_size(&spec.span).map_err(anyhow::Error::msg)?;
     let rw: Rw = spec.rw.parse()?;
+    // The preset as first registered, when it is this run's device's.
+    let registered = match &spec.as_registered {
+        Some(h) if h.split('@').next() == Some(device.as_str()) => Some((h.clone(), history(h)?)),
+        _ => None,
+    };
     let mut runs = Vec::new();
     for bs in &spec.bs {
         let bs_bytes = parse_size(bs).map_err(anyhow::Error::msg)?;
@@ -79,10 +121,21 @@ fn run_fio(exp: &Experiment, a: &RunArgs) -> Result<()> {
             seed: exp.seed,
         };
         let report = run_job(dev.as_mut(), &job)?;
+        let as_registered_iops = match &registered {
+            Some((name, text)) => {
+                let mut old = layoutlab_device::preset::load_preset_str(
+                    text,
+                    &format!("presets/history/{name}.toml"),
+                )?;
+                Some(run_job(old.as_mut(), &job)?.iops)
+            }
+            None => None,
+        };
         runs.push(FioRun {
             bs: bs.clone(),
             bs_bytes,
             report,
+            as_registered_iops,
         });
     }
     let mut t = Table::new(
@@ -90,23 +143,39 @@ fn run_fio(exp: &Experiment, a: &RunArgs) -> Result<()> {
             "{} on {device}: {} qd{} span {}",
             exp.name, spec.rw, spec.iodepth, spec.span
         ),
-        vec![
-            Column::text("bs"),
-            Column::number("IOPS", None),
-            Column::published("IOPS", None),
-            Column::number("vs published", Some("%")),
-            Column::number("mean", Some("ms")),
-            Column::published("mean", Some("ms")),
-            Column::number("min", Some("ms")),
-            Column::number("max", Some("ms")),
-            Column::number("stdev", Some("ms")),
-        ],
+        {
+            let mut c = vec![Column::text("bs"), Column::number("IOPS", None)];
+            if let Some((name, _)) = &registered {
+                c.push(Column::number(
+                    &format!(
+                        "IOPS, first preset ({})",
+                        name.split('@').nth(1).unwrap_or("")
+                    ),
+                    None,
+                ));
+            }
+            c.extend([
+                Column::published("IOPS", None),
+                Column::number("vs published", Some("%")),
+                Column::number("mean", Some("ms")),
+                Column::published("mean", Some("ms")),
+                Column::number("min", Some("ms")),
+                Column::number("max", Some("ms")),
+                Column::number("stdev", Some("ms")),
+            ]);
+            c
+        },
     );
     for r in &runs {
         let p = exp.published.iops.get(&r.bs).copied();
-        t.push_row(vec![
-            Cell::text(&r.bs),
-            Cell::num(r.report.iops, 1),
+        let mut row = vec![Cell::text(&r.bs), Cell::num(r.report.iops, 1)];
+        if registered.is_some() {
+            row.push(
+                r.as_registered_iops
+                    .map_or(Cell::Empty, |v| Cell::num(v, 1)),
+            );
+        }
+        row.extend([
             p.map(|v| Cell::published(v, 0)).unwrap_or(Cell::Empty),
             p.map(|v| Cell::num(100.0 * (r.report.iops / v - 1.0), 1))
                 .unwrap_or(Cell::Empty),
@@ -119,16 +188,31 @@ fn run_fio(exp: &Experiment, a: &RunArgs) -> Result<()> {
             Cell::num(r.report.min_ms, 3),
             Cell::num(r.report.max_ms, 3),
             Cell::num(r.report.stdev_ms, 3),
-        ])?;
+        ]);
+        t.push_row(row)?;
     }
     h.say(&format!("{}\n", t.to_terminal(None)?));
     if !exp.published.source.is_empty() {
         h.say(&format!("published: {}\n", exp.published.source));
     }
+    let history_note = match &registered {
+        Some((name, _)) => format!(
+            "\nThe first preset ({name}) is {device} as first registered, before three of its values \
+             were changed with the published IOPS in view: docs/experiments/fio-randread.md, \
+             \"The preset's history\".\n"
+        ),
+        None => String::new(),
+    };
+    h.say(&history_note);
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     std::fs::write(
         out_dir.join("report.md"),
-        format!("# {}\n\n{}\n\n{}", exp.name, exp.title, t.to_markdown()?),
+        format!(
+            "# {}\n\n{}\n\n{}{history_note}",
+            exp.name,
+            exp.title,
+            t.to_markdown()?
+        ),
     )?;
     if let Some(path) = &a.json {
         write_json(

@@ -119,28 +119,6 @@ fn read_ahead_is_visible_in_the_traces() {
     let blocks = |r: &Value| r["inode_table_blocks"].as_u64().unwrap();
     for policy in ["ext4-2009", "ext4-kernel"] {
         for order in ["readdir", "random"] {
-            let on = |k: u64| find(policy, order, "sata-500g-2008", k);
-            let (r0, r8, r64) = (on(0), on(8), on(64));
-            // With read-ahead the kernel fetches the same inode-table blocks in fewer, larger
-            // requests: requests fall as the setting grows.
-            assert!(
-                requests(r0) > requests(r8) && requests(r8) > requests(r64),
-                "{policy} {order}: requests {} {} {}",
-                requests(r0),
-                requests(r8),
-                requests(r64)
-            );
-            // Without read-ahead every inode-table block read holds an inode a stat needed.
-            assert_eq!(r0["wasted_blocks"], 0, "{policy} {order}: {r0}");
-            // Every inode-table block the walk needs is read whatever the setting (the tree's
-            // inodes fill their blocks), read-ahead adding at most what it wastes.
-            assert!(blocks(r64) >= blocks(r0), "{policy} {order}");
-            assert!(
-                blocks(r64) - blocks(r0) <= r64["wasted_blocks"].as_u64().unwrap(),
-                "{policy} {order}: {r64}"
-            );
-            assert!(io(r0) <= r0["seconds"].as_f64().unwrap());
-            assert!(r0["fio_implied_seconds"].as_f64().unwrap() > 0.0);
             for device in DISKS.iter().chain(&SSDS) {
                 let curve: Vec<f64> = [0, 2, 8, 64, 256]
                     .iter()
@@ -152,10 +130,12 @@ fn read_ahead_is_visible_in_the_traces() {
                 let spread = if DISKS.contains(device) { 0.063 } else { 0.021 };
                 // The doc: "disk-busy time falls with the setting from 2 blocks on, on every
                 // device, in both orders, for both layouts". At this twentieth the steps from 2
-                // to 8 and 8 to 64 are 20-35% on the disks and 5-20% on the SSDs; the step from
-                // 64 to 256 (0-5%) is within the spread, so there the curve may not rise by more.
+                // to 8 and 8 to 64 are 20-35% on the disks and 5-20% on the SSDs, and each must
+                // fall by more than the spread (a flat curve's noise can fall by a hair); the
+                // step from 64 to 256 (0-5%) is within the spread, so there the curve may not
+                // rise by more.
                 assert!(
-                    curve[2] < curve[1] && curve[3] < curve[2],
+                    curve[2] < curve[1] * (1.0 - spread) && curve[3] < curve[2] * (1.0 - spread),
                     "{policy} {order} {device}: disk busy does not fall from 2 to 8 to 64: {curve:?}"
                 );
                 assert!(
@@ -179,6 +159,28 @@ fn read_ahead_is_visible_in_the_traces() {
                     );
                 }
             }
+            let on = |k: u64| find(policy, order, "sata-500g-2008", k);
+            let (r0, r8, r64) = (on(0), on(8), on(64));
+            // With read-ahead the kernel fetches the same inode-table blocks in fewer, larger
+            // requests: requests fall as the setting grows.
+            assert!(
+                requests(r0) > requests(r8) && requests(r8) > requests(r64),
+                "{policy} {order}: requests {} {} {}",
+                requests(r0),
+                requests(r8),
+                requests(r64)
+            );
+            // Without read-ahead every inode-table block read holds an inode a stat needed.
+            assert_eq!(r0["wasted_blocks"], 0, "{policy} {order}: {r0}");
+            // Every inode-table block the walk needs is read whatever the setting (the tree's
+            // inodes fill their blocks), read-ahead adding at most what it wastes.
+            assert!(blocks(r64) >= blocks(r0), "{policy} {order}");
+            assert!(
+                blocks(r64) - blocks(r0) <= r64["wasted_blocks"].as_u64().unwrap(),
+                "{policy} {order}: {r64}"
+            );
+            assert!(io(r0) <= r0["seconds"].as_f64().unwrap());
+            assert!(r0["fio_implied_seconds"].as_f64().unwrap() > 0.0);
         }
         // The doc: "SSDs care, about as much in proportion": the device is busy 34% (SATA SSD)
         // and 38% (NVMe) less at 256 than at 0 in readdir order. At 1/20 three runs gave 0.343

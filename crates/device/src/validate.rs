@@ -468,6 +468,24 @@ mod tests {
                     doc_path.display()
                 );
             }
+            // The reads-and-writes-apart table (issue 31): counts exactly, demerits to the
+            // printed rounding.
+            let split = format!("{label}, split");
+            for (col, ours, what) in [
+                (1, r.reads.requests as f64, "reads"),
+                (2, r.reads.demerit_disksim_ms, "reads, DiskSim's metric"),
+                (3, r.reads.demerit_ms, "reads, exact CDFs"),
+                (4, r.writes.requests as f64, "writes"),
+                (5, r.writes.demerit_disksim_ms, "writes, DiskSim's metric"),
+                (6, r.writes.demerit_ms, "writes, exact CDFs"),
+            ] {
+                let printed = documented(&doc, &split, col);
+                assert!(
+                    (printed - ours).abs() <= 0.0005 + 1e-12,
+                    "{}: '{what}' of {split} says {printed}, the model gives {ours:.4}: update the table",
+                    doc_path.display()
+                );
+            }
             if let Ok(dir) = std::env::var("LAYOUTLAB_VALIDATE_DUMP") {
                 let mut csv = String::from("measured_ms,model_ms\n");
                 for (a, b) in r.measured_ms.iter().zip(&r.model_ms) {

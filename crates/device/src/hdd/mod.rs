@@ -484,7 +484,9 @@ impl Hdd {
 
     /// Media access of `[lbn, lbn+n)` with the mechanism free from `t_ns` at (cyl, head);
     /// `earliest_media_ns` is when the first sector may be touched (data in the buffer for
-    /// writes, minimum seek delay). A write appends each run it writes to `written`.
+    /// writes, minimum seek delay). A write appends each run it writes to `written.0`, if
+    /// the run ends after sector `written.1` (earlier runs are not needed for the buffer's
+    /// bound, and skipping them keeps the list short).
     ///
     /// Write settle: DiskSim adds it to every write repositioning, the track switches inside
     /// one transfer included (`mech_g1.c`, `dm_seek_time_g1`, called for each next track
@@ -502,7 +504,7 @@ impl Hdd {
         earliest_media_ns: f64,
         mark: u64,
         data: Option<WriteData>,
-        mut written: Option<&mut VecDeque<WrittenRun>>,
+        mut written: Option<(&mut VecDeque<WrittenRun>, u64)>,
     ) -> MediaAccess {
         let write = data.is_some();
         let continues = data.is_some_and(|d| d.continues);
@@ -563,7 +565,7 @@ impl Hdd {
                 }
                 _ => t += sector_ns * span as f64,
             }
-            if let Some(w) = written.as_deref_mut() {
+            if let Some((w, _)) = written.as_mut().filter(|(_, after)| cur + run > *after) {
                 w.push_back(WrittenRun {
                     start: cur,
                     end: cur + run,
@@ -997,7 +999,12 @@ impl Hdd {
             earliest,
             1,
             Some(data),
-            write_back.then_some(&mut written),
+            // The bound below needs sector `end − 1 − segment` and, for a later append, those
+            // after it.
+            write_back.then_some((
+                &mut written,
+                end.saturating_sub(self.spec.cache.segment_sectors + 1),
+            )),
         );
         self.cylinder = m.cylinder;
         self.head = m.head;

@@ -509,6 +509,24 @@ impl WritePhysics {
     }
 }
 
+/// docs/hdd-model.md.
+fn hdd_model_doc() -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/hdd-model.md");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The numeric cells (bold dropped) of the row of `doc` that starts with `| {label} |`.
+fn doc_row(doc: &str, label: &str) -> Vec<f64> {
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with(&format!("| {label} |")))
+        .unwrap_or_else(|| panic!("docs/hdd-model.md has no row '{label}'"));
+    row.split('|')
+        .skip(2)
+        .filter_map(|c| c.trim().trim_matches('*').parse().ok())
+        .collect()
+}
+
 /// Issue 31: a long sequential write on every HDD preset, in its outermost and innermost
 /// zone, sustains no more than the media rate under the head and no less than that rate less
 /// the switch losses the skews cannot hide. (Before the write buffer was bounded,
@@ -516,6 +534,7 @@ impl WritePhysics {
 /// switch inside the write it lost a revolution per track, ~38 MB/s.)
 #[test]
 fn long_sequential_writes_sustain_the_media_rate_less_unhidden_switches() {
+    let doc = hdd_model_doc();
     for mut hdd in shipped_hdd_presets() {
         let spec = hdd.spec().clone();
         assert!(spec.cache.write_back_level > 0, "{}", spec.name);
@@ -562,6 +581,21 @@ fn long_sequential_writes_sustain_the_media_rate_less_unhidden_switches() {
                 rate / 1e6,
                 floor / 1e6
             );
+            // The table in docs/hdd-model.md ("Writes"), to its printed two decimals.
+            let label = format!("{} zone {zone}", spec.name);
+            let printed = doc_row(&doc, &label);
+            for (i, ours) in [rate, p.sustained_bytes_per_s(), p.media_bytes_per_s]
+                .into_iter()
+                .enumerate()
+            {
+                assert!(
+                    (printed[i] - ours / 1e6).abs() <= 0.005 + 1e-9,
+                    "docs/hdd-model.md row '{label}' column {}: {} printed, {:.4} MB/s now: update the table",
+                    i + 1,
+                    printed[i],
+                    ours / 1e6
+                );
+            }
         }
     }
 }
@@ -642,5 +676,57 @@ fn validation_drives_lay_their_skews_out_for_the_write_switch() {
                 ms(z.cylinder_skew_sectors)
             );
         }
+    }
+}
+
+/// The fio jobs of docs/hdd-model.md's "Writes" table on sata-400g-2007, as `layoutlab device
+/// fio --device sata-400g-2007 --span 16g --runtime 30` runs them (queue depth 1, seed 1):
+/// the "after" column, to its printed rounding.
+#[test]
+fn fio_write_and_read_jobs_match_the_documented_rates() {
+    use crate::job::{run_job, JobSpec, Rw};
+    let doc = hdd_model_doc();
+    let path = format!(
+        "{}/../../presets/sata-400g-2007.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    for (label, rw, bs_bytes, iops) in [
+        ("`--rw write --bs 512k`, MB/s", Rw::Write, 512 << 10, false),
+        ("`--rw read --bs 512k`, MB/s", Rw::Read, 512 << 10, false),
+        (
+            "`--rw randwrite --bs 512k`, MB/s",
+            Rw::RandWrite,
+            512 << 10,
+            false,
+        ),
+        (
+            "`--rw randwrite --bs 4k`, IOPS",
+            Rw::RandWrite,
+            4 << 10,
+            true,
+        ),
+    ] {
+        let mut hdd = Hdd::from_toml_str(&text, &path).unwrap();
+        let job = JobSpec {
+            rw,
+            bs_bytes,
+            span_bytes: 16 << 30,
+            runtime_s: Some(30.0),
+            number: None,
+            ..JobSpec::default()
+        };
+        let r = run_job(&mut hdd, &job).unwrap();
+        let (ours, rounding) = if iops {
+            (r.iops, 0.05)
+        } else {
+            (r.mb_per_s, 0.005)
+        };
+        let printed = doc_row(&doc, label);
+        let after = *printed.last().unwrap();
+        assert!(
+            (after - ours).abs() <= rounding + 1e-9,
+            "docs/hdd-model.md '{label}': {after} printed, the job gives {ours:.3}: update the table"
+        );
     }
 }

@@ -301,6 +301,15 @@ impl WriteData {
     }
 }
 
+/// A write's part of a media access: when its data arrives, and where to record the runs it
+/// writes.
+struct WriteAccess<'a> {
+    data: WriteData,
+    /// Each run written is appended here if it ends after the given sector (earlier runs are
+    /// not needed for the write buffer's bound, and skipping them keeps the list short).
+    written: Option<(&'a mut VecDeque<WrittenRun>, u64)>,
+}
+
 /// Rotational wait, as a fraction of a revolution, from angle `now` to angle `target`
 /// (both in revolutions, [0, 1)).
 ///
@@ -484,9 +493,8 @@ impl Hdd {
 
     /// Media access of `[lbn, lbn+n)` with the mechanism free from `t_ns` at (cyl, head);
     /// `earliest_media_ns` is when the first sector may be touched (data in the buffer for
-    /// writes, minimum seek delay). A write appends each run it writes to `written.0`, if
-    /// the run ends after sector `written.1` (earlier runs are not needed for the buffer's
-    /// bound, and skipping them keeps the list short).
+    /// writes, minimum seek delay). A write appends each run it writes to its `written` list
+    /// (see [`WriteAccess`]).
     ///
     /// Write settle: DiskSim adds it to every write repositioning, the track switches inside
     /// one transfer included (`mech_g1.c`, `dm_seek_time_g1`, called for each next track
@@ -503,9 +511,12 @@ impl Hdd {
         (lbn, n): (u64, u64),
         earliest_media_ns: f64,
         mark: u64,
-        data: Option<WriteData>,
-        mut written: Option<(&mut VecDeque<WrittenRun>, u64)>,
+        write: Option<WriteAccess<'_>>,
     ) -> MediaAccess {
+        let (data, mut written) = match write {
+            Some(w) => (Some(w.data), w.written),
+            None => (None, None),
+        };
         let write = data.is_some();
         let continues = data.is_some_and(|d| d.continues);
         let mut mark_ready = 0.0;
@@ -776,15 +787,7 @@ impl Hdd {
         let mark_sectors = n.min(self.spec.cache.segment_sectors.max(1)) as f64;
         let wm_total = ((self.spec.bus.read_water_mark * mark_sectors).floor() as u64).max(1);
         let wm = wm_total.saturating_sub(prefix).max(1);
-        let m = self.media_access(
-            t_cmd,
-            from,
-            (lbn + prefix, n - prefix),
-            t_cmd,
-            wm,
-            None,
-            None,
-        );
+        let m = self.media_access(t_cmd, from, (lbn + prefix, n - prefix), t_cmd, wm, None);
         let reconnect = m.mark_ready_ns.max(t_cmd + disc_ovh);
         let bus_start = if prefix > 0 {
             t_cmd + prep
@@ -859,7 +862,6 @@ impl Hdd {
                     (seg_end, 1),
                     done,
                     1,
-                    None,
                     None,
                 );
                 self.cylinder = m.cylinder;
@@ -998,13 +1000,15 @@ impl Hdd {
             (lbn, n),
             earliest,
             1,
-            Some(data),
-            // The bound below needs sector `end − 1 − segment` and, for a later append, those
-            // after it.
-            write_back.then_some((
-                &mut written,
-                end.saturating_sub(self.spec.cache.segment_sectors + 1),
-            )),
+            Some(WriteAccess {
+                data,
+                // The bound below needs sector `end − 1 − segment` and, for a later append,
+                // those after it.
+                written: write_back.then_some((
+                    &mut written,
+                    end.saturating_sub(self.spec.cache.segment_sectors + 1),
+                )),
+            }),
         );
         self.cylinder = m.cylinder;
         self.head = m.head;

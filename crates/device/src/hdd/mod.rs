@@ -191,7 +191,8 @@ pub struct HddSpec {
     pub seek: SeekModel,
     /// Head switch time, ms.
     pub head_switch_ms: f64,
-    /// Extra settling before writing after a seek or head switch, ms.
+    /// Extra settling before writing, ms: charged where a write's head reaches its first
+    /// track, not on the switches inside a sequential write (docs/hdd-model.md, "Writes").
     pub write_settle_ms: f64,
     /// Buffer cache.
     pub cache: CacheSpec,
@@ -501,7 +502,7 @@ impl Hdd {
     /// by `disk_initiate_seek`). Here it is added where the head arrives at a write's first
     /// track (a seek or a switch that starts an access), not on the switches inside a
     /// sequential write: a drive lays its skews out to hide its write switch (the one
-    /// measured drive with a write settle, HP C2247, has skews longer than switch + settle
+    /// validation drive here with a write settle, HP C2247, has skews longer than switch + settle
     /// in every zone, and there both rules give the same times); a data sheet's one
     /// sustained rate holds for writes. See docs/hdd-model.md, "Writes".
     fn media_access(

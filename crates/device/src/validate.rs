@@ -531,6 +531,15 @@ mod extra {
                         r.mean_measured_ms,
                         r.mean_model_ms
                     );
+                    eprintln!(
+                        "    reads {} demerit {:.3} ms (DiskSim's metric {:.3}); writes {} demerit {:.3} ms (DiskSim's metric {:.3})",
+                        r.reads.requests,
+                        r.reads.demerit_ms,
+                        r.reads.demerit_disksim_ms,
+                        r.writes.requests,
+                        r.writes.demerit_ms,
+                        r.writes.demerit_disksim_ms
+                    );
                     // Per-request dump for side-by-side comparison with another simulator.
                     if let Ok(out) = std::env::var("LAYOUTLAB_VALIDATE_DUMP") {
                         let mut csv = String::from("measured_ms,model_ms\n");

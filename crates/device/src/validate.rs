@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use layoutlab_trace::Flags;
+use layoutlab_trace::{Flags, Op};
 use serde::Serialize;
 
 use crate::hdd::Hdd;
@@ -71,10 +71,57 @@ pub struct ValidationReport {
     pub mean_measured_ms: f64,
     /// Mean modelled response time, ms.
     pub mean_model_ms: f64,
+    /// The demerit of the reads alone (measured reads against modelled reads).
+    pub reads: OpDemerit,
+    /// The demerit of the writes alone: the write path is validated apart from the read
+    /// path, so a change to one cannot hide behind the other in the mixed figure.
+    pub writes: OpDemerit,
     /// Measured response times, ms, in trace order.
     pub measured_ms: Vec<f64>,
     /// Modelled response times, ms, in trace order.
     pub model_ms: Vec<f64>,
+}
+
+/// The demerit of one kind of request (reads or writes) of a validation run, both scales.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OpDemerit {
+    /// Requests of this kind.
+    pub requests: usize,
+    /// RMS distance between the CDFs of this kind's measured and modelled times, ms.
+    pub demerit_ms: f64,
+    /// The same on DiskSim's bucketed scale (`rms.c`), ms.
+    pub demerit_disksim_ms: f64,
+    /// Mean measured response time of this kind, ms.
+    pub mean_measured_ms: f64,
+    /// Mean modelled response time of this kind, ms.
+    pub mean_model_ms: f64,
+}
+
+impl OpDemerit {
+    /// The demerit of the requests of `records` whose op is `op`; the requests were replayed
+    /// together (closed loop, mixed), only the comparison is split.
+    fn of(op: Op, records: &[ValidateRecord], measured_ms: &[f64], model_ms: &[f64]) -> OpDemerit {
+        let pick = |xs: &[f64]| -> Vec<f64> {
+            records
+                .iter()
+                .zip(xs)
+                .filter(|(r, _)| r.op == op)
+                .map(|(_, &x)| x)
+                .collect()
+        };
+        let (measured, model) = (pick(measured_ms), pick(model_ms));
+        if measured.is_empty() {
+            return OpDemerit::default();
+        }
+        let n = measured.len() as f64;
+        OpDemerit {
+            requests: measured.len(),
+            demerit_ms: demerit_ms(&measured, &model),
+            demerit_disksim_ms: demerit_disksim_ms(&measured, &model),
+            mean_measured_ms: measured.iter().sum::<f64>() / n,
+            mean_model_ms: model.iter().sum::<f64>() / n,
+        }
+    }
 }
 
 /// Replay `records` closed-loop on `hdd` and return the modelled response times, ms.
@@ -238,6 +285,8 @@ pub fn run_on(hdd: &mut Hdd, records: &[ValidateRecord]) -> ValidationReport {
         demerit_ms: demerit,
         demerit_disksim_ms: demerit_disksim,
         demerit_pct: 100.0 * demerit / mean_measured_ms,
+        reads: OpDemerit::of(Op::Read, records, &measured_ms, &model_ms),
+        writes: OpDemerit::of(Op::Write, records, &measured_ms, &model_ms),
         mean_measured_ms,
         mean_model_ms,
         measured_ms,
@@ -396,6 +445,11 @@ mod tests {
                 "{name}: demerit {:.3} ms ({:.1}%), DiskSim's metric {:.3} ms, mean measured {:.3} model {:.3}",
                 r.demerit_ms, r.demerit_pct, r.demerit_disksim_ms, r.mean_measured_ms, r.mean_model_ms
             );
+            eprintln!(
+                "{name}: reads {} demerit {:.3} ms (DiskSim's metric {:.3}); writes {} demerit {:.3} ms (DiskSim's metric {:.3})",
+                r.reads.requests, r.reads.demerit_ms, r.reads.demerit_disksim_ms,
+                r.writes.requests, r.writes.demerit_ms, r.writes.demerit_disksim_ms
+            );
             assert_eq!(r.requests, r.model_ms.len());
             assert!(
                 r.demerit_disksim_ms <= disksim_published,
@@ -411,6 +465,24 @@ mod tests {
                 assert!(
                     (printed - ours).abs() <= 0.0005 + 1e-12,
                     "{}: '{what}' of {label} says {printed}, the model gives {ours:.4}: update the table",
+                    doc_path.display()
+                );
+            }
+            // The reads-and-writes-apart table (issue 31): counts exactly, demerits to the
+            // printed rounding.
+            let split = format!("{label}, split");
+            for (col, ours, what) in [
+                (1, r.reads.requests as f64, "reads"),
+                (2, r.reads.demerit_disksim_ms, "reads, DiskSim's metric"),
+                (3, r.reads.demerit_ms, "reads, exact CDFs"),
+                (4, r.writes.requests as f64, "writes"),
+                (5, r.writes.demerit_disksim_ms, "writes, DiskSim's metric"),
+                (6, r.writes.demerit_ms, "writes, exact CDFs"),
+            ] {
+                let printed = documented(&doc, &split, col);
+                assert!(
+                    (printed - ours).abs() <= 0.0005 + 1e-12,
+                    "{}: '{what}' of {split} says {printed}, the model gives {ours:.4}: update the table",
                     doc_path.display()
                 );
             }
@@ -458,6 +530,15 @@ mod extra {
                         r.demerit_disksim_ms,
                         r.mean_measured_ms,
                         r.mean_model_ms
+                    );
+                    eprintln!(
+                        "    reads {} demerit {:.3} ms (DiskSim's metric {:.3}); writes {} demerit {:.3} ms (DiskSim's metric {:.3})",
+                        r.reads.requests,
+                        r.reads.demerit_ms,
+                        r.reads.demerit_disksim_ms,
+                        r.writes.requests,
+                        r.writes.demerit_ms,
+                        r.writes.demerit_disksim_ms
                     );
                     // Per-request dump for side-by-side comparison with another simulator.
                     if let Ok(out) = std::env::var("LAYOUTLAB_VALIDATE_DUMP") {

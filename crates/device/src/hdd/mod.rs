@@ -12,7 +12,7 @@ pub mod geometry;
 pub mod seek;
 pub mod spec_toml;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use layoutlab_trace::Op;
 use serde::{Deserialize, Serialize};
@@ -191,7 +191,8 @@ pub struct HddSpec {
     pub seek: SeekModel,
     /// Head switch time, ms.
     pub head_switch_ms: f64,
-    /// Extra settling before writing after a seek or head switch, ms.
+    /// Extra settling before writing, ms: charged where a write's head reaches its first
+    /// track, not on the switches inside a sequential write (docs/hdd-model.md, "Writes").
     pub write_settle_ms: f64,
     /// Buffer cache.
     pub cache: CacheSpec,
@@ -228,6 +229,29 @@ pub struct Hdd {
     dirty_end: Option<u64>,
     /// End of the previous request when it was a write (`None` after a read).
     prev_write_end: Option<u64>,
+    /// The media runs of the dirty write stream still within a segment of its end, oldest
+    /// first: when each sector of it is on the platter, for the write buffer's bound.
+    dirty_runs: VecDeque<WrittenRun>,
+}
+
+/// Sectors `[start, end)` of a write, written one every `sector_ns` with the last one done at
+/// `end_ns`.
+#[derive(Clone, Copy, Debug)]
+struct WrittenRun {
+    start: u64,
+    end: u64,
+    end_ns: f64,
+    sector_ns: f64,
+}
+
+impl WrittenRun {
+    /// When sector `lbn` (in the run) was on the platter. Counted back from the run's end,
+    /// so a revolution lost inside the run (data late) makes earlier sectors look later than
+    /// they were: the bound it gives the host is never too early.
+    #[inline]
+    fn written_ns(&self, lbn: u64) -> f64 {
+        self.end_ns - (self.end - 1 - lbn) as f64 * self.sector_ns
+    }
 }
 
 const MS: f64 = 1e6;
@@ -256,6 +280,9 @@ struct WriteData {
     bus_sector_ns: f64,
     /// Sectors that must be buffered before the first one is written.
     threshold_sectors: u64,
+    /// The access continues the media's sequential write (an append to the dirty data being
+    /// written behind): its first track switch is one inside a transfer.
+    continues: bool,
 }
 
 impl WriteData {
@@ -273,6 +300,15 @@ impl WriteData {
         let kink = self.threshold_sectors.saturating_sub(1);
         late(first) || late(first + run - 1) || (kink > first && kink < first + run && late(kink))
     }
+}
+
+/// A write's part of a media access: when its data arrives, and where to record the runs it
+/// writes.
+struct WriteAccess<'a> {
+    data: WriteData,
+    /// Each run written is appended here if it ends after the given sector (earlier runs are
+    /// not needed for the write buffer's bound, and skipping them keeps the list short).
+    written: Option<(&'a mut VecDeque<WrittenRun>, u64)>,
 }
 
 /// Rotational wait, as a fraction of a revolution, from angle `now` to angle `target`
@@ -390,6 +426,7 @@ impl Hdd {
             accept_ns: 0.0,
             dirty_end: None,
             prev_write_end: None,
+            dirty_runs: VecDeque::with_capacity(64),
             spec,
         })
     }
@@ -421,6 +458,7 @@ impl Hdd {
         self.accept_ns = 0.0;
         self.dirty_end = None;
         self.prev_write_end = None;
+        self.dirty_runs.clear();
     }
 
     /// Seek (or head switch) time between two tracks, ns; write settle added for writes that
@@ -456,7 +494,17 @@ impl Hdd {
 
     /// Media access of `[lbn, lbn+n)` with the mechanism free from `t_ns` at (cyl, head);
     /// `earliest_media_ns` is when the first sector may be touched (data in the buffer for
-    /// writes, minimum seek delay).
+    /// writes, minimum seek delay). A write appends each run it writes to its `written` list
+    /// (see [`WriteAccess`]).
+    ///
+    /// Write settle: DiskSim adds it to every write repositioning, the track switches inside
+    /// one transfer included (`mech_g1.c`, `dm_seek_time_g1`, called for each next track
+    /// by `disk_initiate_seek`). Here it is added where the head arrives at a write's first
+    /// track (a seek or a switch that starts an access), not on the switches inside a
+    /// sequential write: a drive lays its skews out to hide its write switch (the one
+    /// validation drive here with a write settle, HP C2247, has skews longer than switch + settle
+    /// in every zone, and there both rules give the same times); a data sheet's one
+    /// sustained rate holds for writes. See docs/hdd-model.md, "Writes".
     fn media_access(
         &self,
         t_ns: f64,
@@ -464,9 +512,14 @@ impl Hdd {
         (lbn, n): (u64, u64),
         earliest_media_ns: f64,
         mark: u64,
-        data: Option<WriteData>,
+        write: Option<WriteAccess<'_>>,
     ) -> MediaAccess {
+        let (data, mut written) = match write {
+            Some(w) => (Some(w.data), w.written),
+            None => (None, None),
+        };
         let write = data.is_some();
+        let continues = data.is_some_and(|d| d.continues);
         let mut mark_ready = 0.0;
         let mut last_pbn = Pbn {
             cylinder: from.0,
@@ -490,7 +543,7 @@ impl Hdd {
                 sector: p.sector + (run - 1) as u32,
                 ..p
             };
-            t += self.reposition_ns(pos, (p.cylinder, p.head), write);
+            t += self.reposition_ns(pos, (p.cylinder, p.head), write && first && !continues);
             if first && t < earliest_media_ns {
                 t = earliest_media_ns;
             }
@@ -523,6 +576,14 @@ impl Hdd {
                     }
                 }
                 _ => t += sector_ns * span as f64,
+            }
+            if let Some((w, _)) = written.as_mut().filter(|(_, after)| cur + run > *after) {
+                w.push_back(WrittenRun {
+                    start: cur,
+                    end: cur + run,
+                    end_ns: t,
+                    sector_ns,
+                });
             }
             done_sectors += run;
             cur += run;
@@ -927,10 +988,59 @@ impl Hdd {
             start_ns: data_start,
             bus_sector_ns: bus,
             threshold_sectors,
+            continues: appends,
         };
-        let m = self.media_access(mech_from, from, (lbn, n), earliest, 1, Some(data));
+        let mut written = std::mem::take(&mut self.dirty_runs);
+        if !appends {
+            // A new write stream: the media has written everything before it.
+            written.clear();
+        }
+        let m = self.media_access(
+            mech_from,
+            from,
+            (lbn, n),
+            earliest,
+            1,
+            Some(WriteAccess {
+                data,
+                // The bound below needs sector `end − 1 − segment` and, for a later append,
+                // those after it.
+                written: write_back.then_some((
+                    &mut written,
+                    end.saturating_sub(self.spec.cache.segment_sectors + 1),
+                )),
+            }),
+        );
         self.cylinder = m.cylinder;
         self.head = m.head;
+        // The write buffer is bounded (DiskSim's `disk_buffer_transfer_size`): a write moves
+        // from the host at most a segment's worth of sectors beyond those the media has
+        // written (`seg->size − (outblkno − seg_owner->inblkno)`), then disconnects until the
+        // media frees space. So the last sector can come in only after the sector a segment
+        // before it is on the platter. (Its media is not delayed by this: the data a sector
+        // needs arrives a segment ahead of it, and every drive's segment holds more than the
+        // sectors the media writes in one bus sector time.)
+        let mut data_end = data_end;
+        if write_back {
+            let segment = self.spec.cache.segment_sectors;
+            if end > segment {
+                let must_be_written = end - 1 - segment;
+                if let Some(r) = written
+                    .iter()
+                    .find(|r| r.start <= must_be_written && must_be_written < r.end)
+                {
+                    data_end = data_end.max(r.written_ns(must_be_written) + bus);
+                }
+            }
+            // A later write of this stream ends past `end`: it needs no sector before
+            // `end − segment`.
+            while written.front().is_some_and(|r| r.end + segment <= end) {
+                written.pop_front();
+            }
+        } else {
+            written.clear();
+        }
+        self.dirty_runs = written;
         if caching && (self.spec.cache.read_hits_on_write_data || write_back) {
             self.cache.insert(lbn, end, true);
         }

@@ -441,7 +441,7 @@ fn render(
          benchmark 1 is not captured (today's kernel does not allocate as 2007's ext3 did): it is \
          the write stream the layout implies (data in file order, indirect blocks where the \
          policy put them, ordered-mode journal commits every 5 s, metadata written home by \
-         writeback; docs/experiments/metacluster-io.md); the preset sustains about half the media rate for back-to-back sequential writes (about 33 MB/s, against about 64 MB/s for reads), which dominates benchmark 1. 'indirect→data' is the mean distance from an indirect-block read to the next data read (the seek back); 'on indirect'/'on other reads' are the modelled device time of the reads of indirect blocks and of the rest. 'ind. read-ahead' inserts the patch's \
+         writeback; docs/experiments/metacluster-io.md); the drive takes writes into a one-segment buffer and sustains its media rate on a sequential stream (docs/hdd-model.md, \"Writes\"); journal commits and home writes, which do not append, wait for the media. 'indirect→data' is the mean distance from an indirect-block read to the next data read (the seek back); 'on indirect'/'on other reads' are the modelled device time of the reads of indirect blocks and of the rest. 'ind. read-ahead' inserts the patch's \
          asynchronous read of the next indirect blocks from the metacluster into the trace \
          (on the 2007 layout only a double-indirect block has one to read ahead: the indirect block after it). MB are 2^20 bytes. This run took {:.0} s here.\n",
         seconds_here

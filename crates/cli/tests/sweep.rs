@@ -105,12 +105,15 @@ fn capture_of(run: &Value) -> Capture {
 }
 
 /// Two captures of e2fsck on the same cell (same image, same device settings) are two samples:
-/// what must agree is the request stream. Measured here with load average 10 (the other
-/// engineers' builds): 4 captures of each policy at scales 0.1 and 0.2 made identical requests
-/// and MB; at 0.25-0.5 a sweep cell and the whole experiment differed by up to 15 requests of
-/// 43,548 (0.035%). A cell with another scale or policy differs by 2-4x. So requests and MB read
-/// must agree within 0.1%. The predicted totals are printed beside them, not compared: with a CPU
-/// busy elsewhere, two captures of one cell came 0.5-2.3% apart (e2fsck's CPU time per request
+/// what must agree is the request stream, and even that moves a little with load (the kernel's
+/// read-ahead reaches other windows when the loop device answers late; docs/replay.md).
+/// Measured here: 4 captures of each policy at scales 0.1 and 0.2 made identical requests at load
+/// average 4; at 0.25-0.5 a sweep cell and the whole experiment differed by up to 15 requests of
+/// 43,548 (0.035%); at load average 10 a scale-0.2 cell and the whole experiment (which checks
+/// both policies at once) differed by 57 of 32,447 (0.18%). A cell with another scale or policy
+/// differs by 2-4x. So requests and MB read must agree within 1% (five times the largest spread
+/// seen). The predicted totals are printed beside them, not compared: with a CPU busy
+/// elsewhere, two captures of one cell came 0.5-2.3% apart (e2fsck's CPU time per request
 /// grows under load; docs/sweep.md).
 fn assert_same_stream(a: &BTreeMap<String, Capture>, b: &BTreeMap<String, Capture>) {
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
@@ -128,14 +131,14 @@ fn assert_same_stream(a: &BTreeMap<String, Capture>, b: &BTreeMap<String, Captur
         );
         let (rx, ry) = (x.requests as f64, y.requests as f64);
         assert!(
-            (rx - ry).abs() <= 0.001 * rx.max(ry),
-            "cell {id}: {} requests here, {} there (more than 0.1% apart)",
+            (rx - ry).abs() <= 0.01 * rx.max(ry),
+            "cell {id}: {} requests here, {} there (more than 1% apart)",
             x.requests,
             y.requests
         );
         assert!(
-            (x.mb_read - y.mb_read).abs() <= 0.001 * x.mb_read.max(y.mb_read),
-            "cell {id}: {} MB read here, {} there (more than 0.1% apart)",
+            (x.mb_read - y.mb_read).abs() <= 0.01 * x.mb_read.max(y.mb_read),
+            "cell {id}: {} MB read here, {} there (more than 1% apart)",
             x.mb_read,
             y.mb_read
         );

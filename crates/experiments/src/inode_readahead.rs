@@ -562,8 +562,6 @@ fn report(
     let out_dir = a.out_dir(exp);
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let mut html = HtmlBundle::new(&exp.title);
-    html.heading(&exp.name);
-    let mut md = format!("# {}\n\n{}\n\n", exp.name, exp.title);
     let policies: Vec<&str> = {
         let mut v: Vec<&str> = Vec::new();
         for r in runs {
@@ -641,8 +639,6 @@ fn report(
                 io.push_row(row)?;
             }
             h.say(&format!("{}\n", io.to_terminal(None)?));
-            md.push_str(&io.to_markdown()?);
-            md.push('\n');
             html.table(io);
             let spots: Vec<String> = sweet
                 .iter()
@@ -655,9 +651,8 @@ fn report(
                 })
                 .collect();
             h.say(&format!("sweet spot ({o}, {p}): {}\n\n", spots.join("; ")));
-            md.push_str(&t.to_markdown()?);
-            md.push_str(&format!("\nsweet spot: {}\n\n", spots.join("; ")));
-            html.table(t.clone());
+            html.table(t);
+            html.text(&format!("sweet spot: {}", spots.join("; ")));
             let categories: Vec<String> = settings.iter().map(|k| k.to_string()).collect();
             let series: Vec<SweepSeries> = devices
                 .iter()
@@ -677,8 +672,13 @@ fn report(
                 Some("s"),
             );
             let svg = chart.render(&series);
-            std::fs::write(out_dir.join(format!("readahead-{p}-{o}.svg")), &svg)?;
-            html.svg(&format!("{o} order, {p}"), svg);
+            html.figure(
+                &format!(
+                    "Predicted time of a cold stat walk of {tree} in {o} order, laid out by {p}, against inode_readahead_blks: one line per device."
+                ),
+                &format!("readahead-{p}-{o}.svg"),
+                svg,
+            );
             // Mason's curve beside ours, per device, relative to each curve's own minimum.
             let mut mason = Table::new(
                 &format!(
@@ -707,13 +707,10 @@ fn report(
                 mason.push_row(row)?;
             }
             h.say(&format!("{}\n", mason.to_terminal(None)?));
-            md.push_str(&mason.to_markdown()?);
-            md.push('\n');
             html.table(mason);
         }
     }
-    std::fs::write(out_dir.join("report.md"), md)?;
-    html.write(&out_dir.join("index.html"))?;
+    html.save(&out_dir)?;
     eprintln!(
         "report: {}/{{report.md,index.html,readahead-POLICY-ORDER.svg}}",
         out_dir.display()

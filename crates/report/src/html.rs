@@ -183,9 +183,7 @@ impl HtmlBundle {
     pub fn to_html(&self) -> Result<String, ReportError> {
         let mut out = String::new();
         out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n");
-        out.push_str(
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n",
-        );
+        out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n");
         out.push_str(&format!(
             "<title>{}</title>\n<style>\n{CSS}\n</style>\n</head>\n<body>\n",
             escape(&self.title)
@@ -330,7 +328,11 @@ mod tests {
             .heading("per pass")
             .text("a_b * c")
             .table(table)
-            .figure("Disk offset over time, both layouts.", "a.svg", "<svg/>".into());
+            .figure(
+                "Disk offset over time, both layouts.",
+                "a.svg",
+                "<svg/>".into(),
+            );
         bundle
     }
 

@@ -110,7 +110,9 @@ mod tests {
         );
         assert!(html.contains("<tfoot>"), "{html}");
         assert!(
-            html.contains("<td class=\"left\"><strong>total</strong></td><td class=\"right published\"></td>"),
+            html.contains(
+                "<td class=\"left\"><strong>total</strong></td><td class=\"right published\"></td>"
+            ),
             "{html}"
         );
         // The fragment is well-formed XML too.

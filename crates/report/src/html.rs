@@ -225,6 +225,10 @@ impl HtmlBundle {
                 },
             }
         }
+        // Blocks are separated by one blank line; the file ends with one newline.
+        while out.ends_with("\n\n") {
+            out.pop();
+        }
         Ok(out)
     }
 

@@ -70,7 +70,8 @@ fn esc(s: &str) -> String {
 }
 
 // Tables sit in a `div.scroll` box that scrolls sideways, so no column is cut off at any width;
-// headers wrap (over a minimum width), cells do not, so numbers stay on one line.
+// headers wrap (over a minimum width), cells do not, so numbers stay on one line; a caption
+// wraps within the window, so a wide table's title is read whole before scrolling.
 const STYLE: &str = "
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;padding:12px;max-width:1100px;line-height:1.45;color:#222}
 h1{font-size:1.5em}h2{font-size:1.25em;border-top:1px solid #ccc;padding-top:.6em}h3{font-size:1.05em}
@@ -78,7 +79,7 @@ h1{font-size:1.5em}h2{font-size:1.25em;border-top:1px solid #ccc;padding-top:.6e
 table{border-collapse:collapse;font-size:.85em}th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}
 td{white-space:nowrap}th{background:#f3f3f3;vertical-align:bottom;min-width:4em}
 td:first-child,th:first-child{text-align:left}
-caption{text-align:left;font-weight:bold;padding-bottom:.3em;caption-side:top}
+caption{text-align:left;font-weight:bold;padding-bottom:.3em;caption-side:top;max-width:calc(100vw - 48px)}
 tfoot td{border-top:2px solid #444}
 .published{background:#f3f0e6;font-style:italic;color:#5a4a1a}th.published{border-left:2px solid #b8a36a}
 .unit{font-weight:normal;color:#555}.tag{font-weight:normal;font-size:80%;color:#7a6420}
@@ -96,7 +97,8 @@ window.__errors=[];window.addEventListener('error',function(e){window.__errors.p
 </script>";
 
 // What the browser test reads: for each table whether it holds a number and whether it is wider
-// than its box while that box cannot scroll (a clipped column); the page's own width against the
+// than its box while that box cannot scroll (a clipped column) or its caption runs past the box
+// (a title read only by scrolling); the page's own width against the
 // window's (nothing may push the page sideways); Markdown markup (`**`, `__`) left in the text
 // outside scripts and styles; each figure's caption without its file link; the headings.
 const CHECK_END: &str = "<script>
@@ -108,6 +110,7 @@ if(location.search.indexOf('check')>=0){
   var cap=t.caption?t.caption.textContent:t.rows[0].textContent;
   if(t.getBoundingClientRect().width>box.clientWidth+1&&!scrolls)clipped.push(cap);
   if(box.getBoundingClientRect().right>document.documentElement.clientWidth+1)clipped.push('box of '+cap);
+  if(t.caption&&t.caption.getBoundingClientRect().right>box.getBoundingClientRect().right+1)clipped.push('caption of '+cap);
  });
  var page=[document.documentElement.scrollWidth,document.documentElement.clientWidth];
  var markup=[],w=document.createTreeWalker(document.body,NodeFilter.SHOW_TEXT),n;

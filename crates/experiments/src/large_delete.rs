@@ -624,7 +624,7 @@ fn report(
             svg,
         );
     }
-    html.save(&out_dir)?;
+    html.save(out_dir)?;
     eprintln!(
         "report: {}/{{report.md,index.html,delete-offset.svg,delete-FS-VARIANT.svg}}",
         out_dir.display()

@@ -507,7 +507,7 @@ fn render(
     for (caption, name, svg) in svgs {
         html.figure(&caption, name, svg);
     }
-    html.save(&out_dir)?;
+    html.save(out_dir)?;
     eprintln!(
         "report: {}/{{report.md,index.html,b3-offset.svg,b3-offset-readahead.svg,traces/}}",
         out_dir.display()

@@ -71,15 +71,16 @@ fn esc(s: &str) -> String {
 
 // Tables sit in a `div.scroll` box that scrolls sideways, so no column is cut off at any width;
 // headers wrap (over a minimum width), cells do not, so numbers stay on one line; a caption
-// wraps within the window, so a wide table's title is read whole before scrolling.
+// wraps within its box (100cqw: the box is a size container), so a wide table's title is read
+// whole before scrolling.
 const STYLE: &str = "
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;padding:12px;max-width:1100px;line-height:1.45;color:#222}
 h1{font-size:1.5em}h2{font-size:1.25em;border-top:1px solid #ccc;padding-top:.6em}h3{font-size:1.05em}
-.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;max-width:100%;margin:.8em 0}
+.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;max-width:100%;margin:.8em 0;container-type:inline-size}
 table{border-collapse:collapse;font-size:.85em}th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}
 td{white-space:nowrap}th{background:#f3f3f3;vertical-align:bottom;min-width:4em}
 td:first-child,th:first-child{text-align:left}
-caption{text-align:left;font-weight:bold;padding-bottom:.3em;caption-side:top;max-width:calc(100vw - 48px)}
+caption{text-align:left;font-weight:bold;padding-bottom:.3em;caption-side:top;max-width:100cqw}
 tfoot td{border-top:2px solid #444}
 .published{background:#f3f0e6;font-style:italic;color:#5a4a1a}th.published{border-left:2px solid #b8a36a}
 .unit{font-weight:normal;color:#555}.tag{font-weight:normal;font-size:80%;color:#7a6420}

@@ -54,13 +54,13 @@ pub struct HtmlBundle {
 
 /// The style of a bundle's HTML, also used by pages that embed bundles
 /// ([`HtmlBundle::body_html`]). Wide tables scroll inside their own box (`div.scroll`), so no
-/// column is cut off at phone width; headers may wrap, cells do not; a caption wraps within the
-/// window, so it is read whole before scrolling.
+/// column is cut off at phone width; headers may wrap, cells do not; a caption wraps within its
+/// box (`100cqw`: the box is a size container), so it is read whole before scrolling.
 pub const CSS: &str = "\
 body{font-family:DejaVu Sans,Verdana,Arial,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}
-.scroll{overflow-x:auto;max-width:100%;margin:1em 0}
+.scroll{overflow-x:auto;max-width:100%;margin:1em 0;container-type:inline-size}
 table.report{border-collapse:collapse}
-table.report caption{text-align:left;font-weight:bold;padding-bottom:.4em;max-width:calc(100vw - 48px)}
+table.report caption{text-align:left;font-weight:bold;padding-bottom:.4em;max-width:100cqw}
 table.report th,table.report td{padding:.2em .7em;border-bottom:1px solid #ddd}
 table.report td{white-space:nowrap}
 table.report th{border-bottom:2px solid #222;vertical-align:bottom;min-width:4em}

@@ -300,16 +300,22 @@ pub fn run(cmd: Command) -> Result<()> {
                     .collect(),
             );
             for r in &results {
+                // Experiments that do not time their stages (not fsck) leave them blank.
+                let timed = !r.stage_seconds.is_empty();
                 let mut row = vec![
-                    Cell::num(r.scale, 3),
+                    if r.scale.is_finite() {
+                        Cell::num(r.scale, 3)
+                    } else {
+                        Cell::Empty
+                    },
                     Cell::num(r.wall_seconds, 1),
                     Cell::num(r.jobs as f64, 0),
                 ];
-                row.extend(
-                    stages
-                        .iter()
-                        .map(|s| Cell::num(r.stage_seconds.get(*s).copied().unwrap_or(0.0), 1)),
-                );
+                row.extend(stages.iter().map(|s| match r.stage_seconds.get(*s) {
+                    Some(v) => Cell::num(*v, 1),
+                    None if timed => Cell::num(0.0, 1),
+                    None => Cell::Empty,
+                }));
                 row.push(Cell::num(r.report_seconds, 2));
                 t.push_row(row)?;
             }

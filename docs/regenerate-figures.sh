@@ -60,8 +60,9 @@ splice() { # file name snippet
   ' "$1"
 }
 
-# Tables of one run: report.md without its heading and title lines.
-tables() { tail -n +5 "$out/scale$1/metacluster-fsck/report.md"; }
+# Tables of one run: report.md without its title (the first two lines) and its figures' image
+# lines (the doc shows the figures itself); splice drops the trailing blank lines.
+tables() { tail -n +3 "$out/scale$1/metacluster-fsck/report.md" | grep -v '^!\['; }
 
 mkdir -p "$figs"
 cp "$out/scale1/metacluster-fsck/fsck-offset.svg" "$figs/scale1-offset.svg"

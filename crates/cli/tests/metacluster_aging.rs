@@ -115,7 +115,7 @@ fn aging_matrix_is_clean_and_keeps_its_contract() {
     let out = dir.join("out/metacluster-aging");
     let files = entries(&out);
     assert!(files.contains(&"report.md".to_string()), "{files:?}");
-    assert!(files.contains(&"report.html".to_string()), "{files:?}");
+    assert!(files.contains(&"index.html".to_string()), "{files:?}");
     assert_eq!(
         files.iter().filter(|f| f.ends_with(".svg")).count(),
         4,

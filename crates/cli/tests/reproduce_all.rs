@@ -1,7 +1,10 @@
 //! `layoutlab reproduce all` in a real browser (Debian's chromium, headless; `make deps`
-//! installs it): the page loads with no script errors, every plot renders with a non-empty
-//! box, every table holds numbers, and a phone-width screenshot is not blank. And Ctrl-C: the
-//! page shows what finished and nothing is left behind.
+//! installs it), at a laptop's 1280 px and a phone's 390 px: the page loads with no script
+//! errors, every plot renders with a non-empty box, every table holds numbers, no table is
+//! wider than its box unless that box scrolls, no Markdown markup shows in the text, every
+//! figure has a caption that is a sentence and not a file name, no heading repeats the one
+//! before it, and a phone-width screenshot is not blank. And Ctrl-C: the page shows what
+//! finished and nothing is left behind.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -19,11 +22,55 @@ fn chromium(args: &[&str]) -> std::process::Output {
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
             "--virtual-time-budget=5000",
         ])
         .args(args)
         .output()
         .expect("chromium is not installed: run `make deps` (Debian package chromium)")
+}
+
+/// A page beside `page` that shows it in a frame `width` × `height` pixels wide, scrolled to
+/// `anchor`, and copies its check result to its own body. Headless chromium will not make a
+/// window narrower than 500 pixels (a `--window-size=390,844` page lays out 485 pixels wide), so
+/// a phone's width is a frame's.
+fn frame(page: &Path, width: u32, height: u32, anchor: &str) -> std::path::PathBuf {
+    let name = page.file_name().unwrap().to_str().unwrap();
+    let path = page.with_file_name(format!("frame-{width}.html"));
+    std::fs::write(
+        &path,
+        format!(
+            "<!doctype html><html><body style=\"margin:0\"><iframe id=\"f\" src=\"{name}?check{anchor}\" \
+             style=\"border:0;width:{width}px;height:{height}px\"></iframe><script>\
+             document.getElementById('f').addEventListener('load',function(){{\
+             document.body.setAttribute('data-check',this.contentDocument.body.getAttribute('data-check'))}});\
+             </script></body></html>\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Loads `page` with `?check` in a frame `width` pixels wide: the check script's JSON.
+fn check_page(page: &Path, width: u32) -> serde_json::Value {
+    let harness = frame(page, width, 844, "");
+    let out = chromium(&[
+        "--allow-file-access-from-files",
+        "--window-size=1400,900",
+        "--dump-dom",
+        &format!("file://{}", harness.display()),
+    ]);
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    let at = dom.find("data-check=\"").expect("the check script ran") + 12;
+    let raw = &dom[at..at + dom[at..].find('"').unwrap()];
+    serde_json::from_str(
+        &raw.replace("&quot;", "\"")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&"),
+    )
+    .unwrap_or_else(|e| panic!("{e}: {raw}"))
 }
 
 fn scratch(name: &str) -> std::path::PathBuf {
@@ -67,40 +114,80 @@ fn the_page_renders_in_a_real_browser() {
         assert!(x["result"].is_object(), "{x}");
     }
     let page = dir.join("index.html");
-    let url = format!("file://{}?check", page.display());
-    let dom = chromium(&["--window-size=390,844", "--dump-dom", &url]);
-    let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
-    let at = dom.find("data-check=\"").expect("the check script ran") + 12;
-    let raw = &dom[at..at + dom[at..].find('"').unwrap()];
-    let check: serde_json::Value = serde_json::from_str(&raw.replace("&quot;", "\"")).unwrap();
-    assert_eq!(check["errors"].as_array().unwrap().len(), 0, "{check}");
-    let svgs = check["svgs"].as_array().unwrap();
-    assert!(svgs.len() >= 3, "{check}");
-    for s in svgs {
-        assert!(
-            s[0].as_f64().unwrap() > 50.0 && s[1].as_f64().unwrap() > 50.0,
-            "{check}"
+    for width in [1280, 390] {
+        let check = check_page(&page, width);
+        assert_eq!(check["errors"].as_array().unwrap().len(), 0, "{check}");
+        let svgs = check["svgs"].as_array().unwrap();
+        assert!(svgs.len() >= 3, "{check}");
+        for s in svgs {
+            assert!(
+                s[0].as_f64().unwrap() > 50.0 && s[1].as_f64().unwrap() > 50.0,
+                "{check}"
+            );
+            // Scaled to the window's width.
+            assert!(s[0].as_f64().unwrap() <= width as f64, "{check}");
+        }
+        let tables = check["tables"].as_array().unwrap();
+        assert!(tables.len() >= 4, "{check}");
+        assert!(tables.iter().all(|t| t == true), "{check}");
+        // No column cut off: a table wider than its box is in a box that scrolls, and no box
+        // (nor anything else) is wider than the window.
+        assert_eq!(
+            check["clipped"],
+            serde_json::json!([]),
+            "{width} px: {check}"
         );
-        // Scaled to the phone's width.
-        assert!(s[0].as_f64().unwrap() <= 390.0, "{check}");
+        let page_width = check["page"].as_array().unwrap();
+        assert!(
+            page_width[0].as_f64() <= page_width[1].as_f64(),
+            "{width} px: the page is wider than the window: {check}"
+        );
+        // Rendered, not pasted: no Markdown emphasis left in the text.
+        assert_eq!(
+            check["markup"],
+            serde_json::json!([]),
+            "{width} px: {check}"
+        );
+        // Every figure says what it shows in a sentence; its file name is only the link.
+        let figures = check["figures"].as_array().unwrap();
+        assert_eq!(figures.len(), svgs.len(), "{check}");
+        for f in figures {
+            let caption = f
+                .as_str()
+                .unwrap_or_else(|| panic!("a figure without a caption: {check}"));
+            assert!(
+                caption.split_whitespace().count() >= 5 && !caption.contains(".svg"),
+                "caption {caption:?} is not a sentence"
+            );
+        }
+        // A heading never repeats the one before it (the experiment's name twice).
+        let headings: Vec<&str> = check["headings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect();
+        for pair in headings.windows(2) {
+            assert_ne!(pair[0], pair[1], "{headings:?}");
+        }
     }
-    let tables = check["tables"].as_array().unwrap();
-    assert!(tables.len() >= 4, "{check}");
-    assert!(tables.iter().all(|t| t == true), "{check}");
+    let text = std::fs::read_to_string(&page).unwrap();
     for name in [
         "mkfs-overhead",
         "fio-randread",
         "metacluster-fsck",
         "published",
     ] {
-        assert!(dom.contains(name), "{name}");
+        assert!(text.contains(name), "{name}");
     }
     // A phone-width screenshot that is not blank.
     let shot = dir.join("shot.png");
+    let harness = frame(&page, 390, 844, "");
     let o = chromium(&[
+        "--allow-file-access-from-files",
         "--window-size=390,844",
         &format!("--screenshot={}", shot.display()),
-        &format!("file://{}", page.display()),
+        &format!("file://{}", harness.display()),
     ]);
     assert!(shot.exists(), "{}", String::from_utf8_lossy(&o.stderr));
     let decoder = png::Decoder::new(std::fs::File::open(&shot).unwrap());

@@ -524,11 +524,9 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     // report files
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let mut html = HtmlBundle::new(&exp.title);
-    let mut md = format!("# {}\n\nscale {scale} on {device}\n\n", exp.title);
+    html.text(&format!("scale {scale} on {device}"));
     for pop in &pops {
         let table = age_table(&spec, &runs, &pop.name)?;
-        md.push_str(&table.to_markdown()?);
-        md.push('\n');
         html.table(table);
         for (what, unit, file, value) in [
             (
@@ -564,17 +562,20 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 .collect();
             let svg = chart.render(&series);
             let name = format!("{}-{file}.svg", pop.name.replace(['/', '@'], "_"));
-            std::fs::write(out_dir.join(&name), &svg)?;
-            md.push_str(&format!("![{what}]({name})\n\n"));
-            html.svg(&format!("{} — {what}", pop.name), svg);
+            html.figure(
+                &format!(
+                    "The {what} of {} after each amount of aging (in capacities written), one line per policy.",
+                    pop.name
+                ),
+                &name,
+                svg,
+            );
         }
     }
     for line in &conclusion {
-        md.push_str(&format!("- {line}\n"));
         html.text(line);
     }
-    std::fs::write(out_dir.join("report.md"), md)?;
-    html.write(&out_dir.join("report.html"))?;
+    html.save(&out_dir)?;
     if let Some(path) = &a.json {
         write_json(
             path,

@@ -1,11 +1,19 @@
 //! The page of `layoutlab reproduce all`: one static HTML file (no external assets) with, per
 //! experiment, its question, set-up, the tables it printed (ours beside published), its plots,
 //! the command that reruns it and the time it took; then the device presets it used with their
-//! sources. Readable offline and at phone width (tables scroll sideways, plots scale).
+//! sources. Readable offline and at phone width (tables scroll sideways inside their own box,
+//! plots scale).
+//!
+//! An experiment's tables and figures come from the report it saved ([`HtmlBundle::save`]:
+//! `report.json`), rendered by the same renderers as its own `index.html` and `report.md`;
+//! nothing is parsed back from Markdown.
 //!
 //! Loaded with `?check`, a script writes what a browser test needs into `<body data-check>`:
-//! script errors, each plot's rendered size, and whether each table holds a number.
+//! script errors, each plot's rendered size, whether each table holds a number, tables wider
+//! than their box where that box does not scroll, Markdown markup left in the text, each
+//! figure's caption, and the headings in order.
 
+use layoutlab_report::HtmlBundle;
 use std::fmt::Write as _;
 
 /// How one experiment's run went.
@@ -44,12 +52,12 @@ pub struct Section {
     pub output: String,
     /// Its error, if it failed.
     pub error: Option<String>,
-    /// Markdown tables it wrote (report.md), rendered as HTML tables.
+    /// The report it saved (tables, text, figures with their captions), if it got that far.
     #[serde(skip)]
-    pub markdown: String,
-    /// Its plots: (file name, SVG text).
-    #[serde(skip)]
-    pub svgs: Vec<(String, String)>,
+    pub report: Option<HtmlBundle>,
+    /// Its report's directory relative to the page, ending in `/` (figures link to their files
+    /// there).
+    pub report_href: String,
     /// Device preset it priced on (empty: none).
     pub device: String,
 }
@@ -61,59 +69,26 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Pipe tables of Markdown text as HTML tables (other lines as paragraphs of text).
-pub fn markdown_tables(md: &str) -> String {
-    let mut out = String::new();
-    let lines: Vec<&str> = md.lines().collect();
-    let mut i = 0;
-    let cells = |l: &str| -> Vec<String> {
-        l.trim()
-            .trim_matches('|')
-            .split('|')
-            .map(|c| esc(c.trim()))
-            .collect()
-    };
-    while i < lines.len() {
-        let l = lines[i].trim();
-        if l.starts_with('|') && i + 1 < lines.len() && lines[i + 1].trim().starts_with("|-")
-            || l.starts_with('|') && i + 1 < lines.len() && lines[i + 1].contains("---")
-        {
-            out.push_str("<div class=\"scroll\"><table><thead><tr>");
-            for c in cells(l) {
-                let _ = write!(out, "<th>{c}</th>");
-            }
-            out.push_str("</tr></thead><tbody>");
-            i += 2;
-            while i < lines.len() && lines[i].trim().starts_with('|') {
-                out.push_str("<tr>");
-                for c in cells(lines[i]) {
-                    let _ = write!(out, "<td>{c}</td>");
-                }
-                out.push_str("</tr>");
-                i += 1;
-            }
-            out.push_str("</tbody></table></div>\n");
-            continue;
-        }
-        if let Some(h) = l.strip_prefix("# ").or_else(|| l.strip_prefix("## ")) {
-            let _ = writeln!(out, "<h3>{}</h3>", esc(h));
-        } else if !l.is_empty() && !l.starts_with("```") {
-            let _ = writeln!(out, "<p>{}</p>", esc(l));
-        }
-        i += 1;
-    }
-    out
-}
-
+// Tables sit in a `div.scroll` box that scrolls sideways, so no column is cut off at any width;
+// headers wrap (over a minimum width), cells do not, so numbers stay on one line; a caption
+// wraps within its box (100cqw: the box is a size container), so a wide table's title is read
+// whole before scrolling.
 const STYLE: &str = "
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;padding:12px;max-width:1100px;line-height:1.45;color:#222}
 h1{font-size:1.5em}h2{font-size:1.25em;border-top:1px solid #ccc;padding-top:.6em}h3{font-size:1.05em}
-.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;margin:.5em 0}
-table{border-collapse:collapse;font-size:.85em}th,td{border:1px solid #ccc;padding:2px 6px;text-align:right;white-space:nowrap}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;max-width:100%;margin:.8em 0;container-type:inline-size}
+table{border-collapse:collapse;font-size:.85em}th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}
+td{white-space:nowrap}th{background:#f3f3f3;vertical-align:bottom;min-width:4em}
+td:first-child,th:first-child{text-align:left}
+caption{text-align:left;font-weight:bold;padding-bottom:.3em;caption-side:top;max-width:100cqw}
+tfoot td{border-top:2px solid #444}
+.published{background:#f3f0e6;font-style:italic;color:#5a4a1a}th.published{border-left:2px solid #b8a36a}
+.unit{font-weight:normal;color:#555}.tag{font-weight:normal;font-size:80%;color:#7a6420}
+ul.notes{font-size:85%;color:#444;margin-top:0}
 pre{overflow-x:auto;background:#f7f7f7;padding:8px;font-size:.78em}
 svg{max-width:100%;height:auto;display:block}
-.status{font-weight:bold}.done{color:#1a7f37}.failed,.interrupted{color:#b42318}.pending,.running{color:#666}
+figure{margin:1.2em 0}figcaption{font-size:90%;color:#444;margin-top:.3em}figcaption .file{color:#777;font-size:90%}
+.status{font-weight:bold}.Done{color:#1a7f37}.Failed,.Interrupted{color:#b42318}.Pending,.Running{color:#666}
 code{background:#f3f3f3;padding:0 3px}
 ";
 
@@ -122,31 +97,36 @@ window.__errors=[];window.addEventListener('error',function(e){window.__errors.p
 (function(){var o=console.error;console.error=function(){window.__errors.push(Array.prototype.join.call(arguments,' '));o.apply(console,arguments)}})();
 </script>";
 
+// What the browser test reads: for each table whether it holds a number and whether it is wider
+// than its box while that box cannot scroll (a clipped column) or its caption runs past the box
+// (a title read only by scrolling); the page's own width against the
+// window's (nothing may push the page sideways); Markdown markup (`**`, `__`) left in the text
+// outside scripts and styles; each figure's caption without its file link; the headings.
 const CHECK_END: &str = "<script>
 if(location.search.indexOf('check')>=0){
  var svgs=[].map.call(document.querySelectorAll('svg'),function(s){var r=s.getBoundingClientRect();return [Math.round(r.width),Math.round(r.height)]});
  var tables=[].map.call(document.querySelectorAll('table'),function(t){return /[0-9]/.test(t.textContent)});
- document.body.setAttribute('data-check',JSON.stringify({errors:window.__errors,svgs:svgs,tables:tables}));
+ var clipped=[];[].forEach.call(document.querySelectorAll('table'),function(t){
+  var box=t.parentElement,ov=getComputedStyle(box).overflowX,scrolls=(ov=='auto'||ov=='scroll');
+  var cap=t.caption?t.caption.textContent:t.rows[0].textContent;
+  if(t.getBoundingClientRect().width>box.clientWidth+1&&!scrolls)clipped.push(cap);
+  if(box.getBoundingClientRect().right>document.documentElement.clientWidth+1)clipped.push('box of '+cap);
+  if(t.caption&&t.caption.getBoundingClientRect().right>box.getBoundingClientRect().right+1)clipped.push('caption of '+cap);
+ });
+ var page=[document.documentElement.scrollWidth,document.documentElement.clientWidth];
+ var markup=[],w=document.createTreeWalker(document.body,NodeFilter.SHOW_TEXT),n;
+ while((n=w.nextNode())){var p=n.parentElement.tagName;if(p=='SCRIPT'||p=='STYLE')continue;
+  var m=n.textContent.match(/.{0,30}(\\*\\*|__).{0,30}/);if(m)markup.push(m[0]);}
+ var figures=[].map.call(document.querySelectorAll('figure'),function(f){var c=f.querySelector('figcaption');if(!c)return null;
+  var k=c.cloneNode(true);[].forEach.call(k.querySelectorAll('.file'),function(x){x.remove()});return k.textContent.trim()});
+ var headings=[].map.call(document.querySelectorAll('h1,h2,h3,h4'),function(h){return h.textContent.trim()});
+ document.body.setAttribute('data-check',JSON.stringify({errors:window.__errors,svgs:svgs,tables:tables,clipped:clipped,page:page,markup:markup,figures:figures,headings:headings}));
 }
 </script>";
 
-/// The plots an experiment wrote into `dir`: (file name, SVG text), in name order.
-pub fn svgs_in(dir: &std::path::Path) -> Vec<(String, String)> {
-    let mut svgs: Vec<(String, String)> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter(|e| e.path().extension().is_some_and(|x| x == "svg"))
-                .filter_map(|e| {
-                    Some((
-                        e.file_name().to_string_lossy().into_owned(),
-                        std::fs::read_to_string(e.path()).ok()?,
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    svgs.sort();
-    svgs
+/// The report an experiment saved in `dir` ([`HtmlBundle::save`]), if there is one.
+pub fn load_report(dir: &std::path::Path) -> Option<HtmlBundle> {
+    HtmlBundle::load(dir).ok()
 }
 
 /// Adds `device`'s preset text (its sources) to the page's `presets`, once.
@@ -210,15 +190,18 @@ pub fn render(
         if let Some(e) = &sec.error {
             let _ = writeln!(s, "<pre>{}</pre>", esc(e));
         }
-        if !sec.markdown.is_empty() {
-            s.push_str(&markdown_tables(&sec.markdown));
-        }
-        for (name, svg) in &sec.svgs {
-            let _ = writeln!(
-                s,
-                "<figure><figcaption>{}</figcaption>{svg}</figure>",
-                esc(name)
-            );
+        if let Some(report) = &sec.report {
+            // The page's h2 is the experiment; the report's own headings sit under it.
+            match report.body_html(3, &sec.report_href) {
+                Ok(body) => s.push_str(&body),
+                Err(e) => {
+                    let _ = writeln!(
+                        s,
+                        "<pre>its report cannot be shown: {}</pre>",
+                        esc(&e.to_string())
+                    );
+                }
+            }
         }
         if !sec.output.is_empty() {
             let _ = writeln!(
@@ -259,15 +242,59 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pipe_tables_become_html_tables_and_text_is_escaped() {
-        let md = "# t\n\n| a | b |\n|---|---|\n| 1 | <2> |\n\ntext & more\n";
-        let h = markdown_tables(md);
-        assert!(h.contains("<th>a</th><th>b</th>"), "{h}");
-        assert!(h.contains("<td>1</td><td>&lt;2&gt;</td>"), "{h}");
-        assert!(h.contains("<p>text &amp; more</p>"));
+    fn setup_is_the_leading_comment() {
         assert_eq!(
             setup_of("# one\n# two\n\nname = 'x'\n# not this\n"),
             "one two"
+        );
+    }
+
+    /// A section shows its report's tables as real tables with captions and `<strong>`
+    /// totals, figures with their sentence and a link to the file, and no heading twice.
+    #[test]
+    fn a_report_renders_without_markdown_or_repeated_headings() {
+        use layoutlab_report::{Cell, Column, Table};
+        let mut t = Table::new(
+            "e2fsck -fn per pass",
+            vec![Column::text("pass"), Column::number("time", Some("s"))],
+        );
+        t.push_row(vec![Cell::text("1"), Cell::num(1.0, 1)])
+            .unwrap();
+        t.push_total(vec![Cell::text("total"), Cell::num(37.87, 2)])
+            .unwrap();
+        let mut report = HtmlBundle::new("Does clustering help fsck?");
+        report
+            .table(t)
+            .figure("Disk offset against time.", "a.svg", "<svg/>".into());
+        let sec = Section {
+            name: "metacluster-fsck".into(),
+            title: "Does clustering help fsck?".into(),
+            setup: String::new(),
+            command: "layoutlab reproduce metacluster-fsck".into(),
+            status: Status::Done,
+            seconds: Some(1.0),
+            output: String::new(),
+            error: None,
+            report: Some(report),
+            report_href: "metacluster-fsck/".into(),
+            device: String::new(),
+        };
+        let page = render("t", &[sec], &[], "n");
+        assert!(!page.contains("**"), "{page}");
+        assert!(
+            page.contains("<caption>e2fsck -fn per pass</caption>"),
+            "{page}"
+        );
+        assert!(page.contains("<strong>37.87</strong>"), "{page}");
+        assert!(
+            page.contains("<a href=\"metacluster-fsck/a.svg\">a.svg</a>"),
+            "{page}"
+        );
+        assert_eq!(page.matches(">metacluster-fsck</h").count(), 1, "{page}");
+        assert_eq!(
+            page.matches(">Does clustering help fsck?<").count(),
+            0,
+            "{page}"
         );
     }
 }

@@ -591,16 +591,23 @@ fn report(
         &format!("{}: rm + sync on {device} (modelled time)", exp.name),
         &series,
     );
-    std::fs::write(out_dir.join("delete-offset.svg"), &svg)?;
+    let mut html = HtmlBundle::new(&exp.title);
+    html.table(t.clone());
+    html.table(by_class.clone());
+    html.figure(
+        &format!(
+            "Where on the disk each delete (rm + sync) wrote and read, against modelled time on {device}, one colour per file system."
+        ),
+        "delete-offset.svg",
+        svg,
+    );
     // One plot per run, a colour per class of block (ext runs; the others in one colour).
-    let mut class_svgs = Vec::new();
     for r in runs {
         let series = crate::support::io_series_by_class(
             &r.trace,
             |i| r.start_s[i],
             |i| r.request_class.as_ref().map_or("not attributed", |c| c[i]),
         );
-        let name = format!("delete-{}-{}.svg", r.fs, r.variant);
         let svg = offset_plot(
             &format!(
                 "{} {} (laid out by {}): rm + sync on {device}, by class of block",
@@ -608,28 +615,16 @@ fn report(
             ),
             &series,
         );
-        std::fs::write(out_dir.join(&name), &svg)?;
-        class_svgs.push((name, svg));
+        html.figure(
+            &format!(
+                "rm + sync of the large file on {} ({}, laid out by {}): each request's disk offset against modelled time, coloured by the kind of block it touched.",
+                r.fs, r.variant, r.layout
+            ),
+            &format!("delete-{}-{}.svg", r.fs, r.variant),
+            svg,
+        );
     }
-    std::fs::write(
-        out_dir.join("report.md"),
-        format!(
-            "# {}\n\n{}\n\n{}\n{}",
-            exp.name,
-            exp.title,
-            t.to_markdown()?,
-            by_class.to_markdown()?
-        ),
-    )?;
-    let mut html = HtmlBundle::new(&exp.title);
-    html.heading(&exp.name);
-    html.table(t.clone());
-    html.table(by_class.clone());
-    html.svg("disk offset over modelled time of each delete", svg);
-    for (name, svg) in class_svgs {
-        html.svg(&name, svg);
-    }
-    html.write(&out_dir.join("index.html"))?;
+    html.save(out_dir)?;
     eprintln!(
         "report: {}/{{report.md,index.html,delete-offset.svg,delete-FS-VARIANT.svg}}",
         out_dir.display()

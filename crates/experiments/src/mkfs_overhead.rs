@@ -67,8 +67,10 @@ impl Operation for MkfsOverhead {
         human.say(&text);
         let dir = args.out_dir(exp);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join("report.md"), format!("```text\n{text}```\n"))
-            .with_context(|| format!("writing {}", dir.join("report.md").display()))?;
+        // The report is laid out for a terminal (df columns beside mke2fs's); kept as printed.
+        let mut html = layoutlab_report::HtmlBundle::new(&exp.title);
+        html.preformatted(&text);
+        html.save(&dir)?;
         if let Some(p) = &args.json {
             write_json(p, &report)?;
         }

@@ -773,11 +773,11 @@ fn report(
         h.say(&format!("published: {}\n", exp.published.source));
     }
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    let mut svgs = Vec::new();
+    let mut html = HtmlBundle::new(&exp.title);
+    html.table(t.clone());
     for r in runs {
         let series =
             crate::support::io_series_by_class(&r.trace, |i| r.start_s[i], |i| r.request_class[i]);
-        let name = format!("reads-{}-{}.svg", r.target, r.mode);
         let svg = offset_plot(
             &format!(
                 "{} {} ({}): random reads on {device}, by class of block",
@@ -785,20 +785,16 @@ fn report(
             ),
             &series,
         );
-        std::fs::write(out_dir.join(&name), &svg)?;
-        svgs.push((name, svg));
+        html.figure(
+            &format!(
+                "Random reads of {} ({}, {}): each request's disk offset against modelled time on {device}, coloured by the kind of block it read (file data or mapping blocks).",
+                r.target, r.mode, r.layout
+            ),
+            &format!("reads-{}-{}.svg", r.target, r.mode),
+            svg,
+        );
     }
-    std::fs::write(
-        out_dir.join("report.md"),
-        format!("# {}\n\n{}\n\n{}", exp.name, exp.title, t.to_markdown()?),
-    )?;
-    let mut html = HtmlBundle::new(&exp.title);
-    html.heading(&exp.name);
-    html.table(t.clone());
-    for (name, svg) in svgs {
-        html.svg(&name, svg);
-    }
-    html.write(&out_dir.join("index.html"))?;
+    html.save(&out_dir)?;
     eprintln!(
         "report: {}/{{report.md,index.html,reads-TARGET-MODE.svg}}",
         out_dir.display()

@@ -641,6 +641,10 @@ fn report(
         );
         chart.style = SweepStyle::Bars;
         svgs.push((
+            format!(
+                "How big the bios and the requests of dd bs=1M were, {op} on {} ({}): the share of each level's count in each size bucket.",
+                p.target, p.mode
+            ),
             format!("sizes-{}-{}-{op}.svg", p.target, p.mode),
             chart.render(&series),
         ));
@@ -666,27 +670,14 @@ fn report(
          depth; the bio level as if nothing had merged, the request level as issued.\n"
     ));
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    for (name, svg) in &svgs {
-        std::fs::write(out_dir.join(name), svg)?;
-    }
-    std::fs::write(
-        out_dir.join("report.md"),
-        format!(
-            "# {}\n\n{}\n\nStack: {STACK}.\n\n{}\n{}",
-            exp.name,
-            exp.title,
-            t.to_markdown()?,
-            ht.to_markdown()?
-        ),
-    )?;
     let mut html = HtmlBundle::new(&exp.title);
-    html.heading(&exp.name);
+    html.text(&format!("Stack: {STACK}."));
     html.table(t.clone());
     html.table(ht.clone());
-    for (name, svg) in svgs {
-        html.svg(&name, svg);
+    for (caption, name, svg) in svgs {
+        html.figure(&caption, &name, svg);
     }
-    html.write(&out_dir.join("index.html"))?;
+    html.save(&out_dir)?;
     eprintln!(
         "report: {}/{{report.md,index.html,sizes-TARGET-MODE-OP.svg}}",
         out_dir.display()

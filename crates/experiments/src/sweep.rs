@@ -448,7 +448,6 @@ pub fn page(dir: &Path) -> Result<String> {
         let st = state(dir, &c.id);
         let exit = read_json(&d.join("exit.json"));
         let report = d.join("report").join(&m.experiment);
-        let svgs = all_page::svgs_in(&report);
         let device = exp.as_ref().map(|e| e.device.clone()).unwrap_or_default();
         all_page::add_preset(&mut presets, &device);
         let log = std::fs::read_to_string(d.join("log.txt")).unwrap_or_default();
@@ -483,8 +482,9 @@ pub fn page(dir: &Path) -> Result<String> {
                 let tail: Vec<&str> = tail.into_iter().rev().collect();
                 format!("{why}\n{}", tail.join("\n"))
             }),
-            markdown: std::fs::read_to_string(report.join("report.md")).unwrap_or_default(),
-            svgs,
+            report: all_page::load_report(&report),
+            // The page may be written anywhere: figures link to their files by absolute path.
+            report_href: format!("{}/", report.display()),
             device,
         });
     }

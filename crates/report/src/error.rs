@@ -52,8 +52,8 @@ pub enum ReportError {
         /// The pass label given with the published number.
         pass: String,
     },
-    /// A JSON document could not be read back as a table.
-    #[error("table JSON: {0}")]
+    /// A JSON document could not be read back as a table or a report.
+    #[error("report JSON: {0}")]
     Json(#[from] serde_json::Error),
     /// Writing a report file failed.
     #[error("cannot write {path}: {source}")]
@@ -63,4 +63,15 @@ pub enum ReportError {
         /// The underlying I/O error.
         source: std::io::Error,
     },
+    /// Reading a saved report failed.
+    #[error("cannot read {path}: {source} (was the report saved by this version?)")]
+    Read {
+        /// The file that could not be read.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+    /// A figure's file name is not a plain file name in the report's directory.
+    #[error("figure file name {0:?} must be a plain name in the report's directory (no '/', not starting with '.')")]
+    FileName(String),
 }

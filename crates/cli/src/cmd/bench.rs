@@ -86,13 +86,15 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
     },
-    /// Run a named fsck experiment (the real `layoutlab reproduce`) at each scale and report
-    /// the wall time of each stage: plan, mkfs, materialise, traced check, replay (summed over
-    /// policies, which run at once) and report. Targets: metacluster-fsck ≤ 15 s at its
+    /// Run a named experiment (the real `layoutlab reproduce`) at each scale and report its
+    /// wall time and, for fsck experiments, the wall time of each stage: plan, mkfs,
+    /// materialise, traced check, replay (summed over policies, which run at once) and report.
+    /// `all`: every shipped experiment in turn at its default scale, beside the budget of
+    /// `reproduce all` (each ≤ 120 s, all ≤ 600 s). Targets: metacluster-fsck ≤ 15 s at its
     /// default scale and ≤ 90 s at scale 1 on a 2-core machine. Root (it runs e2fsck on loop
     /// devices).
     Experiment {
-        /// Experiment name (see `layoutlab experiments`).
+        /// Experiment name (see `layoutlab experiments`), or `all`.
         #[arg(default_value = "metacluster-fsck")]
         name: String,
         /// Scales to run, comma-separated; "default" is the experiment's own.
@@ -151,11 +153,9 @@ fn bench_experiment(name: &str, scale: &str, jobs: Option<u32>) -> Result<Experi
         bail!("layoutlab reproduce {name} --scale {scale} failed ({status})");
     }
     let v: serde_json::Value = serde_json::from_str(&text.context("reading the run's JSON")?)?;
-    let Some(runs) = v["runs"].as_array() else {
-        bail!("experiment '{name}' is not an fsck experiment (no runs to time)");
-    };
+    // Only fsck experiments time their stages; the others have their wall time alone.
     let mut stage_seconds = std::collections::BTreeMap::new();
-    for r in runs {
+    for r in v["runs"].as_array().map(Vec::as_slice).unwrap_or_default() {
         if let Some(stages) = r["measured_here"]["stage_seconds"].as_object() {
             for (stage, s) in stages {
                 *stage_seconds.entry(stage.clone()).or_insert(0.0) += s.as_f64().unwrap_or(0.0);
@@ -164,12 +164,67 @@ fn bench_experiment(name: &str, scale: &str, jobs: Option<u32>) -> Result<Experi
     }
     Ok(ExperimentBench {
         experiment: name.to_string(),
-        scale: v["scale"].as_f64().unwrap_or(0.0),
+        scale: v["scale"].as_f64().unwrap_or(f64::NAN),
         jobs: v["timing"]["jobs"].as_u64().unwrap_or(1),
         wall_seconds,
         stage_seconds,
         report_seconds: v["timing"]["report_seconds"].as_f64().unwrap_or(0.0),
     })
+}
+
+/// Each experiment's budget at its default scale, and that of `reproduce all` (issue 32: a new
+/// user waits at most two minutes for one experiment and ten for all of them).
+const EXPERIMENT_BUDGET_S: f64 = 120.0;
+const ALL_BUDGET_S: f64 = 600.0;
+
+/// `bench experiment all`: every shipped experiment at its default scale, its wall time beside
+/// its budget.
+fn bench_all(jobs: Option<u32>, json: Option<PathBuf>) -> Result<()> {
+    let names = layoutlab_experiments::experiment::names();
+    let mut results = Vec::new();
+    for name in names {
+        results.push(bench_experiment(name, "default", jobs)?);
+    }
+    let mut t = Table::new(
+        "every experiment at its default scale: wall time on this machine",
+        vec![
+            Column::text("experiment"),
+            Column::number("scale", None),
+            Column::number("wall", Some("s")),
+            Column::number("budget", Some("s")),
+            Column::text("within"),
+        ],
+    );
+    let total: f64 = results.iter().map(|r| r.wall_seconds).sum();
+    for r in &results {
+        t.push_row(vec![
+            Cell::text(&r.experiment),
+            if r.scale.is_finite() {
+                Cell::num(r.scale, 3)
+            } else {
+                Cell::Empty
+            },
+            Cell::num(r.wall_seconds, 1),
+            Cell::num(EXPERIMENT_BUDGET_S, 0),
+            Cell::text(if r.wall_seconds <= EXPERIMENT_BUDGET_S {
+                "yes"
+            } else {
+                "NO"
+            }),
+        ])?;
+    }
+    t.push_total(vec![
+        Cell::text("all"),
+        Cell::Empty,
+        Cell::num(total, 1),
+        Cell::num(ALL_BUDGET_S, 0),
+        Cell::text(if total <= ALL_BUDGET_S { "yes" } else { "NO" }),
+    ])?;
+    Human::new(json.as_deref()).say(&format!("{}\n", t.to_terminal(None)?));
+    if let Some(path) = json {
+        write_json(&path, &results)?;
+    }
+    Ok(())
 }
 
 /// Run a benchmark.
@@ -216,6 +271,18 @@ pub fn run(cmd: Command) -> Result<()> {
             scale,
             jobs,
             json,
+        } if name == "all" => {
+            layoutlab_rig::require_root("running the experiments on loop devices")?;
+            if scale.iter().any(|s| s.trim() != "default") && scale != ["default", "1"] {
+                bail!("bench experiment all runs each experiment at its default scale; --scale does not apply");
+            }
+            bench_all(jobs, json)
+        }
+        Command::Experiment {
+            name,
+            scale,
+            jobs,
+            json,
         } => {
             layoutlab_rig::require_root("running the experiment's e2fsck on loop devices")?;
             let results = scale
@@ -233,16 +300,22 @@ pub fn run(cmd: Command) -> Result<()> {
                     .collect(),
             );
             for r in &results {
+                // Experiments that do not time their stages (not fsck) leave them blank.
+                let timed = !r.stage_seconds.is_empty();
                 let mut row = vec![
-                    Cell::num(r.scale, 3),
+                    if r.scale.is_finite() {
+                        Cell::num(r.scale, 3)
+                    } else {
+                        Cell::Empty
+                    },
                     Cell::num(r.wall_seconds, 1),
                     Cell::num(r.jobs as f64, 0),
                 ];
-                row.extend(
-                    stages
-                        .iter()
-                        .map(|s| Cell::num(r.stage_seconds.get(*s).copied().unwrap_or(0.0), 1)),
-                );
+                row.extend(stages.iter().map(|s| match r.stage_seconds.get(*s) {
+                    Some(v) => Cell::num(*v, 1),
+                    None if timed => Cell::num(0.0, 1),
+                    None => Cell::Empty,
+                }));
                 row.push(Cell::num(r.report_seconds, 2));
                 t.push_row(row)?;
             }

@@ -200,8 +200,8 @@ fn run_all(a: &Args) -> Result<()> {
             seconds: None,
             output: String::new(),
             error: None,
-            markdown: String::new(),
-            svgs: Vec::new(),
+            report: None,
+            report_href: format!("{n}/"),
             device: exp.device.clone(),
         });
     }
@@ -301,14 +301,12 @@ fn run_all(a: &Args) -> Result<()> {
         live.lock().unwrap().clear();
         let secs = t.elapsed().as_secs_f64();
         let log = std::fs::read_to_string(dir.join("log.txt")).unwrap_or_default();
-        let svgs = all_page::svgs_in(&dir);
         {
             let mut s = state.lock().unwrap();
             let sec = &mut s[i];
             sec.seconds = Some(secs);
             sec.output = std::fs::read_to_string(dir.join("output.txt")).unwrap_or_default();
-            sec.markdown = std::fs::read_to_string(dir.join("report.md")).unwrap_or_default();
-            sec.svgs = svgs;
+            sec.report = all_page::load_report(&dir);
             if status.success() {
                 sec.status = Status::Done;
             } else if layoutlab_rig::cleanup::signal_caught() {

@@ -7,7 +7,7 @@ use crate::{Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_device::job::{run_job, JobReport, JobSpec, Rw};
 use layoutlab_device::replay::Discipline;
-use layoutlab_report::{Cell, Column, Table};
+use layoutlab_report::{Cell, Column, HtmlBundle, Table};
 use serde::{Deserialize, Serialize};
 
 /// The "fio" operation (registered in [`crate::OPERATIONS`]).
@@ -205,15 +205,12 @@ fn run_fio(exp: &Experiment, a: &RunArgs) -> Result<()> {
     };
     h.say(&history_note);
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    std::fs::write(
-        out_dir.join("report.md"),
-        format!(
-            "# {}\n\n{}\n\n{}{history_note}",
-            exp.name,
-            exp.title,
-            t.to_markdown()?
-        ),
-    )?;
+    let mut html = HtmlBundle::new(&exp.title);
+    html.table(t);
+    if !history_note.is_empty() {
+        html.text(history_note.trim());
+    }
+    html.save(out_dir)?;
     if let Some(path) = &a.json {
         write_json(
             path,

@@ -337,9 +337,18 @@ pub fn render(
         &format!("{}: e2fsck -fn on {device} (modelled time)", exp.name),
         &series,
     );
-    let svg_path = out_dir.join("fsck-offset.svg");
-    std::fs::write(&svg_path, &svg).with_context(|| format!("writing {}", svg_path.display()))?;
-    let mut class_svgs = Vec::new();
+    let mut html = HtmlBundle::new(&exp.title);
+    for t in tables.iter().chain(std::iter::once(&summary)) {
+        html.table(t.clone());
+    }
+    html.figure(
+        &format!(
+            "Where on the disk e2fsck -fn read, against modelled time on {device}, one colour per layout ({}).",
+            runs.iter().map(|r| r.policy.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+        "fsck-offset.svg",
+        svg,
+    );
     for (r, b) in runs.iter().zip(&breakdowns) {
         let svg = breakdown::class_plot(
             &format!(
@@ -350,29 +359,16 @@ pub fn render(
             &r.replayed,
             b,
         );
-        let path = out_dir.join(format!("fsck-classes-{}.svg", r.policy));
-        std::fs::write(&path, &svg).with_context(|| format!("writing {}", path.display()))?;
-        class_svgs.push((r.policy.clone(), svg));
-    }
-    let mut md = format!("# {}\n\n{}\n\n", exp.name, exp.title);
-    for t in tables.iter().chain(std::iter::once(&summary)) {
-        md.push_str(&t.to_markdown()?);
-        md.push('\n');
-    }
-    std::fs::write(out_dir.join("report.md"), md)?;
-    let mut html = HtmlBundle::new(&exp.title);
-    html.heading(&exp.name);
-    for t in tables.iter().chain(std::iter::once(&summary)) {
-        html.table(t.clone());
-    }
-    html.svg("disk offset over modelled time, both layouts", svg);
-    for (policy, svg) in class_svgs {
-        html.svg(
-            &format!("{policy}: disk offset by class of block read"),
+        html.figure(
+            &format!(
+                "e2fsck -fn on the {} layout: each request's disk offset against modelled time, coloured by the kind of block it read (inode table, mapping block, directory, bitmap and so on).",
+                r.policy
+            ),
+            &format!("fsck-classes-{}.svg", r.policy),
             svg,
         );
     }
-    html.write(&out_dir.join("index.html"))?;
+    html.save(out_dir)?;
     eprintln!(
         "report: {}/{{report.md,index.html,fsck-offset.svg,fsck-classes-POLICY.svg}}",
         out_dir.display()

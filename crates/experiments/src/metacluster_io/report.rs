@@ -491,26 +491,23 @@ fn render(
             ),
                 &series,
             );
-        std::fs::write(out_dir.join(name), &svg)?;
-        svgs.push((name, svg));
+        let caption = format!(
+            "Benchmark 3 (random 512-byte reads{}): where on the disk each layout's reads went, against modelled time on {device}, one colour per layout.",
+            if with {
+                ", with the patch's indirect-block read-ahead"
+            } else {
+                ""
+            }
+        );
+        svgs.push((caption, name, svg));
     }
-    std::fs::write(
-        out_dir.join("report.md"),
-        format!(
-            "# {}\n\n{}\n\n{}\n{}",
-            exp.name,
-            exp.title,
-            t.to_markdown()?,
-            notes
-        ),
-    )?;
     let mut html = HtmlBundle::new(&exp.title);
-    html.heading(&exp.name);
     html.table(t.clone());
-    for (name, svg) in svgs {
-        html.svg(name, svg);
+    html.text(notes.trim_end());
+    for (caption, name, svg) in svgs {
+        html.figure(&caption, name, svg);
     }
-    html.write(&out_dir.join("index.html"))?;
+    html.save(out_dir)?;
     eprintln!(
         "report: {}/{{report.md,index.html,b3-offset.svg,b3-offset-readahead.svg,traces/}}",
         out_dir.display()

@@ -1,5 +1,6 @@
 //! HTML renderer: a `<table>` with a caption, units in the header, published columns marked
-//! with the class `published` (styled apart by the bundle's CSS), totals in `<tfoot>`.
+//! with the class `published` (styled apart by the bundle's CSS), totals in `<tfoot>` and
+//! `<strong>`.
 
 use super::{Align, Cell, Table};
 use crate::error::ReportError;
@@ -41,10 +42,16 @@ pub fn render(table: &Table) -> Result<String, ReportError> {
             out.push_str("<tr>");
             for (cell, column) in row.iter().zip(&table.columns) {
                 let published = matches!(cell, Cell::Published { .. }) || column.published;
+                let text = escape(&cell.display());
+                // Totals are strong, as the Markdown renderer's `**` says.
+                let text = if tag == "tfoot" && !text.is_empty() {
+                    format!("<strong>{text}</strong>")
+                } else {
+                    text
+                };
                 out.push_str(&format!(
-                    "<td{}>{}</td>",
-                    attributes(column.align, published),
-                    escape(&cell.display())
+                    "<td{}>{text}</td>",
+                    attributes(column.align, published)
                 ));
             }
             out.push_str("</tr>\n");
@@ -102,6 +109,12 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("<tfoot>"), "{html}");
+        assert!(
+            html.contains(
+                "<td class=\"left\"><strong>total</strong></td><td class=\"right published\"></td>"
+            ),
+            "{html}"
+        );
         // The fragment is well-formed XML too.
         roxmltree::Document::parse(&format!("<div>{}</div>", html)).unwrap();
     }

@@ -67,6 +67,6 @@ mod tests {
         assert!(parse("{")
             .unwrap_err()
             .to_string()
-            .starts_with("table JSON:"));
+            .starts_with("report JSON:"));
     }
 }

@@ -51,8 +51,9 @@ pub fn render(table: &Table) -> Result<String, ReportError> {
     Ok(out)
 }
 
-/// Escapes what would break a pipe table or turn text into markup.
-fn escape(text: &str) -> String {
+/// Escapes what would break a pipe table or turn text into markup (also used for the other
+/// text of a Markdown report, [`crate::HtmlBundle::to_markdown`]).
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -326,7 +326,7 @@ fn relayout_all(image: &Path, fs_bytes: u64, opts: &PredictOptions) -> Result<Ve
         let path = dir.path().join(format!("relayout-{name}.img"));
         let img = layoutlab_rig::cleanup::creating(|| {
             let img = layoutlab_rig::TempFile::adopt(&path);
-            layoutlab_image::mkfs(img.path(), fs_bytes, &profile.mke2fs_args(fs_bytes))?;
+            layoutlab_image::mkfs_profile(img.path(), fs_bytes, &profile)?;
             Ok::<_, anyhow::Error>(img)
         })?;
         eprintln!("[{name}] writing the image through libext2fs ...");

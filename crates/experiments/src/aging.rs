@@ -93,6 +93,7 @@ impl AgingSpec {
             cpu_scale: self.cpu_scale,
             e2fsck_extra_args: self.e2fsck_extra_args.clone(),
             e2fsck_single_cpu: self.e2fsck_single_cpu,
+            period_e2fsprogs: None,
         }
     }
 
@@ -449,6 +450,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         keep: false,
         cpu_scale,
         jobs: 1,
+        e2fsck: layoutlab_rig::E2fsprogs::Today,
     };
     let fsck_spec = spec.fsck_spec();
     let started = Instant::now();

@@ -234,7 +234,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
             read_ahead_kb: Some(spec.os_read_ahead_kb),
         };
         let mut kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
-            layoutlab_image::mkfs_profile(path, fs_bytes, &profile).map_err(|e| e.to_string())?;
+            layoutlab_image::mkfs_profile(path, fs_bytes, profile).map_err(|e| e.to_string())?;
             layoutlab_image::materialize(path, &plan).map_err(|e| e.to_string())?;
             index_directories(path).map_err(|e| format!("{e:#}"))
         })?;

@@ -81,8 +81,11 @@ fn groups(image: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Per group from a full dumpe2fs: block bitmap, inode bitmap, inode table, free ranges.
-fn group_layout(text: &str) -> Vec<(u64, u64, u64, Vec<(u64, u64)>)> {
+/// One group: block bitmap, inode bitmap, inode table, free ranges (first, last).
+type GroupRow = (u64, u64, u64, Vec<(u64, u64)>);
+
+/// Per group from a full dumpe2fs.
+fn group_layout(text: &str) -> Vec<GroupRow> {
     let num = |s: &str| -> u64 {
         s.trim()
             .chars()
@@ -91,7 +94,7 @@ fn group_layout(text: &str) -> Vec<(u64, u64, u64, Vec<(u64, u64)>)> {
             .parse()
             .unwrap_or_else(|_| panic!("no number in {s:?}"))
     };
-    let mut out: Vec<(u64, u64, u64, Vec<(u64, u64)>)> = Vec::new();
+    let mut out: Vec<GroupRow> = Vec::new();
     for line in text.lines() {
         let t = line.trim();
         if line.starts_with("Group ") && line.contains("(Blocks") {

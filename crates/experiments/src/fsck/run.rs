@@ -326,7 +326,7 @@ pub(crate) fn make_image(path: &Path, profile: &MkfsProfile, geo: &Geometry) -> 
             bail!("interrupted");
         }
         let image = TempFile::adopt(path);
-        layoutlab_image::mkfs_profile(image.path(), fs_bytes, &profile)?;
+        layoutlab_image::mkfs_profile(image.path(), fs_bytes, profile)?;
         Ok(image)
     })
 }

@@ -85,6 +85,10 @@ pub struct MeasuredHere {
     /// Where this machine spent its time on the policy (what `layoutlab bench experiment`
     /// reports; policies run at once, so these add up to more than the run's wall time).
     pub stage_seconds: StageSeconds,
+    /// e2fsck's own `-tt` sections as it printed them (each pass, "Peak memory", the totals):
+    /// its CPU, memory and MiB read per pass, today's or a period release's alike.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub e2fsck_tt: Vec<layoutlab_rig::Section>,
 }
 
 /// Wall seconds of each stage of one policy's run on this machine.
@@ -414,6 +418,7 @@ pub(crate) fn run_one(
         ),
         _ => (0.0, 0.0),
     };
+    let tt_sections = run.times.sections.clone();
     let trace = run.capture.trace;
     let think = think_summary(&trace);
     let think_source = ThinkSource::of(&trace);
@@ -491,6 +496,7 @@ pub(crate) fn run_one(
             },
             think_wall_seconds: think.wall.total_ns() as f64 / 1e9,
             stage_seconds: stages,
+            e2fsck_tt: tt_sections,
         },
         file_data_bytes: plan.file_data_blocks() * u64::from(geometry.block_size_bytes),
         fragmented_files: plan
@@ -611,6 +617,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
                 think_seconds: 0.2,
                 think_wall_seconds: 0.5,
                 stage_seconds: StageSeconds::default(),
+                e2fsck_tt: Vec::new(),
             },
             fragmented_files: 7,
             file_data_bytes: 987_654_321,

@@ -287,3 +287,43 @@ fn ext4_2009_is_what_mke2fs_1_41_4_made_short_last_flex_group() {
 fn ext3_2007_is_what_mke2fs_1_40_2_made() {
     check("ext3-2007", E2fsprogs::V1_40_2, &["-j"], SIZES);
 }
+
+/// The mkfs-overhead experiment's partition (Coly Li, 2010: 78,654,240 KiB, `mke2fs -t ext3`
+/// of e2fsprogs 1.41.14): `overhead` with profiles/mke2fs/e2fsprogs-1.41.14.conf against the
+/// real 1.41.14 mke2fs reading its own shipped conf.
+#[test]
+fn mkfs_overhead_partition_is_what_mke2fs_1_41_14_made() {
+    use layoutlab_layout::mke2fs::{conf::Mke2fsConf, overhead, Mke2fsArgs};
+    let bytes = 78_654_240 * 1024;
+    let dir = std::env::temp_dir().join(format!("ll-period-1.41.14-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _s = Scratch(dir.clone());
+    let image = dir.join("coly.img");
+    period_image(E2fsprogs::V1_41_14, &["-t", "ext3"], &image, bytes);
+    let h = header(&image);
+    let field = |k: &str| -> u64 {
+        h.get(k)
+            .unwrap_or_else(|| panic!("dumpe2fs printed no '{k}'"))
+            .parse()
+            .unwrap()
+    };
+    let conf = Mke2fsConf::from_file(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../profiles/mke2fs/e2fsprogs-1.41.14.conf"
+    )))
+    .unwrap();
+    let args = Mke2fsArgs {
+        fs_type: Some("ext3".into()),
+        ..Mke2fsArgs::default()
+    };
+    let (o, _) = overhead(&args, bytes, &conf).unwrap();
+    assert_eq!(field("Block count"), o.blocks_total);
+    assert_eq!(field("Inode count"), o.inodes_total);
+    assert_eq!(field("Reserved block count"), o.reserved_blocks);
+    assert_eq!(field("Free blocks"), o.blocks_total - o.overhead_blocks);
+    assert_eq!(field("Total journal blocks"), o.journal_blocks);
+    assert_eq!(
+        field("Reserved GDT blocks") * o.superblock_blocks,
+        o.reserved_gdt_blocks
+    );
+}

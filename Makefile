@@ -3,6 +3,8 @@ SHELL := /bin/bash
 CARGO ?= cargo
 DEBS := python3 e2fsprogs libext2fs-dev comerr-dev pkg-config gcc make fio xfsprogs btrfs-progs util-linux jq chromium slurmctld slurmd munge slurm-client
 BIN := target/release/layoutlab
+# Upstream e2fsprogs tarballs (1.40.2, 1.41.4, 1.41.14) for the period checkers: beside the clone.
+VENDOR ?= $(CURDIR)/../shared/vendor
 
 .PHONY: all deps build demo test lint bench clean-work docs-figures
 
@@ -10,7 +12,9 @@ all: build
 
 # Debian packages the rig and the image writer need (real mke2fs/e2fsck/debugfs, libext2fs
 # headers for the C shim, fio, mkfs.xfs, mkfs.btrfs; Slurm and munge for the private cluster of the
-# sweep test). apt-get runs only if something is missing.
+# sweep test). apt-get runs only if something is missing. Then the period e2fsprogs (e2fsck,
+# mke2fs, debugfs, dumpe2fs of 1.40.2, 1.41.4, 1.41.14) from $(VENDOR) into
+# ~/.cache/layoutlab/e2fsprogs, reused while the tarball and flags are unchanged.
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -20,6 +24,7 @@ deps:
 	fi
 	@command -v $(CARGO) >/dev/null || { echo "installing Rust (Debian cargo)"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo rustc; }
+	scripts/build-period-e2fsprogs.sh $(VENDOR)
 
 build: deps
 	$(CARGO) build --release --locked -p layoutlab-cli

@@ -69,6 +69,10 @@ pub struct AgingSpec {
     /// Run e2fsck seeing one CPU.
     #[serde(default)]
     pub e2fsck_single_cpu: bool,
+    /// Each policy's period e2fsprogs (`--e2fsck period` checks its images with that
+    /// release's e2fsck): the ext3 of 2007 with 1.40.2, ext4 of 2009 with 1.41.4.
+    #[serde(default)]
+    pub period_e2fsprogs: std::collections::BTreeMap<String, String>,
     /// How many of the largest regular files the read-cost model reads.
     pub read_files: usize,
     /// Random 4 KiB reads per file in the random-read cost.
@@ -93,6 +97,7 @@ impl AgingSpec {
             cpu_scale: self.cpu_scale,
             e2fsck_extra_args: self.e2fsck_extra_args.clone(),
             e2fsck_single_cpu: self.e2fsck_single_cpu,
+            period_e2fsprogs: None,
         }
     }
 
@@ -101,6 +106,12 @@ impl AgingSpec {
             bail!("[aging] policies, workloads and ages must each name at least one");
         }
         crate::experiment::check_mkfs_profiles(&self.policies, &self.mkfs_profiles)?;
+        // Keyed by policy name; a policy a narrowed run (a sweep cell) does not compare may stay.
+        for (p, v) in &self.period_e2fsprogs {
+            policy::by_name(p, &PolicyParams::new())
+                .with_context(|| format!("period_e2fsprogs names policy '{p}'"))?;
+            layoutlab_rig::E2fsprogs::by_name(v)?;
+        }
         if !(self.default_scale > 0.0 && self.default_scale <= 1.0) {
             bail!(
                 "[aging] default_scale must be in (0, 1], got {}",
@@ -428,6 +439,16 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         policy::by_name(p, &PolicyParams::new())?;
         MkfsProfile::by_name(spec.mkfs_profile_of(p))?;
     }
+    // Whose e2fsck checks each policy's images; a period one not built fails here.
+    let mut e2fsck_of = std::collections::BTreeMap::new();
+    for p in &spec.policies {
+        let period = spec.period_e2fsprogs.get(p).map(String::as_str);
+        let e = a
+            .e2fsprogs(period)
+            .with_context(|| format!("the e2fsck of policy {p}"))?;
+        e.program("e2fsck")?;
+        e2fsck_of.insert(p.clone(), e);
+    }
     crate::support::load_device(&device)?;
     layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
     let memory;
@@ -449,6 +470,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         keep: false,
         cpu_scale,
         jobs: 1,
+        e2fsck: layoutlab_rig::E2fsprogs::Today,
     };
     let fsck_spec = spec.fsck_spec();
     let started = Instant::now();
@@ -495,6 +517,10 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
             for pname in &spec.policies {
                 cell += 1;
                 eprintln!("[{cell}/{cells}] {} {pname} age {n}", pop.name);
+                let opts = RunOptions {
+                    e2fsck: e2fsck_of[pname],
+                    ..opts.clone()
+                };
                 let mut run = run_cell(
                     exp,
                     &spec,

@@ -237,8 +237,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
         // logged apart from the traced walks below.
         let t = std::time::Instant::now();
         let mut kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
-            layoutlab_image::mkfs(path, fs_bytes, &profile.mke2fs_args(fs_bytes))
-                .map_err(|e| e.to_string())?;
+            layoutlab_image::mkfs_profile(path, fs_bytes, profile).map_err(|e| e.to_string())?;
             layoutlab_image::materialize(path, &plan).map_err(|e| e.to_string())?;
             index_directories(path).map_err(|e| format!("{e:#}"))
         })?;

@@ -169,12 +169,29 @@ pub struct RunArgs {
     pub settings: Option<Vec<u64>>,
     /// I/O mode, for operations that run several ("buffered", "direct", "both").
     pub mode: Option<String>,
+    /// Which e2fsprogs' e2fsck checks the images, for operations that run e2fsck: "today"
+    /// (the system's, the default), a release ("1.40.2", "1.41.4", "1.41.14", built by
+    /// `make deps`) or "period" (the release the experiment names as its own).
+    pub e2fsck: Option<String>,
 }
 
 impl RunArgs {
     /// The device preset of this run: `--device`, else the experiment's.
     pub fn device_or(&self, exp: &Experiment) -> String {
         self.device.clone().unwrap_or_else(|| exp.device.clone())
+    }
+
+    /// The e2fsprogs `--e2fsck` picks: today's unless asked; "period" is `period` (the
+    /// experiment's own release), refused when the experiment names none.
+    pub fn e2fsprogs(&self, period: Option<&str>) -> Result<layoutlab_rig::E2fsprogs> {
+        let name = match self.e2fsck.as_deref() {
+            None => return Ok(layoutlab_rig::E2fsprogs::Today),
+            Some("period") => period.ok_or_else(|| {
+                anyhow::anyhow!("--e2fsck period: this experiment names no period e2fsprogs")
+            })?,
+            Some(v) => v,
+        };
+        Ok(layoutlab_rig::E2fsprogs::by_name(name)?)
     }
 
     /// The directory of this experiment's report files.

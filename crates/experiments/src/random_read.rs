@@ -402,7 +402,7 @@ pub fn run_target(
                         image.1.mapping_blocks()
                     );
                     let k = KernelFs::from_image(&opts, &mut |path: &Path| {
-                        layoutlab_image::mkfs(path, opts.bytes, &image.0.mke2fs_args(opts.bytes))
+                        layoutlab_image::mkfs_profile(path, opts.bytes, &image.0)
                             .map_err(|e| e.to_string())?;
                         layoutlab_image::materialize(path, &image.1)
                             .map(|_| ())

@@ -94,8 +94,7 @@ fn rext3_images_mount_and_read_back() {
             read_ahead_kb: None,
         };
         let kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
-            layoutlab_image::mkfs(path, FS_BYTES, &profile.mke2fs_args(FS_BYTES))
-                .map_err(|e| e.to_string())?;
+            layoutlab_image::mkfs_profile(path, FS_BYTES, &profile).map_err(|e| e.to_string())?;
             layoutlab_image::materialize(path, &plan)
                 .map(|_| ())
                 .map_err(|e| e.to_string())

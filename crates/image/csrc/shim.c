@@ -908,3 +908,41 @@ long ll_add_journal(ext2_filsys fs, u32 blocks, u64 goal)
 	}
 	return err;
 }
+
+/*
+ * e2fsprogs 1.41's rule for BLOCK_UNINIT (lib/ext2fs/alloc_sb.c ext2fs_reserve_super_and_bgd):
+ * a group that holds a backup of the group descriptors loses the flag when the file system has
+ * reserved GDT blocks, so its block bitmap is written out rather than computed. Today's mke2fs
+ * keeps the flag there. Loads the bitmaps (which computes the uninitialised ones), clears the
+ * flag, and marks the bitmaps dirty so that closing writes those groups' bitmap blocks.
+ * Returns the number of groups changed in *changed.
+ */
+long ll_clear_block_uninit_on_gdt_backups(ext2_filsys fs, u64 *changed)
+{
+	errcode_t err;
+	dgrp_t g;
+	blk64_t super_blk, old_desc, new_desc;
+	blk_t used;
+
+	*changed = 0;
+	if (!fs->super->s_reserved_gdt_blocks || !ext2fs_has_group_desc_csum(fs))
+		return 0;
+	err = ext2fs_read_bitmaps(fs);
+	if (err)
+		return err;
+	for (g = 0; g < fs->group_desc_count; g++) {
+		err = ext2fs_super_and_bgd_loc2(fs, g, &super_blk, &old_desc, &new_desc, &used);
+		if (err)
+			return err;
+		if (!old_desc || !ext2fs_bg_flags_test(fs, g, EXT2_BG_BLOCK_UNINIT))
+			continue;
+		ext2fs_bg_flags_clear(fs, g, EXT2_BG_BLOCK_UNINIT);
+		ext2fs_group_desc_csum_set(fs, g);
+		(*changed)++;
+	}
+	if (*changed) {
+		ext2fs_mark_super_dirty(fs);
+		ext2fs_mark_bb_dirty(fs);
+	}
+	return 0;
+}

@@ -145,6 +145,7 @@ extern "C" {
     fn ll_clear_block_map(fs: *mut RawFs, ino: u32) -> c_long;
     fn ll_find_used(fs: *mut RawFs, first: u64, len: u64, found: *mut u64) -> c_long;
     fn ll_add_journal(fs: *mut RawFs, blocks: u32, goal: u64) -> c_long;
+    fn ll_clear_block_uninit_on_gdt_backups(fs: *mut RawFs, changed: *mut u64) -> c_long;
 }
 
 /// The text libext2fs (com_err) gives for an error code.
@@ -519,6 +520,16 @@ impl Fs {
         // SAFETY: live handle.
         let code = unsafe { ll_add_journal(self.raw, blocks, goal) };
         self.check("ext2fs_add_journal_inode3", code)
+    }
+
+    /// e2fsprogs 1.41's BLOCK_UNINIT rule: clears the flag on groups holding a descriptor
+    /// backup (with reserved GDT blocks); returns how many groups changed.
+    pub fn clear_block_uninit_on_gdt_backups(&self) -> Result<u64, ImageError> {
+        let mut changed = 0u64;
+        // SAFETY: live handle, opened read-write by the caller.
+        let code = unsafe { ll_clear_block_uninit_on_gdt_backups(self.raw, &mut changed) };
+        self.check("ext2fs_reserve_super_and_bgd (1.41 rule)", code)?;
+        Ok(changed)
     }
 }
 

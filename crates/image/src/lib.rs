@@ -40,4 +40,6 @@ pub use inspect::{
 pub use materialize::{
     materialize, materialize_with, materialize_with_dirs, DirWriter, MapWriter, MaterializeStats,
 };
-pub use mkfs::{add_journal, allocated_bytes, default_journal_blocks, mkfs, MkfsReport};
+pub use mkfs::{
+    add_journal, allocated_bytes, default_journal_blocks, mkfs, mkfs_profile, MkfsReport,
+};

@@ -227,6 +227,96 @@ pub fn mkfs(image: &Path, bytes: u64, mke2fs_args: &[String]) -> Result<MkfsRepo
     })
 }
 
+/// [`mkfs`] with `profile`'s mke2fs options, then the superblock fields the profile's era set
+/// that no mke2fs option reaches (`MkfsProfile::superblock`), written by the real debugfs's
+/// `set_super_value`, and the era's BLOCK_UNINIT rule (`backup_groups_block_init`) through
+/// libext2fs. Removes the image if a step fails.
+pub fn mkfs_profile(
+    image: &Path,
+    bytes: u64,
+    profile: &layoutlab_layout::MkfsProfile,
+) -> Result<MkfsReport, ImageError> {
+    let mut args = profile.mke2fs_args(bytes);
+    // A block-mapped journal away from block 0: today's mke2fs ignores `-J location=` for it
+    // (it starts from the inode's group), so make the file system without one and place it
+    // through libext2fs at the profile's goal, as 1.41's write_journal_inode() did.
+    let geo = layoutlab_layout::Geometry::new(profile, bytes).map_err(|e| ImageError::Invalid {
+        path: image.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let place_journal =
+        !profile.has_feature("extent") && geo.journal_blocks > 0 && geo.journal_goal > 0;
+    if place_journal {
+        if let Some(i) = args.iter().position(|a| a == "-J") {
+            args.drain(i..i + 2);
+        }
+    }
+    let report = mkfs(image, bytes, &args)?;
+    if place_journal {
+        let blocks = u32::try_from(geo.journal_blocks).expect("a journal under 2^32 blocks");
+        if let Err(e) = add_journal(image, blocks, geo.journal_goal) {
+            let _ = std::fs::remove_file(image);
+            return Err(e);
+        }
+    }
+    if profile.backup_groups_block_init {
+        let done = Fs::open(image, true).and_then(|fs| {
+            fs.clear_block_uninit_on_gdt_backups()?;
+            fs.close()
+        });
+        if let Err(e) = done {
+            let _ = std::fs::remove_file(image);
+            return Err(e);
+        }
+    }
+    if profile.superblock.is_empty() {
+        return Ok(report);
+    }
+    let script: String = profile
+        .superblock
+        .iter()
+        .map(|(field, value)| format!("set_super_value {field} {value}\n"))
+        .collect();
+    let fail = |status: String, output: String| {
+        let _ = std::fs::remove_file(image);
+        ImageError::Tool {
+            tool: format!("debugfs -w (profile {}'s superblock)", profile.name),
+            path: image.to_path_buf(),
+            status,
+            output,
+        }
+    };
+    let mut child = Command::new("debugfs")
+        .args(["-w", "-f", "-"])
+        .arg(image)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| fail("not started".into(), format!("{e} (install e2fsprogs)")))?;
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin
+            .write_all(script.as_bytes())
+            .map_err(|e| fail("writing its commands".into(), e.to_string()))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| fail("not finished".into(), e.to_string()))?;
+    // debugfs exits 0 even when a command fails; a failed command prints to stderr
+    // ("set_super_value: invalid field specifier"), the banner "debugfs 1.47.0" aside.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let complaints: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("debugfs "))
+        .collect();
+    if !out.status.success() || !complaints.is_empty() {
+        return Err(fail(out.status.to_string(), complaints.join("\n")));
+    }
+    Ok(report)
+}
+
 /// Adds a journal of `blocks` blocks, placed from `goal_block` on, to an image made without
 /// one (`-O ^has_journal`), through ext2fs_add_journal_inode3. The journal is initialised
 /// lazily, so the image stays sparse.

@@ -7,7 +7,7 @@
 mod layout_common;
 
 use layout_common::random_aging;
-use layoutlab_image::{fsck_check, inspect, materialize, mkfs, normalize_plan};
+use layoutlab_image::{fsck_check, inspect, materialize, mkfs_profile, normalize_plan};
 use layoutlab_layout::{policy, Geometry, MkfsProfile, PolicyParams};
 use layoutlab_workload::{NsOp, Population};
 use rand::{Rng, SeedableRng};
@@ -57,7 +57,7 @@ fn aged_images_pass_e2fsck_and_read_back_as_planned() {
                 .plan(&geo, &pop, seed)
                 .unwrap_or_else(|e| panic!("{name} seed {seed}: {e}"));
             let image = dir.path().join(format!("{name}-{seed}.img"));
-            mkfs(&image, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+            mkfs_profile(&image, pop.fs_bytes, &profile).unwrap();
             materialize(&image, &plan).unwrap_or_else(|e| panic!("{name} seed {seed}: {e}"));
             let v = fsck_check(&image).unwrap();
             assert!(v.clean, "{name} seed {seed}: e2fsck:\n{}", v.output);
@@ -119,7 +119,7 @@ fn aged_images_pass_e2fsck_and_read_back_as_planned() {
                 .plan(&geo, &pop, 1)
                 .unwrap_or_else(|e| panic!("{name} {}: {e}", pop.name));
             let image = dir.path().join(format!("{name}-gen{seed}.img"));
-            mkfs(&image, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+            mkfs_profile(&image, pop.fs_bytes, &profile).unwrap();
             materialize(&image, &plan).unwrap_or_else(|e| panic!("{name} {}: {e}", pop.name));
             let v = fsck_check(&image).unwrap();
             assert!(v.clean, "{name} {}: e2fsck:\n{}", pop.name, v.output);

@@ -2,7 +2,7 @@
 //! policies: plan -> image through libext2fs -> e2fsck -fn clean -> inspect == plan. Each file
 //! is still one inode whose runs interleave with the other's, with its indirect blocks.
 
-use layoutlab_image::{fsck_check, inspect, materialize, mkfs, normalize_plan};
+use layoutlab_image::{fsck_check, inspect, materialize, mkfs_profile, normalize_plan};
 use layoutlab_layout::{policy_by_name, Geometry, InodeKind, MkfsProfile, PolicyParams};
 use layoutlab_workload::{NsOp, Population};
 
@@ -88,7 +88,7 @@ fn appended_files_round_trip_through_libext2fs_and_fsck() {
             "{policy}: {a:?} and {b:?} far apart"
         );
         let image = dir.path().join(format!("{policy}.img"));
-        mkfs(&image, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+        mkfs_profile(&image, pop.fs_bytes, &profile).unwrap();
         let stats = materialize(&image, &plan).unwrap_or_else(|e| panic!("{policy}: {e}"));
         assert_eq!(stats.mapping_blocks, plan.mapping_blocks(), "{policy}");
         let verdict = fsck_check(&image).unwrap();

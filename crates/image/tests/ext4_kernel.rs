@@ -10,7 +10,7 @@
 
 mod common;
 
-use layoutlab_image::{fsck_check, inspect, materialize, mkfs};
+use layoutlab_image::{fsck_check, inspect, materialize, mkfs_profile};
 use layoutlab_layout::{
     mapping::EXTENT_MAX_LEN, policy_by_name, Geometry, InodeKind, MkfsProfile, Plan, PolicyParams,
 };
@@ -408,7 +408,7 @@ fn ext4_kernel_images_round_trip() {
         plan.check(&geo).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let image = dir.path().join("k.img");
-        mkfs(&image, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+        mkfs_profile(&image, pop.fs_bytes, &profile).unwrap();
         materialize(&image, &plan).unwrap_or_else(|e| panic!("{}: {e}", pop.name));
         let v = fsck_check(&image).unwrap();
         assert!(v.clean, "{}: e2fsck:\n{}", pop.name, v.output);

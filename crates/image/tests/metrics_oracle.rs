@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use layoutlab_image::{fsck_check, inspect, materialize, mkfs};
+use layoutlab_image::{fsck_check, inspect, materialize, mkfs, mkfs_profile};
 use layoutlab_layout::metrics::LayoutMetrics;
 use layoutlab_layout::{policy_by_name, Geometry, InodeKind, MkfsProfile, Plan, PolicyParams};
 use layoutlab_workload::populations::tree::TreePopulation;
@@ -93,7 +93,7 @@ fn oracle(policy: &str, pop: &Population, seed: u64) {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join(format!("{policy}.img"));
     let policy = format!("{policy} on {}", pop.name);
-    mkfs(&image, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+    mkfs_profile(&image, pop.fs_bytes, &profile).unwrap();
     materialize(&image, &plan).unwrap_or_else(|e| panic!("{policy}: {e}"));
     let v = fsck_check(&image).unwrap();
     assert!(v.clean, "{policy}: e2fsck:\n{}", v.output);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use layoutlab_image::{fsck_check, inspect, materialize, mkfs, normalize_plan};
+use layoutlab_image::{fsck_check, inspect, materialize, mkfs_profile, normalize_plan};
 use layoutlab_layout::{policy_by_name, Geometry, MkfsProfile, PolicyParams};
 
 fn policy_round_trip(policy: &str, scale: f64) {
@@ -24,7 +24,7 @@ fn policy_round_trip(policy: &str, scale: f64) {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join(format!("{policy}.img"));
     let t = std::time::Instant::now();
-    let made = mkfs(&image, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+    let made = mkfs_profile(&image, pop.fs_bytes, &profile).unwrap();
     println!(
         "{policy}: mkfs {:.1} s, {} MiB allocated",
         t.elapsed().as_secs_f64(),
@@ -95,7 +95,7 @@ fn rext3_indirect_blocks_follow_the_image_inode_tables() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("rext3.img");
-    mkfs(&image, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+    mkfs_profile(&image, pop.fs_bytes, &profile).unwrap();
     materialize(&image, &plan).unwrap();
     let v = fsck_check(&image).unwrap();
     assert!(v.clean, "rext3: e2fsck:\n{}", v.output);
@@ -249,7 +249,7 @@ fn random_trees_every_policy_round_trip() {
             assert!(plan.short_files(&pop).is_empty(), "{policy} seed {seed}");
             let dir = tempfile::tempdir().unwrap();
             let image = dir.path().join("t.img");
-            mkfs(&image, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+            mkfs_profile(&image, pop.fs_bytes, &profile).unwrap();
             materialize(&image, &plan).unwrap_or_else(|e| panic!("{policy} seed {seed}: {e}"));
             let v = fsck_check(&image).unwrap();
             assert!(v.clean, "{policy} seed {seed}: e2fsck:\n{}", v.output);
@@ -280,7 +280,7 @@ fn rext3_dirs_in_region_round_trip() {
         assert!(plan.short_files(&pop).is_empty(), "seed {seed}");
         let dir = tempfile::tempdir().unwrap();
         let image = dir.path().join("t.img");
-        mkfs(&image, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+        mkfs_profile(&image, pop.fs_bytes, &profile).unwrap();
         materialize(&image, &plan).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let v = fsck_check(&image).unwrap();
         assert!(v.clean, "seed {seed}: e2fsck:\n{}", v.output);

@@ -3,6 +3,7 @@
 
 use crate::LayoutError;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// How the journal size is chosen.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +59,23 @@ pub struct MkfsProfile {
     /// Groups per flex group (mke2fs `-G`; 0 without flex_bg).
     #[serde(default)]
     pub flex_bg_size: u32,
+    /// Superblock fields the era's mke2fs set from its own defaults that no mke2fs option
+    /// reaches (directory hash, default mount options, check interval), by debugfs's
+    /// `set_super_value` name → value; applied after mke2fs (`layoutlab_image::mkfs_profile`).
+    /// Empty: today's mke2fs's values stand.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub superblock: BTreeMap<String, String>,
+    /// The era's mke2fs wrote every inode table out and marked each group ITABLE_ZEROED
+    /// (1.41 with uninit_bg and `lazy_itable_init` off, its default). A fresh sparse image's
+    /// tables are holes, zeros already: today's mke2fs marks them so without writing them
+    /// (`-E assume_storage_prezeroed=1`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inode_tables_zeroed: bool,
+    /// The era's libext2fs cleared BLOCK_UNINIT on every group holding a backup of the group
+    /// descriptors when there are reserved GDT blocks (1.41's `ext2fs_reserve_super_and_bgd`),
+    /// so those groups' block bitmaps are on disk and e2fsck reads them; today's keeps the flag.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backup_groups_block_init: bool,
 }
 
 /// Where the journal goes.
@@ -264,7 +282,11 @@ impl MkfsProfile {
             "-O".to_string(),
             features.join(","),
             "-E".to_string(),
-            "nodiscard".to_string(),
+            if self.inode_tables_zeroed {
+                "nodiscard,assume_storage_prezeroed=1".to_string()
+            } else {
+                "nodiscard".to_string()
+            },
         ];
         if self.flex_bg_size > 0 {
             args.push("-G".to_string());

@@ -208,19 +208,9 @@ fn ext4_2009_geometry_matches_real_mke2fs() {
     }
 }
 
-/// The ext3 of 2009 (1.41.4 -t ext3): 256-byte inodes, ext_attr, the midpoint journal
-/// without flex groups; the ubuntu-32g size among them.
-#[test]
-fn ext3_2009_geometry_matches_real_mke2fs() {
-    for fs_bytes in [
-        64 << 20,                  // one group
-        (32768 * 5 + 2000) * 4096, // 6 groups, a short last one
-        4_000_884_572,             // 30 groups
-        34_359_738_368,            // 32 GiB, the ubuntu-32g file system (256 groups)
-    ] {
-        check_profile_size("ext3-2009", fs_bytes);
-    }
-}
+// The ext3 of 2009 (1.41.4 -t ext3) puts its block-mapped journal at the midpoint, which
+// today's mke2fs cannot (it ignores -J location= without extents): its Geometry is checked
+// against the real 1.41.4 mke2fs instead, in crates/rig/tests/period_mke2fs.rs.
 
 /// ext4 as today's mke2fs makes it (the ext4-kernel profile): 64bit descriptors,
 /// metadata_csum, 1.47's journal sizes at the midpoint.

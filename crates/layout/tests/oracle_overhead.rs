@@ -249,14 +249,60 @@ impl Drop for Scratch {
 }
 
 fn real(img: &Path, size: u64, opts: &[&str]) -> Result<Dumped, String> {
+    real_with(&Mke2fs::today(), img, size, opts)
+}
+
+/// Which mke2fs runs: a program, and the mke2fs.conf it is pointed at (`MKE2FS_CONFIG`).
+struct Mke2fs {
+    program: PathBuf,
+    conf: Option<PathBuf>,
+}
+
+impl Mke2fs {
+    fn today() -> Mke2fs {
+        Mke2fs {
+            program: "mke2fs".into(),
+            conf: None,
+        }
+    }
+
+    /// e2fsprogs `version` as `make deps` built it. The cache rule is layoutlab_rig's
+    /// `E2fsprogs::cache_dir` (this crate cannot depend on the rig): `$LAYOUTLAB_E2FSPROGS_CACHE`
+    /// or `$HOME/.cache/layoutlab/e2fsprogs`. A missing build fails and says how to make it.
+    fn period(version: &str) -> Mke2fs {
+        let cache = std::env::var_os("LAYOUTLAB_E2FSPROGS_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()))
+                    .join(".cache/layoutlab/e2fsprogs")
+            })
+            .join(version);
+        let program = cache.join("sbin/mke2fs");
+        assert!(
+            program.is_file(),
+            "e2fsprogs {version}'s mke2fs is not built ({} is missing): run `make deps`",
+            program.display()
+        );
+        Mke2fs {
+            program,
+            conf: Some(cache.join("etc/mke2fs.conf")),
+        }
+    }
+}
+
+fn real_with(mke2fs: &Mke2fs, img: &Path, size: u64, opts: &[&str]) -> Result<Dumped, String> {
     let _ = std::fs::remove_file(img);
     std::fs::File::create(img).unwrap().set_len(size).unwrap();
-    let out = Command::new("mke2fs")
+    let mut cmd = Command::new(&mke2fs.program);
+    if let Some(c) = &mke2fs.conf {
+        cmd.env("MKE2FS_CONFIG", c);
+    }
+    let out = cmd
         .args(["-F", "-q"])
         .args(opts)
         .arg(img)
         .output()
-        .expect("mke2fs (Debian package e2fsprogs)");
+        .expect("mke2fs runs");
     if !out.status.success() {
         return Err(format!(
             "{}{}",
@@ -272,13 +318,13 @@ fn real(img: &Path, size: u64, opts: &[&str]) -> Result<Dumped, String> {
     Ok(dumped(&dump("-h"), &dump("-g")))
 }
 
-#[test]
-fn overhead_equals_mke2fs_and_dumpe2fs_on_the_grid() {
-    let dir = std::env::temp_dir().join(format!("ll-oracle-overhead-{}", std::process::id()));
+/// Every combination of the grid through `mke2fs` and through `overhead` with `conf`: the
+/// mismatches (empty when every field agrees or both refuse in mke2fs's words).
+fn grid_mismatches(mke2fs: &Mke2fs, conf: &Mke2fsConf, tag: &str) -> Vec<String> {
+    let dir = std::env::temp_dir().join(format!("ll-oracle-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let _s = Scratch(dir.clone());
     let img = dir.join("fs.img");
-    let conf = Mke2fsConf::in_force().unwrap();
     let grid = grid();
     assert!(grid.len() >= 200, "{} combinations", grid.len());
     let (mut matched, mut refused, mut mismatches) = (0, 0, Vec::new());
@@ -286,8 +332,8 @@ fn overhead_equals_mke2fs_and_dumpe2fs_on_the_grid() {
         if i % 25 == 0 {
             eprintln!("  {i}/{} ...", grid.len());
         }
-        let want = real(&img, *size, opts);
-        let got = overhead(&args_of(opts), *size, &conf);
+        let want = real_with(mke2fs, &img, *size, opts);
+        let got = overhead(&args_of(opts), *size, conf);
         match (want, got) {
             (Ok(w), Ok((o, _))) => {
                 let g = ours(&o);
@@ -307,10 +353,6 @@ fn overhead_equals_mke2fs_and_dumpe2fs_on_the_grid() {
                         mine.0
                     ));
                 }
-                eprintln!(
-                    "  both refuse {size} {opts:?}\n    mke2fs: {}\n    ours:   {mine}",
-                    theirs.trim().replace('\n', " ")
-                );
             }
             (Ok(_), Err(e)) => {
                 mismatches.push(format!("{size} {opts:?}: mke2fs made it, we refuse: {e}"))
@@ -323,9 +365,36 @@ fn overhead_equals_mke2fs_and_dumpe2fs_on_the_grid() {
     }
     let _ = std::fs::remove_file(&img);
     eprintln!(
-        "overhead oracle: {} combinations, {matched} equal in every field, {refused} refused by both",
-        grid.len()
+        "overhead oracle ({tag}): {} combinations, {matched} equal in every field, {refused} refused by both, {} differ",
+        grid.len(),
+        mismatches.len()
     );
+    mismatches
+}
+
+#[test]
+fn overhead_equals_mke2fs_and_dumpe2fs_on_the_grid() {
+    let conf = Mke2fsConf::in_force().unwrap();
+    let mismatches = grid_mismatches(&Mke2fs::today(), &conf, "today");
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}
+
+/// `overhead --conf profiles/mke2fs/e2fsprogs-1.41.14.conf` against the real 1.41.14 mke2fs
+/// (built by `make deps`, reading its own shipped mke2fs.conf) on the same grid.
+#[test]
+#[ignore = "known mismatches with 1.41.14's own mke2fs; see docs/overhead.md"]
+fn overhead_with_the_1_41_14_conf_equals_mke2fs_1_41_14_on_the_grid() {
+    let conf = Mke2fsConf::from_file(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../profiles/mke2fs/e2fsprogs-1.41.14.conf"
+    )))
+    .unwrap();
+    let mismatches = grid_mismatches(&Mke2fs::period("1.41.14"), &conf, "1.41.14");
     assert!(
         mismatches.is_empty(),
         "{} mismatches:\n{}",

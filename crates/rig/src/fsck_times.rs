@@ -10,7 +10,7 @@
 use crate::error::{Result, RigError};
 
 /// One phase's resources (or the totals, label "").
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Section {
     /// `Pass 1` … `Pass 5`, other e2fsck labels, or "" for the whole run.
     pub label: String,

@@ -37,6 +37,7 @@ mod kernelfs;
 mod loopdev;
 mod mkfs;
 mod mount;
+mod period;
 mod replay;
 pub mod stale;
 mod system;
@@ -59,6 +60,7 @@ pub use kernelfs::{
 pub use loopdev::LoopDevice;
 pub use mkfs::{mkfs, FsKind};
 pub use mount::Mount;
+pub use period::{E2fsprogs, E2FSPROGS_NAMES};
 pub use replay::{
     peak_live_bytes, peak_live_inodes, replay, ReplayOptions, ReplayProgress, ReplayStats,
 };

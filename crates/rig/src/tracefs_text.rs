@@ -28,7 +28,8 @@ pub(crate) struct Rewritten {
 /// How a checker announces its phases in what it writes to the trace marker.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ProgressStyle {
-    /// e2fsck's `-C FD` lines `PASS CUR MAX DEVICE`: tags `pass1` … `pass5`.
+    /// e2fsck's `-C FD` lines `PASS CUR MAX DEVICE` (`PASS CUR MAX` before 1.41): tags
+    /// `pass1` … `pass5`.
     #[default]
     E2fsck,
     /// xfs_repair's `Phase N - ...` lines (its whole stderr and stdout go to the marker):
@@ -61,14 +62,15 @@ impl ProgressStyle {
     }
 }
 
-/// The pass of an e2fsck progress line `PASS CUR MAX DEVICE`.
+/// The pass of an e2fsck progress line: `PASS CUR MAX DEVICE` (e2fsck/unix.c
+/// `e2fsck_update_progress`, 1.41 on) or `PASS CUR MAX` (1.40, whose `sprintf` has no device).
 pub(crate) fn parse_progress(line: &str) -> Option<u32> {
     let mut fields = line.split_whitespace();
     let pass = fields.next()?.parse().ok()?;
     fields.next()?.parse::<u64>().ok()?;
     fields.next()?.parse::<u64>().ok()?;
-    fields.next()?;
-    Some(pass)
+    // at most the device after the numbers
+    fields.nth(1).is_none().then_some(pass)
 }
 
 /// Seconds with up to 9 fraction digits (tracefs prints 6) → ns.
@@ -221,7 +223,10 @@ mod tests {
     fn progress_lines_parse() {
         assert_eq!(parse_progress("1 0 32 /dev/loop0"), Some(1));
         assert_eq!(parse_progress("5 65 65 /dev/loop0"), Some(5));
-        assert_eq!(parse_progress("1 0 32"), None);
+        // e2fsck 1.40.2 writes no device name
+        assert_eq!(parse_progress("1 0 32"), Some(1));
+        assert_eq!(parse_progress("1 0 32 /dev/loop0 extra"), None);
+        assert_eq!(parse_progress("1 0"), None);
         assert_eq!(parse_progress("garbage"), None);
     }
 

@@ -26,6 +26,11 @@ pub struct Args {
     /// `layoutlab plan --help` for the policies.
     #[arg(long, value_delimiter = ',', value_name = "POLICY")]
     pub relayout: Vec<String>,
+    /// Whose e2fsck checks an ext SOURCE: today (the system's) or a period release (1.40.2,
+    /// 1.41.4, 1.41.14, built by `make deps`). A release that does not know a feature of
+    /// SOURCE refuses it, and the error says which.
+    #[arg(long, value_name = "VERSION", default_value = "today", value_parser = ["today", "1.40.2", "1.41.4", "1.41.14"])]
+    pub e2fsck: String,
     /// Where a metadata dump is restored (sparse) while the check runs.
     #[arg(long, value_name = "DIR", default_value_os_t = std::env::temp_dir())]
     pub workdir: PathBuf,
@@ -47,6 +52,7 @@ pub fn run(a: Args) -> Result<()> {
         workdir: a.workdir.clone(),
         allow_mounted: a.allow_mounted,
         relayout: a.relayout.clone(),
+        e2fsck: layoutlab_rig::E2fsprogs::by_name(&a.e2fsck)?,
     };
     let report = layoutlab_experiments::predict::predict(&a.source, &opts)?;
     let human = Human::new(a.json.as_deref());

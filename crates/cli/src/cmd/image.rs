@@ -49,7 +49,7 @@ pub fn run(cmd: Command) -> Result<()> {
             }
             let (profile, geo, plan) = make_plan(&a)?;
             let bytes = geo.blocks_count * u64::from(geo.block_size_bytes);
-            layoutlab_image::mkfs(&output, bytes, &profile.mke2fs_args(bytes))?;
+            layoutlab_image::mkfs_profile(&output, bytes, &profile)?;
             let result = layoutlab_image::materialize(&output, &plan)
                 .map_err(anyhow::Error::from)
                 .and_then(|stats| {

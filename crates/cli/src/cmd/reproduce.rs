@@ -72,6 +72,11 @@ pub struct Args {
     /// I/O mode (random-read: buffered, direct or both). Default: the experiment's.
     #[arg(long, value_name = "MODE")]
     mode: Option<String>,
+    /// Whose e2fsck checks the images (fsck experiments): today (the system's), 1.40.2,
+    /// 1.41.4, 1.41.14 (built by `make deps`), or period (the release the experiment's
+    /// published runs used).
+    #[arg(long, value_name = "VERSION", value_parser = ["today", "1.40.2", "1.41.4", "1.41.14", "period"])]
+    e2fsck: Option<String>,
 }
 
 /// Arguments of `experiments`.
@@ -129,6 +134,7 @@ pub fn run(a: Args) -> Result<()> {
         tree: a.tree,
         settings: a.settings,
         mode: a.mode,
+        e2fsck: a.e2fsck,
     };
     exp.operation()?.run(&exp, &args)
 }

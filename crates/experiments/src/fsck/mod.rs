@@ -45,6 +45,9 @@ pub struct FsckSpec {
     /// Run e2fsck seeing one CPU, so libext2fs reads bitmaps with one thread (as in 2007).
     #[serde(default)]
     pub e2fsck_single_cpu: bool,
+    /// The e2fsprogs release of the published runs (`--e2fsck period` runs its e2fsck).
+    #[serde(default)]
+    pub period_e2fsprogs: Option<String>,
 }
 
 impl FsckSpec {
@@ -65,6 +68,9 @@ impl Operation for Fsck {
             bail!("[fsck] policies is empty");
         }
         crate::experiment::check_mkfs_profiles(&f.policies, &f.mkfs_profiles)?;
+        if let Some(v) = &f.period_e2fsprogs {
+            layoutlab_rig::E2fsprogs::by_name(v)?;
+        }
         if !(f.default_scale > 0.0 && f.default_scale <= 1.0) {
             bail!("default_scale must be in (0, 1], got {}", f.default_scale);
         }

@@ -66,6 +66,9 @@ pub fn run_fsck(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let spec: FsckSpec = exp.params()?;
     let h = Human::new(a.json.as_deref());
     crate::support::warn_if_leftovers();
+    // A period e2fsck that is not built fails here, before any image is made.
+    let e2fsprogs = a.e2fsprogs(spec.period_e2fsprogs.as_deref())?;
+    e2fsprogs.program("e2fsck")?;
     let scale = a.scale.unwrap_or(spec.default_scale);
     let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
     if a.sensitivity {
@@ -106,6 +109,7 @@ pub fn run_fsck(exp: &Experiment, a: &RunArgs) -> Result<()> {
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
             |j| j as usize,
         ),
+        e2fsck: e2fsprogs,
     };
     let started = std::time::Instant::now();
     let runs = fsck_experiment::run(exp, &opts)?;

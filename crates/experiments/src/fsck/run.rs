@@ -13,7 +13,7 @@ use layoutlab_layout::geometry::Geometry;
 use layoutlab_layout::mkfs::MkfsProfile;
 use layoutlab_layout::policy::{self, PolicyParams};
 use layoutlab_layout::{BlockClasses, Plan};
-use layoutlab_rig::{FsckOptions, LoopDevice, TempFile};
+use layoutlab_rig::{E2fsprogs, FsckOptions, LoopDevice, TempFile};
 use layoutlab_trace::{Op, Trace};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -35,6 +35,8 @@ pub struct RunOptions {
     pub cpu_scale: f64,
     /// Policies run at once (each: plan, image, traced e2fsck, replay); at least 1.
     pub jobs: usize,
+    /// Whose e2fsck checks the images (today's or a period release built by `make deps`).
+    pub e2fsck: E2fsprogs,
 }
 
 /// One e2fsck pass as the model predicts it.
@@ -83,6 +85,10 @@ pub struct MeasuredHere {
     /// Where this machine spent its time on the policy (what `layoutlab bench experiment`
     /// reports; policies run at once, so these add up to more than the run's wall time).
     pub stage_seconds: StageSeconds,
+    /// e2fsck's own `-tt` sections as it printed them (each pass, "Peak memory", the totals):
+    /// its CPU, memory and MiB read per pass, today's or a period release's alike.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub e2fsck_tt: Vec<layoutlab_rig::Section>,
 }
 
 /// Wall seconds of each stage of one policy's run on this machine.
@@ -105,6 +111,8 @@ pub struct StageSeconds {
 pub struct PolicyRun {
     /// Policy name.
     pub policy: String,
+    /// Whose e2fsck checked the image ("today", "1.41.4", ...).
+    pub e2fsck: String,
     /// Whether the real `e2fsck -fn` found the image clean.
     pub fsck_clean: bool,
     /// Mapping blocks in the plan: indirect (IND/DIND/TIND) blocks, or extent-tree blocks of
@@ -285,6 +293,31 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
     Ok(runs)
 }
 
+/// The experiment's extra e2fsck arguments for `e2fsck`. A period release before 1.43 has no
+/// metadata prefetch and no `-E readahead_kb=` (e2fsck/unix.c parse_extended_opts() of
+/// 1.40.2/1.41.x refuses it): the setting that made today's e2fsck read as 1.41 did is dropped,
+/// since the period program reads that way by itself.
+fn e2fsck_args(extra: &[String], e2fsck: E2fsprogs) -> Vec<String> {
+    if !e2fsck.is_period() {
+        return extra.to_vec();
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < extra.len() {
+        if extra[i] == "-E"
+            && extra
+                .get(i + 1)
+                .is_some_and(|v| v.starts_with("readahead_kb="))
+        {
+            i += 2;
+            continue;
+        }
+        out.push(extra[i].clone());
+        i += 1;
+    }
+    out
+}
+
 /// A fresh file system at `path` made by the real mke2fs with `profile`'s options, removed
 /// on error, Ctrl-C or panic through the rig's cleanup (kept only if the caller keeps it).
 /// Registering the removal and making the file are one step: a signal between them removed
@@ -297,7 +330,7 @@ pub(crate) fn make_image(path: &Path, profile: &MkfsProfile, geo: &Geometry) -> 
             bail!("interrupted");
         }
         let image = TempFile::adopt(path);
-        layoutlab_image::mkfs(image.path(), fs_bytes, &profile.mke2fs_args(fs_bytes))?;
+        layoutlab_image::mkfs_profile(image.path(), fs_bytes, profile)?;
         Ok(image)
     })
 }
@@ -347,7 +380,8 @@ pub(crate) fn run_one(
         // service time on the loop device, which the device model replaces.
         loopdev.flush_buffers()?;
         let fsck_opts = FsckOptions {
-            extra_args: spec.e2fsck_extra_args.clone(),
+            e2fsck: opts.e2fsck.program("e2fsck")?,
+            extra_args: e2fsck_args(&spec.e2fsck_extra_args, opts.e2fsck),
             single_cpu: spec.e2fsck_single_cpu,
             ..FsckOptions::default()
         };
@@ -384,6 +418,7 @@ pub(crate) fn run_one(
         ),
         _ => (0.0, 0.0),
     };
+    let tt_sections = run.times.sections.clone();
     let trace = run.capture.trace;
     let think = think_summary(&trace);
     let think_source = ThinkSource::of(&trace);
@@ -391,7 +426,8 @@ pub(crate) fn run_one(
     progress(
         &plan.policy,
         &format!(
-            "traced e2fsck -fn -tt: clean; {} requests in {:.1} s here; CPU {} (e2fsck -tt: {:.2} s)",
+            "traced e2fsck ({}) -fn -tt: clean; {} requests in {:.1} s here; CPU {} (e2fsck -tt: {:.2} s)",
+            opts.e2fsck,
             trace.requests.len(),
             t.elapsed().as_secs_f64(),
             scheduler_cpu_seconds.map_or("not accounted".to_string(), |s| format!("{s:.2} s")),
@@ -429,6 +465,7 @@ pub(crate) fn run_one(
     }
     Ok(PolicyRun {
         policy: plan.policy.clone(),
+        e2fsck: opts.e2fsck.name().to_string(),
         fsck_clean: true,
         indirect_blocks: plan.mapping_blocks(),
         extent_mapped: plan
@@ -459,6 +496,7 @@ pub(crate) fn run_one(
             },
             think_wall_seconds: think.wall.total_ns() as f64 / 1e9,
             stage_seconds: stages,
+            e2fsck_tt: tt_sections,
         },
         file_data_bytes: plan.file_data_blocks() * u64::from(geometry.block_size_bytes),
         fragmented_files: plan
@@ -558,6 +596,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
         ];
         PolicyRun {
             policy: policy.to_string(),
+            e2fsck: "today".to_string(),
             fsck_clean: true,
             indirect_blocks: 1234,
             extent_mapped: false,
@@ -578,6 +617,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
                 think_seconds: 0.2,
                 think_wall_seconds: 0.5,
                 stage_seconds: StageSeconds::default(),
+                e2fsck_tt: Vec::new(),
             },
             fragmented_files: 7,
             file_data_bytes: 987_654_321,

@@ -138,8 +138,7 @@ pub fn mount_image(
         read_ahead_kb: Some(read_ahead_kb),
     };
     let kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
-        layoutlab_image::mkfs(path, fs_bytes, &profile.mke2fs_args(fs_bytes))
-            .map_err(|e| e.to_string())?;
+        layoutlab_image::mkfs_profile(path, fs_bytes, profile).map_err(|e| e.to_string())?;
         layoutlab_image::materialize(path, plan).map_err(|e| e.to_string())?;
         let verdict = layoutlab_image::fsck_check(path).map_err(|e| e.to_string())?;
         if !verdict.clean {

@@ -32,6 +32,8 @@ pub struct PredictOptions {
     pub allow_mounted: bool,
     /// Policies to lay SOURCE's tree out again with (ext only), each predicted beside it.
     pub relayout: Vec<String>,
+    /// Whose e2fsck checks an ext SOURCE (and its relayouts): today's or a period release.
+    pub e2fsck: layoutlab_rig::E2fsprogs,
 }
 
 /// The same tree laid out by another policy, checked and predicted like SOURCE.
@@ -97,6 +99,8 @@ pub struct Report {
     pub fs: Family,
     /// The checker that ran.
     pub checker: &'static str,
+    /// Whose e2fsck it was, for ext ("today", "1.41.4", ...); `None` for other checkers.
+    pub e2fsck: Option<String>,
     /// Whether the checker found the file system clean. A prediction for one that is not is
     /// still reported, marked.
     pub clean: bool,
@@ -208,7 +212,7 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
             source.format.family().checker(),
             loopdev.path().display()
         );
-        (check(&source, &loopdev)?, fs_bytes)
+        (check(&source, &loopdev, opts.e2fsck)?, fs_bytes)
     };
     let seconds_here = started.elapsed().as_secs_f64();
     let mut relayouts = Vec::new();
@@ -229,6 +233,7 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
         format: source.format,
         fs: source.format.family(),
         checker: source.format.family().checker(),
+        e2fsck: (source.format.family() == Family::Ext).then(|| opts.e2fsck.name().to_string()),
         clean: checked.clean,
         exit_code: checked.exit_code,
         peak_memory_mb: checked.peak_memory_mb,
@@ -326,7 +331,7 @@ fn relayout_all(image: &Path, fs_bytes: u64, opts: &PredictOptions) -> Result<Ve
         let path = dir.path().join(format!("relayout-{name}.img"));
         let img = layoutlab_rig::cleanup::creating(|| {
             let img = layoutlab_rig::TempFile::adopt(&path);
-            layoutlab_image::mkfs(img.path(), fs_bytes, &profile.mke2fs_args(fs_bytes))?;
+            layoutlab_image::mkfs_profile(img.path(), fs_bytes, &profile)?;
             Ok::<_, anyhow::Error>(img)
         })?;
         eprintln!("[{name}] writing the image through libext2fs ...");
@@ -336,7 +341,7 @@ fn relayout_all(image: &Path, fs_bytes: u64, opts: &PredictOptions) -> Result<Ve
             loopdev.set_scheduler_none()?;
             loopdev.flush_buffers()?;
             eprintln!("[{name}] running e2fsck read-only under block tracing ...");
-            check_ext(&loopdev)?
+            check_ext(&loopdev, opts.e2fsck)?
         };
         drop(img);
         drop(dir);
@@ -411,16 +416,23 @@ fn head_tail(capture: &layoutlab_rig::Capture) -> (f64, f64) {
     }
 }
 
-fn check(source: &Source, loopdev: &LoopDevice) -> Result<Checked> {
+fn check(
+    source: &Source,
+    loopdev: &LoopDevice,
+    e2fsck: layoutlab_rig::E2fsprogs,
+) -> Result<Checked> {
     match source.format.family() {
-        Family::Ext => check_ext(loopdev),
+        Family::Ext => check_ext(loopdev, e2fsck),
         family => check_other(family, loopdev),
     }
 }
 
-fn check_ext(loopdev: &LoopDevice) -> Result<Checked> {
-    let run =
-        layoutlab_rig::run_e2fsck_traced(loopdev.path(), loopdev.dev(), &FsckOptions::default())?;
+fn check_ext(loopdev: &LoopDevice, e2fsck: layoutlab_rig::E2fsprogs) -> Result<Checked> {
+    let opts = FsckOptions {
+        e2fsck: e2fsck.program("e2fsck")?,
+        ..FsckOptions::default()
+    };
+    let run = layoutlab_rig::run_e2fsck_traced(loopdev.path(), loopdev.dev(), &opts)?;
     if run.capture.lost_events > 0 {
         bail!(
             "the kernel lost {} trace events; the trace is incomplete",

@@ -185,6 +185,9 @@ pub fn profile_of(ins: &Inspected, log_groups_per_flex: u8) -> Result<(MkfsProfi
             JournalPlacement::Fixed
         },
         flex_bg_size: flex,
+        superblock: Default::default(),
+        inode_tables_zeroed: false,
+        backup_groups_block_init: false,
     };
     // Through the profile reader, so SOURCE's geometry passes the checks a profile file does.
     let text = toml::to_string(&profile).context("profile as TOML")?;
@@ -319,7 +322,7 @@ mod tests {
             .plan(&geo, &pop, 1)
             .unwrap();
         let img = dir.join("t.img");
-        layoutlab_image::mkfs(&img, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+        layoutlab_image::mkfs_profile(&img, pop.fs_bytes, &profile).unwrap();
         layoutlab_image::materialize(&img, &plan).unwrap();
         let ins = layoutlab_image::inspect(&img).unwrap();
         let back = population_of(&ins).unwrap();

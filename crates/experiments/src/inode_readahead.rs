@@ -231,7 +231,10 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
             // The image's data blocks are holes: at most what mke2fs makes plus the plan's
             // directory, symlink and mapping blocks is ever written.
             resident_bytes: written_blocks(geometry, &plan) * u64::from(geometry.block_size_bytes),
-            read_ahead_kb: Some(spec.os_read_ahead_kb),
+            queue: layoutlab_rig::QueueSpec {
+                read_ahead_kb: Some(spec.os_read_ahead_kb),
+                ..layoutlab_rig::QueueSpec::default()
+            },
         };
         let mut kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
             layoutlab_image::mkfs(path, fs_bytes, &profile.mke2fs_args(fs_bytes))

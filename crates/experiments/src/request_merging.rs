@@ -260,7 +260,10 @@ pub fn capture_target(
         backing: Backing::Zram,
         // dd writes zeros (no memory in zram); metadata is well under 2% of the device.
         resident_bytes: dev_bytes / 50 + 64 * MIB,
-        read_ahead_kb: Some(spec.read_ahead_kb),
+        queue: layoutlab_rig::QueueSpec {
+            read_ahead_kb: Some(spec.read_ahead_kb),
+            ..layoutlab_rig::QueueSpec::default()
+        },
     };
     let stack = match profile {
         None => {

@@ -958,6 +958,9 @@ impl Device for Hdd {
     fn name(&self) -> &str {
         &self.spec.name
     }
+    fn rotational(&self) -> bool {
+        true
+    }
     fn capacity_sectors(&self) -> u64 {
         self.geometry.capacity_sectors()
     }

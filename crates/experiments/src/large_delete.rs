@@ -141,6 +141,10 @@ pub struct DeleteRun {
     /// What each request's first block was before the delete (ext only; not serialized).
     #[serde(skip)]
     pub request_class: Option<Vec<&'static str>>,
+    /// The queue the traced loop device presented (docs/rig.md), when the trace came from
+    /// a capture.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
 }
 
 /// Run every file system and variant, then report.
@@ -304,6 +308,7 @@ fn one_run(
     let mut dev = crate::support::load_device(device)?;
     let replayed = replay(dev.as_mut(), &trace, &ReplayOptions::default());
     Ok(DeleteRun {
+        capture_queue: trace.queue.clone(),
         fs: fs.to_string(),
         variant: variant.to_string(),
         layout: match policy {

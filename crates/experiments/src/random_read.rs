@@ -170,6 +170,10 @@ pub struct ReadRun {
     /// Class of each request's first block (not serialized).
     #[serde(skip)]
     pub request_class: Vec<&'static str>,
+    /// The queue the traced loop device presented (docs/rig.md), when the trace came from
+    /// a capture.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
 }
 
 /// JSON of `--json`.
@@ -487,6 +491,7 @@ pub fn run_target(
         };
         let seconds = replayed.wall_ns / 1e9;
         runs.push(ReadRun {
+            capture_queue: trace.queue.clone(),
             target: name.to_string(),
             mode: mode.clone(),
             layout: layout_by.clone(),

@@ -320,8 +320,8 @@ fn fsck_through(file: &std::path::Path, queue: &QueueSpec) -> layoutlab_rig::Fsc
 /// Issue 25: a loop device inherits `rotational` from its backing file's device, and e2fsck's
 /// stream changes with it (3,665 reads of 80 sectors on tmpfs against 2,999 of 117 on the
 /// VM's disk at bench5 scale 0.02). Presenting the modelled disk's queue makes a capture of
-/// one image on tmpfs and on a disk file the same requests; the non-rotational capture of the
-/// same image on tmpfs is run too and its difference printed.
+/// one image on tmpfs and on a disk file read the same sectors (and, on a quiet machine, in
+/// the same requests); the non-rotational capture of the same image is run and printed.
 #[test]
 fn a_capture_on_tmpfs_and_on_a_disk_file_give_the_same_requests() {
     if !root_or_skip("a_capture_on_tmpfs_and_on_a_disk_file_give_the_same_requests") {
@@ -404,11 +404,29 @@ fn a_capture_on_tmpfs_and_on_a_disk_file_give_the_same_requests() {
         c.len()
     );
     assert!(a.len() > 100, "{} requests", a.len());
+    // The sectors read, as merged ranges: what the stream asked of the disk, whatever the
+    // requests' boundaries. Compared exactly; the request lists themselves are printed: once
+    // in about ten runs, under a load average of 9 from other work on the machine, the disk
+    // file's and the tmpfs file's lists differed (requests issued together merge, or not, by
+    // timing), while on a quiet machine they agreed request for request in every run.
+    let covered = |s: &[(u8, u64, u32)]| -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for &(_, start, len) in s {
+            let end = start + u64::from(len);
+            match out.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => out.push((start, end)),
+            }
+        }
+        out
+    };
+    eprintln!("same request lists: {}", a == b);
     assert_eq!(
-        a, b,
-        "same image, same queue, different backing: same requests"
+        covered(&a),
+        covered(&b),
+        "same image, same queue, different backing: the sectors read differ"
     );
-    // On this small image the flag does not change e2fsck's stream (c == b here); on bench5
-    // it does (docs/rig.md): printed, not asserted.
+    // On this small image the flag rarely changes e2fsck's stream (c == b in eight runs of
+    // nine here; docs/rig.md): printed, not asserted.
     eprintln!("non-rotational stream differs: {}", b != c);
 }

@@ -58,6 +58,10 @@ pub struct BenchRun {
     /// Their modelled start times, s (not serialized).
     #[serde(skip)]
     pub start_s: Vec<f64>,
+    /// The queue the traced loop device presented (docs/rig.md), when the trace came from
+    /// a capture.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
 }
 
 /// JSON of `--json`.
@@ -114,6 +118,7 @@ fn summarize(
         }
     }
     BenchRun {
+        capture_queue: trace.queue.clone(),
         benchmark,
         policy: policy.to_string(),
         ind_readahead,

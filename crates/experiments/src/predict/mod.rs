@@ -151,6 +151,17 @@ struct Checked {
     output: String,
 }
 
+/// The queue the loop device presents: the first preset's rotational flag (one capture is
+/// priced on every preset, so a list mixing disks and SSDs prices the others on the first
+/// one's stream; docs/rig.md). Read-ahead and request size stay the kernel's, as before.
+fn capture_queue(opts: &PredictOptions) -> Result<layoutlab_rig::QueueSpec> {
+    let first = opts
+        .devices
+        .first()
+        .context("no device presets to predict on")?;
+    crate::support::capture_queue(first, None, None)
+}
+
 /// Runs the whole prediction for `path`.
 pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
     let source = source::detect(path)?;
@@ -199,8 +210,7 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
     let prepared = source::prepare(&source, &opts.workdir)?;
     let started = std::time::Instant::now();
     let (checked, fs_bytes) = {
-        let loopdev = LoopDevice::attach(&prepared.path, true)?;
-        loopdev.set_scheduler_none()?;
+        let loopdev = LoopDevice::attach_presenting(&prepared.path, true, &capture_queue(opts)?)?;
         loopdev.flush_buffers()?;
         let fs_bytes = loop_bytes(loopdev.path())?;
         eprintln!(
@@ -332,8 +342,7 @@ fn relayout_all(image: &Path, fs_bytes: u64, opts: &PredictOptions) -> Result<Ve
         eprintln!("[{name}] writing the image through libext2fs ...");
         layoutlab_image::materialize(img.path(), &plan)?;
         let checked = {
-            let loopdev = LoopDevice::attach(img.path(), true)?;
-            loopdev.set_scheduler_none()?;
+            let loopdev = LoopDevice::attach_presenting(img.path(), true, &capture_queue(opts)?)?;
             loopdev.flush_buffers()?;
             eprintln!("[{name}] running e2fsck read-only under block tracing ...");
             check_ext(&loopdev)?

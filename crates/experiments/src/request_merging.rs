@@ -436,7 +436,11 @@ fn run_dd(path: &Path, direct: bool, op: Op, mib: u64) -> Result<()> {
 
 /// The requests of `trace` tagged `tag` (of direction `op`, if given), as a trace of their own.
 pub(crate) fn of_phase(trace: &Trace, tag: &str, op: Option<Op>) -> Trace {
-    let mut out = Trace::default();
+    let mut out = Trace {
+        // The bios and the requests came through the same queue.
+        queue: trace.queue.clone(),
+        ..Trace::default()
+    };
     let Some(t) = trace.tags.iter().position(|x| x == tag) else {
         return out;
     };

@@ -26,8 +26,9 @@ pub fn load_device_with(
 /// The queue a capture device presents for the drive preset `device` models: rotational as
 /// the model is ([`layoutlab_device::Device::rotational`]: every hard disk, no SSD), with the
 /// experiment's read-ahead and largest request (`None` leaves the kernel's). A loop device
-/// otherwise inherits the flag of its backing file's device, and tmpfs, zram and SSDs are
-/// non-rotational, which changes the stream the kernel and e2fsck issue (docs/rig.md).
+/// otherwise inherits the flag of its backing file's device (tmpfs, zram and SSDs are
+/// non-rotational), and the kernel, e2fsck and file systems may key on it (btrfs's `ssd`
+/// mode, ext4's `mb_max_linear_groups`; docs/rig.md).
 pub fn capture_queue(
     device: &str,
     read_ahead_kb: Option<u32>,

@@ -54,9 +54,9 @@ const TUNED_ATTRS: [&str; 4] = ["read_ahead_kb", "max_sectors_kb", "scheduler", 
 
 /// The queue a loop device presents to the kernel above it: the modelled disk's, not the
 /// backing store's. A loop device inherits `rotational` from its backing file's device (0 on
-/// tmpfs, zram and SSDs), and the kernel's read-ahead, e2fsck and the file systems issue a
-/// different stream to a non-rotational queue (docs/rig.md, "The queue a capture
-/// presents"). `None` leaves what the kernel chose; the scheduler is always `none`
+/// tmpfs, zram and SSDs), and the kernel and the file systems may choose differently for a
+/// non-rotational queue (btrfs's `ssd` mode, ext4's `mb_max_linear_groups`; docs/rig.md,
+/// "The queue a capture presents"). `None` leaves what the kernel chose; the scheduler is always `none`
 /// ([`LoopDevice::set_scheduler_none`]).
 ///
 /// `physical_block_size` is not here: the loop driver sets it equal to the logical block size

@@ -317,9 +317,9 @@ fn fsck_through(file: &std::path::Path, queue: &QueueSpec) -> layoutlab_rig::Fsc
     run
 }
 
-/// Issue 25: a loop device inherits `rotational` from its backing file's device, and e2fsck's
-/// stream changes with it (3,665 reads of 80 sectors on tmpfs against 2,999 of 117 on the
-/// VM's disk at bench5 scale 0.02). Presenting the modelled disk's queue makes a capture of
+/// Issue 25: a loop device inherits `rotational` from its backing file's device (the issue
+/// saw e2fsck's stream differ between tmpfs and the VM's disk; docs/rig.md has what was
+/// measured since). Presenting the modelled disk's queue makes a capture of
 /// one image on tmpfs and on a disk file read the same sectors (and, on a quiet machine, in
 /// the same requests); the non-rotational capture of the same image is run and printed.
 #[test]

@@ -2,9 +2,9 @@
 //! that change what the kernel issues (whether it is rotational, how far it reads ahead, how
 //! large one request may be, the I/O scheduler, the block sizes), as read back from sysfs.
 //!
-//! A loop device inherits `rotational` from its backing file's device, and the kernel (and
-//! e2fsck, btrfs, ext4) issue a different stream on a non-rotational queue; a trace therefore
-//! carries the queue it came through (docs/rig.md, "The queue a capture presents"). In CSV it
+//! A loop device inherits `rotational` from its backing file's device, and the kernel, btrfs
+//! and ext4 may choose differently on a non-rotational queue; a trace therefore carries the
+//! queue it came through (docs/rig.md, "The queue a capture presents"). In CSV it
 //! is one comment line before the header:
 //!
 //! ```text

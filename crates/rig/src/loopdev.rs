@@ -56,8 +56,8 @@ const TUNED_ATTRS: [&str; 4] = ["read_ahead_kb", "max_sectors_kb", "scheduler", 
 /// backing store's. A loop device inherits `rotational` from its backing file's device (0 on
 /// tmpfs, zram and SSDs), and the kernel and the file systems may choose differently for a
 /// non-rotational queue (btrfs's `ssd` mode, ext4's `mb_max_linear_groups`; docs/rig.md,
-/// "The queue a capture presents"). `None` leaves what the kernel chose; the scheduler is always `none`
-/// ([`LoopDevice::set_scheduler_none`]).
+/// "The queue a capture presents"). `None` leaves what the kernel chose; the scheduler is
+/// always `none` ([`LoopDevice::set_scheduler_none`]).
 ///
 /// `physical_block_size` is not here: the loop driver sets it equal to the logical block size
 /// and sysfs does not let it be written, so a loop device cannot present a 512-byte-sector

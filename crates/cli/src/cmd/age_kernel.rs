@@ -125,6 +125,7 @@ pub fn run(a: Args) -> Result<()> {
             "mkfs_args": opts.mkfs_args,
             "mount_options": opts.mount_options,
             "ext4_linear_groups": opts.ext4_linear_groups,
+            "queue": run.queue,
             "writeback_mib": a.writeback_mib,
             "replay": run.replay,
             "summary": run.summary,

@@ -111,6 +111,10 @@ pub struct Report {
     pub fs_bytes: u64,
     /// Requests the checker issued.
     pub requests: u64,
+    /// The queue the traced loop device presented (the first preset's rotational flag;
+    /// docs/rig.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
     /// MB read.
     pub mb_read: f64,
     /// The checker's CPU seconds as the scheduler accounted them, if it could.
@@ -245,6 +249,7 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
         peak_memory_source: checked.peak_memory_source,
         fs_bytes,
         requests: checked.trace.requests.len() as u64,
+        capture_queue: checked.trace.queue.clone(),
         mb_read: read_mb(&checked.trace),
         cpu_seconds: checked.cpu_seconds,
         seconds_here,

@@ -138,6 +138,8 @@ fn an_aging_stream_on_ext4_and_xfs_reports_every_file() {
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(v["fs"], fs);
         assert_eq!(v["population"], "aging-test");
+        // Modelled as a disk: the zram-backed loop device presented a rotational queue.
+        assert_eq!(v["queue"]["rotational"], true, "{fs}: {}", v["queue"]);
         assert_eq!(v["replay"]["operations"], pop.ops.len());
         assert_eq!(v["replay"]["bytes_written"], pop.file_bytes());
         let mut got: Vec<(String, u64)> = v["files"]

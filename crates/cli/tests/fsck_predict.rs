@@ -153,6 +153,8 @@ fn check_report(v: &serde_json::Value, fs: &str, checker: &str, want_phases: &[&
     assert_eq!(v["clean"], true, "{v}");
     assert!(v["peak_memory_mb"].as_f64().unwrap() > 0.0);
     assert!(v["requests"].as_u64().unwrap() > 20, "{v}");
+    // The loop device presented the first preset's (a disk's) rotational queue.
+    assert_eq!(v["capture_queue"]["rotational"], true, "{v}");
     let preds = v["predictions"].as_array().unwrap();
     assert_eq!(preds.len(), 2);
     let (hdd, ssd) = (&preds[0], &preds[1]);

@@ -74,6 +74,13 @@ fn request_merging_json_contract_and_what_merging_does() {
         for k in ["requests", "mean_request_kb", "seconds"] {
             assert!(r[k].as_f64().unwrap() > 0.0, "{r}");
         }
+        // The zram-backed loop device presented the first preset's (a disk's) queue, and
+        // the run says so (docs/rig.md, "The queue a capture presents").
+        let q = &r["capture_queue"];
+        assert_eq!(q["rotational"], true, "{r}");
+        assert_eq!(q["read_ahead_kb"], v["read_ahead_kb"], "{r}");
+        assert_eq!(q["max_sectors_kb"], v["max_sectors_kb"], "{r}");
+        assert_eq!(q["scheduler"], "none", "{r}");
     }
     let d = "sata-500g-2008";
     // Buffered writes to the raw device reach it as page-sized bios, O_DIRECT as dd's 1 MiB.

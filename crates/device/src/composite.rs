@@ -225,6 +225,12 @@ impl Device for Composite {
         &self.name
     }
 
+    /// Rotational if any member is, as the kernel stacks a device-mapper table's queue
+    /// (drivers/md/dm-table.c: non-rotational only when every underlying device is).
+    fn rotational(&self) -> bool {
+        self.members.iter().any(|m| m.rotational())
+    }
+
     fn capacity_sectors(&self) -> u64 {
         self.capacity_sectors
     }

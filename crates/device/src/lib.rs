@@ -50,6 +50,13 @@ pub trait Device {
     fn queue_depth(&self) -> usize {
         1
     }
+    /// Whether the block layer would see the modelled drive as rotational
+    /// (`queue/rotational`): a capture device presents this, because the kernel, e2fsck and
+    /// file systems issue a different stream to a non-rotational queue (docs/rig.md). A model
+    /// without moving parts (the default) is not; the hard-disk model is.
+    fn rotational(&self) -> bool {
+        false
+    }
 }
 
 /// Errors of device models, presets and device-spec parsers.

@@ -451,6 +451,26 @@ member_offset_sectors = { value = 0, source = "start of the member" }
         ));
     }
 
+    /// A capture device presents the model's rotational flag (docs/rig.md): every hard-disk
+    /// preset is rotational, no SSD is, and a composite is if any member is (device-mapper).
+    #[test]
+    fn rotational_follows_the_model() {
+        for name in preset_names() {
+            let (text, _) = preset_text(&name).unwrap();
+            let d = load_preset(&name).unwrap();
+            let hdd = text.lines().any(|l| l.trim() == "kind = \"hdd\"");
+            let ssd = text.lines().any(|l| l.trim() == "kind = \"ssd\"");
+            if hdd || ssd {
+                assert_eq!(d.rotational(), hdd, "{name}");
+            }
+        }
+        let all_ssd = load_preset_str(COMPOSITE, "c.toml").unwrap();
+        assert!(!all_ssd.rotational());
+        let with_disk =
+            COMPOSITE.replace("preset = \"ssd-sata-2010\"", "preset = \"sata-400g-2007\"");
+        assert!(load_preset_str(&with_disk, "c.toml").unwrap().rotational());
+    }
+
     #[test]
     fn unknown_preset_lists_valid_names() {
         let e = load_preset("no-such-disk").err().expect("must fail");

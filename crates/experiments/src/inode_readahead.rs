@@ -127,6 +127,10 @@ pub struct WalkRun {
     /// Seconds Mason's argument implies: inodes of the tree × (a random read of the window's
     /// size on this device ÷ inodes the window holds).
     pub fio_implied_seconds: f64,
+    /// The queue the traced loop device presented (docs/rig.md), when the trace came from
+    /// a capture.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
 }
 
 /// The sweet spot of one device and order (and policy): the fastest setting.
@@ -176,6 +180,9 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     for d in &devices {
         drop(crate::support::load_device(d)?);
     }
+    // One capture is priced on every device: it presents the first one's queue (docs/rig.md).
+    let first = devices.first().context("no device presets to price on")?;
+    let queue = crate::support::capture_queue(first, Some(spec.os_read_ahead_kb), None)?;
     let settings = a.settings.clone().unwrap_or_else(|| spec.settings.clone());
     let mut formats = Vec::new();
     for p in &spec.policies {
@@ -231,7 +238,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
             // The image's data blocks are holes: at most what mke2fs makes plus the plan's
             // directory, symlink and mapping blocks is ever written.
             resident_bytes: written_blocks(geometry, &plan) * u64::from(geometry.block_size_bytes),
-            read_ahead_kb: Some(spec.os_read_ahead_kb),
+            queue: queue.clone(),
         };
         // Where a default run's time goes (issue 32): the image and the untraced path walk are
         // logged apart from the traced walks below.
@@ -298,6 +305,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
                     let mut dev = crate::support::load_device(d)?;
                     let replayed = replay(dev.as_mut(), &trace, &ReplayOptions::default());
                     runs.push(WalkRun {
+                        capture_queue: trace.queue.clone(),
                         policy: policy.clone(),
                         device: d.clone(),
                         order: order.clone(),

@@ -141,6 +141,10 @@ pub struct DeleteRun {
     /// What each request's first block was before the delete (ext only; not serialized).
     #[serde(skip)]
     pub request_class: Option<Vec<&'static str>>,
+    /// The queue the traced loop device presented (docs/rig.md), when the trace came from
+    /// a capture.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
 }
 
 /// Run every file system and variant, then report.
@@ -162,7 +166,9 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
         .iter()
         .map(|n| kernel_profile::by_name(n))
         .collect::<Result<Vec<_>>>()?;
-    drop(crate::support::load_device(&device)?);
+    // The disk the delete is priced on is the disk the file systems are made on: btrfs picks
+    // its `ssd` allocation mode, and ext4 its group scan, from the queue's rotational flag.
+    let queue = crate::support::capture_queue(&device, Some(128), None)?;
     layoutlab_rig::require_root(
         "making kernel file systems on zram and loop devices and tracing them",
     )?;
@@ -190,7 +196,7 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 backing: Backing::Zram,
                 // Data pages are zeros (no memory); metadata is well under 2% of the device.
                 resident_bytes: fs_bytes / 50 + 64 * MIB,
-                read_ahead_kb: Some(128),
+                queue: queue.clone(),
             };
             let policy = spec.policy_images.get(&p.name).cloned();
             let opts = match &policy {
@@ -302,6 +308,7 @@ fn one_run(
     let mut dev = crate::support::load_device(device)?;
     let replayed = replay(dev.as_mut(), &trace, &ReplayOptions::default());
     Ok(DeleteRun {
+        capture_queue: trace.queue.clone(),
         fs: fs.to_string(),
         variant: variant.to_string(),
         layout: match policy {

@@ -170,6 +170,10 @@ pub struct ReadRun {
     /// Class of each request's first block (not serialized).
     #[serde(skip)]
     pub request_class: Vec<&'static str>,
+    /// The queue the traced loop device presented (docs/rig.md), when the trace came from
+    /// a capture.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
 }
 
 /// JSON of `--json`.
@@ -334,6 +338,9 @@ pub fn run_target(
     seed: u64,
 ) -> Result<Vec<ReadRun>> {
     let policy = spec.policy_images.get(name).cloned();
+    // The loop device presents the priced disk's queue (rotational, read-ahead, request size).
+    let queue =
+        crate::support::capture_queue(device, Some(spec.read_ahead_kb), Some(spec.max_sectors_kb))?;
     let (mut target, layout_by) = match profile {
         None => {
             check_free_space(workdir, 64 * MIB)?;
@@ -341,9 +348,7 @@ pub fn run_target(
             let path = workdir.join(format!("layoutlab-raw-{}.img", std::process::id()));
             let file =
                 layoutlab_rig::cleanup::creating(|| TempFile::create_sparse(&path, fs_bytes))?;
-            let loopdev = LoopDevice::attach(file.path(), false)?;
-            loopdev.set_scheduler_none()?;
-            loopdev.set_read_ahead_kb(spec.read_ahead_kb)?;
+            let loopdev = LoopDevice::attach_presenting(file.path(), false, &queue)?;
             (
                 Target::Raw {
                     loopdev,
@@ -367,7 +372,7 @@ pub fn run_target(
                 backing: Backing::Zram,
                 // The file's data pages are zeros (no memory); metadata is under 2%.
                 resident_bytes: fs_bytes / 50 + 64 * MIB,
-                read_ahead_kb: Some(spec.read_ahead_kb),
+                queue: queue.clone(),
             };
             match &policy {
                 Some(policy) => {
@@ -429,7 +434,6 @@ pub fn run_target(
             }
         }
     };
-    target.loopdev().set_max_sectors_kb(spec.max_sectors_kb)?;
     // What every block is, and the check that every read reaches the device.
     let layout = match &mut target {
         Target::Raw { .. } => None,
@@ -487,6 +491,7 @@ pub fn run_target(
         };
         let seconds = replayed.wall_ns / 1e9;
         runs.push(ReadRun {
+            capture_queue: trace.queue.clone(),
             target: name.to_string(),
             mode: mode.clone(),
             layout: layout_by.clone(),

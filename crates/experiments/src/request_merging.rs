@@ -123,6 +123,10 @@ pub struct LevelRun {
     pub device: String,
     /// Seconds the device needs to serve the stream (all of it queued at once, in order).
     pub seconds: f64,
+    /// The queue the traced loop device presented (docs/rig.md), when the trace came from
+    /// a capture.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
 }
 
 /// One traced `dd`: both levels, before pricing.
@@ -193,10 +197,12 @@ fn run_request_merging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         spec.max_sectors_kb,
         devices.join(", ")
     );
+    let first = devices.first().context("no device presets to price on")?;
     let mut phases = Vec::new();
     for (i, (name, profile)) in targets.iter().enumerate() {
         eprintln!("[{}/{}] {name}", i + 1, targets.len());
-        let got = capture_target(&spec, name, profile.as_ref())
+        // One capture is priced on every device: it presents the first one's queue.
+        let got = capture_target(&spec, name, profile.as_ref(), first)
             .with_context(|| format!("target {name}"))?;
         for p in &got {
             eprintln!(
@@ -240,12 +246,20 @@ impl Stack {
     }
 }
 
-/// Makes the target's stack, runs every mode's write and read as traced phases.
+/// Makes the target's stack, its loop device presenting the queue of device preset
+/// `queue_of` (rotational as the model is, the spec's read-ahead and request size), and runs
+/// every mode's write and read as traced phases.
 pub fn capture_target(
     spec: &RequestMergingSpec,
     name: &str,
     profile: Option<&kernel_profile::KernelProfile>,
+    queue_of: &str,
 ) -> Result<Vec<Phase>> {
+    let queue = crate::support::capture_queue(
+        queue_of,
+        Some(spec.read_ahead_kb),
+        Some(spec.max_sectors_kb),
+    )?;
     let bytes = spec.mib * MIB;
     // Room for one file per mode, the file system's metadata and slack.
     let dev_bytes = (bytes * (spec.modes.len() as u64 + 1)).max(512 * MIB) / MIB * MIB;
@@ -260,16 +274,14 @@ pub fn capture_target(
         backing: Backing::Zram,
         // dd writes zeros (no memory in zram); metadata is well under 2% of the device.
         resident_bytes: dev_bytes / 50 + 64 * MIB,
-        read_ahead_kb: Some(spec.read_ahead_kb),
+        queue: queue.clone(),
     };
     let stack = match profile {
         None => {
             check_fits(&opts)?;
             let lock = RigLock::acquire()?;
             let zram = Zram::create(dev_bytes)?;
-            let loopdev = LoopDevice::attach(zram.path(), false)?;
-            loopdev.set_scheduler_none()?;
-            loopdev.set_read_ahead_kb(spec.read_ahead_kb)?;
+            let loopdev = LoopDevice::attach_presenting(zram.path(), false, &queue)?;
             Stack::Raw {
                 loopdev,
                 _zram: zram,
@@ -278,7 +290,6 @@ pub fn capture_target(
         }
         Some(_) => Stack::Fs(Box::new(KernelFs::create(&opts)?)),
     };
-    stack.loopdev().set_max_sectors_kb(spec.max_sectors_kb)?;
     let target_path = |mode: &str| -> PathBuf {
         match &stack {
             Stack::Raw { loopdev, .. } => loopdev.path().to_path_buf(),
@@ -425,7 +436,11 @@ fn run_dd(path: &Path, direct: bool, op: Op, mib: u64) -> Result<()> {
 
 /// The requests of `trace` tagged `tag` (of direction `op`, if given), as a trace of their own.
 pub(crate) fn of_phase(trace: &Trace, tag: &str, op: Option<Op>) -> Trace {
-    let mut out = Trace::default();
+    let mut out = Trace {
+        // The bios and the requests came through the same queue.
+        queue: trace.queue.clone(),
+        ..Trace::default()
+    };
     let Some(t) = trace.tags.iter().position(|x| x == tag) else {
         return out;
     };
@@ -490,6 +505,7 @@ fn price(phases: &[Phase], devices: &[String]) -> Result<Vec<LevelRun>> {
                 let mut dev = crate::support::load_device(d)?;
                 let r = replay(dev.as_mut(), &queued, &ReplayOptions::default());
                 runs.push(LevelRun {
+                    capture_queue: p.requests.queue.clone(),
                     target: p.target.clone(),
                     mode: p.mode.clone(),
                     op: op_name(p.op).into(),

@@ -23,6 +23,26 @@ pub fn load_device_with(
     Ok(preset::load_preset_with(name_or_path, opts)?)
 }
 
+/// The queue a capture device presents for the drive preset `device` models: rotational as
+/// the model is ([`layoutlab_device::Device::rotational`]: every hard disk, no SSD), with the
+/// experiment's read-ahead and largest request (`None` leaves the kernel's). A loop device
+/// otherwise inherits the flag of its backing file's device (tmpfs, zram and SSDs are
+/// non-rotational), and the kernel, e2fsck and file systems may key on it (btrfs's `ssd`
+/// mode, ext4's `mb_max_linear_groups`; docs/rig.md).
+pub fn capture_queue(
+    device: &str,
+    read_ahead_kb: Option<u32>,
+    max_sectors_kb: Option<u32>,
+) -> Result<layoutlab_rig::QueueSpec> {
+    let model = load_device(device)?;
+    Ok(layoutlab_rig::QueueSpec {
+        rotational: Some(model.rotational()),
+        read_ahead_kb,
+        max_sectors_kb,
+        logical_block_bytes: None,
+    })
+}
+
 /// Parse a size such as `4k`, `16g`, `512`, `1.5M` (binary units), for clap: the device
 /// crate's fio-style parser with its error as text.
 pub fn parse_size(s: &str) -> Result<u64, String> {

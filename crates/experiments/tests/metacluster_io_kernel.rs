@@ -44,7 +44,13 @@ fn kernel_reads_cover_exactly_the_predicted_blocks() {
             "{policy}: a file with a DIND tree"
         );
         let bs = u64::from(geometry.block_size_bytes);
-        let mut kfs = mount_image(&profile, &geometry, &plan, &workdir, 128, 512).unwrap();
+        let queue = layoutlab_rig::QueueSpec {
+            rotational: Some(true),
+            read_ahead_kb: Some(128),
+            max_sectors_kb: Some(512),
+            logical_block_bytes: None,
+        };
+        let mut kfs = mount_image(&profile, &geometry, &plan, &workdir, &queue).unwrap();
         for b in [2u32, 3, 4] {
             let acc = accesses(b, file_bytes, &spec, 0.05, 11);
             assert!(acc.len() >= 20, "b{b}: {} reads", acc.len());

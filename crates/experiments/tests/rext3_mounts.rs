@@ -91,7 +91,7 @@ fn rext3_images_mount_and_read_back() {
             bytes: FS_BYTES,
             backing: Backing::SparseFile(std::env::temp_dir()),
             resident_bytes: 64 << 20,
-            read_ahead_kb: None,
+            queue: layoutlab_rig::QueueSpec::default(),
         };
         let kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
             layoutlab_image::mkfs_profile(path, FS_BYTES, &profile).map_err(|e| e.to_string())?;

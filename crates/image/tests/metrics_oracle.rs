@@ -173,7 +173,7 @@ fn kernel_ext4_after_deletes_matches_e2freefrag() {
             backing: layoutlab_rig::Backing::Zram,
             // the file data is zeros, which zram keeps in no memory
             resident_bytes: 64 << 20,
-            read_ahead_kb: None,
+            queue: layoutlab_rig::QueueSpec::default(),
         };
         let fs = layoutlab_rig::KernelFs::create(&opts).unwrap();
         let root = fs.mount_point().to_path_buf();

@@ -5,11 +5,15 @@
 //! engine's policies share — so that after the same aging stream the kernel's `ext4` and the
 //! `ext4-kernel` policy's plan can be compared block for block.
 //!
-//! The device is modelled as a disk unless told otherwise: the zram-backed loop device is
-//! non-rotational, for which ext4 sets `mb_max_linear_groups` to 0 and btrfs turns on its
-//! `ssd` allocation mode at mount; [`KernelAgeOptions::disk`] gives ext4 a disk's 4
-//! (`MB_DEFAULT_LINEAR_LIMIT`, fs/ext4/mballoc.h) through its sysfs knob and mounts btrfs
-//! with `nossd`. XFS's allocator does not look at rotation.
+//! The device is modelled as a disk unless told otherwise: the zram-backed loop device would
+//! inherit zram's non-rotational queue, for which ext4 sets `mb_max_linear_groups` to 0 and
+//! btrfs turns on its `ssd` allocation mode at mount, so [`KernelAgeOptions::disk`] presents a
+//! rotational queue (`queue/rotational` 1, set on the loop device before mkfs), and still
+//! gives ext4 a disk's 4 (`MB_DEFAULT_LINEAR_LIMIT`, fs/ext4/mballoc.h) through its sysfs knob
+//! and mounts btrfs with `nossd`, which a rotational queue makes the kernel's own choices
+//! (until November 2026 the queue stayed non-rotational and these two were the whole
+//! emulation of a disk: any other path keyed on the flag saw an SSD). XFS's allocator does not
+//! look at rotation.
 
 use crate::error::{Result, RigError};
 use crate::fiemap::{block_size, file_layouts, summarize, FileLayout, LayoutSummary};
@@ -38,6 +42,9 @@ pub struct KernelAgeOptions {
     /// ext4 only: the file system's `mb_max_linear_groups` (sysfs), set after mount; `None`
     /// leaves the kernel's choice for the device (0 on the non-rotational zram).
     pub ext4_linear_groups: Option<u32>,
+    /// The loop device's `queue/rotational`: `true` models a disk, `false` keeps zram's
+    /// non-rotational queue.
+    pub rotational: bool,
 }
 
 impl KernelAgeOptions {
@@ -59,6 +66,7 @@ impl KernelAgeOptions {
             bytes,
             replay: ReplayOptions::default(),
             ext4_linear_groups: linear,
+            rotational: true,
         })
     }
 }
@@ -92,6 +100,8 @@ pub struct KernelAgeRun {
     pub summary: LayoutSummary,
     /// ext2/3/4: `e2fsck -fn` found the unmounted file system clean.
     pub fsck_clean: Option<bool>,
+    /// The queue the file system's loop device presented.
+    pub queue: layoutlab_trace::DeviceQueue,
     /// ext2/3/4: what `e2fsck -fn` printed.
     #[serde(skip)]
     pub fsck_output: Option<String>,
@@ -128,9 +138,13 @@ pub fn age_kernel_then<T>(
         backing: Backing::Zram,
         // file data is zeros, which zram keeps in no memory: what it holds is metadata
         resident_bytes: (opts.bytes / 32).max(256 << 20),
-        read_ahead_kb: None,
+        queue: crate::QueueSpec {
+            rotational: Some(opts.rotational),
+            ..crate::QueueSpec::default()
+        },
     };
     let fs = KernelFs::create(&kopts)?;
+    let queue = fs.device().queue()?;
     if let (FsKind::Ext4, Some(n)) = (opts.kind, opts.ext4_linear_groups) {
         let knob = format!(
             "/sys/fs/ext4/loop{}/mb_max_linear_groups",
@@ -175,6 +189,7 @@ pub fn age_kernel_then<T>(
         files,
         summary,
         fsck_clean,
+        queue,
         fsck_output,
         plan,
     };

@@ -12,7 +12,9 @@
 use crate::cleanup;
 use crate::error::{Result, RigError};
 use crate::system::{check_free_space, drop_caches, require_root, TempFile};
-use crate::{mkfs, Capture, FsKind, LoopDevice, Mount, TraceOptions, TracefsSession, Zram};
+use crate::{
+    mkfs, Capture, FsKind, LoopDevice, Mount, QueueSpec, TraceOptions, TracefsSession, Zram,
+};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -42,8 +44,9 @@ pub struct KernelFsOptions {
     /// backing needs (checked against `MemAvailable` before anything is created), or the disk
     /// space a sparse file needs.
     pub resident_bytes: u64,
-    /// Block-device readahead of the loop device (KiB); `None` leaves the kernel's.
-    pub read_ahead_kb: Option<u32>,
+    /// The queue the loop device presents (the modelled drive's: rotational, read-ahead,
+    /// request size, block size); what it leaves `None` stays as the kernel chose.
+    pub queue: QueueSpec,
 }
 
 /// Writes a file-system image at the path it is given ([`KernelFs::from_image`]).
@@ -159,11 +162,8 @@ impl KernelFs {
                 RigError::Unsupported(format!("writing the image {}: {e}", source.display()))
             })?;
         }
-        let loopdev = LoopDevice::attach(&source, false)?;
-        loopdev.set_scheduler_none()?;
-        if let Some(kb) = opts.read_ahead_kb {
-            loopdev.set_read_ahead_kb(kb)?;
-        }
+        // Presented before mkfs: mkfs.btrfs, mke2fs and mkfs.xfs read the queue too.
+        let loopdev = LoopDevice::attach_presenting(&source, false, &opts.queue)?;
         if !has_image {
             let args: Vec<&str> = opts.mkfs_args.iter().map(String::as_str).collect();
             mkfs(opts.kind, loopdev.path(), &args)?;
@@ -532,7 +532,7 @@ mod tests {
             bytes: 1 << 40,
             backing: Backing::Zram,
             resident_bytes: 1 << 50,
-            read_ahead_kb: None,
+            queue: crate::QueueSpec::default(),
         };
         let err = check_fits(&opts).unwrap_err().to_string();
         assert!(err.contains("memory") && err.contains("--scale"), "{err}");

@@ -57,7 +57,7 @@ pub use kernelfs::{
     check_fits, device_stat_sectors, mem_available_bytes, settled_stat_sectors, Backing, KernelFs,
     KernelFsOptions, KernelTrace, PhaseBytes, RigLock, TracedRun,
 };
-pub use loopdev::LoopDevice;
+pub use loopdev::{queue_of, LoopDevice, QueueSpec};
 pub use mkfs::{mkfs, FsKind};
 pub use mount::Mount;
 pub use period::{E2fsprogs, E2FSPROGS_NAMES};

@@ -9,6 +9,7 @@
 use crate::cleanup::{self, CleanupId};
 use crate::error::{Result, RigError};
 use crate::system::{read_attr, require_root, write_attr};
+use layoutlab_trace::DeviceQueue;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -49,7 +50,31 @@ struct LoopConfig {
 }
 
 /// Queue attributes the rig may change, restored at detach.
-const TUNED_ATTRS: [&str; 3] = ["read_ahead_kb", "max_sectors_kb", "scheduler"];
+const TUNED_ATTRS: [&str; 4] = ["read_ahead_kb", "max_sectors_kb", "scheduler", "rotational"];
+
+/// The queue a loop device presents to the kernel above it: the modelled disk's, not the
+/// backing store's. A loop device inherits `rotational` from its backing file's device (0 on
+/// tmpfs, zram and SSDs), and the kernel and the file systems may choose differently for a
+/// non-rotational queue (btrfs's `ssd` mode, ext4's `mb_max_linear_groups`; docs/rig.md,
+/// "The queue a capture presents"). `None` leaves what the kernel chose; the scheduler is
+/// always `none` ([`LoopDevice::set_scheduler_none`]).
+///
+/// `physical_block_size` is not here: the loop driver sets it equal to the logical block size
+/// and sysfs does not let it be written, so a loop device cannot present a 512-byte-sector
+/// drive with 4 KiB physical sectors. What it presents is recorded ([`LoopDevice::queue`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueSpec {
+    /// `queue/rotational` (writable on loop devices).
+    pub rotational: Option<bool>,
+    /// `queue/read_ahead_kb`.
+    pub read_ahead_kb: Option<u32>,
+    /// `queue/max_sectors_kb`.
+    pub max_sectors_kb: Option<u32>,
+    /// `queue/logical_block_size` in bytes: read-only in sysfs, set when the device is
+    /// attached (`LOOP_CONFIGURE`'s block size, as `losetup --sector-size`); 512 to 4096, a
+    /// power of two.
+    pub logical_block_bytes: Option<u32>,
+}
 
 /// The value to write back: for `scheduler` (`[none] mq-deadline`) the bracketed one.
 fn selected_value(text: &str) -> String {
@@ -85,6 +110,85 @@ fn open_raw(path: &Path, flags: libc::c_int) -> Result<libc::c_int> {
 impl LoopDevice {
     /// Attaches a free loop device over `file` (read-only if asked). Root only.
     pub fn attach(file: &Path, read_only: bool) -> Result<LoopDevice> {
+        Self::attach_inner(file, read_only, None)
+    }
+
+    /// Attaches a free loop device over `file` presenting `queue` (its scheduler set to
+    /// `none`); every attribute is read back, and one that did not take is an error (the
+    /// device is detached again). Root only.
+    pub fn attach_presenting(
+        file: &Path,
+        read_only: bool,
+        queue: &QueueSpec,
+    ) -> Result<LoopDevice> {
+        if let Some(bytes) = queue.logical_block_bytes {
+            if !(512..=4096).contains(&bytes) || !bytes.is_power_of_two() {
+                return Err(RigError::InvalidArgument(format!(
+                    "logical block size {bytes} bytes: a loop device takes a power of two from 512 to 4096"
+                )));
+            }
+        }
+        let dev = Self::attach_inner(file, read_only, queue.logical_block_bytes)?;
+        dev.present(queue)?;
+        Ok(dev)
+    }
+
+    /// Sets `queue`'s writable attributes (all but the logical block size, fixed at attach)
+    /// and the `none` scheduler, and checks each took.
+    fn present(&self, queue: &QueueSpec) -> Result<()> {
+        // Order matters: on this kernel (6.18) writing `rotational` or `max_sectors_kb`
+        // commits the queue's limits again, which recomputes the read-ahead (128 KiB became
+        // 1024 after `rotational` was written), so read-ahead goes last, and everything is
+        // checked once all is written.
+        self.set_scheduler_none()?;
+        if let Some(rotational) = queue.rotational {
+            self.set_rotational(rotational)?;
+        }
+        if let Some(kb) = queue.max_sectors_kb {
+            self.set_max_sectors_kb(kb)?;
+        }
+        if let Some(kb) = queue.read_ahead_kb {
+            self.set_read_ahead_kb(kb)?;
+        }
+        let now = self.queue()?;
+        let differs = |what: &str, asked: String, got: String| {
+            RigError::Unsupported(format!(
+                "{}: {what} is {got} after setting {asked}",
+                self.path.display()
+            ))
+        };
+        if let Some(asked) = queue.rotational {
+            if asked != now.rotational {
+                return Err(differs(
+                    "rotational",
+                    u8::from(asked).to_string(),
+                    u8::from(now.rotational).to_string(),
+                ));
+            }
+        }
+        for (what, asked, got) in [
+            ("read_ahead_kb", queue.read_ahead_kb, now.read_ahead_kb),
+            ("max_sectors_kb", queue.max_sectors_kb, now.max_sectors_kb),
+            (
+                "logical_block_size",
+                queue.logical_block_bytes,
+                now.logical_block_bytes,
+            ),
+        ] {
+            if let Some(asked) = asked {
+                if asked != got {
+                    return Err(differs(what, asked.to_string(), got.to_string()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn attach_inner(
+        file: &Path,
+        read_only: bool,
+        logical_block_bytes: Option<u32>,
+    ) -> Result<LoopDevice> {
         require_root("attaching a loop device")?;
         let backing_file = std::fs::canonicalize(file)
             .map_err(|e| RigError::io(format!("resolve {}", file.display()), e))?;
@@ -95,12 +199,19 @@ impl LoopDevice {
         };
         let file_fd = open_raw(&backing_file, mode)?;
         // Attached and registered as one step (see `cleanup::creating`).
-        let result = cleanup::creating(|| Self::attach_fd(file_fd, &backing_file, read_only));
+        let result = cleanup::creating(|| {
+            Self::attach_fd(file_fd, &backing_file, read_only, logical_block_bytes)
+        });
         unsafe { libc::close(file_fd) };
         result
     }
 
-    fn attach_fd(file_fd: libc::c_int, backing_file: &Path, read_only: bool) -> Result<LoopDevice> {
+    fn attach_fd(
+        file_fd: libc::c_int,
+        backing_file: &Path,
+        read_only: bool,
+        logical_block_bytes: Option<u32>,
+    ) -> Result<LoopDevice> {
         let control = open_raw(Path::new("/dev/loop-control"), libc::O_RDWR)?;
         // Another process may take the free device between GET_FREE and CONFIGURE: retry.
         let mut last_err = None;
@@ -126,6 +237,8 @@ impl LoopDevice {
             };
             let mut config: LoopConfig = unsafe { std::mem::zeroed() };
             config.fd = file_fd as u32;
+            // 0 lets the driver choose (512 over a file, the backing device's for direct I/O).
+            config.block_size = logical_block_bytes.unwrap_or(0);
             config.info.lo_flags =
                 LO_FLAGS_AUTOCLEAR | if read_only { LO_FLAGS_READ_ONLY } else { 0 };
             let name = backing_file.as_os_str().as_bytes();
@@ -221,6 +334,28 @@ impl LoopDevice {
         PathBuf::from(format!("/sys/block/loop{}/queue/{name}", self.number))
     }
 
+    /// Marks the queue rotational or not (`queue/rotational`), as the modelled drive's would
+    /// be: the loop driver copies the backing file's device's flag, which says nothing about
+    /// the drive the capture models.
+    pub fn set_rotational(&self, rotational: bool) -> Result<()> {
+        let want = if rotational { "1" } else { "0" };
+        let path = self.queue_attr("rotational");
+        write_attr(&path, want)?;
+        let now = read_attr(&path)?;
+        if now != want {
+            return Err(RigError::Unsupported(format!(
+                "{}: rotational is {now} after writing {want}",
+                self.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The queue the device presents now, read from sysfs ([`queue_of`]).
+    pub fn queue(&self) -> Result<DeviceQueue> {
+        queue_of(self.dev())
+    }
+
     /// Sets the block layer's readahead for this device (`queue/read_ahead_kb`) to the modelled
     /// disk's; a loop device's default is large and would hide the disk's behaviour.
     pub fn set_read_ahead_kb(&self, kb: u32) -> Result<()> {
@@ -288,6 +423,29 @@ impl LoopDevice {
         }
         Ok(())
     }
+}
+
+/// The queue attributes of block device (major, minor), from `/sys/dev/block/MAJ:MIN/queue`:
+/// what a trace of it records as the queue it came through.
+pub fn queue_of(dev: (u32, u32)) -> Result<DeviceQueue> {
+    let dir = PathBuf::from(format!("/sys/dev/block/{}:{}/queue", dev.0, dev.1));
+    let number = |name: &str| -> Result<u32> {
+        let path = dir.join(name);
+        let text = read_attr(&path)?;
+        text.parse().map_err(|_| RigError::Parse {
+            source_name: path.display().to_string(),
+            line: 1,
+            reason: format!("not a number: {text:?}"),
+        })
+    };
+    Ok(DeviceQueue {
+        rotational: number("rotational")? != 0,
+        read_ahead_kb: number("read_ahead_kb")?,
+        max_sectors_kb: number("max_sectors_kb")?,
+        scheduler: selected_value(&read_attr(&dir.join("scheduler"))?),
+        logical_block_bytes: number("logical_block_size")?,
+        physical_block_bytes: number("physical_block_size")?,
+    })
 }
 
 /// Detaches loop device `path` (for the stale sweep; the caller has checked it is ours).

@@ -21,7 +21,7 @@ use crate::mount::Mount;
 use crate::system::{read_attr, require_root, write_attr, TempFile};
 use crate::tracefs_text::{self, ProgressStyle, MARK_PREFIX};
 use layoutlab_trace::format::{DevId, ReadOptions};
-use layoutlab_trace::Trace;
+use layoutlab_trace::{DeviceQueue, Trace};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -419,6 +419,8 @@ impl Drop for Streamed {
 #[derive(Debug)]
 pub struct TracefsSession {
     dev: (u32, u32),
+    /// The device's queue when tracing started: the trace's [`Trace::queue`].
+    queue: DeviceQueue,
     marker: Marker,
     keep_text: bool,
     bio_queue: bool,
@@ -536,6 +538,8 @@ impl TracefsSession {
                 dev.0, dev.1
             )));
         }
+        // The queue the requests come through shapes them (docs/rig.md): recorded with them.
+        let queue = crate::loopdev::queue_of(dev)?;
         let (root, tracefs_mount) = tracefs_root()?;
         if !root.join("instances").is_dir() || !root.join("events/block/block_rq_issue").is_dir() {
             return Err(RigError::Unsupported(format!(
@@ -613,6 +617,7 @@ impl TracefsSession {
         };
         block.start_reader()?;
         let session = TracefsSession {
+            queue,
             dev,
             marker,
             keep_text: options.text_path.is_some(),
@@ -736,6 +741,18 @@ impl TracefsSession {
             devno: None,
         };
         let mut trace = layoutlab_trace::tracefs::read(&rewritten.text, &name, &opts)?;
+        // A queue changed while tracing would leave requests of two queues under one record.
+        let queue_now = crate::loopdev::queue_of(self.dev)?;
+        if queue_now != self.queue {
+            return Err(RigError::Unsupported(format!(
+                "the queue of device {}:{} changed during the capture: {} at the start, {} at the end",
+                self.dev.0,
+                self.dev.1,
+                self.queue.to_words(),
+                queue_now.to_words()
+            )));
+        }
+        trace.queue = Some(queue_now);
         let (bios, bio_events) = if self.bio_queue {
             (
                 Some(read_bios(&rewritten.text, self.dev, &name)?),

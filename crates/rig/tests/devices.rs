@@ -197,3 +197,48 @@ fn long_capture_streams_without_losing_events() {
         "sequential 4 KiB reads"
     );
 }
+
+/// A loop device presents the queue it is asked for, whatever its backing inherits, and a
+/// trace of it records that queue. Writing `rotational` resets the read-ahead on this kernel
+/// (128 KiB became 1024): the read-ahead must still be the one asked for.
+#[test]
+fn a_loop_device_presents_the_queue_asked_and_the_trace_records_it() {
+    if !root_or_skip("a_loop_device_presents_the_queue_asked_and_the_trace_records_it") {
+        return;
+    }
+    let image = TempFile::create_sparse(&scratch("present.img"), 64 << 20).unwrap();
+    for rotational in [false, true] {
+        let asked = layoutlab_rig::QueueSpec {
+            rotational: Some(rotational),
+            read_ahead_kb: Some(128),
+            max_sectors_kb: Some(512),
+            logical_block_bytes: Some(4096),
+        };
+        let dev = LoopDevice::attach_presenting(image.path(), true, &asked).unwrap();
+        let q = dev.queue().unwrap();
+        assert_eq!(q.rotational, rotational);
+        assert_eq!((q.read_ahead_kb, q.max_sectors_kb), (128, 512), "{q:?}");
+        assert_eq!(q.scheduler, "none");
+        // The loop driver gives physical = logical; it cannot be set apart.
+        assert_eq!(
+            (q.logical_block_bytes, q.physical_block_bytes),
+            (4096, 4096)
+        );
+        let session = TracefsSession::start(dev.dev(), &TraceOptions::default()).unwrap();
+        sh(&format!(
+            "dd if={} of=/dev/null bs=64k count=4 iflag=direct status=none",
+            dev.path().display()
+        ));
+        let capture = session.stop().unwrap();
+        assert_eq!(capture.trace.requests.len(), 4);
+        assert_eq!(capture.trace.queue.as_ref(), Some(&q));
+    }
+    // Bad input: a clear error, and no loop device left over the file.
+    let bad = layoutlab_rig::QueueSpec {
+        logical_block_bytes: Some(1000),
+        ..Default::default()
+    };
+    let e = LoopDevice::attach_presenting(image.path(), true, &bad).unwrap_err();
+    assert!(e.to_string().contains("power of two"), "{e}");
+    assert_eq!(loops_backed_by(image.path()), "");
+}

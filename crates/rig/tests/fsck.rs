@@ -3,7 +3,9 @@
 mod common;
 
 use common::*;
-use layoutlab_rig::{mkfs, run_e2fsck_traced, FsKind, FsckOptions, LoopDevice, Mount, TempFile};
+use layoutlab_rig::{
+    mkfs, run_e2fsck_traced, FsKind, FsckOptions, LoopDevice, Mount, QueueSpec, TempFile,
+};
 use layoutlab_trace::Op;
 
 /// A 1 GiB ext3 image with a few hundred files and directories (so pass 2 has work).
@@ -289,4 +291,160 @@ fn single_cpu_e2fsck_reads_the_bitmaps_in_one_sweep() {
             many.len()
         );
     }
+}
+
+/// (op, sector, sectors) of each request, in issue order: what the stream asked of the disk.
+fn stream(run: &layoutlab_rig::FsckRun) -> Vec<(u8, u64, u32)> {
+    run.capture
+        .trace
+        .requests
+        .iter()
+        .map(|r| (r.op as u8, r.sector, r.sectors))
+        .collect()
+}
+
+/// `e2fsck -fn -E readahead_kb=0` (the fsck experiments' arguments) through a read-only loop
+/// device over `file`, presenting `queue`, with the device's cache dropped.
+fn fsck_through(file: &std::path::Path, queue: &QueueSpec) -> layoutlab_rig::FsckRun {
+    let dev = LoopDevice::attach_presenting(file, true, queue).unwrap();
+    dev.flush_buffers().unwrap();
+    let opts = FsckOptions {
+        extra_args: vec!["-E".into(), "readahead_kb=0".into()],
+        ..FsckOptions::default()
+    };
+    let run = run_e2fsck_traced(dev.path(), dev.dev(), &opts).unwrap();
+    assert!(run.clean(), "e2fsck exit {}: {}", run.exit_code, run.stdout);
+    run
+}
+
+/// Issue 25: a loop device inherits `rotational` from its backing file's device (the issue
+/// saw e2fsck's stream differ between tmpfs and the VM's disk; docs/rig.md has what was
+/// measured since). Presenting the modelled disk's queue makes a capture of
+/// one image on tmpfs and on a disk file read the same sectors (and, on a quiet machine, in
+/// the same requests); the non-rotational capture of the same image is run and printed.
+#[test]
+fn a_capture_on_tmpfs_and_on_a_disk_file_give_the_same_requests() {
+    if !root_or_skip("a_capture_on_tmpfs_and_on_a_disk_file_give_the_same_requests") {
+        return;
+    }
+    let on_disk = populated_ext3("queue-disk");
+    {
+        // A few large files: their indirect blocks are what e2fsck's pass 1 reads between
+        // inode tables, where the two queues' streams part (metacluster-fsck).
+        let dev = LoopDevice::attach(on_disk.path(), false).unwrap();
+        let mount = Mount::new(dev.path(), None, "ext3", false, "").unwrap();
+        for f in 0..6 {
+            std::fs::write(mount.target().join(format!("big{f}")), vec![1u8; 24 << 20]).unwrap();
+        }
+    }
+    let shm = std::path::Path::new("/dev/shm");
+    assert!(
+        layoutlab_rig::is_memory_fs(shm).unwrap(),
+        "/dev/shm must be tmpfs for this test"
+    );
+    // What a plain attach inherits: the premise of the test, checked, not assumed.
+    let inherited = |file: &std::path::Path| {
+        let dev = LoopDevice::attach(file, true).unwrap();
+        dev.queue().unwrap().rotational
+    };
+    assert!(
+        inherited(on_disk.path()),
+        "the temp dir {} must be on a rotational disk (a loop device over it inherits 1)",
+        std::env::temp_dir().display()
+    );
+    let in_memory = TempFile::adopt(&shm.join(format!("rig-test-{}-queue", std::process::id())));
+    let cp = std::process::Command::new("cp")
+        .arg("--sparse=always")
+        .arg(on_disk.path())
+        .arg(in_memory.path())
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    assert!(
+        !inherited(in_memory.path()),
+        "a loop device over tmpfs inherits 0"
+    );
+
+    // Read-ahead 0. Any process's drop_caches (other tests, other runs on the machine) can
+    // evict the device's cache under e2fsck, which then reads a block again; with read-ahead
+    // on, that re-read starts a new read-ahead window and other sectors are read, so with 128
+    // KiB this comparison failed twice in about seventeen runs on a loaded machine. With 0 a
+    // re-read reads the same sectors: the request lists may differ by a few re-reads (up to 5
+    // of 4,415 in six runs here), the sectors read may not.
+    let disk = QueueSpec {
+        rotational: Some(true),
+        read_ahead_kb: Some(0),
+        max_sectors_kb: Some(512),
+        logical_block_bytes: Some(512),
+    };
+    let from_disk = fsck_through(on_disk.path(), &disk);
+    let from_memory = fsck_through(in_memory.path(), &disk);
+    let from_memory_ssd = fsck_through(
+        in_memory.path(),
+        &QueueSpec {
+            rotational: Some(false),
+            ..disk.clone()
+        },
+    );
+    let queue = from_memory.capture.trace.queue.clone().expect("recorded");
+    assert!(queue.rotational && queue.read_ahead_kb == 0 && queue.max_sectors_kb == 512);
+    assert_eq!(queue.scheduler, "none");
+    assert_eq!(queue.logical_block_bytes, 512);
+    assert_eq!(from_disk.capture.trace.queue, Some(queue));
+    // Sorted: e2fsck's last reads (superblock and descriptor backups) are issued together
+    // and reach the queue in either order; the set of requests is what must agree.
+    let sorted = |run: &layoutlab_rig::FsckRun| {
+        let mut s = stream(run);
+        s.sort();
+        s
+    };
+    let (a, b, c) = (
+        sorted(&from_disk),
+        sorted(&from_memory),
+        sorted(&from_memory_ssd),
+    );
+    eprintln!(
+        "requests: disk file {}, tmpfs {}, tmpfs non-rotational {}",
+        a.len(),
+        b.len(),
+        c.len()
+    );
+    assert!(a.len() > 100, "{} requests", a.len());
+    // The sectors read, as merged ranges: what the stream asked of the disk, whatever the
+    // requests' boundaries and re-reads. Compared exactly; the request lists are printed.
+    let covered = |s: &[(u8, u64, u32)]| -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for &(_, start, len) in s {
+            let end = start + u64::from(len);
+            match out.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => out.push((start, end)),
+            }
+        }
+        out
+    };
+    eprintln!("same request lists: {}", a == b);
+    if covered(&a) != covered(&b) {
+        let (ca, cb) = (covered(&a), covered(&b));
+        let only_a: Vec<_> = ca.iter().filter(|r| !cb.contains(r)).take(10).collect();
+        let only_b: Vec<_> = cb.iter().filter(|r| !ca.contains(r)).take(10).collect();
+        let sum = |c: &[(u64, u64)]| c.iter().map(|(s, e)| e - s).sum::<u64>();
+        eprintln!(
+            "covered differ: disk {} sectors, tmpfs {}; only disk {only_a:?}; only tmpfs {only_b:?}",
+            sum(&ca),
+            sum(&cb)
+        );
+    }
+    assert_eq!(
+        covered(&a),
+        covered(&b),
+        "same image, same queue, different backing: the sectors read differ"
+    );
+    // On this small image the flag does not change the sectors e2fsck reads either (docs/rig.md):
+    // printed, not asserted.
+    eprintln!(
+        "non-rotational: same request list {}, same sectors {}",
+        b == c,
+        covered(&b) == covered(&c)
+    );
 }

@@ -40,7 +40,10 @@ fn write_remount_read_delete(kind: FsKind, mkfs_args: &[&str]) {
         bytes: 512 * MIB,
         backing: Backing::Zram,
         resident_bytes: 64 * MIB,
-        read_ahead_kb: Some(128),
+        queue: layoutlab_rig::QueueSpec {
+            read_ahead_kb: Some(128),
+            ..layoutlab_rig::QueueSpec::default()
+        },
     };
     let mut fs = KernelFs::create(&opts).unwrap();
     let mount_point = fs.mount_point().to_path_buf();
@@ -144,7 +147,7 @@ fn sparse_file_backing_too() {
         bytes: 256 * MIB,
         backing: Backing::SparseFile(dir.clone()),
         resident_bytes: 64 * MIB,
-        read_ahead_kb: None,
+        queue: layoutlab_rig::QueueSpec::default(),
     };
     let mut fs = KernelFs::create(&opts).unwrap();
     let mut run = fs.trace(&TraceOptions::default()).unwrap();
@@ -180,7 +183,7 @@ fn too_little_disk_space_is_refused_before_anything_is_made() {
         bytes: 1 << 50,
         backing: Backing::SparseFile(dir.clone()),
         resident_bytes: 1 << 50,
-        read_ahead_kb: None,
+        queue: layoutlab_rig::QueueSpec::default(),
     };
     let err = KernelFs::create(&opts).unwrap_err().to_string();
     assert!(err.contains("space") || err.contains("free"), "{err}");

@@ -487,7 +487,7 @@ fn a_stream_the_kernel_refuses_stops_at_the_op_and_leaves_nothing() {
         bytes: pop.fs_bytes,
         backing: Backing::Zram,
         resident_bytes: 64 * MIB,
-        read_ahead_kb: None,
+        queue: layoutlab_rig::QueueSpec::default(),
     };
     let fs = KernelFs::create(&opts).unwrap();
     let mount_point = fs.mount_point().to_path_buf();

@@ -11,6 +11,9 @@
 //! and completion. They are written only when every request carries them, so a trace without
 //! them is written exactly as before; both headers are read.
 //!
+//! A trace that knows the queue it was captured through ([`crate::DeviceQueue`]) starts with
+//! one `#queue key=value ...` line before the header.
+//!
 //! `complete_ns` is empty when unknown; `op` is read, write, flush or discard; `flags` joins
 //! sync, meta, readahead, fua, preflush (and `bitN` for other bits) with `|`; `tag` is the tag
 //! name, quoted as RFC 4180 says when it holds a comma or a quote. Tag names may not hold
@@ -142,6 +145,13 @@ pub fn read(text: &str, file: &str) -> Result<Trace, TraceError> {
         }
         let err = |r: String| TraceError::at_line(file, line_no, r);
         if !seen_header {
+            if let Some(words) = line.trim().strip_prefix(crate::queue::CSV_PREFIX) {
+                if trace.queue.is_some() {
+                    return Err(err("a second #queue line".into()));
+                }
+                trace.queue = Some(crate::DeviceQueue::from_words(words).map_err(err)?);
+                continue;
+            }
             with_cpu = match line.trim() {
                 HEADER => false,
                 HEADER_CPU => true,
@@ -222,6 +232,11 @@ pub fn read(text: &str, file: &str) -> Result<Trace, TraceError> {
 pub fn write(trace: &Trace) -> Result<String, TraceError> {
     let mut out = String::with_capacity(trace.requests.len() * 48 + HEADER.len() + 1);
     let with_cpu = trace.has_cpu();
+    if let Some(q) = &trace.queue {
+        out.push_str(crate::queue::CSV_PREFIX);
+        out.push_str(&q.to_words());
+        out.push('\n');
+    }
     out.push_str(if with_cpu { HEADER_CPU } else { HEADER });
     out.push('\n');
     for (i, r) in trace.requests.iter().enumerate() {
@@ -245,4 +260,49 @@ pub fn write(trace: &Trace) -> Result<String, TraceError> {
         out.push('\n');
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod queue_tests {
+    use super::*;
+    use crate::DeviceQueue;
+
+    /// The queue a capture came through survives CSV, is detected as CSV, and a bad or
+    /// doubled `#queue` line is an error at its line, not a trace without a queue.
+    #[test]
+    fn the_queue_line_round_trips_and_bad_ones_are_refused() {
+        let mut t = Trace::default();
+        let tag = t.tag("pass1");
+        t.requests.push(Request {
+            issue_ns: 0,
+            complete_ns: Some(10),
+            op: Op::Read,
+            sector: 8,
+            sectors: 8,
+            flags: Flags::SYNC,
+            tag,
+            cpu: None,
+        });
+        t.queue = Some(DeviceQueue {
+            rotational: true,
+            read_ahead_kb: 128,
+            max_sectors_kb: 512,
+            scheduler: "none".into(),
+            logical_block_bytes: 512,
+            physical_block_bytes: 512,
+        });
+        let text = write(&t).unwrap();
+        assert!(text.starts_with("#queue rotational=1 "), "{text}");
+        assert_eq!(read(&text, "t.csv").unwrap(), t);
+        assert_eq!(
+            crate::format::detect(text.as_bytes()),
+            Some(crate::Format::Csv)
+        );
+        let doubled = format!("{}{text}", text.lines().next().unwrap().to_owned() + "\n");
+        let e = read(&doubled, "t.csv").unwrap_err().to_string();
+        assert!(e.contains("second #queue") && e.contains("line 2"), "{e}");
+        let bad = text.replace("rotational=1", "rotational=yes");
+        let e = read(&bad, "t.csv").unwrap_err().to_string();
+        assert!(e.contains("not 0 or 1"), "{e}");
+    }
 }

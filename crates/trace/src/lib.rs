@@ -39,6 +39,7 @@ pub mod disksim;
 pub mod error;
 pub mod fio;
 pub mod format;
+pub mod queue;
 mod rwbs;
 pub mod stats;
 mod text;
@@ -50,6 +51,7 @@ pub use format::{
     detect, read_as, read_bytes, read_path, read_path_with, write_path, write_string, DevId,
     Format, ReadOptions,
 };
+pub use queue::DeviceQueue;
 
 use serde::{Deserialize, Serialize};
 
@@ -134,6 +136,10 @@ pub struct Trace {
     pub requests: Vec<Request>,
     /// Tag names; index 0 is always "" (untagged).
     pub tags: Vec<String>,
+    /// The queue of the device it was captured on, when the capture recorded it (the rig
+    /// does; most other formats cannot say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<DeviceQueue>,
 }
 
 impl Default for Trace {
@@ -141,6 +147,7 @@ impl Default for Trace {
         Trace {
             requests: Vec::new(),
             tags: vec![String::new()],
+            queue: None,
         }
     }
 }

@@ -252,6 +252,7 @@ pub fn run(a: Args) -> Result<()> {
                 "age": a.age,
                 "aging_operations": aged.ops.len() - tree.ops.len(),
                 "kernel_mount_options": a.mount_options,
+                "kernel_queue": run.queue,
                 "same_tree": same_tree,
                 "engine": e,
                 "kernel": k,

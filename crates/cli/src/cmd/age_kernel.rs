@@ -40,7 +40,7 @@ pub struct Args {
     /// policy models).
     #[arg(long, default_value_t = 4)]
     pub linear_groups: u32,
-    /// Keep what the kernel chooses for the non-rotational zram device (ext4's
+    /// Keep zram's non-rotational queue and what the kernel chooses for it (ext4's
     /// mb_max_linear_groups 0, btrfs's ssd mode) instead of modelling a disk.
     #[arg(long)]
     pub nonrotational: bool,
@@ -89,6 +89,7 @@ pub fn run(a: Args) -> Result<()> {
         opts.ext4_linear_groups = Some(a.linear_groups);
     }
     if a.nonrotational {
+        opts.rotational = false;
         opts.ext4_linear_groups = None;
         opts.mount_options = String::new();
     }
@@ -124,6 +125,7 @@ pub fn run(a: Args) -> Result<()> {
             "mkfs_args": opts.mkfs_args,
             "mount_options": opts.mount_options,
             "ext4_linear_groups": opts.ext4_linear_groups,
+            "queue": run.queue,
             "writeback_mib": a.writeback_mib,
             "replay": run.replay,
             "summary": run.summary,

@@ -1068,6 +1068,9 @@ impl Device for Hdd {
     fn name(&self) -> &str {
         &self.spec.name
     }
+    fn rotational(&self) -> bool {
+        true
+    }
     fn capacity_sectors(&self) -> u64 {
         self.geometry.capacity_sectors()
     }

@@ -143,6 +143,10 @@ pub struct PolicyRun {
     /// Bytes of file data the layout placed (a full file system truncates the last files,
     /// and a policy that reserves space for metadata fits less).
     pub file_data_bytes: u64,
+    /// The queue the traced loop device presented (rotational, read-ahead, request size,
+    /// scheduler, block sizes), read back from sysfs: it shapes e2fsck's stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
     /// Where the image was kept (with --keep).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<PathBuf>,
@@ -369,12 +373,12 @@ pub(crate) fn run_one(
 
     let t = Instant::now();
     let run = {
-        let loopdev = LoopDevice::attach(image, true)?;
-        loopdev.set_read_ahead_kb(spec.os_read_ahead_kb)?;
-        if let Some(kb) = spec.os_max_sectors_kb {
-            loopdev.set_max_sectors_kb(kb)?;
-        }
-        loopdev.set_scheduler_none()?;
+        let queue = crate::support::capture_queue(
+            &opts.device,
+            Some(spec.os_read_ahead_kb),
+            spec.os_max_sectors_kb,
+        )?;
+        let loopdev = LoopDevice::attach_presenting(image, true, &queue)?;
         // Only the loop device's own cache: e2fsck's reads must reach the traced device. The
         // image file's host page cache may stay warm — host time is inside each request's
         // service time on the loop device, which the device model replaces.
@@ -478,6 +482,7 @@ pub(crate) fn run_one(
         cpu_seconds: replayed.cpu_not_overlapped_ns / 1e9 + head_seconds + tail_seconds,
         mb_read: passes.iter().map(|p| p.mb_read).sum(),
         requests: trace.requests.len() as u64,
+        capture_queue: trace.queue.clone(),
         measured_here: MeasuredHere {
             real_seconds: total.map(|s| s.real_s).unwrap_or(0.0),
             user_seconds: total.map(|s| s.user_s).unwrap_or(0.0),
@@ -606,6 +611,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
             cpu_seconds: 3.0 * k,
             mb_read: passes.iter().map(|p| p.mb_read).sum(),
             requests: trace.requests.len() as u64,
+            capture_queue: None,
             measured_here: MeasuredHere {
                 real_seconds: 4.2 * k,
                 user_seconds: 0.1,

@@ -118,6 +118,7 @@ pub fn apply(trace: &Trace, inode: &PlannedInode, block_size: u64, n: u64) -> Ap
     applied.trace = Trace {
         requests: out,
         tags: trace.tags.clone(),
+        queue: trace.queue.clone(),
     };
     applied
 }
@@ -170,6 +171,7 @@ mod tests {
         Trace {
             requests: reqs,
             tags: vec![String::new(), "b".into()],
+            queue: None,
         }
     }
 

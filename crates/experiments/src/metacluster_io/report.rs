@@ -58,6 +58,10 @@ pub struct BenchRun {
     /// Their modelled start times, s (not serialized).
     #[serde(skip)]
     pub start_s: Vec<f64>,
+    /// The queue the traced loop device presented (docs/rig.md), when the trace came from
+    /// a capture.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
 }
 
 /// JSON of `--json`.
@@ -114,6 +118,7 @@ fn summarize(
         }
     }
     BenchRun {
+        capture_queue: trace.queue.clone(),
         benchmark,
         policy: policy.to_string(),
         ind_readahead,
@@ -197,6 +202,11 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
     }
     let profile = layoutlab_layout::MkfsProfile::by_name(&spec.mkfs_profile)?;
     let dev = crate::support::load_device(&device)?;
+    let queue = crate::support::capture_queue(
+        &device,
+        Some(spec.os_read_ahead_kb),
+        Some(spec.os_max_sectors_kb),
+    )?;
     let block = u64::from(profile.block_size_bytes);
     let fs_bytes = scaled_bytes(spec.fs_gb, scale, block)?;
     let seq_bytes = scaled_bytes(spec.seq_file_gb, scale, block)?;
@@ -281,14 +291,7 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 runs.push(r);
             }
             if wants(2) {
-                let mut kfs = kernel::mount_image(
-                    &profile,
-                    &geometry,
-                    &plan,
-                    &workdir,
-                    spec.os_read_ahead_kb,
-                    spec.os_max_sectors_kb,
-                )?;
+                let mut kfs = kernel::mount_image(&profile, &geometry, &plan, &workdir, &queue)?;
                 let acc = kernel::accesses(2, seq_bytes, &spec, scale, exp.seed);
                 let (trace, here) = kernel::traced_reads(&mut kfs, "b2", &acc, false)?;
                 drop(kfs);
@@ -309,14 +312,7 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 random_bytes as f64 / 1e9,
                 inode.mapping.len()
             );
-            let mut kfs = kernel::mount_image(
-                &profile,
-                &geometry,
-                &plan,
-                &workdir,
-                spec.os_read_ahead_kb,
-                spec.os_max_sectors_kb,
-            )?;
+            let mut kfs = kernel::mount_image(&profile, &geometry, &plan, &workdir, &queue)?;
             for b in [3u32, 4].into_iter().filter(|b| wants(*b)) {
                 let acc = kernel::accesses(b, random_bytes, &spec, scale, exp.seed);
                 let (trace, here) = kernel::traced_reads(&mut kfs, &format!("b{b}"), &acc, true)?;

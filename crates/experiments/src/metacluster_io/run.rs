@@ -109,16 +109,15 @@ pub fn file_inode(plan: &Plan) -> Result<&PlannedInode> {
 }
 
 /// Writes the planned image at `path` (mke2fs, then libext2fs places every block), checks it
-/// with the real `e2fsck -fn`, then mounts it with today's kernel on a loop device whose
-/// read-ahead and largest request are the 2007 values. The image lives in `workdir` (a
-/// sparse file; file data is never written).
+/// with the real `e2fsck -fn`, then mounts it with today's kernel on a loop device that
+/// presents `queue` (the modelled disk's: rotational, the 2007 read-ahead and largest
+/// request). The image lives in `workdir` (a sparse file; file data is never written).
 pub fn mount_image(
     profile: &MkfsProfile,
     geometry: &Geometry,
     plan: &Plan,
     workdir: &Path,
-    read_ahead_kb: u32,
-    max_sectors_kb: u32,
+    queue: &layoutlab_rig::QueueSpec,
 ) -> Result<KernelFs> {
     let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
     let opts = KernelFsOptions {
@@ -135,7 +134,7 @@ pub fn mount_image(
         resident_bytes: plan.mapping_blocks() * u64::from(geometry.block_size_bytes)
             + fs_bytes / 256
             + (256 << 20),
-        read_ahead_kb: Some(read_ahead_kb),
+        queue: queue.clone(),
     };
     let kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
         layoutlab_image::mkfs_profile(path, fs_bytes, profile).map_err(|e| e.to_string())?;
@@ -149,7 +148,6 @@ pub fn mount_image(
         }
         Ok(())
     })?;
-    kfs.device().set_max_sectors_kb(max_sectors_kb)?;
     Ok(kfs)
 }
 
@@ -207,6 +205,7 @@ pub fn only_tag(trace: &Trace, tag: &str) -> Trace {
         return Trace {
             requests: Vec::new(),
             tags: trace.tags.clone(),
+            queue: trace.queue.clone(),
         };
     };
     Trace {
@@ -217,6 +216,7 @@ pub fn only_tag(trace: &Trace, tag: &str) -> Trace {
             .cloned()
             .collect(),
         tags: trace.tags.clone(),
+        queue: trace.queue.clone(),
     }
 }
 

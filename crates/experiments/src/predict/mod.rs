@@ -115,6 +115,10 @@ pub struct Report {
     pub fs_bytes: u64,
     /// Requests the checker issued.
     pub requests: u64,
+    /// The queue the traced loop device presented (the first preset's rotational flag;
+    /// docs/rig.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
     /// MB read.
     pub mb_read: f64,
     /// The checker's CPU seconds as the scheduler accounted them, if it could.
@@ -153,6 +157,17 @@ struct Checked {
     head_tail_cpu_s: (f64, f64),
     cpu_seconds: Option<f64>,
     output: String,
+}
+
+/// The queue the loop device presents: the first preset's rotational flag (one capture is
+/// priced on every preset, so a list mixing disks and SSDs prices the others on the first
+/// one's stream; docs/rig.md). Read-ahead and request size stay the kernel's, as before.
+fn capture_queue(opts: &PredictOptions) -> Result<layoutlab_rig::QueueSpec> {
+    let first = opts
+        .devices
+        .first()
+        .context("no device presets to predict on")?;
+    crate::support::capture_queue(first, None, None)
 }
 
 /// Runs the whole prediction for `path`.
@@ -203,8 +218,7 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
     let prepared = source::prepare(&source, &opts.workdir)?;
     let started = std::time::Instant::now();
     let (checked, fs_bytes) = {
-        let loopdev = LoopDevice::attach(&prepared.path, true)?;
-        loopdev.set_scheduler_none()?;
+        let loopdev = LoopDevice::attach_presenting(&prepared.path, true, &capture_queue(opts)?)?;
         loopdev.flush_buffers()?;
         let fs_bytes = loop_bytes(loopdev.path())?;
         eprintln!(
@@ -240,6 +254,7 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
         peak_memory_source: checked.peak_memory_source,
         fs_bytes,
         requests: checked.trace.requests.len() as u64,
+        capture_queue: checked.trace.queue.clone(),
         mb_read: read_mb(&checked.trace),
         cpu_seconds: checked.cpu_seconds,
         seconds_here,
@@ -337,8 +352,7 @@ fn relayout_all(image: &Path, fs_bytes: u64, opts: &PredictOptions) -> Result<Ve
         eprintln!("[{name}] writing the image through libext2fs ...");
         layoutlab_image::materialize(img.path(), &plan)?;
         let checked = {
-            let loopdev = LoopDevice::attach(img.path(), true)?;
-            loopdev.set_scheduler_none()?;
+            let loopdev = LoopDevice::attach_presenting(img.path(), true, &capture_queue(opts)?)?;
             loopdev.flush_buffers()?;
             eprintln!("[{name}] running e2fsck read-only under block tracing ...");
             check_ext(&loopdev, opts.e2fsck)?

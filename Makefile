@@ -6,16 +6,17 @@ BIN := target/release/layoutlab
 # Upstream e2fsprogs tarballs (1.40.2, 1.41.4, 1.41.14) for the period checkers: beside the clone.
 VENDOR ?= $(CURDIR)/../shared/vendor
 
-.PHONY: all deps build demo test lint bench clean-work docs-figures
+.PHONY: all deps debs period-e2fsprogs build demo test lint bench clean-work docs-figures
 
 all: build
 
+# Everything the tests need: the Debian packages and Rust (debs), then the period e2fsprogs.
+deps: debs period-e2fsprogs
+
 # Debian packages the rig and the image writer need (real mke2fs/e2fsck/debugfs, libext2fs
 # headers for the C shim, fio, mkfs.xfs, mkfs.btrfs; Slurm and munge for the private cluster of the
-# sweep test). apt-get runs only if something is missing. Then the period e2fsprogs (e2fsck,
-# mke2fs, debugfs, dumpe2fs of 1.40.2, 1.41.4, 1.41.14) from $(VENDOR) into
-# ~/.cache/layoutlab/e2fsprogs, reused while the tarball and flags are unchanged.
-deps:
+# sweep test). apt-get runs only if something is missing.
+debs:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
@@ -24,9 +25,15 @@ deps:
 	fi
 	@command -v $(CARGO) >/dev/null || { echo "installing Rust (Debian cargo)"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo rustc; }
+
+# The period e2fsprogs (e2fsck, mke2fs, debugfs, dumpe2fs of 1.40.2, 1.41.4, 1.41.14) from
+# $(VENDOR) into ~/.cache/layoutlab/e2fsprogs, reused while the tarball and flags are unchanged.
+# Only `--e2fsck VERSION` and the period oracle tests use them, so `make build`/`demo` do not wait
+# for them (nor need ../shared beside the clone).
+period-e2fsprogs:
 	scripts/build-period-e2fsprogs.sh $(VENDOR)
 
-build: deps
+build: debs
 	$(CARGO) build --release --locked -p layoutlab-cli
 
 # The main job: the first headline result, at the experiment's default scale (~1 minute).
@@ -39,7 +46,7 @@ demo: build
 test: deps
 	CARGO=$(CARGO) python3 scripts/run-tests.py $(FILTER)
 
-lint: deps
+lint: debs
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 

@@ -153,15 +153,17 @@ fn metacluster_fsck_end_to_end_json_contract() {
             .iter()
             .any(|p| p["pass"] == 1 && p["mb_read"].as_f64().unwrap() > 0.0));
     }
-    // At this scale the model predicts 4.7 s → 1.34 s, a 71.7% reduction (two runs
-    // 2026-11-23: 0.7166, 0.7176; the CPU time measured between requests is ~2% of the
-    // total, so machine load moves it by well under a point). ±5 points holds that and breaks
+    // At this scale the model predicted 4.7 s → 1.34 s, a 71.7% reduction, on 2026-11-23 (two
+    // runs: 0.7166, 0.7176). On 2026-11-26 it predicts 4.5 s → 1.04 s, 0.770-0.773 (8 runs: this
+    // code and 6816778's alike, quiet and with both CPUs busy; the ext3-2007 stream is the stored
+    // trace's 1,114 requests either way), so the level moved with something outside the code we
+    // could not find (docs/testing.md). The band covers both levels, 0.70-0.80, and still breaks
     // on a real regression: the drive's read-ahead off gives ~49% at scale 0.05, no
     // almost-read-hits ~64%, a metacluster that does not cluster ~0%.
     let red = v["reduction"].as_f64().unwrap();
     assert!(
-        (0.667..=0.767).contains(&red),
-        "reduction {red:.4} outside 0.717 ± 0.05: {v}"
+        (0.70..=0.80).contains(&red),
+        "reduction {red:.4} outside 0.70-0.80: {v}"
     );
     // What pass 1 read, by class of block (docs/experiments/metacluster-fsck.md): both
     // layouts read the same inode tables at the same drive cost; vanilla's indirect blocks

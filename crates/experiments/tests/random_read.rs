@@ -87,50 +87,32 @@ fn mapping_reads_are_the_distinct_mapping_blocks_the_reads_walk_through() {
     }
 }
 
-/// ext3 and the raw device at the experiment's default scale, with its own seeded reads:
-/// (ext3 runs, raw runs), buffered then direct.
-fn ext3_and_raw(
+/// `reads` seeded random reads of target `name` ("ext3" or "raw") at the experiment's default
+/// scale, buffered then direct, priced on its disk.
+fn both_modes(
     spec: &RandomReadSpec,
-    scale: f64,
+    name: &str,
     reads: u64,
     seed: u64,
-) -> (
-    Vec<layoutlab_experiments::random_read::ReadRun>,
-    Vec<layoutlab_experiments::random_read::ReadRun>,
-) {
-    let (file_bytes, fs_bytes) = sizes(spec, scale);
+) -> Vec<layoutlab_experiments::random_read::ReadRun> {
+    let (file_bytes, fs_bytes) = sizes(spec, spec.default_scale);
     let offs =
         layoutlab_experiments::random_read::offsets(seed, reads, file_bytes, spec.read_bytes);
-    let modes = ["buffered".to_string(), "direct".to_string()];
-    let work = std::env::temp_dir();
-    let ext3 = layoutlab_experiments::kernel_profile::by_name("ext3").unwrap();
-    let a = run_target(
+    let profile =
+        (name != "raw").then(|| layoutlab_experiments::kernel_profile::by_name(name).unwrap());
+    run_target(
         spec,
-        "ext3",
-        Some(&ext3),
-        &modes,
+        name,
+        profile.as_ref(),
+        &["buffered".to_string(), "direct".to_string()],
         file_bytes,
         fs_bytes,
         &offs,
         "sata-2t-5400-2010",
-        &work,
+        &std::env::temp_dir(),
         seed,
     )
-    .unwrap();
-    let b = run_target(
-        spec,
-        "raw",
-        None,
-        &modes,
-        file_bytes,
-        fs_bytes,
-        &offs,
-        "sata-2t-5400-2010",
-        &work,
-        seed,
-    )
-    .unwrap();
-    (a, b)
+    .unwrap()
 }
 
 /// docs/experiments/random-read.md, "Results": at the default scale (a 9.5 GB file, 2,269
@@ -148,7 +130,8 @@ fn ext3_costs_about_one_read_per_mapping_block_over_raw_at_the_default_scale() {
     layoutlab_rig::cleanup::install();
     let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
     let spec: RandomReadSpec = exp.params().unwrap();
-    let (ext3, raw) = ext3_and_raw(&spec, spec.default_scale, spec.reads, exp.seed);
+    let ext3 = both_modes(&spec, "ext3", spec.reads, exp.seed);
+    let raw = both_modes(&spec, "raw", spec.reads, exp.seed);
     for ((e, r), doc) in ext3.iter().zip(&raw).zip([1.3, 1.4]) {
         assert_eq!(e.mode, r.mode);
         assert_eq!(e.mapping_blocks, 2269, "{e:?}");
@@ -192,25 +175,9 @@ fn mapping_reads_per_read_follow_the_occupancy_law() {
     let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
     let mut spec: RandomReadSpec = exp.params().unwrap();
     spec.targets = vec!["ext3".into()];
-    let (file_bytes, fs_bytes) = sizes(&spec, spec.default_scale);
     let m = 2269.0_f64;
     let n = (2.205 * m).round() as u64;
-    let offs =
-        layoutlab_experiments::random_read::offsets(exp.seed, n, file_bytes, spec.read_bytes);
-    let ext3 = layoutlab_experiments::kernel_profile::by_name("ext3").unwrap();
-    let runs = run_target(
-        &spec,
-        "ext3",
-        Some(&ext3),
-        &["buffered".to_string(), "direct".to_string()],
-        file_bytes,
-        fs_bytes,
-        &offs,
-        "sata-2t-5400-2010",
-        &std::env::temp_dir(),
-        exp.seed,
-    )
-    .unwrap();
+    let runs = both_modes(&spec, "ext3", n, exp.seed);
     let law = m * (1.0 - (-(n as f64) / m).exp()) / n as f64;
     assert!((law - 0.4035).abs() < 0.001, "{law}");
     for r in &runs {

@@ -173,8 +173,7 @@ fn mapping_reads_per_read_follow_the_occupancy_law() {
     }
     layoutlab_rig::cleanup::install();
     let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
-    let mut spec: RandomReadSpec = exp.params().unwrap();
-    spec.targets = vec!["ext3".into()];
+    let spec: RandomReadSpec = exp.params().unwrap();
     let m = 2269.0_f64;
     let n = (2.205 * m).round() as u64;
     let runs = both_modes(&spec, "ext3", n, exp.seed);

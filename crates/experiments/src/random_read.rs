@@ -624,8 +624,10 @@ fn traced_reads(
             .with_context(|| format!("read {} at {o}", path.display()))?;
     }
     let seconds_here = t.elapsed().as_secs_f64();
-    let after = layoutlab_rig::settled_stat_sectors(dev_name)?;
+    // Marked before the counters settle, so that each request traced in the phase is
+    // counted by `after` (request_merging::traced_dd does the same).
     session.mark("after")?;
+    let after = layoutlab_rig::settled_stat_sectors(dev_name)?;
     let capture = session.stop()?;
     if capture.lost_events > 0 {
         bail!(

@@ -269,29 +269,54 @@ impl KernelFs {
 /// much dirty memory; a minute outlasts that and costs nothing on an idle device.
 const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// [`device_stat_sectors`] once nothing is in flight on the device, so that a request is
-/// never counted on one side of a phase's boundary and traced on the other. A device still
-/// busy after [`SETTLE_LIMIT`] is an error: counters read then would not describe the phase.
+/// How long a device's counters must stay unchanged, with nothing in flight, before
+/// [`settled_stat_sectors`] trusts them. `inflight` alone is not proof of quiet: it counts
+/// only started requests, so a request whose dispatch was deferred to kblockd (a plug flushed
+/// as its task slept or exited) is not in it yet, and a request is marked complete before its
+/// completion is accounted (in a softirq that may run on the other CPU). On a loaded machine
+/// either gap is a scheduler slice (milliseconds); CI once read the counters inside one and
+/// found a whole 1 MiB read-ahead request traced but not counted. A chosen bound, several
+/// slices long; it costs two waits per traced phase.
+const SETTLE_QUIET: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// [`device_stat_sectors`] once nothing is in flight on the device and its counters have not
+/// moved for [`SETTLE_QUIET`], so that a request is never counted on one side of a phase's
+/// boundary and traced on the other. A device still busy after [`SETTLE_LIMIT`] is an error:
+/// counters read then would not describe the phase.
 pub fn settled_stat_sectors(dev_name: &str) -> Result<(u64, u64)> {
     let inflight = format!("/sys/block/{dev_name}/inflight");
-    let start = std::time::Instant::now();
-    loop {
+    let idle = || -> Result<bool> {
         let text = std::fs::read_to_string(&inflight)
             .map_err(|e| RigError::io(format!("read {inflight}"), e))?;
-        if text.split_whitespace().all(|n| n == "0") {
-            break;
+        Ok(text.split_whitespace().all(|n| n == "0"))
+    };
+    let start = std::time::Instant::now();
+    let mut last: Option<(u64, u64)> = None;
+    loop {
+        if idle()? {
+            let now = device_stat_sectors(dev_name)?;
+            if last == Some(now) {
+                return Ok(now);
+            }
+            last = Some(now);
+        } else {
+            last = None;
         }
         if start.elapsed() > SETTLE_LIMIT {
+            let text = std::fs::read_to_string(&inflight).unwrap_or_default();
             return Err(RigError::Unsupported(format!(
-                "{dev_name} still had requests in flight ({}) after {} s; its counters cannot \
-                 be read between phases",
+                "{dev_name} still had requests in flight ({}) or moving counters after {} s; \
+                 its counters cannot be read between phases",
                 text.trim(),
                 SETTLE_LIMIT.as_secs()
             )));
         }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::thread::sleep(if last.is_some() {
+            SETTLE_QUIET
+        } else {
+            std::time::Duration::from_millis(5)
+        });
     }
-    device_stat_sectors(dev_name)
 }
 
 /// Sectors read and written as the device counts them (`/sys/block/DEV/stat` fields 3 and 7,

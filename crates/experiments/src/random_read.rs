@@ -624,8 +624,9 @@ fn traced_reads(
             .with_context(|| format!("read {} at {o}", path.display()))?;
     }
     let seconds_here = t.elapsed().as_secs_f64();
-    // Marked before the counters settle, so that each request traced in the phase is
-    // counted by `after` (request_merging::traced_dd does the same).
+    // Settled on both sides of the mark, as request_merging::traced_dd does: a late-issued
+    // request falls inside the phase, and each traced one is counted by `after`.
+    layoutlab_rig::settled_stat_sectors(dev_name)?;
     session.mark("after")?;
     let after = layoutlab_rig::settled_stat_sectors(dev_name)?;
     let capture = session.stop()?;

@@ -349,8 +349,10 @@ pub fn traced_dd(
         let t = std::time::Instant::now();
         run_dd(path, mode == "direct", *op, mib)?;
         let seconds_here = t.elapsed().as_secs_f64();
-        // Marked before the counters settle: every request traced in the phase is then
-        // counted by `after`, and only foreign I/O could be counted and not traced.
+        // The device settles before the mark (a request dd left for kblockd to dispatch is
+        // issued inside the phase) and again after it (a request traced in the phase is
+        // counted by `after`).
+        layoutlab_rig::settled_stat_sectors(&dev_name)?;
         session.mark("between")?;
         let after = layoutlab_rig::settled_stat_sectors(&dev_name)?;
         windows.push((tag, mode.clone(), *op, before, after, seconds_here));

@@ -441,7 +441,9 @@ fn schedule(
         };
         match next {
             Ok(job) => {
-                let arrival_ns = since_ns(t0, job.arrived) as f64 * scale;
+                // Whole ns, as a trace keeps them: an open-loop replay of the served stream
+                // then hands the model the very same arrival times.
+                let arrival_ns = (since_ns(t0, job.arrived) as f64 * scale).round();
                 let complete_ns = model(arrival_ns, &job.request).max(arrival_ns);
                 let due_ns = (complete_ns / scale).round() as u64;
                 let log_index = {

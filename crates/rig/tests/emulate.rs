@@ -15,6 +15,20 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// The tests of this file one at a time, so that one's resources are not another's leftovers.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the emulator registered and has not undone: its mount, directory and loop device.
+fn emulator_resources() -> Vec<String> {
+    layoutlab_rig::cleanup::pending()
+        .into_iter()
+        .filter(|l| l.contains("layoutlab-mnt-"))
+        .collect()
+}
+
 /// A device that takes `service_ns` per request, one at a time.
 fn fixed_model(service_ns: f64) -> impl FnOnce() -> ServiceModel + Send + 'static {
     move || {
@@ -79,6 +93,7 @@ fn a_request_reaches_the_daemon_whole_and_completes_no_sooner_than_the_model() {
     if !root_or_skip("a_request_reaches_the_daemon_whole_and_completes_no_sooner_than_the_model") {
         return;
     }
+    let _serial = serial();
     let image = patterned("emu-whole.img", 16 << 20);
     let out = scratch("emu-whole.out");
     let emulator = Emulator::start(image.path(), &options(true, 1.0), fixed_model(30e6)).unwrap();
@@ -116,6 +131,7 @@ fn the_time_scale_divides_the_wall_time_and_the_model_time_is_charged() {
     if !root_or_skip("the_time_scale_divides_the_wall_time_and_the_model_time_is_charged") {
         return;
     }
+    let _serial = serial();
     let image = patterned("emu-scale.img", 4 << 20);
     let out = scratch("emu-scale.out");
     let k = 8.0;
@@ -145,6 +161,7 @@ fn a_read_only_check_leaves_the_image_unchanged_and_writes_are_refused() {
     if !root_or_skip("a_read_only_check_leaves_the_image_unchanged_and_writes_are_refused") {
         return;
     }
+    let _serial = serial();
     let image = TempFile::create_sparse(&scratch("emu-ro.img"), 64 << 20).unwrap();
     let tree = scratch("emu-ro-tree");
     std::fs::create_dir_all(tree.join("d")).unwrap();
@@ -210,6 +227,7 @@ fn writes_reach_the_image_when_asked() {
     if !root_or_skip("writes_reach_the_image_when_asked") {
         return;
     }
+    let _serial = serial();
     let image = patterned("emu-rw.img", 4 << 20);
     let emulator = Emulator::start(image.path(), &options(false, 1.0), fixed_model(1e6)).unwrap();
     let status = Command::new("dd")
@@ -244,6 +262,7 @@ fn stopping_leaves_no_loop_device_mount_or_directory() {
     if !root_or_skip("stopping_leaves_no_loop_device_mount_or_directory") {
         return;
     }
+    let _serial = serial();
     let image = patterned("emu-stop.img", 1 << 20);
     let emulator = Emulator::start(image.path(), &options(true, 1.0), fixed_model(1e6)).unwrap();
     let disk = emulator.disk_file();
@@ -277,8 +296,8 @@ fn bad_input_is_refused_and_creates_nothing() {
     if !root_or_skip("bad_input_is_refused_and_creates_nothing") {
         return;
     }
+    let _serial = serial();
     let image = patterned("emu-bad.img", 1 << 20);
-    let before = layoutlab_rig::cleanup::pending().len();
     for (opts, want) in [
         (options(true, 0.0), "time scale"),
         (options(true, f64::NAN), "time scale"),
@@ -304,5 +323,5 @@ fn bad_input_is_refused_and_creates_nothing() {
     f.set_len(4097).unwrap();
     let err = Emulator::start(odd.path(), &options(true, 1.0), fixed_model(1e6)).unwrap_err();
     assert!(err.to_string().contains("512-byte sectors"), "{err}");
-    assert_eq!(layoutlab_rig::cleanup::pending().len(), before);
+    assert_eq!(emulator_resources(), Vec::<String>::new());
 }

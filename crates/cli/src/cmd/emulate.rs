@@ -80,6 +80,25 @@ fn model_of(preset: &str) -> Result<impl FnOnce() -> layoutlab_rig::ServiceModel
     })
 }
 
+/// The shortest answer the route gives, µs: `bench emulate` measured the kernel's completion
+/// 45-110 µs (medians 72-108 µs over four runs of e2fsck on sata-400g-2007) later than the
+/// model's on this machine (docs/emulate.md), and the Memulator's bar allows 100 µs. A device
+/// whose 4 KiB read, divided by the time scale, is shorter than this cannot be emulated here.
+const ROUTE_FLOOR_US: f64 = 100.0;
+
+/// How long `preset`'s model takes for one 4 KiB read on the idle device at its first sector,
+/// divided by `time_scale`, in µs: what [`ROUTE_FLOOR_US`] is compared with.
+fn idle_read_us(preset: &str, time_scale: f64) -> Result<f64> {
+    let mut server = ArrivalServer::new(load_device(preset)?);
+    let read = IoRequest {
+        op: Op::Read,
+        sector: 0,
+        sectors: 8,
+        flags: Flags::default(),
+    };
+    Ok(server.serve(0.0, &read).complete_ns / time_scale / 1e3)
+}
+
 /// Starts the emulator as `a` asks (shared with `bench emulate`).
 pub fn start(
     preset: &str,
@@ -90,6 +109,18 @@ pub fn start(
     max_sectors_kb: u32,
 ) -> Result<Emulator> {
     let make = model_of(preset)?;
+    if !(time_scale.is_finite() && time_scale > 0.0) {
+        bail!("--time-scale {time_scale}: it must be a positive number (1 answers at the model's time)");
+    }
+    let read_us = idle_read_us(preset, time_scale)?;
+    if read_us < ROUTE_FLOOR_US {
+        bail!(
+            "{preset} is faster than this route can honour: its 4 KiB read takes {read_us:.0} µs \
+             at time scale {time_scale}, and the FUSE and loop route answers no sooner than about \
+             {ROUTE_FLOOR_US:.0} µs after the kernel issues a request (docs/emulate.md); use a \
+             slower device or a smaller time scale"
+        );
+    }
     let queue = capture_queue(preset, Some(read_ahead_kb), Some(max_sectors_kb))?;
     let opts = EmulateOptions {
         read_only,

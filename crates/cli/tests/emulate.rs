@@ -260,3 +260,49 @@ fn a_preset_faster_than_the_route_is_refused_and_nothing_is_made() {
     assert!(stderr(&o).contains("at time scale 1000"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn metacluster_fsck_closed_loop_reports_the_emulated_time_beside_the_replay() {
+    if !is_root() {
+        eprintln!("skipped: a closed-loop capture needs root (FUSE mount, loop device, tracefs)");
+        return;
+    }
+    let dir = scratch("emulate", "closed-loop");
+    let json = dir.join("r.json");
+    let o = layoutlab(&[
+        "reproduce",
+        "metacluster-fsck",
+        "--scale",
+        "0.005",
+        "--closed-loop",
+        "8",
+        "--out",
+        dir.join("out").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        let closed = &run["closed_loop"];
+        assert_eq!(closed["time_scale"], 8.0, "{run}");
+        // e2fsck ran on the emulated device: the emulator served every request the kernel
+        // traced, one for one (requests reach the daemon whole).
+        assert_eq!(closed["requests_served"], run["requests"], "{run}");
+        assert!(closed["measured_seconds"].as_f64().unwrap() > 0.0);
+        // The open-loop replay of the same stream stays beside it.
+        assert!(run["total_seconds"].as_f64().unwrap() > 0.0);
+    }
+    // Closed loop is for e2fsck captures: another operation refuses it.
+    let o = layoutlab(&["reproduce", "fio-randread", "--closed-loop"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("applies to fsck experiments"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

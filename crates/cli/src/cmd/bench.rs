@@ -269,7 +269,9 @@ pub fn run(cmd: Command) -> Result<()> {
                      p99 {:.0}, max {:.0}; model service µs p1/p50/p99 {:.0}/{:.0}/{:.0}; \
                      reply lateness p50 {:.0} µs, p99 {:.0} µs; delay above the route's best \
                      in (issue → daemon) p50 {:.0} µs, p99 {:.0} µs, out (reply → complete) \
-                     p50 {:.0} µs, p99 {:.0} µs; e2fsck {:.2} s\n",
+                     p50 {:.0} µs, p99 {:.0} µs; e2fsck {:.2} s here; closed loop {:.3} s, \
+                     open-loop replay of that stream {:.3} s; plain loop device: {} requests, \
+                     open loop {:.3} s\n",
                     r.preset,
                     r.time_scale,
                     r.kernel_requests,
@@ -289,7 +291,11 @@ pub fn run(cmd: Command) -> Result<()> {
                     r.inbound_above_best_us[1],
                     r.outbound_above_best_us[0],
                     r.outbound_above_best_us[1],
-                    r.wall_s
+                    r.wall_s,
+                    r.closed_loop_s,
+                    r.open_loop_same_stream_s,
+                    r.plain_requests,
+                    r.plain_open_loop_s
                 ));
                 results.push(r);
             }

@@ -4,11 +4,10 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
-use layoutlab_device::serve::ArrivalServer;
-use layoutlab_device::IoRequest;
-use layoutlab_experiments::support::{capture_queue, load_device};
-use layoutlab_rig::{EmulateOptions, EmulatedRequest, Emulator};
-use layoutlab_trace::{Flags, Op};
+use layoutlab_device::replay::{replay, ReplayOptions};
+use layoutlab_experiments::support::{capture_queue, charged_ns, load_device, start_emulator};
+use layoutlab_rig::{EmulatedRequest, Emulator};
+use layoutlab_trace::Op;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -59,47 +58,8 @@ struct LoggedRequest {
     reply_late_ns: f64,
 }
 
-/// The model the emulator asks: the preset behind its FCFS host queue, the replay's own.
-fn model_of(preset: &str) -> Result<impl FnOnce() -> layoutlab_rig::ServiceModel + Send> {
-    // Loaded here to refuse a bad name before anything is created; loaded again on the
-    // scheduler thread, because a model need not be `Send`.
-    load_device(preset)?;
-    let preset = preset.to_string();
-    Ok(move || -> layoutlab_rig::ServiceModel {
-        let device = load_device(&preset).expect("the preset loaded a moment ago");
-        let mut server = ArrivalServer::new(device);
-        Box::new(move |arrival_ns, req| {
-            let io = IoRequest {
-                op: if req.write { Op::Write } else { Op::Read },
-                sector: req.sector,
-                sectors: req.sectors,
-                flags: Flags::default(),
-            };
-            server.serve(arrival_ns, &io).complete_ns
-        })
-    })
-}
-
-/// The shortest answer the route gives, µs: `bench emulate` measured the kernel's completion
-/// 45-110 µs (medians 72-108 µs over four runs of e2fsck on sata-400g-2007) later than the
-/// model's on this machine (docs/emulate.md), and the Memulator's bar allows 100 µs. A device
-/// whose 4 KiB read, divided by the time scale, is shorter than this cannot be emulated here.
-const ROUTE_FLOOR_US: f64 = 100.0;
-
-/// How long `preset`'s model takes for one 4 KiB read on the idle device at its first sector,
-/// divided by `time_scale`, in µs: what [`ROUTE_FLOOR_US`] is compared with.
-fn idle_read_us(preset: &str, time_scale: f64) -> Result<f64> {
-    let mut server = ArrivalServer::new(load_device(preset)?);
-    let read = IoRequest {
-        op: Op::Read,
-        sector: 0,
-        sectors: 8,
-        flags: Flags::default(),
-    };
-    Ok(server.serve(0.0, &read).complete_ns / time_scale / 1e3)
-}
-
-/// Starts the emulator as `a` asks (shared with `bench emulate`).
+/// Starts the emulator over `image` on `preset` with the fsck experiments' queue
+/// (read-ahead and request size as asked).
 pub fn start(
     preset: &str,
     image: &std::path::Path,
@@ -108,27 +68,8 @@ pub fn start(
     read_ahead_kb: u32,
     max_sectors_kb: u32,
 ) -> Result<Emulator> {
-    let make = model_of(preset)?;
-    if !(time_scale.is_finite() && time_scale > 0.0) {
-        bail!("--time-scale {time_scale}: it must be a positive number (1 answers at the model's time)");
-    }
-    let read_us = idle_read_us(preset, time_scale)?;
-    if read_us < ROUTE_FLOOR_US {
-        bail!(
-            "{preset} is faster than this route can honour: its 4 KiB read takes {read_us:.0} µs \
-             at time scale {time_scale}, and the FUSE and loop route answers no sooner than about \
-             {ROUTE_FLOOR_US:.0} µs after the kernel issues a request (docs/emulate.md); use a \
-             slower device or a smaller time scale"
-        );
-    }
     let queue = capture_queue(preset, Some(read_ahead_kb), Some(max_sectors_kb))?;
-    let opts = EmulateOptions {
-        read_only,
-        time_scale,
-        queue,
-    };
-    Emulator::start(image, &opts, make)
-        .with_context(|| format!("emulating {preset} over {}", image.display()))
+    start_emulator(preset, image, time_scale, read_only, queue)
 }
 
 /// Runs `device emulate`.
@@ -251,6 +192,18 @@ pub struct BenchResult {
     /// Delay from the daemon's reply to block_rq_complete above the smallest seen (µs),
     /// percentiles 50 and 99.
     pub outbound_above_best_us: [f64; 2],
+    /// The closed-loop result: e2fsck's time on the emulated device, first arrival to last
+    /// completion, charging the model's time while a request was in the device and the real
+    /// time (CPU) between, s.
+    pub closed_loop_s: f64,
+    /// The open-loop replay, on the same preset, of the stream the kernel issued to the
+    /// emulated device (its trace, think times as the replay takes them), s.
+    pub open_loop_same_stream_s: f64,
+    /// Requests of the same e2fsck captured on a plain loop device presenting the same queue
+    /// (the open-loop capture): does closed loop change the stream?
+    pub plain_requests: usize,
+    /// The open-loop replay of that plain capture on the preset, s.
+    pub plain_open_loop_s: f64,
     /// The wall time of the traced e2fsck, s.
     pub wall_s: f64,
 }
@@ -304,6 +257,33 @@ pub fn bench(preset: &str, image: &std::path::Path, time_scale: f64) -> Result<B
     let run = layoutlab_rig::run_e2fsck_traced(dev.path(), dev.dev(), &opts)?;
     let wall_s = t.elapsed().as_secs_f64();
     let served = emulator.stop()?;
+    let closed_loop_s = charged_ns(&served, time_scale) / 1e9;
+    let open_loop_same_stream_s = {
+        let mut model = load_device(preset)?;
+        replay(
+            model.as_mut(),
+            &run.capture.trace,
+            &ReplayOptions::default(),
+        )
+        .wall_ns
+            / 1e9
+    };
+    let plain = {
+        let queue = capture_queue(preset, Some(128), Some(512))?;
+        let dev = layoutlab_rig::LoopDevice::attach_presenting(image, true, &queue)?;
+        dev.flush_buffers()?;
+        layoutlab_rig::run_e2fsck_traced(dev.path(), dev.dev(), &opts)?
+    };
+    let plain_open_loop_s = {
+        let mut model = load_device(preset)?;
+        replay(
+            model.as_mut(),
+            &plain.capture.trace,
+            &ReplayOptions::default(),
+        )
+        .wall_ns
+            / 1e9
+    };
     if run.exit_code != 0 {
         bail!(
             "e2fsck exited {} on {}:\n{}",
@@ -371,6 +351,10 @@ pub fn bench(preset: &str, image: &std::path::Path, time_scale: f64) -> Result<B
             percentile(&models, 0.99),
         ],
         reply_late_us: [percentile(&late, 0.5), percentile(&late, 0.99)],
+        closed_loop_s,
+        open_loop_same_stream_s,
+        plain_requests: plain.capture.trace.requests.len(),
+        plain_open_loop_s,
         wall_s,
     })
 }

@@ -12,6 +12,7 @@ pub mod composite;
 pub mod job;
 pub mod preset;
 pub mod replay;
+pub mod serve;
 pub mod ssd;
 
 /// One request as a device model sees it.

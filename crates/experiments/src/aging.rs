@@ -471,6 +471,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         cpu_scale,
         jobs: 1,
         e2fsck: layoutlab_rig::E2fsprogs::Today,
+        closed_loop: None,
     };
     let fsck_spec = spec.fsck_spec();
     let started = Instant::now();

@@ -173,6 +173,10 @@ pub struct RunArgs {
     /// (the system's, the default), a release ("1.40.2", "1.41.4", "1.41.14", built by
     /// `make deps`) or "period" (the release the experiment names as its own).
     pub e2fsck: Option<String>,
+    /// Capture closed loop (fsck experiments): e2fsck runs on `layoutlab device emulate`'s
+    /// device, whose requests complete at the preset's model time divided by this time scale
+    /// K; the run reports the time measured there beside the open-loop replay.
+    pub closed_loop: Option<f64>,
 }
 
 impl RunArgs {

@@ -101,3 +101,100 @@ pub fn warn_if_leftovers() {
         }
     }
 }
+
+/// The shortest answer the emulator's route gives, µs: `bench emulate` measured the kernel's
+/// completion a median 62-104 µs after the model's on this machine (docs/emulate.md), and the
+/// Memulator's bar allows 100 µs. A device whose 4 KiB read, divided by the time scale, is
+/// shorter than this cannot be emulated here.
+pub const ROUTE_FLOOR_US: f64 = 100.0;
+
+/// The model the emulator asks: `preset` behind its FCFS host queue, the replay's own
+/// ([`layoutlab_device::serve::ArrivalServer`]). Built on the emulator's scheduler thread,
+/// because a model need not be `Send`; loaded once here to refuse a bad name first.
+pub fn emulator_model(
+    preset: &str,
+) -> Result<impl FnOnce() -> layoutlab_rig::ServiceModel + Send + 'static> {
+    load_device(preset)?;
+    let preset = preset.to_string();
+    Ok(move || -> layoutlab_rig::ServiceModel {
+        let device = load_device(&preset).expect("the preset loaded a moment ago");
+        let mut server = layoutlab_device::serve::ArrivalServer::new(device);
+        Box::new(move |arrival_ns, req| {
+            let io = layoutlab_device::IoRequest {
+                op: if req.write { Op::Write } else { Op::Read },
+                sector: req.sector,
+                sectors: req.sectors,
+                flags: layoutlab_trace::Flags::default(),
+            };
+            server.serve(arrival_ns, &io).complete_ns
+        })
+    })
+}
+
+/// How long `preset`'s model takes for one 4 KiB read on the idle device at its first sector,
+/// divided by `time_scale`, in µs: what [`ROUTE_FLOOR_US`] is compared with.
+pub fn idle_read_us(preset: &str, time_scale: f64) -> Result<f64> {
+    let mut server = layoutlab_device::serve::ArrivalServer::new(load_device(preset)?);
+    let read = layoutlab_device::IoRequest {
+        op: Op::Read,
+        sector: 0,
+        sectors: 8,
+        flags: layoutlab_trace::Flags::default(),
+    };
+    Ok(server.serve(0.0, &read).complete_ns / time_scale / 1e3)
+}
+
+/// Starts `layoutlab device emulate`'s device over `image`: `preset`'s model at time scale
+/// `time_scale`, presenting `queue`. A preset faster than the route can honour is refused.
+pub fn start_emulator(
+    preset: &str,
+    image: &std::path::Path,
+    time_scale: f64,
+    read_only: bool,
+    queue: layoutlab_rig::QueueSpec,
+) -> Result<layoutlab_rig::Emulator> {
+    let make = emulator_model(preset)?;
+    if !(time_scale.is_finite() && time_scale > 0.0) {
+        anyhow::bail!(
+            "time scale {time_scale}: it must be a positive number (1 answers at the model's time)"
+        );
+    }
+    let read_us = idle_read_us(preset, time_scale)?;
+    if read_us < ROUTE_FLOOR_US {
+        anyhow::bail!(
+            "{preset} is faster than this route can honour: its 4 KiB read takes {read_us:.0} µs \
+             at time scale {time_scale}, and the FUSE and loop route answers no sooner than about \
+             {ROUTE_FLOOR_US:.0} µs after the kernel issues a request (docs/emulate.md); use a \
+             slower device or a smaller time scale"
+        );
+    }
+    let opts = layoutlab_rig::EmulateOptions {
+        read_only,
+        time_scale,
+        queue,
+    };
+    layoutlab_rig::Emulator::start(image, &opts, make)
+        .with_context(|| format!("emulating {preset} over {}", image.display()))
+}
+
+/// The closed-loop time of a served stream: the model's time while a request was in the
+/// device and the real time between (the program's CPU, which the time scale does not
+/// shorten: the model's clock runs K times faster than the wall there), ns.
+pub fn charged_ns(served: &[layoutlab_rig::EmulatedRequest], time_scale: f64) -> f64 {
+    let Some(first) = served.first() else {
+        return 0.0;
+    };
+    let mut busy_until = first.arrival_ns;
+    let mut charged = 0.0;
+    for r in served {
+        if r.arrival_ns > busy_until {
+            charged += (r.arrival_ns - busy_until) / time_scale;
+            busy_until = r.arrival_ns;
+        }
+        if r.complete_ns > busy_until {
+            charged += r.complete_ns - busy_until;
+            busy_until = r.complete_ns;
+        }
+    }
+    charged
+}

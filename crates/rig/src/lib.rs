@@ -29,6 +29,7 @@
 mod age;
 mod checker;
 pub mod cleanup;
+mod emulate;
 mod error;
 pub mod fiemap;
 mod fsck;
@@ -50,6 +51,10 @@ pub use age::{
     KernelAgeRun, EXT4_PROFILE,
 };
 pub use checker::{run_checker_traced, CheckerRun};
+pub use emulate::{
+    fuse_max_request_kb, EmuRequest, EmulateOptions, EmulatedRequest, Emulator, ServiceModel,
+    DISK_FILE,
+};
 pub use error::{Result, RigError};
 pub use fsck::{run_e2fsck_traced, FsckOptions, FsckRun, ProgressChange};
 pub use fsck_times::{parse_fsck_times, FsckTimes, Section};

@@ -21,6 +21,7 @@ const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
 const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
 const LO_FLAGS_READ_ONLY: u32 = 1;
 const LO_FLAGS_AUTOCLEAR: u32 = 4;
+const LO_FLAGS_DIRECT_IO: u32 = 16;
 const LO_NAME_SIZE: usize = 64;
 const BLKFLSBUF: libc::c_ulong = 0x1261;
 
@@ -110,7 +111,7 @@ fn open_raw(path: &Path, flags: libc::c_int) -> Result<libc::c_int> {
 impl LoopDevice {
     /// Attaches a free loop device over `file` (read-only if asked). Root only.
     pub fn attach(file: &Path, read_only: bool) -> Result<LoopDevice> {
-        Self::attach_inner(file, read_only, None)
+        Self::attach_inner(file, read_only, None, false)
     }
 
     /// Attaches a free loop device over `file` presenting `queue` (its scheduler set to
@@ -121,6 +122,37 @@ impl LoopDevice {
         read_only: bool,
         queue: &QueueSpec,
     ) -> Result<LoopDevice> {
+        Self::attach_presenting_with(file, read_only, queue, false)
+    }
+
+    /// [`LoopDevice::attach_presenting`] with the loop driver's direct I/O on
+    /// (`LO_FLAGS_DIRECT_IO`, as `losetup --direct-io=on`): each request reaches the backing
+    /// file as one `O_DIRECT` read or write instead of going through its page cache, so the
+    /// file's owner (the emulator's FUSE daemon) sees and times every request. An error if the
+    /// driver could not turn it on (`loop/dio` reads back 0).
+    pub fn attach_direct_presenting(
+        file: &Path,
+        read_only: bool,
+        queue: &QueueSpec,
+    ) -> Result<LoopDevice> {
+        let dev = Self::attach_presenting_with(file, read_only, queue, true)?;
+        let dio = PathBuf::from(format!("/sys/block/loop{}/loop/dio", dev.number));
+        if read_attr(&dio)? != "1" {
+            return Err(RigError::Unsupported(format!(
+                "{}: the loop driver did not turn direct I/O on over {}",
+                dev.path.display(),
+                dev.backing_file.display()
+            )));
+        }
+        Ok(dev)
+    }
+
+    fn attach_presenting_with(
+        file: &Path,
+        read_only: bool,
+        queue: &QueueSpec,
+        direct_io: bool,
+    ) -> Result<LoopDevice> {
         if let Some(bytes) = queue.logical_block_bytes {
             if !(512..=4096).contains(&bytes) || !bytes.is_power_of_two() {
                 return Err(RigError::InvalidArgument(format!(
@@ -128,7 +160,7 @@ impl LoopDevice {
                 )));
             }
         }
-        let dev = Self::attach_inner(file, read_only, queue.logical_block_bytes)?;
+        let dev = Self::attach_inner(file, read_only, queue.logical_block_bytes, direct_io)?;
         dev.present(queue)?;
         Ok(dev)
     }
@@ -188,6 +220,7 @@ impl LoopDevice {
         file: &Path,
         read_only: bool,
         logical_block_bytes: Option<u32>,
+        direct_io: bool,
     ) -> Result<LoopDevice> {
         require_root("attaching a loop device")?;
         let backing_file = std::fs::canonicalize(file)
@@ -200,7 +233,13 @@ impl LoopDevice {
         let file_fd = open_raw(&backing_file, mode)?;
         // Attached and registered as one step (see `cleanup::creating`).
         let result = cleanup::creating(|| {
-            Self::attach_fd(file_fd, &backing_file, read_only, logical_block_bytes)
+            Self::attach_fd(
+                file_fd,
+                &backing_file,
+                read_only,
+                logical_block_bytes,
+                direct_io,
+            )
         });
         unsafe { libc::close(file_fd) };
         result
@@ -211,6 +250,7 @@ impl LoopDevice {
         backing_file: &Path,
         read_only: bool,
         logical_block_bytes: Option<u32>,
+        direct_io: bool,
     ) -> Result<LoopDevice> {
         let control = open_raw(Path::new("/dev/loop-control"), libc::O_RDWR)?;
         // Another process may take the free device between GET_FREE and CONFIGURE: retry.
@@ -239,8 +279,9 @@ impl LoopDevice {
             config.fd = file_fd as u32;
             // 0 lets the driver choose (512 over a file, the backing device's for direct I/O).
             config.block_size = logical_block_bytes.unwrap_or(0);
-            config.info.lo_flags =
-                LO_FLAGS_AUTOCLEAR | if read_only { LO_FLAGS_READ_ONLY } else { 0 };
+            config.info.lo_flags = LO_FLAGS_AUTOCLEAR
+                | if read_only { LO_FLAGS_READ_ONLY } else { 0 }
+                | if direct_io { LO_FLAGS_DIRECT_IO } else { 0 };
             let name = backing_file.as_os_str().as_bytes();
             let n = name.len().min(LO_NAME_SIZE - 1);
             config.info.lo_file_name[..n].copy_from_slice(&name[..n]);

@@ -22,7 +22,7 @@ fn c_string(text: &[u8], what: &str) -> Result<CString> {
     CString::new(text).map_err(|_| RigError::InvalidArgument(format!("{what} has a NUL byte")))
 }
 
-fn unmount(target: &Path) {
+pub(crate) fn unmount(target: &Path) {
     let Ok(c_target) = CString::new(target.as_os_str().as_bytes()) else {
         return;
     };

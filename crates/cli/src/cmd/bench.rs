@@ -11,6 +11,29 @@ use std::path::PathBuf;
 /// Benchmarks.
 #[derive(Subcommand)]
 pub enum Command {
+    /// The emulator against the Memulator's bar: the real e2fsck on IMAGE through `device
+    /// emulate`, traced; for each request, the completion the kernel saw (block_rq_complete −
+    /// block_rq_issue) against the model's service time; the share within max(2%, 100 µs)
+    /// (bar: ≥ 99%) and the route's per-request overhead. Root only.
+    ///
+    /// Example: layoutlab bench emulate fs.img --device sata-400g-2007,sata-160g-2009
+    Emulate {
+        /// An ext image (opened read-only; its bytes are never changed).
+        image: PathBuf,
+        /// Device presets, comma-separated.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "sata-400g-2007,sata-160g-2009"
+        )]
+        device: Vec<String>,
+        /// Time scale K of the emulated device.
+        #[arg(long, default_value_t = 1.0)]
+        time_scale: f64,
+        /// Write the results as JSON to PATH ("-" for stdout).
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+    },
     /// Replay a synthetic trace (mixed seeks and sequential runs) through a device model and
     /// report requests per second on one core. Target: ≥ 10 million requests/s on the HDD model.
     Replay {
@@ -230,6 +253,57 @@ fn bench_all(jobs: Option<u32>, json: Option<PathBuf>) -> Result<()> {
 /// Run a benchmark.
 pub fn run(cmd: Command) -> Result<()> {
     match cmd {
+        Command::Emulate {
+            image,
+            device,
+            time_scale,
+            json,
+        } => {
+            let human = Human::new(json.as_deref());
+            let mut results = Vec::new();
+            for preset in &device {
+                let r = super::emulate::bench(preset, &image, time_scale)?;
+                human.say(&format!(
+                    "{} (K = {}): {} kernel requests, {} served, {} paired; {:.2}% within \
+                     max(2%, 100 µs) of the model; kernel − model µs: p1 {:.0}, p50 {:.0}, \
+                     p99 {:.0}, max {:.0}; model service µs p1/p50/p99 {:.0}/{:.0}/{:.0}; \
+                     reply lateness p50 {:.0} µs, p99 {:.0} µs; delay above the route's best \
+                     in (issue → daemon) p50 {:.0} µs, p99 {:.0} µs, out (reply → complete) \
+                     p50 {:.0} µs, p99 {:.0} µs; e2fsck {:.2} s here; closed loop {:.3} s, \
+                     open-loop replay of that stream {:.3} s; plain loop device: {} requests, \
+                     open loop {:.3} s\n",
+                    r.preset,
+                    r.time_scale,
+                    r.kernel_requests,
+                    r.served_requests,
+                    r.matched,
+                    r.share_within * 100.0,
+                    r.error_us[0],
+                    r.error_us[1],
+                    r.error_us[2],
+                    r.error_us[3],
+                    r.model_us[0],
+                    r.model_us[1],
+                    r.model_us[2],
+                    r.reply_late_us[0],
+                    r.reply_late_us[1],
+                    r.inbound_above_best_us[0],
+                    r.inbound_above_best_us[1],
+                    r.outbound_above_best_us[0],
+                    r.outbound_above_best_us[1],
+                    r.wall_s,
+                    r.closed_loop_s,
+                    r.open_loop_same_stream_s,
+                    r.plain_requests,
+                    r.plain_open_loop_s
+                ));
+                results.push(r);
+            }
+            if let Some(path) = json {
+                write_json(&path, &results)?;
+            }
+            Ok(())
+        }
         Command::Replay {
             requests,
             device,

@@ -38,6 +38,12 @@ pub enum Command {
     ///
     /// Example: layoutlab device fio --device sata-500g-2008 --rw randread --bs 4k --span 16g --runtime 30
     Fio(FioArgs),
+    /// A block device whose requests complete when PRESET's model says, with IMAGE's data
+    /// (a FUSE file under a loop device with direct I/O; docs/emulate.md). Runs CMD against it
+    /// (`{dev}` is the device), or until SIGINT/SIGTERM.
+    ///
+    /// Example: layoutlab device emulate sata-400g-2007 fs.img -- e2fsck -fn {dev}
+    Emulate(super::emulate::EmulateArgs),
 }
 
 /// Arguments of `device validate`.
@@ -124,6 +130,7 @@ pub fn parse_discipline(s: &str) -> Result<Discipline> {
 /// Run a device command.
 pub fn run(cmd: Command) -> Result<()> {
     match cmd {
+        Command::Emulate(a) => super::emulate::run(a),
         Command::List { json } => {
             let names = preset::preset_names();
             if let Some(path) = json {

@@ -5,6 +5,7 @@ pub mod age_kernel;
 pub mod bench;
 pub mod clean;
 pub mod device;
+pub mod emulate;
 pub mod fsck_predict;
 pub mod image;
 pub mod metrics;

@@ -61,6 +61,12 @@ pub struct Args {
     /// how much each moves both totals and the reduction (fsck experiments).
     #[arg(long)]
     sensitivity: bool,
+    /// Capture closed loop (fsck experiments): e2fsck checks each image on the emulated device
+    /// (`device emulate`: requests complete when the preset's model says, K times faster), and
+    /// the report gives the time measured there beside the open-loop replay of the same
+    /// stream (docs/emulate.md). K defaults to 1.
+    #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "1")]
+    closed_loop: Option<f64>,
     /// The tree walked (inode-readahead): a population name or a population .toml file.
     /// Default: the experiment's.
     #[arg(long, value_name = "NAME")]
@@ -113,6 +119,13 @@ pub fn run(a: Args) -> Result<()> {
         anyhow::bail!("--only goes with `reproduce all`");
     }
     let exp = experiment::load(&a.name)?;
+    if a.closed_loop.is_some() && exp.operation != "fsck" {
+        anyhow::bail!(
+            "--closed-loop captures e2fsck on the emulated device and applies to fsck experiments; '{}' is a {} experiment",
+            exp.name,
+            exp.operation
+        );
+    }
     if a.sensitivity && exp.operation != "fsck" {
         anyhow::bail!(
             "--sensitivity replays captured traces and applies to fsck experiments; '{}' is a {} experiment",
@@ -135,6 +148,7 @@ pub fn run(a: Args) -> Result<()> {
         settings: a.settings,
         mode: a.mode,
         e2fsck: a.e2fsck,
+        closed_loop: a.closed_loop,
     };
     exp.operation()?.run(&exp, &args)
 }

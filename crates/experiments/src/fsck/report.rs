@@ -105,11 +105,15 @@ pub fn run_fsck(exp: &Experiment, a: &RunArgs) -> Result<()> {
         workdir: workdir.clone(),
         keep: a.keep,
         cpu_scale,
-        jobs: a.jobs.map_or_else(
-            || std::thread::available_parallelism().map_or(1, |n| n.get()),
-            |j| j as usize,
-        ),
+        // Closed loop measures time on this machine: one policy at a time, so that the
+        // policies do not slow each other's route.
+        jobs: match (a.closed_loop, a.jobs) {
+            (Some(_), _) => 1,
+            (None, Some(j)) => j as usize,
+            (None, None) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
         e2fsck: e2fsprogs,
+        closed_loop: a.closed_loop,
     };
     let started = std::time::Instant::now();
     let runs = fsck_experiment::run(exp, &opts)?;
@@ -326,6 +330,14 @@ pub fn render(
     }
     if !published.source.is_empty() {
         h.say(&format!("published (scale 1): {}\n", published.source));
+    }
+    for r in runs {
+        if let Some(c) = &r.closed_loop {
+            h.say(&format!(
+                "closed loop, {}: {:.2} s measured on the emulated {device} (time scale {}, {} requests served); open-loop replay of the same stream {:.2} s\n",
+                r.policy, c.measured_seconds, c.time_scale, c.requests_served, r.total_seconds
+            ));
+        }
     }
 
     // Report files: Markdown, an HTML bundle and the seekwatcher-style plot of the modelled runs.

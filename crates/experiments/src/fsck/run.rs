@@ -37,6 +37,23 @@ pub struct RunOptions {
     pub jobs: usize,
     /// Whose e2fsck checks the images (today's or a period release built by `make deps`).
     pub e2fsck: E2fsprogs,
+    /// Capture closed loop at this time scale K: e2fsck checks the image on the emulated
+    /// device (`device emulate`), whose requests complete at the model's time divided by K.
+    pub closed_loop: Option<f64>,
+}
+
+/// A closed-loop capture's result: the time measured on the emulated device.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClosedLoopRun {
+    /// The time scale K the device answered at.
+    pub time_scale: f64,
+    /// e2fsck's time on the emulated device, first request to last completion, charging the
+    /// model's time while a request was in the device and the real time between (its CPU as
+    /// it ran here: `cpu_scale` does not apply), plus its CPU before and after (as
+    /// `total_seconds` adds them), s.
+    pub measured_seconds: f64,
+    /// Requests the emulator served (one per request the kernel traced).
+    pub requests_served: u64,
 }
 
 /// One e2fsck pass as the model predicts it.
@@ -150,6 +167,10 @@ pub struct PolicyRun {
     /// Where the image was kept (with --keep).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<PathBuf>,
+    /// With --closed-loop: the time measured on the emulated device. `total_seconds` and the
+    /// passes stay the open-loop replay of the same stream, beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<ClosedLoopRun>,
     /// The captured trace (not serialized).
     #[serde(skip)]
     pub trace: Trace,
@@ -378,19 +399,37 @@ pub(crate) fn run_one(
             Some(spec.os_read_ahead_kb),
             spec.os_max_sectors_kb,
         )?;
-        let loopdev = LoopDevice::attach_presenting(image, true, &queue)?;
-        // Only the loop device's own cache: e2fsck's reads must reach the traced device. The
-        // image file's host page cache may stay warm — host time is inside each request's
-        // service time on the loop device, which the device model replaces.
-        loopdev.flush_buffers()?;
         let fsck_opts = FsckOptions {
             e2fsck: opts.e2fsck.program("e2fsck")?,
             extra_args: e2fsck_args(&spec.e2fsck_extra_args, opts.e2fsck),
             single_cpu: spec.e2fsck_single_cpu,
             ..FsckOptions::default()
         };
-        layoutlab_rig::run_e2fsck_traced(loopdev.path(), loopdev.dev(), &fsck_opts)?
+        match opts.closed_loop {
+            None => {
+                let loopdev = LoopDevice::attach_presenting(image, true, &queue)?;
+                // Only the loop device's own cache: e2fsck's reads must reach the traced
+                // device. The image file's host page cache may stay warm — host time is inside
+                // each request's service time on the loop device, which the device model
+                // replaces.
+                loopdev.flush_buffers()?;
+                (
+                    layoutlab_rig::run_e2fsck_traced(loopdev.path(), loopdev.dev(), &fsck_opts)?,
+                    None,
+                )
+            }
+            Some(time_scale) => {
+                let emulator =
+                    crate::support::start_emulator(&opts.device, image, time_scale, true, queue)?;
+                let dev = emulator.device();
+                dev.flush_buffers()?;
+                let run = layoutlab_rig::run_e2fsck_traced(dev.path(), dev.dev(), &fsck_opts)?;
+                let served = emulator.stop()?;
+                (run, Some((time_scale, served)))
+            }
+        }
     };
+    let (run, served) = run;
     if run.exit_code != 0 {
         bail!(
             "traced e2fsck exited {} on the {} image:\n{}",
@@ -451,6 +490,13 @@ pub(crate) fn run_one(
         },
     );
     stages.replay = t.elapsed().as_secs_f64();
+    let closed_loop = served.map(|(time_scale, served)| ClosedLoopRun {
+        time_scale,
+        measured_seconds: crate::support::charged_ns(&served, time_scale) / 1e9
+            + head_seconds
+            + tail_seconds,
+        requests_served: served.len() as u64,
+    });
     let mut passes: Vec<PassResult> = replayed
         .tags
         .iter()
@@ -511,6 +557,7 @@ pub(crate) fn run_one(
             .count() as u64,
         passes,
         image: None,
+        closed_loop,
         trace,
         cpu_outside_trace_seconds: head_seconds + tail_seconds,
         replayed,
@@ -629,6 +676,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
             file_data_bytes: 987_654_321,
             passes,
             image: None,
+            closed_loop: None,
             trace,
             cpu_outside_trace_seconds: 0.0,
             replayed,

@@ -1,0 +1,308 @@
+//! `layoutlab device emulate`: the stream it served, replayed open loop on the same preset,
+//! completes every request at the same model time (one model, two drivers); a read-only check
+//! leaves the image's bytes alone; SIGTERM and SIGKILL (then `layoutlab clean`) leave no
+//! mount, directory or loop device; a preset faster than the route is refused. Root only.
+
+mod common;
+
+use common::*;
+use layoutlab_device::preset::load_preset;
+use layoutlab_device::replay::{replay, ReplayOptions};
+use layoutlab_trace::{Flags, Op, Request, Trace};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A 64 MiB ext3 image holding a small tree (mke2fs -d), in `dir`.
+fn small_ext3(dir: &Path) -> PathBuf {
+    let tree = dir.join("tree");
+    for d in 0..8 {
+        let sub = tree.join(format!("d{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..12 {
+            std::fs::write(sub.join(format!("f{f}")), vec![d as u8; 4096 * f + 100]).unwrap();
+        }
+    }
+    let image = dir.join("fs.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let ok = Command::new("mke2fs")
+        .args(["-q", "-F", "-t", "ext3", "-d"])
+        .arg(&tree)
+        .arg(&image)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    std::fs::remove_dir_all(&tree).unwrap();
+    image
+}
+
+fn sha256(path: &Path) -> String {
+    let out = Command::new("sha256sum").arg(path).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn the_served_stream_replayed_open_loop_completes_at_the_same_model_times() {
+    if !is_root() {
+        eprintln!("skipped: device emulate needs root (FUSE mount, loop device)");
+        return;
+    }
+    let dir = scratch("emulate", "replay");
+    let image = small_ext3(&dir);
+    let before = sha256(&image);
+    let log = dir.join("log.json");
+    let o = layoutlab(&[
+        "device",
+        "emulate",
+        "sata-400g-2007",
+        image.to_str().unwrap(),
+        "--time-scale",
+        "8",
+        "--log",
+        log.to_str().unwrap(),
+        "--",
+        "e2fsck",
+        "-fn",
+        "-E",
+        "readahead_kb=0",
+        "{dev}",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        sha256(&image),
+        before,
+        "a read-only check changed the image"
+    );
+    let log: serde_json::Value = serde_json::from_slice(&std::fs::read(&log).unwrap()).unwrap();
+    assert_eq!(log["time_scale"], 8.0);
+    let served = log["requests"].as_array().unwrap();
+    assert!(served.len() > 20, "e2fsck's reads: {}", served.len());
+    // The served stream as a trace with its arrival times and no completions: replayed open
+    // loop, each request reaches the model at the time it reached the emulator's.
+    let mut trace = Trace::default();
+    let tag = trace.tag("e2fsck");
+    for r in served {
+        let arrival = r["arrival_ns"].as_f64().unwrap();
+        assert_eq!(arrival.fract(), 0.0, "arrivals are whole ns");
+        trace.requests.push(Request {
+            issue_ns: arrival as u64,
+            complete_ns: None,
+            op: if r["write"].as_bool().unwrap() {
+                Op::Write
+            } else {
+                Op::Read
+            },
+            sector: r["sector"].as_u64().unwrap(),
+            sectors: r["sectors"].as_u64().unwrap() as u32,
+            flags: Flags::default(),
+            tag,
+            cpu: None,
+        });
+    }
+    let mut model = load_preset("sata-400g-2007").unwrap();
+    let replayed = replay(model.as_mut(), &trace, &ReplayOptions::default());
+    for (i, (s, r)) in served.iter().zip(&replayed.requests).enumerate() {
+        let complete = s["complete_ns"].as_f64().unwrap();
+        assert_eq!(r.issue_ns, trace.requests[i].issue_ns as f64, "request {i}");
+        assert!(
+            (r.complete_ns - complete).abs() < 1e-3,
+            "request {i}: the emulator completed it at {complete} ns, the replay at {} ns",
+            r.complete_ns
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Mount points and temp paths of `pid`'s emulator, and loop devices over them.
+fn leftovers(pid: u32) -> Vec<String> {
+    let prefix = format!("layoutlab-mnt-{pid}-");
+    let mut out: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&prefix))
+        .map(|l| format!("mount {l}"))
+        .collect();
+    out.extend(
+        entries(&std::env::temp_dir())
+            .into_iter()
+            .filter(|n| n.starts_with(&prefix))
+            .map(|n| format!("path {n}")),
+    );
+    let losetup = Command::new("losetup").arg("-a").output().unwrap();
+    out.extend(
+        String::from_utf8_lossy(&losetup.stdout)
+            .lines()
+            .filter(|l| l.contains(&prefix))
+            .map(|l| format!("loop {l}")),
+    );
+    out
+}
+
+/// Sends signal `name` to `pid`.
+fn send(pid: u32, name: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// Starts `device emulate` with no command; returns it once its device exists.
+fn start_emulator(image: &Path) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(["device", "emulate", "sata-400g-2007"])
+        .arg(image)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let dev = line.trim().to_string();
+    assert!(dev.starts_with("/dev/loop"), "device line: {line:?}");
+    (child, dev)
+}
+
+#[test]
+fn sigterm_and_sigkill_then_clean_leave_nothing() {
+    if !is_root() {
+        eprintln!("skipped: device emulate needs root (FUSE mount, loop device)");
+        return;
+    }
+    let dir = scratch("emulate", "signals");
+    let image = small_ext3(&dir);
+    let before = sha256(&image);
+
+    let (mut child, dev) = start_emulator(&image);
+    let pid = child.id();
+    assert!(
+        !leftovers(pid).is_empty(),
+        "the emulator's mount is not visible"
+    );
+    // The device answers while it runs.
+    let read = Command::new("dd")
+        .args([
+            &format!("if={dev}"),
+            "of=/dev/null",
+            "bs=4096",
+            "count=4",
+            "iflag=direct",
+        ])
+        .status()
+        .unwrap();
+    assert!(read.success());
+    send(pid, "TERM");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert_eq!(leftovers(pid), Vec::<String>::new(), "after SIGTERM");
+
+    let (mut child, _dev) = start_emulator(&image);
+    let pid = child.id();
+    send(pid, "KILL");
+    child.wait().unwrap();
+    // SIGKILL runs no cleanup: the dead daemon's mount stays (its loop device went with the
+    // last descriptor, by autoclear) until `layoutlab clean`.
+    assert!(
+        leftovers(pid).iter().any(|l| l.starts_with("mount ")),
+        "{:?}",
+        leftovers(pid)
+    );
+    let o = layoutlab(&["clean"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        leftovers(pid),
+        Vec::<String>::new(),
+        "after SIGKILL and clean"
+    );
+    assert_eq!(sha256(&image), before);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_preset_faster_than_the_route_is_refused_and_nothing_is_made() {
+    if !is_root() {
+        eprintln!("skipped: device emulate needs root (FUSE mount, loop device)");
+        return;
+    }
+    let dir = scratch("emulate", "fast");
+    let image = small_ext3(&dir);
+    let child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(["device", "emulate", "ssd-nvme-2024"])
+        .arg(&image)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(!child.status.success());
+    let err = String::from_utf8_lossy(&child.stderr);
+    assert!(err.contains("faster than this route can honour"), "{err}");
+    // A disk the route honours at K = 1 is refused at a time scale that makes it too fast.
+    let o = layoutlab(&[
+        "device",
+        "emulate",
+        "sata-400g-2007",
+        image.to_str().unwrap(),
+        "--time-scale",
+        "1000",
+        "--",
+        "true",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("at time scale 1000"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn metacluster_fsck_closed_loop_reports_the_emulated_time_beside_the_replay() {
+    if !is_root() {
+        eprintln!("skipped: a closed-loop capture needs root (FUSE mount, loop device, tracefs)");
+        return;
+    }
+    let dir = scratch("emulate", "closed-loop");
+    let json = dir.join("r.json");
+    let o = layoutlab(&[
+        "reproduce",
+        "metacluster-fsck",
+        "--scale",
+        "0.005",
+        "--closed-loop",
+        "8",
+        "--out",
+        dir.join("out").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        let closed = &run["closed_loop"];
+        assert_eq!(closed["time_scale"], 8.0, "{run}");
+        // e2fsck ran on the emulated device: the emulator served every request the kernel
+        // traced, one for one (requests reach the daemon whole).
+        assert_eq!(closed["requests_served"], run["requests"], "{run}");
+        assert!(closed["measured_seconds"].as_f64().unwrap() > 0.0);
+        // The open-loop replay of the same stream stays beside it.
+        assert!(run["total_seconds"].as_f64().unwrap() > 0.0);
+    }
+    // Closed loop is for e2fsck captures: another operation refuses it.
+    let o = layoutlab(&["reproduce", "fio-randread", "--closed-loop"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("applies to fsck experiments"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

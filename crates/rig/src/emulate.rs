@@ -1,0 +1,719 @@
+//! Timing-accurate emulation: a block device whose requests complete when a device model says
+//! they do, with an image file's data (the Memulator of Griffin et al., FAST '02, on this kernel).
+//!
+//! The route (docs/emulate.md): this kernel has no ublk, nbd, null_blk or device-mapper, so the
+//! device is a loop device with direct I/O ([`LoopDevice::attach_direct_presenting`]) over the
+//! one file of a FUSE mount this process serves. Every request the loop driver sends reaches
+//! the daemon as one FUSE read or write (FUSE's request size, `max_pages`, is raised to the
+//! loop queue's `max_sectors_kb`, so nothing is split between the two). The daemon stamps the
+//! request's arrival, does the I/O on the image at once, asks the [`ServiceModel`] when the
+//! modelled device completes it, and holds the reply until then: the kernel sees the request
+//! complete at the model's time (plus the route's own latency, which `bench emulate` measures).
+//!
+//! The model is called in arrival order with the model's own clock: `arrival_ns` is the wall
+//! time since the emulator started, multiplied by the time scale K, and a completion at model
+//! time `c` is answered at wall time `c / K` — the device answers K times faster and the model's
+//! time is what is charged ([`EmulatedRequest`]). Calling the model in arrival order is the
+//! replay's FCFS queue (`layoutlab_device::replay`), so the same model code prices an emulated
+//! stream and an open-loop replay of it alike (one model, two drivers).
+//!
+//! What it does not own: the device models (the device crate; the caller hands in a factory
+//! that builds one on the scheduler thread, so a model need not be `Send`), tracing (a
+//! [`crate::TracefsSession`] traces the loop device as any other) and the command line.
+//!
+//! Careful as the rest of the rig: the mount point is a `layoutlab-mnt-PID-N` temp directory,
+//! the mount and the loop device are each created and registered with [`crate::cleanup`] in one
+//! step, so drop, error, panic, SIGINT and SIGTERM undo them (loop device first, then the mount,
+//! then the directory), and after a SIGKILL the daemon's death aborts the FUSE connection, the
+//! loop device's autoclear detaches it, and `layoutlab clean` ([`crate::stale`]) finds the mount
+//! under the dead process's mount point.
+
+use crate::cleanup::{self, CleanupId};
+use crate::error::{Result, RigError};
+use crate::system::{read_attr, require_root, TempDir};
+use crate::{LoopDevice, QueueSpec};
+use fuser::{
+    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, InitFlags,
+    KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
+};
+use std::collections::BinaryHeap;
+use std::ffi::OsStr;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+/// The name of the one file in the emulator's FUSE mount.
+pub const DISK_FILE: &str = "disk";
+const DISK_INO: u64 = 2;
+/// Attributes never change behind the kernel's back (the daemon is the only writer).
+const ATTR_TTL: Duration = Duration::from_secs(3600);
+/// FUSE's page-count limit when `/proc/sys/fs/fuse/max_pages_limit` is absent (the kernel's
+/// `FUSE_DEFAULT_MAX_PAGES_LIMIT`, 256 pages = 1 MiB).
+const DEFAULT_FUSE_MAX_PAGES: u32 = 256;
+const PAGE_BYTES: u32 = 4096;
+/// The scheduler wakes this long before a reply is due and spins the rest: a timed wait on
+/// this (shared, virtual) machine woke 40-80 µs late, and the Memulator's bar is 2% or 100 µs.
+/// 150 µs of spinning per request costs a few percent of one CPU at a disk's request rate.
+const SPIN_NS: u64 = 150_000;
+
+/// Runs the calling thread under `SCHED_FIFO` at the lowest real-time priority, so that the
+/// daemon's threads (asleep but for microseconds per request) are not queued behind CPU-bound
+/// work when a request arrives or a reply is due: on the shared 2-CPU machine, an ordinary
+/// thread's reply was 4 ms late once in twenty. Best effort: returns whether it took.
+/// `SCHED_RESET_ON_FORK`: a process forked from these threads (none is) would not inherit it.
+fn run_real_time() -> bool {
+    let param = libc::sched_param { sched_priority: 1 };
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param) == 0
+    }
+}
+
+thread_local! {
+    /// Whether this thread asked for real-time scheduling already.
+    static REAL_TIME_ASKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// [`run_real_time`], once per thread.
+fn run_real_time_once() {
+    REAL_TIME_ASKED.with(|asked| {
+        if !asked.replace(true) {
+            run_real_time();
+        }
+    });
+}
+
+/// One request as the emulator hands it to the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EmuRequest {
+    /// A write (else a read).
+    pub write: bool,
+    /// First 512-byte sector.
+    pub sector: u64,
+    /// Length in sectors.
+    pub sectors: u32,
+}
+
+/// The device model the emulator asks: `(arrival_ns, request) -> completion_ns`, both on the
+/// model's clock (ns since the emulator started, times the time scale). Called in arrival order
+/// on one thread, as `layoutlab_device::Device::submit` is by an FCFS replay.
+pub type ServiceModel = Box<dyn FnMut(f64, &EmuRequest) -> f64>;
+
+/// What one emulated request did, on the model's clock.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EmulatedRequest {
+    /// The request.
+    pub request: EmuRequest,
+    /// When the daemon received it, model ns since the start.
+    pub arrival_ns: f64,
+    /// When the model completes it, model ns since the start (the reply is due at this time
+    /// divided by the time scale).
+    pub complete_ns: f64,
+    /// Wall ns by which the reply left the daemon after it was due (its timer's lateness;
+    /// the kernel's view adds the FUSE round trip, which `bench emulate` measures).
+    pub reply_late_ns: f64,
+}
+
+/// Options of [`Emulator::start`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmulateOptions {
+    /// Open the image read-only: the FUSE mount and the loop device are read-only too, and a
+    /// write is refused (`EROFS`); the image is never modified.
+    pub read_only: bool,
+    /// K: the device answers K times faster than the model (the model's time is charged).
+    pub time_scale: f64,
+    /// The queue the loop device presents (the preset's: rotational, read-ahead, request
+    /// size). With `max_sectors_kb` unset the loop device's is capped at FUSE's largest
+    /// request; one above it is refused, since FUSE would split the request.
+    pub queue: QueueSpec,
+}
+
+impl Default for EmulateOptions {
+    fn default() -> Self {
+        EmulateOptions {
+            read_only: true,
+            time_scale: 1.0,
+            queue: QueueSpec::default(),
+        }
+    }
+}
+
+/// A running emulator: the loop device ([`Emulator::device`]) answers at the model's time.
+/// Stopped (loop device detached, FUSE unmounted, daemon joined) by [`Emulator::stop`] or drop.
+pub struct Emulator {
+    // Field order is drop order: loop device, then the mount and its session, then the
+    // directory.
+    device: Option<LoopDevice>,
+    session: Option<fuser::BackgroundSession>,
+    mount_cleanup: Option<CleanupId>,
+    scheduler: Option<std::thread::JoinHandle<()>>,
+    log: Arc<Mutex<Vec<EmulatedRequest>>>,
+    mount_point: PathBuf,
+    _dir: TempDir,
+}
+
+impl std::fmt::Debug for Emulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Emulator")
+            .field("device", &self.device)
+            .field("mount_point", &self.mount_point)
+            .finish()
+    }
+}
+
+/// The largest request FUSE passes whole on this kernel, in KiB
+/// (`/proc/sys/fs/fuse/max_pages_limit` pages).
+pub fn fuse_max_request_kb() -> u32 {
+    let pages = read_attr(Path::new("/proc/sys/fs/fuse/max_pages_limit"))
+        .ok()
+        .and_then(|t| t.parse::<u32>().ok())
+        .unwrap_or(DEFAULT_FUSE_MAX_PAGES);
+    pages * PAGE_BYTES / 1024
+}
+
+impl Emulator {
+    /// Serves `image` through a FUSE file whose requests complete when the model `make_model`
+    /// builds says, and attaches a loop device with direct I/O over it presenting
+    /// `opts.queue`. `make_model` runs on the scheduler thread. Root only.
+    pub fn start(
+        image: &Path,
+        opts: &EmulateOptions,
+        make_model: impl FnOnce() -> ServiceModel + Send + 'static,
+    ) -> Result<Emulator> {
+        require_root("emulating a device (FUSE mount, loop device)")?;
+        if !(opts.time_scale.is_finite() && opts.time_scale > 0.0) {
+            return Err(RigError::InvalidArgument(format!(
+                "time scale {}: it must be a positive number (K = 1 answers at the model's time)",
+                opts.time_scale
+            )));
+        }
+        let fuse_kb = fuse_max_request_kb();
+        let mut queue = opts.queue.clone();
+        match queue.max_sectors_kb {
+            Some(kb) if kb > fuse_kb => {
+                return Err(RigError::InvalidArgument(format!(
+                    "requests of {kb} KiB: FUSE passes at most {fuse_kb} KiB whole \
+                     (/proc/sys/fs/fuse/max_pages_limit); raise that limit or ask for smaller requests"
+                )))
+            }
+            Some(_) => {}
+            None => queue.max_sectors_kb = Some(fuse_kb),
+        }
+        let max_request_bytes = queue.max_sectors_kb.unwrap_or(fuse_kb) * 1024;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(!opts.read_only)
+            .open(image)
+            .map_err(|e| RigError::io(format!("open {}", image.display()), e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| RigError::io(format!("stat {}", image.display()), e))?
+            .len();
+        if size == 0 || size % 512 != 0 {
+            return Err(RigError::InvalidArgument(format!(
+                "{}: {size} bytes is not a whole number of 512-byte sectors",
+                image.display()
+            )));
+        }
+        let dir = TempDir::new(&std::env::temp_dir(), "layoutlab-mnt")?;
+        let mount_point = dir.path().to_path_buf();
+        let t0 = Instant::now();
+        let (jobs, rx) = mpsc::channel();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let scheduler = {
+            let log = log.clone();
+            let scale = opts.time_scale;
+            std::thread::Builder::new()
+                .name("emulate-scheduler".into())
+                .spawn(move || schedule(rx, t0, scale, make_model, log))
+                .map_err(|e| RigError::io("start the emulator's scheduler thread", e))?
+        };
+        let fs = DiskFs {
+            image: file,
+            size,
+            read_only: opts.read_only,
+            max_request_bytes,
+            jobs,
+        };
+        let mut mount_options = vec![
+            MountOption::FSName("layoutlab-emulate".into()),
+            MountOption::Subtype("layoutlab".into()),
+            MountOption::NoExec,
+            MountOption::NoSuid,
+            MountOption::NoDev,
+        ];
+        if opts.read_only {
+            mount_options.push(MountOption::RO);
+        }
+        let mut config = Config::default();
+        config.mount_options = mount_options;
+        // Mounted and registered as one step (see `cleanup::creating`).
+        let mounted = cleanup::creating(|| {
+            fuser::Session::new(fs, &mount_point, &config).map(|session| {
+                let owned = mount_point.clone();
+                let id = cleanup::register(
+                    format!("FUSE mount {} (device emulator)", mount_point.display()),
+                    move || crate::mount::unmount(&owned),
+                );
+                (session, id)
+            })
+        });
+        let (session, mount_cleanup) = match mounted {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = scheduler.join();
+                return Err(RigError::io(
+                    format!(
+                        "mount the emulator's FUSE file on {}",
+                        mount_point.display()
+                    ),
+                    e,
+                ));
+            }
+        };
+        let mut emulator = Emulator {
+            device: None,
+            session: None,
+            mount_cleanup: Some(mount_cleanup),
+            scheduler: Some(scheduler),
+            log,
+            mount_point,
+            _dir: dir,
+        };
+        emulator.session = Some(
+            session
+                .spawn()
+                .map_err(|e| RigError::io("start the emulator's FUSE session", e))?,
+        );
+        let disk = emulator.mount_point.join(DISK_FILE);
+        emulator.device = Some(LoopDevice::attach_direct_presenting(
+            &disk,
+            opts.read_only,
+            &queue,
+        )?);
+        Ok(emulator)
+    }
+
+    /// The emulated block device.
+    pub fn device(&self) -> &LoopDevice {
+        self.device.as_ref().expect("present until stop")
+    }
+
+    /// The FUSE file the loop device reads (`MOUNT/disk`).
+    pub fn disk_file(&self) -> PathBuf {
+        self.mount_point.join(DISK_FILE)
+    }
+
+    /// The requests served so far, in arrival order.
+    pub fn log(&self) -> Vec<EmulatedRequest> {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Detaches the loop device, unmounts the FUSE file, joins the daemon and returns every
+    /// request served, in arrival order.
+    pub fn stop(mut self) -> Result<Vec<EmulatedRequest>> {
+        self.shut_down();
+        Ok(self.log())
+    }
+
+    fn shut_down(&mut self) {
+        // The loop device's release of the FUSE file is served by the daemon: detach while the
+        // daemon runs, then unmount, which ends the session loop, then the scheduler.
+        drop(self.device.take());
+        if let Some(id) = self.mount_cleanup.take() {
+            cleanup::run(&id);
+        }
+        if let Some(session) = self.session.take() {
+            let _ = session.join();
+        }
+        if let Some(thread) = self.scheduler.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}
+
+/// The reply a request is waiting to get, with what it carries.
+enum Pending {
+    Read(ReplyData, Vec<u8>),
+    Write(ReplyWrite, u32),
+}
+
+struct Job {
+    arrived: Instant,
+    request: EmuRequest,
+    pending: Pending,
+}
+
+/// A reply due at wall time `due_ns` (since the start); ordered so that the heap's top is the
+/// earliest, ties in arrival order.
+struct Due {
+    due_ns: u64,
+    seq: u64,
+    log_index: usize,
+    pending: Pending,
+}
+
+impl PartialEq for Due {
+    fn eq(&self, other: &Self) -> bool {
+        (self.due_ns, self.seq) == (other.due_ns, other.seq)
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Due {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (other.due_ns, other.seq).cmp(&(self.due_ns, self.seq))
+    }
+}
+
+fn since_ns(t0: Instant, t: Instant) -> u64 {
+    t.saturating_duration_since(t0).as_nanos() as u64
+}
+
+/// The scheduler thread: prices each request on the model as it arrives and sends each reply
+/// when it is due.
+fn schedule(
+    rx: Receiver<Job>,
+    t0: Instant,
+    scale: f64,
+    make_model: impl FnOnce() -> ServiceModel,
+    log: Arc<Mutex<Vec<EmulatedRequest>>>,
+) {
+    // The default timer slack (50 µs) would make every timed wait up to 50 µs late; the
+    // Memulator's bar is 2% or 100 µs.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    run_real_time();
+    let mut model = make_model();
+    let mut heap: BinaryHeap<Due> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut open = true;
+    loop {
+        let mut now = since_ns(t0, Instant::now());
+        while heap.peek().is_some_and(|d| d.due_ns <= now) {
+            let due = heap.pop().expect("peeked");
+            match due.pending {
+                Pending::Read(reply, data) => reply.data(&data),
+                Pending::Write(reply, n) => reply.written(n),
+            }
+            now = since_ns(t0, Instant::now());
+            if let Some(entry) = log
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_mut(due.log_index)
+            {
+                entry.reply_late_ns = now.saturating_sub(due.due_ns) as f64;
+            }
+        }
+        let next = match (heap.peek(), open) {
+            (None, false) => return,
+            (None, true) => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            (Some(d), _) if d.due_ns - now <= SPIN_NS => {
+                // Close to due: spin, taking any arrival in between without blocking.
+                match rx.try_recv() {
+                    Ok(job) => Ok(job),
+                    Err(mpsc::TryRecvError::Empty) => {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    Err(mpsc::TryRecvError::Disconnected) => {
+                        open = false;
+                        continue;
+                    }
+                }
+            }
+            (Some(d), true) => rx.recv_timeout(Duration::from_nanos(d.due_ns - now - SPIN_NS)),
+            (Some(d), false) => {
+                std::thread::sleep(Duration::from_nanos(d.due_ns - now - SPIN_NS));
+                continue;
+            }
+        };
+        match next {
+            Ok(job) => {
+                // Whole ns, as a trace keeps them: an open-loop replay of the served stream
+                // then hands the model the very same arrival times.
+                let arrival_ns = (since_ns(t0, job.arrived) as f64 * scale).round();
+                let complete_ns = model(arrival_ns, &job.request).max(arrival_ns);
+                let due_ns = (complete_ns / scale).round() as u64;
+                let log_index = {
+                    let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+                    log.push(EmulatedRequest {
+                        request: job.request,
+                        arrival_ns,
+                        complete_ns,
+                        reply_late_ns: 0.0,
+                    });
+                    log.len() - 1
+                };
+                heap.push(Due {
+                    due_ns,
+                    seq,
+                    log_index,
+                    pending: job.pending,
+                });
+                seq += 1;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => open = false,
+        }
+    }
+}
+
+/// The FUSE file system: a root directory holding the one file `disk`, IMAGE's bytes.
+struct DiskFs {
+    image: std::fs::File,
+    size: u64,
+    read_only: bool,
+    max_request_bytes: u32,
+    jobs: Sender<Job>,
+}
+
+impl DiskFs {
+    fn attr(&self, ino: u64) -> Option<FileAttr> {
+        let (kind, size, perm, nlink) = match ino {
+            1 => (FileType::Directory, 0, 0o555, 2),
+            DISK_INO => (
+                FileType::RegularFile,
+                self.size,
+                if self.read_only { 0o444 } else { 0o644 },
+                1,
+            ),
+            _ => return None,
+        };
+        Some(FileAttr {
+            ino: INodeNo(ino),
+            size,
+            blocks: size.div_ceil(512),
+            atime: UNIX_EPOCH,
+            mtime: UNIX_EPOCH,
+            ctime: UNIX_EPOCH,
+            crtime: UNIX_EPOCH,
+            kind,
+            perm,
+            nlink,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            flags: 0,
+            blksize: 512,
+        })
+    }
+
+    fn submit(&self, job: Job) {
+        if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
+            match job.pending {
+                Pending::Read(reply, _) => reply.error(Errno::EIO),
+                Pending::Write(reply, _) => reply.error(Errno::EIO),
+            }
+        }
+    }
+}
+
+fn request_of(write: bool, offset: u64, bytes: usize) -> EmuRequest {
+    EmuRequest {
+        write,
+        sector: offset / 512,
+        sectors: (bytes as u64).div_ceil(512) as u32,
+    }
+}
+
+impl Filesystem for DiskFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // FUSE's largest request (`max_pages`) follows the larger of max_write and
+        // max_readahead: raise it to the loop queue's request size, so a request reaches the
+        // daemon whole.
+        let _ = config.set_max_write(self.max_request_bytes);
+        let _ = config.set_max_readahead(self.max_request_bytes);
+        // Asynchronous direct I/O: the loop driver's worker hands a request to FUSE and goes
+        // on to the next one. Without it the worker waits for each reply, so a request issued
+        // while another is in service reaches the daemon only when that one completes, and
+        // the model would see it arrive late (kernel time exceeded the model's by a whole
+        // service time for 1% of e2fsck's requests).
+        config
+            .add_capabilities(InitFlags::FUSE_ASYNC_DIO)
+            .map_err(|missing| {
+                std::io::Error::other(format!(
+                    "the kernel's FUSE lacks {missing:?}, which the emulator needs"
+                ))
+            })?;
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match (u64::from(parent), self.attr(DISK_INO)) {
+            (1, Some(attr)) if name == DISK_FILE => {
+                reply.entry(&ATTR_TTL, &attr, fuser::Generation(0))
+            }
+            _ => reply.error(Errno::ENOENT),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.attr(u64::from(ino)) {
+            Some(attr) => reply.attr(&ATTR_TTL, &attr),
+            None => reply.error(Errno::ENOENT),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if u64::from(ino) != DISK_INO {
+            return reply.error(Errno::EISDIR);
+        }
+        let access = flags.0 & libc::O_ACCMODE;
+        if self.read_only && access != libc::O_RDONLY {
+            return reply.error(Errno::EROFS);
+        }
+        // No page cache for the disk file: every read and write reaches the daemon and is
+        // timed, whoever opens it.
+        reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO);
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let arrived = Instant::now();
+        // The thread that reads requests stamps their arrival: real time for it. (Not in
+        // `init`, which fuser runs on the thread that mounts: the main thread, whose children
+        // — the traced program — must keep the ordinary scheduler.)
+        run_real_time_once();
+        if u64::from(ino) != DISK_INO {
+            return reply.error(Errno::EISDIR);
+        }
+        let len = u64::from(size).min(self.size.saturating_sub(offset)) as usize;
+        let mut data = vec![0u8; len];
+        if let Err(e) = self.image.read_exact_at(&mut data, offset) {
+            return reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
+        }
+        let request = request_of(false, offset, size as usize);
+        self.submit(Job {
+            arrived,
+            request,
+            pending: Pending::Read(reply, data),
+        });
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let arrived = Instant::now();
+        run_real_time_once();
+        if u64::from(ino) != DISK_INO {
+            return reply.error(Errno::EISDIR);
+        }
+        if self.read_only {
+            return reply.error(Errno::EROFS);
+        }
+        if offset.saturating_add(data.len() as u64) > self.size {
+            // A disk does not grow.
+            return reply.error(Errno::ENOSPC);
+        }
+        if let Err(e) = self.image.write_all_at(data, offset) {
+            return reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
+        }
+        self.submit(Job {
+            arrived,
+            request: request_of(true, offset, data.len()),
+            pending: Pending::Write(reply, data.len() as u32),
+        });
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let synced = if datasync {
+            self.image.sync_data()
+        } else {
+            self.image.sync_all()
+        };
+        match synced {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        if u64::from(ino) != 1 {
+            return reply.error(Errno::ENOTDIR);
+        }
+        let entries = [
+            (1, FileType::Directory, "."),
+            (1, FileType::Directory, ".."),
+            (DISK_INO, FileType::RegularFile, DISK_FILE),
+        ];
+        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(*ino), (i + 1) as u64, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_covers_its_bytes_in_sectors() {
+        assert_eq!(
+            request_of(false, 4096, 524_288),
+            EmuRequest {
+                write: false,
+                sector: 8,
+                sectors: 1024
+            }
+        );
+        assert_eq!(request_of(true, 512, 100).sectors, 1);
+    }
+}

@@ -39,8 +39,11 @@ pub struct InodeReadahead;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InodeReadaheadSpec {
-    /// Scale of the tree's file sizes and file system (1.0 = as published; the number of
-    /// inodes never shrinks).
+    /// Scale used when `--scale` is not given: the fraction of the tree kept
+    /// ([`layoutlab_workload::population_shrunk`]: a tree population keeps this fraction of
+    /// every count, its data and its file system, the same shape at fewer files; 1.0 = the
+    /// tree as published). A walk's time grows with the entries it stats, so the default is
+    /// a smaller tree (issue 32: a default run within two minutes) and `--scale 1` the full one.
     pub default_scale: f64,
     /// Population walked (`--tree` picks another, or a population .toml).
     pub tree: String,
@@ -170,9 +173,10 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     }
     // Resolve every name before any work: a typo fails at once and makes nothing.
     let tree = a.tree.clone().unwrap_or_else(|| spec.tree.clone());
-    let population = layoutlab_workload::population_by_name(&tree)
-        .with_context(|| format!("the tree of experiment '{}'", exp.name))?
-        .scale(scale)?;
+    // At scale 1 this is the tree itself (population_by_name); below it, the same shape at
+    // fewer entries (a population of sized files, bench5, shrinks its sizes instead).
+    let population = layoutlab_workload::population_shrunk(&tree, scale)
+        .with_context(|| format!("the tree of experiment '{}' at scale {scale}", exp.name))?;
     let devices: Vec<String> = match &a.device {
         Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
         None => spec.devices.clone(),

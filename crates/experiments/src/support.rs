@@ -43,6 +43,57 @@ pub fn capture_queue(
     })
 }
 
+/// Runs `work(0..count)` on up to `jobs` threads, each taking the next index as it finishes
+/// one (a work queue), and returns the results in index order. After a failure nothing new
+/// starts (work under way finishes) and the first failure, in index order, is returned.
+/// Operations whose units are independent (each its own image, loop device and traced
+/// program, no cache dropped: e.g. fsck checks) run them at once on a multi-core machine.
+pub fn run_queue<T: Send>(
+    count: usize,
+    jobs: usize,
+    work: impl Fn(usize) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Result<T>>>> = (0..count).map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, count.max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= count {
+                    break;
+                }
+                let r = work(i);
+                let failed = r.is_err();
+                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                if failed {
+                    next.store(count, Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    let mut out = Vec::with_capacity(count);
+    for (i, r) in results.into_iter().enumerate() {
+        match r.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(r) => out.push(r?),
+            None => anyhow::bail!(
+                "unit {} of {count} was not run (an earlier one failed)",
+                i + 1
+            ),
+        }
+    }
+    Ok(out)
+}
+
+/// The units of work an operation runs at once: `--jobs`, or one per CPU.
+pub fn jobs(requested: Option<u32>) -> usize {
+    requested.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    )
+}
+
 /// Parse a size such as `4k`, `16g`, `512`, `1.5M` (binary units), for clap: the device
 /// crate's fio-style parser with its error as text.
 pub fn parse_size(s: &str) -> Result<u64, String> {
@@ -197,4 +248,37 @@ pub fn charged_ns(served: &[layoutlab_rig::EmulatedRequest], time_scale: f64) ->
         }
     }
     charged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_queue;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_queue_keeps_the_order_of_its_units_whatever_finishes_first() {
+        // Early units sleep longest, so with 3 threads later ones finish first.
+        let out = run_queue(6, 3, |i| {
+            std::thread::sleep(std::time::Duration::from_millis(5 * (6 - i as u64)));
+            Ok(i * 10)
+        })
+        .unwrap();
+        assert_eq!(out, vec![0, 10, 20, 30, 40, 50]);
+    }
+
+    #[test]
+    fn after_a_failure_nothing_new_starts_and_the_failure_is_returned() {
+        let started = AtomicUsize::new(0);
+        let err = run_queue(10, 1, |i| {
+            started.fetch_add(1, Ordering::SeqCst);
+            if i == 2 {
+                anyhow::bail!("unit 2 failed")
+            }
+            Ok(i)
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), "unit 2 failed");
+        // one thread: units 0, 1 and 2 ran, none after the failure
+        assert_eq!(started.load(Ordering::SeqCst), 3);
+    }
 }

@@ -51,8 +51,9 @@ pub struct Args {
     /// Default: the experiment's.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     fs: Option<Vec<String>>,
-    /// Policies run at once, each with its own image, loop device and traced e2fsck. Default:
-    /// as many as this machine has CPUs. Predictions do not depend on it (think times come
+    /// Policies run at once, each with its own image, loop device and traced e2fsck (fsck
+    /// experiments; metacluster-aging: the policies of one age). Default: as many as this
+    /// machine has CPUs. Predictions do not depend on it (think times come
     /// from each e2fsck's own CPU time).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     jobs: Option<u32>,

@@ -284,38 +284,11 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         })
     };
     // Work queue: each worker takes the next policy; results keep the policies' order.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Result<PolicyRun>>>> = policies
-        .iter()
-        .map(|_| std::sync::Mutex::new(None))
-        .collect();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Some(pol) = policies.get(i) else { break };
-                eprintln!("[{}/{}] {}", i + 1, policies.len(), pol.name());
-                let r = run_policy(pol.as_ref(), &formats[i]);
-                let failed = r.is_err();
-                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-                if failed {
-                    // Start nothing new after a failure; runs under way finish.
-                    next.store(policies.len(), std::sync::atomic::Ordering::SeqCst);
-                }
-            });
-        }
-    });
-    let mut runs = Vec::new();
-    for (r, pol) in results.into_iter().zip(&policies) {
-        match r.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            Some(r) => runs.push(r.with_context(|| format!("policy {}", pol.name()))?),
-            None => bail!(
-                "policy {} was not run (an earlier policy failed)",
-                pol.name()
-            ),
-        }
-    }
-    Ok(runs)
+    crate::support::run_queue(policies.len(), jobs, |i| {
+        let pol = &policies[i];
+        eprintln!("[{}/{}] {}", i + 1, policies.len(), pol.name());
+        run_policy(pol.as_ref(), &formats[i]).with_context(|| format!("policy {}", pol.name()))
+    })
 }
 
 /// The experiment's extra e2fsck arguments for `e2fsck`. A period release before 1.43 has no

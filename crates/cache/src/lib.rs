@@ -35,6 +35,13 @@ pub trait Replacement {
     fn resident_pages(&self) -> usize;
     /// Touch `page`: true on a hit; on a miss the page is loaded (evicting as needed).
     fn access(&mut self, page: u64) -> bool;
+    /// Touch `page`, a metadata block read through the buffer cache (`sb_getblk()`), where
+    /// a policy models the kernel's path for it; the others see a plain [`access`].
+    ///
+    /// [`access`]: Replacement::access
+    fn access_buffer(&mut self, page: u64) -> bool {
+        self.access(page)
+    }
 }
 
 /// Errors of this crate.
@@ -69,6 +76,31 @@ impl Outcome {
     /// Number of misses.
     pub fn misses(&self) -> u64 {
         self.hit.iter().filter(|h| !**h).count() as u64
+    }
+
+    /// Misses of the mapping blocks of `accesses` (the stream simulated).
+    pub fn mapping_misses(&self, accesses: &[Access]) -> u64 {
+        accesses
+            .iter()
+            .zip(&self.hit)
+            .filter(|(a, h)| a.mapping && !**h)
+            .count() as u64
+    }
+}
+
+/// Runs a file's read stream through `policy`: mapping blocks as buffer-cache reads.
+pub fn simulate_stream(policy: &mut dyn Replacement, accesses: &[Access]) -> Outcome {
+    Outcome {
+        hit: accesses
+            .iter()
+            .map(|a| {
+                if a.mapping {
+                    policy.access_buffer(a.block)
+                } else {
+                    policy.access(a.block)
+                }
+            })
+            .collect(),
     }
 }
 

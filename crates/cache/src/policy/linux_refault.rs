@@ -7,6 +7,12 @@
 //! active list's size (`workingset_test_recent()`: with no swap, NR_ACTIVE_FILE only) the page
 //! would have stayed with that much more inactive space, so it enters the active list at once.
 //!
+//! Metadata read through the buffer cache is activated by its first read: since Linux 3.15
+//! `grow_dev_page()`/`grow_dev_folio()` creates the block device's page with FGP_ACCESSED
+//! (referenced), and the lookup that follows, `__find_get_block_slow()`, marks it accessed
+//! again (fs/buffer.c) — a second mark, which activates. In 2.6.32 the page was created
+//! unmarked and `touch_buffer()` only set its referenced bit.
+//!
 //! Differences from 2.6.3x kept here: deactivation keeps PG_referenced (`folio_referenced()`
 //! no longer clears it), and `inactive_is_low()` uses `int_sqrt(10 × GB)` as the ratio.
 //! Simplifications: one page a reclaim step; shadows are never dropped (the kernel's shadow
@@ -71,6 +77,16 @@ impl Replacement for LinuxRefault {
     fn resident_pages(&self) -> usize {
         self.lists.resident()
     }
+    fn access_buffer(&mut self, page: u64) -> bool {
+        if self.access(page) {
+            return true;
+        }
+        // The lookup after `grow_dev_folio()`: a second mark of a referenced page.
+        if let super::two_lists::Touch::Hit { activated: true } = self.lists.touch(page) {
+            self.age += 1;
+        }
+        false
+    }
     fn access(&mut self, page: u64) -> bool {
         match self.lists.touch(page) {
             Touch::Hit { activated } => {
@@ -132,6 +148,29 @@ mod tests {
         // would have cleared the bit and only re-referenced it).
         assert!(c.access(1));
         assert_eq!(c.list_sizes(), (1, 3));
+    }
+
+    #[test]
+    fn a_metadata_block_is_active_after_its_first_read() {
+        // 4 pages: an indirect block read once is active at once (two marks); a data page
+        // read once is inactive. Five single-use data pages then pass: the block stays.
+        let mut c = LinuxRefault::new(4);
+        assert!(!c.access_buffer(100));
+        assert_eq!(c.list_sizes(), (0, 1));
+        assert!(!c.access(1));
+        assert_eq!(c.list_sizes(), (1, 1));
+        for p in 2..7 {
+            assert!(!c.access(p));
+        }
+        assert!(c.access_buffer(100));
+        // The period's kernel only references it: the same stream evicts it.
+        let mut old = super::super::linux_26::Linux26::new(4);
+        assert!(!old.access_buffer(100));
+        assert_eq!(old.list_sizes(), (1, 0));
+        for p in 1..7 {
+            old.access(p);
+        }
+        assert!(!old.access_buffer(100));
     }
 
     #[test]

@@ -103,6 +103,14 @@ impl TwoLists {
         Some(v)
     }
 
+    /// Put a page straight on the active list (an activation of a page just loaded).
+    pub fn activate(&mut self, page: u64) {
+        if self.inactive.remove(page) {
+            self.referenced.remove(&page);
+            self.active.push_front(page);
+        }
+    }
+
     /// Load a missed page: to the inactive head, or straight to the active list
     /// (`activate`: a refault the kernel judged part of the workingset); either way the
     /// read's own `mark_page_accessed()` sets its referenced bit.

@@ -79,6 +79,49 @@ fn read_u64(path: &Path) -> Result<u64> {
     })
 }
 
+/// Memory cgroups named by the rig (`layoutlab-PID-N`) whose process is dead, anywhere in the
+/// v1 memory hierarchy (a killed run made its cgroup inside the cgroup it ran in, which may not
+/// be ours); none when no v1 memory controller is mounted.
+pub(crate) fn stale(alive: &dyn Fn(u32) -> bool) -> Vec<(PathBuf, u32)> {
+    fn walk(dir: &Path, depth: u32, alive: &dyn Fn(u32) -> bool, out: &mut Vec<(PathBuf, u32)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = e.path();
+            match e.file_name().to_str().and_then(crate::stale::pid_in_name) {
+                Some(pid) if !alive(pid) => out.push((path, pid)),
+                // A live run's cgroup holds nothing of the rig's beneath it.
+                Some(_) => {}
+                None if depth < 6 => walk(&path, depth + 1, alive, out),
+                None => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(root) = v1_memory_root() {
+        walk(&root, 0, alive, &mut out);
+    }
+    out.sort();
+    out
+}
+
+/// Removes a memory cgroup the rig made (moving any task left in it to its parent).
+pub(crate) fn remove_stale(cgroup: &Path) -> Result<()> {
+    let parent = cgroup.parent().unwrap_or(cgroup).to_path_buf();
+    remove(cgroup, &parent);
+    if cgroup.exists() {
+        return Err(RigError::Unsupported(format!(
+            "the memory cgroup {} could not be removed",
+            cgroup.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Moves every thread of `cgroup` to `root`, reclaims its charges and removes it.
 fn remove(cgroup: &Path, root: &Path) {
     for _ in 0..50 {
@@ -296,5 +339,33 @@ mod tests {
         assert!(!path.exists(), "{} left behind", path.display());
         let e = MemCgroup::create(4096).err().unwrap().to_string();
         assert!(e.contains("below 1 MiB"), "{e}");
+    }
+
+    #[test]
+    fn a_dead_runs_cgroup_is_found_and_removed_and_a_live_ones_is_not() {
+        if !crate::is_root() || v1_memory_root().is_err() {
+            eprintln!("skipped: needs root and a cgroup v1 memory controller");
+            return;
+        }
+        // As a SIGKILLed run leaves it: a cgroup named for a PID, nobody to remove it.
+        let live = MemCgroup::create(8 << 20).unwrap();
+        // A PID the alive() below calls dead (and few machines ever hand out).
+        let dead_pid = 4_000_001;
+        let dead = live
+            .path()
+            .parent()
+            .unwrap()
+            .join(format!("layoutlab-{dead_pid}-0"));
+        std::fs::create_dir(&dead).unwrap();
+        let alive = |pid: u32| pid != dead_pid;
+        let found = stale(&alive);
+        assert!(
+            found.iter().any(|(p, pid)| *p == dead && *pid == dead_pid),
+            "{found:?}"
+        );
+        assert!(!found.iter().any(|(p, _)| p == live.path()), "{found:?}");
+        remove_stale(&dead).unwrap();
+        assert!(!dead.exists());
+        assert!(live.path().exists());
     }
 }

@@ -2,7 +2,7 @@
 //! page-replacement policy, and the misses as a block trace the device models price.
 //!
 //! This crate owns the [`Replacement`] trait (one policy per file under `policy/`: LRU,
-//! Belady's OPT, Linux 2.6.3x's two lists, today's Linux with refault distances, ARC, LIRS),
+//! Belady's OPT, Linux 2.6.3x's two lists, today's Linux with refault distances, ARC, LIRS, CLOCK-Pro),
 //! the registry [`POLICIES`], and the step from a file's [`Plan`](layoutlab_layout::Plan)
 //! to the pages a read touches ([`stream`]: its mapping blocks outermost first, then its data
 //! block, as `ext4_get_branch()`/`ext4_find_extent()` walk them). It does no I/O and does not

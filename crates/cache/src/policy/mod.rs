@@ -1,6 +1,7 @@
 //! The policies, one per file, and their one registry.
 
 pub mod arc;
+pub mod clock_pro;
 pub mod linux_26;
 pub mod linux_refault;
 pub mod lirs;
@@ -60,6 +61,12 @@ pub const POLICIES: &[PolicyInfo] = &[
         about: "LIRS (Jiang & Zhang, SIGMETRICS '02): inter-reference recency, 1% HIR",
         min_pages: 2,
         make: |c, _| Box::new(lirs::Lirs::new(c)),
+    },
+    PolicyInfo {
+        name: "clock-pro",
+        about: "CLOCK-Pro (Jiang, Chen & Zhang, ATC '05): LIRS's reuse distance on a clock",
+        min_pages: 2,
+        make: |c, _| Box::new(clock_pro::ClockPro::new(c)),
     },
 ];
 

@@ -19,6 +19,7 @@
 
 pub mod aging;
 pub mod all_page;
+pub mod cache_policies;
 pub mod experiment;
 pub mod ext_classes;
 pub mod fio;
@@ -53,6 +54,7 @@ pub static OPERATIONS: &[&dyn Operation] = &[
     &request_merging::RequestMerging,
     &random_read::RandomRead,
     &aging::Aging,
+    &cache_policies::CachePolicies,
 ];
 
 /// The experiments shipped with layoutlab, embedded so the binary works from anywhere, in the
@@ -101,6 +103,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     (
         "metacluster-aging",
         include_str!("../../../experiments/metacluster-aging.toml"),
+    ),
+    (
+        "cache-policies",
+        include_str!("../../../experiments/cache-policies.toml"),
     ),
 ];
 

@@ -2,7 +2,8 @@
 //! of their requests, and guaranteed teardown.
 //!
 //! It owns: a kernel file system's whole run ([`KernelFs`]: backing, mkfs, mount, traced
-//! phases, teardown), loop devices over files ([`LoopDevice`]), zram devices ([`Zram`]), mkfs for
+//! phases, teardown), loop devices over files ([`LoopDevice`]), zram devices ([`Zram`]), memory cgroups that
+//! limit a child's page cache ([`MemCgroup`]), mkfs for
 //! ext2/3/4, XFS and btrfs ([`mkfs`]), mounts ([`Mount`]), temp files ([`TempFile`]), tracefs
 //! capture of one device's block requests ([`TracefsSession`]), the traced run of the real
 //! `e2fsck -fn -tt` ([`run_e2fsck_traced`]) and the process-wide [`cleanup`] registry that undoes
@@ -36,6 +37,7 @@ mod fsck;
 mod fsck_times;
 mod kernelfs;
 mod loopdev;
+mod memcg;
 mod mkfs;
 mod mount;
 mod period;
@@ -63,6 +65,7 @@ pub use kernelfs::{
     KernelFsOptions, KernelTrace, PhaseBytes, RigLock, TracedRun,
 };
 pub use loopdev::{queue_of, LoopDevice, QueueSpec};
+pub use memcg::MemCgroup;
 pub use mkfs::{mkfs, FsKind};
 pub use mount::Mount;
 pub use period::{E2fsprogs, E2FSPROGS_NAMES};

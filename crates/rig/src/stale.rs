@@ -11,7 +11,8 @@
 //! stale only when that process no longer exists; anything of a live process, or not named this
 //! way, is never touched — so the sweep keeps the rig's rule of touching only what it created.
 //! Images made in a user-chosen `--workdir` are not named by PID and are left to the user.
-//! zram devices carry no name: the rig records each one it makes as a temp file
+//! Memory cgroups are named `layoutlab-PID-N` wherever in the v1 memory hierarchy their run
+//! made them. zram devices carry no name: the rig records each one it makes as a temp file
 //! `layoutlab-zram-PID-ID` holding its size; a device is stale when its record's process is dead
 //! and the device still has that size and no holder (loop devices stacked on it go first).
 //!
@@ -34,18 +35,22 @@ pub enum StaleKind {
     LoopDevice,
     /// A zram device the rig recorded making.
     Zram,
+    /// A memory cgroup the rig made (`layoutlab-PID-N`).
+    MemCgroup,
     /// A file or directory in the temp directory.
     TempPath,
 }
 
 impl StaleKind {
-    /// A stable name for reports (`tracefs_instance`, `mount`, `loop_device`, `temp_path`).
+    /// A stable name for reports (`tracefs_instance`, `mount`, `loop_device`, `zram`,
+    /// `memory_cgroup`, `temp_path`).
     pub fn as_str(self) -> &'static str {
         match self {
             StaleKind::TracefsInstance => "tracefs_instance",
             StaleKind::Mount => "mount",
             StaleKind::LoopDevice => "loop_device",
             StaleKind::Zram => "zram",
+            StaleKind::MemCgroup => "memory_cgroup",
             StaleKind::TempPath => "temp_path",
         }
     }
@@ -186,6 +191,15 @@ fn find_with(temp_dir: &Path, alive: &dyn Fn(u32) -> bool) -> Result<Vec<Stale>>
         out.extend(loops);
     }
     out.extend(zrams);
+    out.extend(
+        crate::memcg::stale(alive)
+            .into_iter()
+            .map(|(path, pid)| Stale {
+                kind: StaleKind::MemCgroup,
+                path,
+                pid,
+            }),
+    );
     let mut temps: Vec<_> = std::fs::read_dir(temp_dir)
         .map_err(|e| RigError::io(format!("read {}", temp_dir.display()), e))?
         .flatten()
@@ -260,6 +274,7 @@ pub fn remove(item: &Stale) -> Result<()> {
                 .map_err(|e| RigError::io(format!("rmdir {}", path.display()), e))
         }
         StaleKind::Mount => crate::mount::unmount_checked(&item.path),
+        StaleKind::MemCgroup => crate::memcg::remove_stale(&item.path),
         StaleKind::LoopDevice => crate::loopdev::detach_path(&item.path),
         StaleKind::Zram => {
             let name = item.path.file_name().unwrap_or_default().to_string_lossy();

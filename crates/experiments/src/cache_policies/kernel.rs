@@ -1,0 +1,206 @@
+//! The kernel check of the page-cache model: random-read's ext3 file (the `ext3-2007`
+//! policy's block map written through libext2fs, mounted by today's kernel) read at random
+//! by a child process inside a memory cgroup of a given limit, its block requests traced and
+//! classed as random-read classes them; the same reads' page stream (from the plan) through
+//! the simulator's `linux-6` policy with the limit as its capacity.
+//!
+//! What the kernel charges the cgroup beyond page-cache pages (buffer heads, xarray nodes,
+//! the child's own few pages) is not in the model's capacity: that, and the kernel's
+//! batching, are what the measured tolerance covers (docs/experiments/cache-policies.md).
+
+use crate::ext_classes::ExtLayout;
+use crate::random_read::{check_fully_written, offsets, sizes, RandomReadSpec};
+use crate::{kernel_profile, large_delete};
+use anyhow::{bail, Context, Result};
+use layoutlab_layout::plan::{Plan, PlannedInode};
+use layoutlab_rig::{Backing, KernelFs, KernelFsOptions, MemCgroup, TraceOptions, TracefsSession};
+use layoutlab_trace::Op;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+const MIB: u64 = 1 << 20;
+
+/// The reads at one memory limit.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LimitRun {
+    /// The cgroup's limit, bytes.
+    pub limit_bytes: u64,
+    /// Most memory the cgroup was charged, bytes.
+    pub max_usage_bytes: u64,
+    /// Most kernel memory (slab) the cgroup was charged, bytes.
+    pub kmem_max_usage_bytes: u64,
+    /// Page-cache bytes the cgroup held at the end (`cache` of memory.stat).
+    pub cache_bytes_at_end: u64,
+    /// Read requests of the file's indirect blocks the kernel issued.
+    pub mapping_reads: u64,
+    /// Read requests of the file's data.
+    pub data_reads: u64,
+    /// Other read requests (inode table, ...).
+    pub other_reads: u64,
+}
+
+/// The ext3 target, its plan, and the reads made of it at each limit.
+pub struct KernelCheck {
+    /// The plan the image was written from.
+    pub plan: Plan,
+    /// Block size, bytes.
+    pub block_bytes: u64,
+    /// The file's size, bytes.
+    pub file_bytes: u64,
+    /// Offsets read (bytes), in order.
+    pub offsets: Vec<u64>,
+    /// One run per limit, in the order asked.
+    pub runs: Vec<LimitRun>,
+}
+
+impl KernelCheck {
+    /// The planned inode of the file read.
+    pub fn file(&self) -> Result<&PlannedInode> {
+        self.plan
+            .inodes
+            .iter()
+            .find(|i| i.name == "big")
+            .context("the plan has no file 'big'")
+    }
+
+    /// File blocks of the reads (each read lies in one block).
+    pub fn logical_blocks(&self) -> Vec<u64> {
+        self.offsets.iter().map(|o| o / self.block_bytes).collect()
+    }
+}
+
+/// Makes random-read's ext3 target at `scale` and reads it `reads` times at random (seed
+/// `seed`, buffered, `spec.read_bytes` each), cold, once per limit in `limits_bytes`.
+pub fn run(
+    spec: &RandomReadSpec,
+    scale: f64,
+    reads: u64,
+    limits_bytes: &[u64],
+    device: &str,
+    workdir: &Path,
+    seed: u64,
+) -> Result<KernelCheck> {
+    layoutlab_rig::require_root("loop devices, kernel mounts, tracefs and memory cgroups")?;
+    let policy = spec
+        .policy_images
+        .get("ext3")
+        .context("random-read's experiment lays out no ext3 file by policy")?;
+    let profile = kernel_profile::by_name("ext3")?;
+    let (file_bytes, fs_bytes) = sizes(spec, scale);
+    let queue =
+        crate::support::capture_queue(device, Some(spec.read_ahead_kb), Some(spec.max_sectors_kb))?;
+    let population = layoutlab_workload::Population {
+        name: "random-read".into(),
+        fs_bytes,
+        ops: vec![layoutlab_workload::NsOp::Create {
+            path: "big".into(),
+            bytes: file_bytes,
+        }],
+    };
+    let (mkfs_profile, plan) = large_delete::policy_image(policy, &population, seed)?;
+    let g = layoutlab_layout::Geometry::new(&mkfs_profile, fs_bytes)?;
+    // As random_read::run_target: what the sparse image holds beyond holes.
+    let per_group = g.inode_table_blocks + 2 + 1 + g.gdt_blocks + g.reserved_gdt_blocks;
+    let meta_blocks = g.group_count() * per_group + g.journal_total_blocks + plan.mapping_blocks();
+    let opts = KernelFsOptions {
+        kind: profile.fs_kind()?,
+        mkfs_args: profile.mkfs_args.clone(),
+        mount_options: [
+            profile.mount_options.as_str(),
+            spec.extra_mount_options.as_str(),
+        ]
+        .iter()
+        .filter(|o| !o.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(","),
+        bytes: fs_bytes,
+        backing: Backing::SparseFile(workdir.to_path_buf()),
+        resident_bytes: meta_blocks * u64::from(g.block_size_bytes) + 64 * MIB,
+        queue,
+    };
+    let mut k = KernelFs::from_image(&opts, &mut |path: &Path| {
+        layoutlab_image::mkfs_profile(path, opts.bytes, &mkfs_profile)
+            .map_err(|e| e.to_string())?;
+        layoutlab_image::materialize(path, &plan)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })?;
+    k.remount()?;
+    let file = k.mount_point().join("big");
+    check_fully_written(&file, file_bytes)?;
+    let layout = ExtLayout::read(k.device().path(), "/big")?;
+    let offs = offsets(seed, reads, file_bytes, spec.read_bytes);
+    let dev_name = format!("loop{}", k.device().number());
+    let mut runs = Vec::new();
+    for &limit in limits_bytes {
+        k.remount()?;
+        k.drop_caches()?;
+        // A remount may mount elsewhere: the path is taken anew.
+        let file = k.mount_point().join("big");
+        let f = std::fs::File::open(&file).with_context(|| format!("open {}", file.display()))?;
+        let cg = MemCgroup::create(limit)?;
+        let mut buf = vec![0u8; spec.read_bytes as usize];
+        let fd = f.as_raw_fd();
+        let session = TracefsSession::start(k.device().dev(), &TraceOptions::default())?;
+        let before = layoutlab_rig::settled_stat_sectors(&dev_name)?;
+        session.mark("reads")?;
+        // SAFETY: the child only calls pread(2) on a descriptor and a buffer made before.
+        let code = unsafe {
+            cg.run_in_child(|| {
+                for &o in &offs {
+                    let n = libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), o as i64);
+                    if n != buf.len() as isize {
+                        return 1;
+                    }
+                }
+                0
+            })
+        }?;
+        if code != 0 {
+            bail!("a read of {} failed in the cgroup's child", file.display());
+        }
+        layoutlab_rig::settled_stat_sectors(&dev_name)?;
+        session.mark("after")?;
+        let after = layoutlab_rig::settled_stat_sectors(&dev_name)?;
+        let capture = session.stop()?;
+        if capture.lost_events > 0 {
+            bail!("the kernel lost {} trace events", capture.lost_events);
+        }
+        let trace = crate::request_merging::of_phase(&capture.trace, "reads", Some(Op::Read));
+        let sectors: u64 = trace.requests.iter().map(|r| u64::from(r.sectors)).sum();
+        if sectors != after.0 - before.0 {
+            bail!(
+                "the trace saw {sectors} sectors read, the device counted {}",
+                after.0 - before.0
+            );
+        }
+        let per_block = (layout.block_size_bytes / 512).max(1);
+        let mut run = LimitRun {
+            limit_bytes: cg.limit_bytes()?,
+            max_usage_bytes: cg.max_usage_bytes()?,
+            kmem_max_usage_bytes: cg.kmem_max_usage_bytes()?,
+            cache_bytes_at_end: cg.stat("cache")?,
+            mapping_reads: 0,
+            data_reads: 0,
+            other_reads: 0,
+        };
+        for r in &trace.requests {
+            match layout.class_of(r.sector / per_block) {
+                "indirect" | "extent" => run.mapping_reads += 1,
+                "data" => run.data_reads += 1,
+                _ => run.other_reads += 1,
+            }
+        }
+        drop(cg);
+        runs.push(run);
+    }
+    drop(k);
+    Ok(KernelCheck {
+        block_bytes: u64::from(g.block_size_bytes),
+        plan,
+        file_bytes,
+        offsets: offs,
+        runs,
+    })
+}

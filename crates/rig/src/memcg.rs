@@ -1,0 +1,371 @@
+//! A memory cgroup the rig creates: a page-cache size limit for the threads placed in it.
+//!
+//! cgroup v1 (this machine: the `memory` controller on its own hierarchy,
+//! `memory.limit_in_bytes`). A page-cache page is charged to the cgroup of the *process*
+//! whose read allocated it — `get_mem_cgroup_from_mm()` takes the cgroup of `mm->owner`, not
+//! of the reading thread (checked here: a thread moved alone was charged nothing) — so the
+//! reads to be limited run in a forked child that joins the cgroup
+//! ([`MemCgroup::run_in_child`]), and the rest of the program stays outside.
+//!
+//! The cgroup is made inside the cgroup this process is in (whoever started us may limit
+//! us; we only narrow that), named `layoutlab-PID-N`, and registered with the
+//! [`cleanup`](crate::cleanup) registry: on drop, error, panic, SIGINT or SIGTERM any task
+//! still in it goes back to that parent, its charges are reclaimed (`memory.force_empty`)
+//! and the directory is removed. It touches no cgroup it did not create.
+
+use crate::cleanup::{self, CleanupId};
+use crate::error::{Result, RigError};
+use std::path::{Path, PathBuf};
+
+/// A memory cgroup (v1) created by the rig.
+pub struct MemCgroup {
+    path: PathBuf,
+    cleanup: Option<CleanupId>,
+}
+
+/// Where the v1 memory controller is mounted, from /proc/self/mountinfo.
+fn v1_memory_root() -> Result<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| RigError::io("reading /proc/self/mountinfo", e))?;
+    for line in text.lines() {
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let mut r = right.split_whitespace();
+        let (fstype, _source, options) = (r.next(), r.next(), r.next().unwrap_or(""));
+        if fstype == Some("cgroup") && options.split(',').any(|o| o == "memory") {
+            if let Some(mount_point) = left.split_whitespace().nth(4) {
+                return Ok(PathBuf::from(mount_point));
+            }
+        }
+    }
+    Err(RigError::Unsupported(
+        "no cgroup v1 memory controller is mounted (the rig limits page cache per thread, \
+         which cgroup v2 does not allow): mount one with `mount -t cgroup -o memory cgroup \
+         /sys/fs/cgroup/memory`"
+            .into(),
+    ))
+}
+
+/// The memory cgroup this process is in (v1), as a directory.
+fn own_memory_cgroup() -> Result<PathBuf> {
+    let root = v1_memory_root()?;
+    let text = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| RigError::io("reading /proc/self/cgroup", e))?;
+    let rel = text
+        .lines()
+        .filter_map(|l| {
+            let mut fields = l.splitn(3, ':').skip(1);
+            fields.next().zip(fields.next())
+        })
+        .find(|(controllers, _)| controllers.split(',').any(|c| c == "memory"))
+        .map(|(_, path)| path.trim_start_matches('/').to_string())
+        .ok_or_else(|| RigError::Unsupported("this process is in no memory cgroup".into()))?;
+    Ok(root.join(rel))
+}
+
+fn write(path: &Path, value: &str) -> Result<()> {
+    std::fs::write(path, value)
+        .map_err(|e| RigError::io(format!("writing '{value}' to {}", path.display()), e))
+}
+
+fn read_u64(path: &Path) -> Result<u64> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| RigError::io(format!("reading {}", path.display()), e))?;
+    text.trim().parse().map_err(|_| RigError::Parse {
+        source_name: path.display().to_string(),
+        line: 1,
+        reason: format!("not a number: '{}'", text.trim()),
+    })
+}
+
+/// Memory cgroups named by the rig (`layoutlab-PID-N`) whose process is dead, anywhere in the
+/// v1 memory hierarchy (a killed run made its cgroup inside the cgroup it ran in, which may not
+/// be ours); none when no v1 memory controller is mounted.
+pub(crate) fn stale(alive: &dyn Fn(u32) -> bool) -> Vec<(PathBuf, u32)> {
+    fn walk(dir: &Path, depth: u32, alive: &dyn Fn(u32) -> bool, out: &mut Vec<(PathBuf, u32)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = e.path();
+            match e.file_name().to_str().and_then(crate::stale::pid_in_name) {
+                Some(pid) if !alive(pid) => out.push((path, pid)),
+                // A live run's cgroup holds nothing of the rig's beneath it.
+                Some(_) => {}
+                None if depth < 6 => walk(&path, depth + 1, alive, out),
+                None => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(root) = v1_memory_root() {
+        walk(&root, 0, alive, &mut out);
+    }
+    out.sort();
+    out
+}
+
+/// Removes a memory cgroup the rig made (moving any task left in it to its parent).
+pub(crate) fn remove_stale(cgroup: &Path) -> Result<()> {
+    let parent = cgroup.parent().unwrap_or(cgroup).to_path_buf();
+    remove(cgroup, &parent);
+    if cgroup.exists() {
+        return Err(RigError::Unsupported(format!(
+            "the memory cgroup {} could not be removed",
+            cgroup.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Moves every thread of `cgroup` to `root`, reclaims its charges and removes it.
+fn remove(cgroup: &Path, root: &Path) {
+    for _ in 0..50 {
+        if let Ok(tasks) = std::fs::read_to_string(cgroup.join("tasks")) {
+            for tid in tasks.split_whitespace() {
+                let _ = std::fs::write(root.join("tasks"), tid);
+            }
+        }
+        let _ = std::fs::write(cgroup.join("memory.force_empty"), "0");
+        match std::fs::remove_dir(cgroup) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            // EBUSY while a moved thread is still being accounted out: retry.
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
+    eprintln!(
+        "layoutlab-rig: could not remove the memory cgroup {} (still busy)",
+        cgroup.display()
+    );
+}
+
+impl MemCgroup {
+    /// A new memory cgroup limited to `limit_bytes` (whole pages; at least 1 MiB).
+    pub fn create(limit_bytes: u64) -> Result<MemCgroup> {
+        crate::require_root("creating a memory cgroup")?;
+        if limit_bytes < 1 << 20 {
+            return Err(RigError::InvalidArgument(format!(
+                "a memory limit of {limit_bytes} bytes is below 1 MiB"
+            )));
+        }
+        let root = own_memory_cgroup()?;
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let (path, id) = loop {
+            let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let path = root.join(format!("layoutlab-{}-{n}", std::process::id()));
+            // mkdir and register as one step (see `cleanup::creating`).
+            let made = cleanup::creating(|| {
+                std::fs::create_dir(&path).map(|()| {
+                    let (owned, r) = (path.clone(), root.clone());
+                    cleanup::register(format!("memory cgroup {}", path.display()), move || {
+                        remove(&owned, &r)
+                    })
+                })
+            });
+            match made {
+                Ok(id) => break (path, id),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(RigError::io(format!("mkdir {}", path.display()), e)),
+            }
+        };
+        let cg = MemCgroup {
+            path,
+            cleanup: Some(id),
+        };
+        cg.set_limit(limit_bytes)?;
+        Ok(cg)
+    }
+
+    /// Its directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Sets the limit (`memory.limit_in_bytes`); the kernel reclaims down to it at once.
+    pub fn set_limit(&self, limit_bytes: u64) -> Result<()> {
+        write(
+            &self.path.join("memory.limit_in_bytes"),
+            &limit_bytes.to_string(),
+        )
+    }
+
+    /// The limit the kernel applies (rounded down to whole pages).
+    pub fn limit_bytes(&self) -> Result<u64> {
+        read_u64(&self.path.join("memory.limit_in_bytes"))
+    }
+
+    /// Memory charged now (`memory.usage_in_bytes`).
+    pub fn usage_bytes(&self) -> Result<u64> {
+        read_u64(&self.path.join("memory.usage_in_bytes"))
+    }
+
+    /// Most memory charged so far (`memory.max_usage_in_bytes`).
+    pub fn max_usage_bytes(&self) -> Result<u64> {
+        read_u64(&self.path.join("memory.max_usage_in_bytes"))
+    }
+
+    /// Most kernel memory (slab: xarray nodes, buffer heads, ...) charged so far
+    /// (`memory.kmem.max_usage_in_bytes`): memory of the limit page-cache pages could not use.
+    pub fn kmem_max_usage_bytes(&self) -> Result<u64> {
+        read_u64(&self.path.join("memory.kmem.max_usage_in_bytes"))
+    }
+
+    /// One counter of `memory.stat` (e.g. "cache", "active_file", "inactive_file").
+    pub fn stat(&self, name: &str) -> Result<u64> {
+        let p = self.path.join("memory.stat");
+        let text = std::fs::read_to_string(&p)
+            .map_err(|e| RigError::io(format!("reading {}", p.display()), e))?;
+        text.lines()
+            .find_map(|l| {
+                l.strip_prefix(name)
+                    .and_then(|v| v.strip_prefix(' '))
+                    .and_then(|v| v.trim().parse().ok())
+            })
+            .ok_or_else(|| RigError::Parse {
+                source_name: p.display().to_string(),
+                line: 0,
+                reason: format!("no counter '{name}'"),
+            })
+    }
+
+    /// Forks a child that joins this cgroup, runs `f` and exits with its status; waits for
+    /// it and returns that status. What the child reads into the page cache is charged here.
+    ///
+    /// # Safety
+    /// The child of a multi-threaded program may only make async-signal-safe calls: `f` must
+    /// not allocate, lock, or touch Rust's standard streams — plain system calls on file
+    /// descriptors and buffers made before the call only.
+    pub unsafe fn run_in_child(&self, f: impl FnOnce() -> i32) -> Result<i32> {
+        let procs = std::ffi::CString::new(
+            self.path
+                .join("cgroup.procs")
+                .as_os_str()
+                .as_encoded_bytes(),
+        )
+        .map_err(|_| RigError::InvalidArgument("cgroup path with a NUL byte".into()))?;
+        // SAFETY: the child below makes only async-signal-safe calls (the caller's promise
+        // for `f`, and open/write/close/_exit here).
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(RigError::last_os("fork"));
+        }
+        if pid == 0 {
+            // SAFETY: async-signal-safe calls on a buffer made before the fork.
+            unsafe {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+                // "0" in cgroup.procs moves the writer.
+                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    libc::_exit(125);
+                }
+                libc::close(fd);
+                let code = f();
+                libc::_exit(code);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
+            return Err(RigError::last_os("waitpid"));
+        }
+        if !libc::WIFEXITED(status) {
+            return Err(RigError::Unsupported(format!(
+                "the child in {} ended without exiting (status {status})",
+                self.path.display()
+            )));
+        }
+        match libc::WEXITSTATUS(status) {
+            125 => Err(RigError::Unsupported(format!(
+                "the child could not join {}",
+                self.path.display()
+            ))),
+            code => Ok(code),
+        }
+    }
+}
+
+impl Drop for MemCgroup {
+    fn drop(&mut self) {
+        if let Some(id) = self.cleanup.take() {
+            cleanup::run(&id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_holds_the_page_cache_of_the_child_inside_and_cleanup_removes_it() {
+        if !crate::is_root() || v1_memory_root().is_err() {
+            eprintln!("skipped: needs root and a cgroup v1 memory controller");
+            return;
+        }
+        let dir = crate::TempDir::new(&std::env::temp_dir(), "layoutlab-memcg-test").unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, vec![1u8; 32 << 20]).unwrap();
+        crate::drop_caches().unwrap();
+        let cg = MemCgroup::create(8 << 20).unwrap();
+        assert_eq!(cg.limit_bytes().unwrap(), 8 << 20);
+        let path = cg.path().to_path_buf();
+        let f = std::fs::File::open(&file).unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+        // SAFETY: the child only calls pread on a descriptor and buffer made before.
+        let code = unsafe {
+            cg.run_in_child(|| {
+                for k in 0..32 {
+                    let n = libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), k << 20);
+                    if n != buf.len() as isize {
+                        return 1;
+                    }
+                }
+                0
+            })
+        }
+        .unwrap();
+        assert_eq!(code, 0);
+        // 32 MiB read through an 8 MiB limit: the cgroup never held more than the limit,
+        // and it did charge the reads (more than half the limit).
+        let max = cg.max_usage_bytes().unwrap();
+        assert!(max <= 8 << 20 && max > 4 << 20, "{max}");
+        std::fs::remove_file(&file).unwrap();
+        drop(cg);
+        assert!(!path.exists(), "{} left behind", path.display());
+        let e = MemCgroup::create(4096).err().unwrap().to_string();
+        assert!(e.contains("below 1 MiB"), "{e}");
+    }
+
+    #[test]
+    fn a_dead_runs_cgroup_is_found_and_removed_and_a_live_ones_is_not() {
+        if !crate::is_root() || v1_memory_root().is_err() {
+            eprintln!("skipped: needs root and a cgroup v1 memory controller");
+            return;
+        }
+        // As a SIGKILLed run leaves it: a cgroup named for a PID, nobody to remove it.
+        let live = MemCgroup::create(8 << 20).unwrap();
+        // A PID the alive() below calls dead (and few machines ever hand out).
+        let dead_pid = 4_000_001;
+        let dead = live
+            .path()
+            .parent()
+            .unwrap()
+            .join(format!("layoutlab-{dead_pid}-0"));
+        std::fs::create_dir(&dead).unwrap();
+        let alive = |pid: u32| pid != dead_pid;
+        let found = stale(&alive);
+        assert!(
+            found.iter().any(|(p, pid)| *p == dead && *pid == dead_pid),
+            "{found:?}"
+        );
+        assert!(!found.iter().any(|(p, _)| p == live.path()), "{found:?}");
+        remove_stale(&dead).unwrap();
+        assert!(!dead.exists());
+        assert!(live.path().exists());
+    }
+}

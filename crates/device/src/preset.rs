@@ -9,9 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
+pub use crate::cited::{parse_toml, Cited};
 use crate::composite::Composite;
 use crate::ssd::{Precondition, Ssd};
 use crate::{Device, DeviceError};
@@ -22,48 +22,6 @@ mod embedded {
 
 /// Composite presets may name composites; deeper than this is taken for a cycle.
 const MAX_NESTING: usize = 8;
-
-/// A preset value with the source it comes from (a data sheet, a review, a measurement).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Cited<T> {
-    /// The value.
-    pub value: T,
-    /// Where it comes from.
-    pub source: String,
-}
-
-impl<T: Clone> Cited<T> {
-    /// The value, or an error naming `key` if its source is empty.
-    pub fn get(&self, key: &str, path: &str) -> Result<T, DeviceError> {
-        if self.source.trim().is_empty() {
-            return Err(DeviceError::Parse {
-                path: path.to_string(),
-                line: 0,
-                reason: format!("parameter '{key}' has an empty source; every value must cite one"),
-            });
-        }
-        Ok(self.value.clone())
-    }
-}
-
-/// 1-based line of byte offset `at` in `text`.
-fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
-}
-
-/// Parses `text` as TOML into `T`, with errors carrying `path` and the line.
-pub fn parse_toml<T: DeserializeOwned>(text: &str, path: &str) -> Result<T, DeviceError> {
-    toml::from_str(text).map_err(|e| DeviceError::Parse {
-        path: path.to_string(),
-        line: e.span().map(|s| line_of(text, s.start)).unwrap_or(0),
-        reason: e.message().to_string(),
-    })
-}
 
 #[derive(Deserialize)]
 struct KindOnly {

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::{Precondition, Ssd, SsdParams};
-use crate::preset::{parse_toml, Cited};
+use crate::cited::{parse_toml, Cited};
 use crate::DeviceError;
 
 /// The same parameters as they appear in a preset: each with its source.

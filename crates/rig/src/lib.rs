@@ -7,7 +7,7 @@
 //! capture of one device's block requests ([`TracefsSession`]), the traced run of the real
 //! `e2fsck -fn -tt` ([`run_e2fsck_traced`]) and the process-wide [`cleanup`] registry that undoes
 //! all of them on drop, error, panic, SIGINT and SIGTERM; and a population's operation stream
-//! replayed on a kernel file system with real system calls ([`replay()`], [`age_kernel`]),
+//! replayed on a kernel file system with real system calls ([`apply_ops()`], [`age_kernel`]),
 //! each file's extents read back with FIEMAP ([`fiemap`]: fragments, layout score). It touches only devices and mounts it
 //! created. It does not own trace file formats (the trace crate), images (the image crate) or
 //! the command line.
@@ -27,6 +27,7 @@
 //! ```
 
 mod age;
+mod apply;
 mod checker;
 pub mod cleanup;
 mod error;
@@ -38,7 +39,6 @@ mod loopdev;
 mod mkfs;
 mod mount;
 mod period;
-mod replay;
 pub mod stale;
 mod system;
 mod tracefs;
@@ -48,6 +48,9 @@ mod zram;
 pub use age::{
     age_kernel, age_kernel_then, ext4_mkfs_args, kernel_plan, kernel_plan_with, KernelAgeOptions,
     KernelAgeRun, EXT4_PROFILE,
+};
+pub use apply::{
+    apply_ops, peak_live_bytes, peak_live_inodes, ApplyOptions, ApplyProgress, ApplyStats,
 };
 pub use checker::{run_checker_traced, CheckerRun};
 pub use error::{Result, RigError};
@@ -61,9 +64,6 @@ pub use loopdev::{queue_of, LoopDevice, QueueSpec};
 pub use mkfs::{mkfs, FsKind};
 pub use mount::Mount;
 pub use period::{E2fsprogs, E2FSPROGS_NAMES};
-pub use replay::{
-    peak_live_bytes, peak_live_inodes, replay, ReplayOptions, ReplayProgress, ReplayStats,
-};
 pub use system::{
     check_free_space, drop_caches, free_space_bytes, is_memory_fs, is_root, require_root,
     run_command, TempDir, TempFile,

@@ -12,7 +12,8 @@
 //!
 //! docs/policies.md says what is simplified.
 
-use crate::alloc::ext4_fs::{plan_ext4, Ext4Rules, InodeChooser};
+use crate::alloc::ext4_fs::{plan_ext4, Ext4Rules};
+use crate::alloc::ext4_ialloc::InodeChooser;
 use crate::alloc::ext4_ialloc::{find_group_flex, SbTotals};
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::FreeMap;

@@ -8,7 +8,7 @@
 use layoutlab_trace::Op;
 use serde::Deserialize;
 
-use crate::preset::{parse_toml, Cited};
+use crate::cited::{parse_toml, Cited};
 use crate::{Device, DeviceError, IoRequest};
 
 /// Resolves a member's preset name to a device (see [`Composite::from_toml_str`]).

@@ -2,7 +2,7 @@
 //!
 //! A job keeps `iodepth` requests in flight, issuing a new one the moment one completes (fio's
 //! default with `iodepth_batch=1`), through the replay engine's host queue
-//! ([`crate::replay::Scheduler`]). Sequential jobs walk the span in `bs` steps and wrap;
+//! ([`crate::queue::Scheduler`]). Sequential jobs walk the span in `bs` steps and wrap;
 //! random jobs pick offsets aligned to `bs` uniformly within the span (with replacement,
 //! unlike fio's default random map; over short runs on large spans the two agree). Latency is
 //! fio's completion latency: from issue to completion.
@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use layoutlab_trace::{Flags, Op};
 
-use crate::replay::{Discipline, Scheduler};
+use crate::queue::{Discipline, Scheduler};
 use crate::{Device, DeviceError, IoRequest};
 
 /// The access pattern (fio's `rw`).

@@ -8,9 +8,11 @@
 use layoutlab_trace::{Flags, Op};
 
 pub mod bench;
+pub mod cited;
 pub mod composite;
 pub mod job;
 pub mod preset;
+pub mod queue;
 pub mod replay;
 pub mod serve;
 pub mod ssd;

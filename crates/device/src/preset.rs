@@ -9,9 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
+pub use crate::cited::{parse_toml, Cited};
 use crate::composite::Composite;
 use crate::ssd::{Precondition, Ssd};
 use crate::{Device, DeviceError};
@@ -22,48 +22,6 @@ mod embedded {
 
 /// Composite presets may name composites; deeper than this is taken for a cycle.
 const MAX_NESTING: usize = 8;
-
-/// A preset value with the source it comes from (a data sheet, a review, a measurement).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Cited<T> {
-    /// The value.
-    pub value: T,
-    /// Where it comes from.
-    pub source: String,
-}
-
-impl<T: Clone> Cited<T> {
-    /// The value, or an error naming `key` if its source is empty.
-    pub fn get(&self, key: &str, path: &str) -> Result<T, DeviceError> {
-        if self.source.trim().is_empty() {
-            return Err(DeviceError::Parse {
-                path: path.to_string(),
-                line: 0,
-                reason: format!("parameter '{key}' has an empty source; every value must cite one"),
-            });
-        }
-        Ok(self.value.clone())
-    }
-}
-
-/// 1-based line of byte offset `at` in `text`.
-fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
-}
-
-/// Parses `text` as TOML into `T`, with errors carrying `path` and the line.
-pub fn parse_toml<T: DeserializeOwned>(text: &str, path: &str) -> Result<T, DeviceError> {
-    toml::from_str(text).map_err(|e| DeviceError::Parse {
-        path: path.to_string(),
-        line: e.span().map(|s| line_of(text, s.start)).unwrap_or(0),
-        reason: e.message().to_string(),
-    })
-}
 
 #[derive(Deserialize)]
 struct KindOnly {
@@ -269,6 +227,28 @@ pub fn load_preset_str(text: &str, path: &str) -> Result<Box<dyn Device>, Device
     from_text(text, path, None, 0, &LoadOptions::default(), &mut 0)
 }
 
+/// Where a preset's text came from and what loading it carries along (composites load their
+/// members through it).
+struct LoadCtx<'a> {
+    path: &'a str,
+    base_dir: Option<&'a Path>,
+    nesting: usize,
+    opts: &'a LoadOptions,
+    /// SSDs loaded so far (a starting state must apply to one).
+    ssds: &'a mut usize,
+}
+
+/// Builds a model from a preset's text.
+type LoadKind = fn(&str, &mut LoadCtx) -> Result<Box<dyn Device>, DeviceError>;
+
+/// The device models a preset's top-level `kind` names, in the order errors list them: a new
+/// model is its module plus one line here.
+const KINDS: &[(&str, LoadKind)] = &[
+    ("hdd", load_hdd),
+    ("ssd", load_ssd),
+    ("composite", load_composite),
+];
+
 fn from_text(
     text: &str,
     path: &str,
@@ -278,70 +258,113 @@ fn from_text(
     ssds: &mut usize,
 ) -> Result<Box<dyn Device>, DeviceError> {
     let kind: KindOnly = parse_toml(text, path)?;
-    match kind.kind.as_deref() {
-        Some("ssd") => {
-            let ssd = Ssd::from_toml_str(text, path)?;
-            *ssds += 1;
-            match opts.ssd_precondition {
-                Some(state) if state != ssd.params().precondition => {
-                    let mut p = ssd.params().clone();
-                    p.precondition = state;
-                    Ok(Box::new(Ssd::new(ssd.name(), p)?))
-                }
-                _ => Ok(Box::new(ssd)),
-            }
-        }
-        Some("composite") => {
-            if nesting >= MAX_NESTING {
-                return Err(DeviceError::Invalid(format!(
-                    "{path}: composite presets nested more than {MAX_NESTING} deep (a cycle?)"
-                )));
-            }
-            let c = Composite::from_toml_str(text, path, &mut |member: &str| {
-                if member.ends_with(".toml") {
-                    let p = base_dir
-                        .map(|d| d.join(member))
-                        .unwrap_or_else(|| member.into());
-                    let t = std::fs::read_to_string(&p).map_err(|source| DeviceError::Io {
-                        path: p.display().to_string(),
-                        source,
-                    })?;
-                    from_text(
-                        &t,
-                        &p.display().to_string(),
-                        p.parent(),
-                        nesting + 1,
-                        opts,
-                        ssds,
-                    )
-                } else {
-                    load_named(member, nesting + 1, opts, ssds)
-                }
-            })?;
-            Ok(Box::new(c))
-        }
-        Some("hdd") => load_hdd(text, path),
-        Some(other) => Err(DeviceError::Parse {
+    let names: Vec<&str> = KINDS.iter().map(|(name, _)| *name).collect();
+    let Some(kind) = kind.kind else {
+        let (last, rest) = names.split_last().expect("at least one kind");
+        return Err(DeviceError::Parse {
             path: path.to_string(),
             line: 1,
-            reason: format!("unknown kind '{other}'; valid kinds: hdd, ssd, composite"),
-        }),
-        None => Err(DeviceError::Parse {
+            reason: format!(
+                "missing top-level key 'kind' ({} or {last})",
+                rest.join(", ")
+            ),
+        });
+    };
+    let Some((_, load)) = KINDS.iter().find(|(name, _)| *name == kind) else {
+        return Err(DeviceError::Parse {
             path: path.to_string(),
             line: 1,
-            reason: "missing top-level key 'kind' (hdd, ssd or composite)".to_string(),
-        }),
+            reason: format!("unknown kind '{kind}'; valid kinds: {}", names.join(", ")),
+        });
+    };
+    load(
+        text,
+        &mut LoadCtx {
+            path,
+            base_dir,
+            nesting,
+            opts,
+            ssds,
+        },
+    )
+}
+
+fn load_hdd(text: &str, cx: &mut LoadCtx) -> Result<Box<dyn Device>, DeviceError> {
+    Ok(Box::new(crate::hdd::Hdd::from_toml_str(text, cx.path)?))
+}
+
+fn load_ssd(text: &str, cx: &mut LoadCtx) -> Result<Box<dyn Device>, DeviceError> {
+    let ssd = Ssd::from_toml_str(text, cx.path)?;
+    *cx.ssds += 1;
+    match cx.opts.ssd_precondition {
+        Some(state) if state != ssd.params().precondition => {
+            let mut p = ssd.params().clone();
+            p.precondition = state;
+            Ok(Box::new(Ssd::new(ssd.name(), p)?))
+        }
+        _ => Ok(Box::new(ssd)),
     }
 }
 
-/// The HDD model reads its own preset format (crates/device/src/hdd/spec_toml.rs).
-fn load_hdd(text: &str, path: &str) -> Result<Box<dyn Device>, DeviceError> {
-    Ok(Box::new(crate::hdd::Hdd::from_toml_str(text, path)?))
+fn load_composite(text: &str, cx: &mut LoadCtx) -> Result<Box<dyn Device>, DeviceError> {
+    let (path, nesting) = (cx.path, cx.nesting);
+    if nesting >= MAX_NESTING {
+        return Err(DeviceError::Invalid(format!(
+            "{path}: composite presets nested more than {MAX_NESTING} deep (a cycle?)"
+        )));
+    }
+    let (base_dir, opts) = (cx.base_dir, cx.opts);
+    let ssds = &mut *cx.ssds;
+    let c = Composite::from_toml_str(text, path, &mut |member: &str| {
+        if member.ends_with(".toml") {
+            let p = base_dir
+                .map(|d| d.join(member))
+                .unwrap_or_else(|| member.into());
+            let t = std::fs::read_to_string(&p).map_err(|source| DeviceError::Io {
+                path: p.display().to_string(),
+                source,
+            })?;
+            from_text(
+                &t,
+                &p.display().to_string(),
+                p.parent(),
+                nesting + 1,
+                opts,
+                ssds,
+            )
+        } else {
+            load_named(member, nesting + 1, opts, ssds)
+        }
+    })?;
+    Ok(Box::new(c))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kinds table gives the messages the hand-written match gave, word for word.
+    #[test]
+    fn unknown_and_missing_kinds_list_the_models() {
+        let e = load_preset_str("kind = \"tape\"\n", "t.toml")
+            .err()
+            .unwrap();
+        assert_eq!(
+            e.to_string(),
+            DeviceError::Parse {
+                path: "t.toml".into(),
+                line: 1,
+                reason: "unknown kind 'tape'; valid kinds: hdd, ssd, composite".into(),
+            }
+            .to_string()
+        );
+        let e = load_preset_str("name = \"x\"\n", "t.toml").err().unwrap();
+        assert!(
+            e.to_string()
+                .contains("missing top-level key 'kind' (hdd, ssd or composite)"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn shipped_ssd_presets_load() {

@@ -82,17 +82,6 @@ pub enum ImageError {
 }
 
 impl ImageError {
-    // c_long is i64 here but not on every target
-    #[allow(clippy::useless_conversion)]
-    pub(crate) fn ext2fs(path: &Path, op: &str, code: std::ffi::c_long) -> ImageError {
-        ImageError::Ext2fs {
-            path: path.to_path_buf(),
-            op: op.to_string(),
-            code: i64::from(code),
-            message: crate::ffi::error_text(code),
-        }
-    }
-
     pub(crate) fn io(path: &Path, source: std::io::Error) -> ImageError {
         ImageError::Io {
             path: path.to_path_buf(),

@@ -149,11 +149,24 @@ extern "C" {
 }
 
 /// The text libext2fs (com_err) gives for an error code.
-pub(crate) fn error_text(code: c_long) -> String {
+fn error_text(code: c_long) -> String {
     // SAFETY: error_message returns a static or thread-local NUL-terminated string.
     unsafe { CStr::from_ptr(ll_error_message(code)) }
         .to_string_lossy()
         .into_owned()
+}
+
+/// The error of a libext2fs call `op` on `path` that returned `code`, with com_err's text.
+/// Built here, not in `error.rs`, so that the error type does not depend on the FFI.
+// c_long is i64 here but not on every target
+#[allow(clippy::useless_conversion)]
+fn ext2fs_error(path: &Path, op: &str, code: c_long) -> ImageError {
+    ImageError::Ext2fs {
+        path: path.to_path_buf(),
+        op: op.to_string(),
+        code: i64::from(code),
+        message: error_text(code),
+    }
 }
 
 /// An open file system; dropped without being closed, it is discarded (nothing written back).
@@ -177,7 +190,7 @@ impl Fs {
         // SAFETY: c is a valid C string; raw receives an owned handle on success.
         let code = unsafe { ll_open(c.as_ptr(), rw as c_int, &mut raw) };
         if code != 0 {
-            return Err(ImageError::ext2fs(path, "ext2fs_open2/read_bitmaps", code));
+            return Err(ext2fs_error(path, "ext2fs_open2/read_bitmaps", code));
         }
         Ok(Fs {
             raw,
@@ -189,7 +202,7 @@ impl Fs {
         if code == 0 {
             Ok(())
         } else {
-            Err(ImageError::ext2fs(&self.path, op, code))
+            Err(ext2fs_error(&self.path, op, code))
         }
     }
 
@@ -508,7 +521,7 @@ impl Fs {
         match code {
             0 => Ok(Some(found)),
             c if c == libc::ENOENT as c_long => Ok(None),
-            c => Err(ImageError::ext2fs(
+            c => Err(ext2fs_error(
                 &self.path,
                 "ext2fs_find_first_set_block_bitmap2",
                 c,

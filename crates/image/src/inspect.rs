@@ -49,9 +49,10 @@ pub struct SuperSummary {
     pub feature_masks: [u32; 3],
 }
 
-/// One block group.
+/// One block group as its descriptor records it (layout's `GroupSummary` is another thing:
+/// a plan's blocks per group, by kind).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GroupSummary {
+pub struct GroupDescriptor {
     /// Group number.
     pub group: u32,
     /// Its first block.
@@ -111,7 +112,7 @@ pub struct Inspected {
     /// Superblock.
     pub superblock: SuperSummary,
     /// Per group.
-    pub groups: Vec<GroupSummary>,
+    pub groups: Vec<GroupDescriptor>,
     /// The root, lost+found and every regular file, directory, symlink, device node, fifo
     /// and socket, by inode number.
     pub inodes: Vec<InspectedInode>,
@@ -349,7 +350,7 @@ pub fn inspect(image: &Path) -> Result<Inspected, ImageError> {
         .map(|g| {
             let (free_blocks, free_inodes, used_dirs, first_block, inode_table_block) =
                 fs.group_info(g);
-            GroupSummary {
+            GroupDescriptor {
                 group: g,
                 first_block,
                 inode_table_block,

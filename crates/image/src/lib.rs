@@ -34,7 +34,7 @@ mod mkfs;
 pub use error::ImageError;
 pub use fsck::{fsck_check, FsckVerdict};
 pub use inspect::{
-    inspect, normalize_plan, ExtentBlock, GroupSummary, Inspected, InspectedInode, KindCounts,
+    inspect, normalize_plan, ExtentBlock, GroupDescriptor, Inspected, InspectedInode, KindCounts,
     SpecialInode, SuperSummary,
 };
 pub use materialize::{

@@ -37,19 +37,10 @@ fn option_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
 }
 
 /// mke2fs's default journal size in blocks for a file system of `blocks` blocks
-/// (ext2fs_default_journal_size() of e2fsprogs 1.47, lib/ext2fs/mkjournal.c).
+/// (ext2fs_default_journal_size() of e2fsprogs 1.47, lib/ext2fs/mkjournal.c): layout's table,
+/// which owns mkfs geometry; 0 where mke2fs makes no journal.
 pub fn default_journal_blocks(blocks: u64) -> u64 {
-    match blocks {
-        b if b < 2048 => 0,
-        b if b < 32_768 => 1024,
-        b if b < 256 * 1024 => 4096,
-        b if b < 512 * 1024 => 8192,
-        b if b < 4096 * 1024 => 16_384,
-        b if b < 8192 * 1024 => 32_768,
-        b if b < 16_384 * 1024 => 65_536,
-        b if b < 32_768 * 1024 => 131_072,
-        _ => 262_144,
-    }
+    layoutlab_layout::geometry::default_journal_blocks_147(blocks).unwrap_or(0)
 }
 
 /// Upper bound of what mke2fs writes into a sparse image made with `args`, and how it was

@@ -1,6 +1,6 @@
 //! `ext4-kernel` against the kernel itself: the same tree copied onto a kernel-mounted ext4
 //! (made by today's mke2fs with the `ext4-kernel` profile's options, on zram through the
-//! rig's KernelFs: the rig's `replay` does mkdir, create + write zeros + close, symlink,
+//! rig's KernelFs: the rig's `apply_ops` does mkdir, create + write zeros + close, symlink,
 //! link, mknod with real syscalls in the population's order, then unmount: `kernel_plan`) and planned by the policy on the same
 //! geometry. The kernel's layout is read back with `inspect`, and the two are compared by
 //! the distributions docs/policies.md ("ext4-kernel vs the kernel") reports: extents per
@@ -96,7 +96,7 @@ fn kernel_layout(profile: &MkfsProfile, pop: &Population, linear_groups: u32) ->
     // policy models a disk: the rig gives this file system a disk's value (its own sysfs knob).
     let (plan, run) = layoutlab_rig::kernel_plan(pop, linear_groups, WRITEBACK_BYTES, &mut |_| {})
         .unwrap_or_else(|e| panic!("{}: {e}", pop.name));
-    assert_eq!(run.replay.operations, pop.ops.len());
+    assert_eq!(run.apply.operations, pop.ops.len());
     plan
 }
 

@@ -10,6 +10,7 @@
 //! the real mke2fs 1.47 + dumpe2fs.
 
 use crate::mkfs::MkfsProfile;
+pub use crate::mkfs::{default_journal_blocks_140, default_journal_blocks_147};
 use crate::LayoutError;
 use serde::{Deserialize, Serialize};
 
@@ -157,35 +158,6 @@ pub enum JournalRule {
         /// Add the fast-commit area (`EXT2_JOURNAL_TO_FC_BLKS_RATIO` = 64).
         fast_commit: bool,
     },
-}
-
-/// e2fsprogs 1.40 (to 1.42) lib/ext2fs/mkjournal.c `ext2fs_default_journal_size()`: journal
-/// blocks for a file system of `blocks` blocks (0 below 2048: no journal).
-pub fn default_journal_blocks_140(blocks: u64) -> u64 {
-    match blocks {
-        0..=2047 => 0,
-        2048..=32767 => 1024,
-        32768..=262_143 => 4096,
-        262_144..=524_287 => 8192,
-        524_288..=1_048_575 => 16384,
-        _ => 32768,
-    }
-}
-
-/// e2fsprogs 1.47 lib/ext2fs/mkjournal.c `ext2fs_default_journal_size()`: journal blocks for a
-/// file system of `blocks` blocks (`None` below 2048 blocks: "too small for a journal").
-pub fn default_journal_blocks_147(blocks: u64) -> Option<u64> {
-    Some(match blocks {
-        0..=2047 => return None,
-        2048..=32767 => 1024,
-        32768..=262_143 => 4096,
-        262_144..=524_287 => 8192,
-        524_288..=4_194_303 => 16384,
-        4_194_304..=8_388_607 => 32768,
-        8_388_608..=16_777_215 => 65536,
-        16_777_216..=33_554_431 => 131_072,
-        _ => 262_144,
-    })
 }
 
 /// Where the journal's first-free search starts.
@@ -757,12 +729,12 @@ impl Geometry {
         // blocks each, EXT_INIT_MAX_LEN) fit the inode's 4 slots, else leaves of
         // (block - 12) / 12 entries, appended (no balancing), and index levels above them.
         let tree_blocks = |geo: &Geometry, kind: MetaKind| -> u64 {
-            let runs: Vec<crate::plan::Run> = geo
+            let runs: Vec<crate::mapping::Run> = geo
                 .meta
                 .iter()
                 .filter(|m| m.kind == kind)
                 .scan(0, |logical, m| {
-                    let r = crate::plan::Run {
+                    let r = crate::mapping::Run {
                         logical: *logical,
                         physical: m.start,
                         len: m.blocks,

@@ -11,9 +11,36 @@
 //!   The tree blocks an appended file needs are those libext2fs's `ext2fs_extent_insert()`
 //!   allocates ([`extent_tree_blocks`]), because libext2fs writes our images.
 
-use crate::plan::{MapKind, Run};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+
+/// A run of data blocks: file blocks `logical..logical+len` live at `physical..physical+len`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    /// First file (logical) block.
+    pub logical: u64,
+    /// First physical block.
+    pub physical: u64,
+    /// Number of blocks.
+    pub len: u64,
+}
+
+/// The kind of a mapping block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum MapKind {
+    /// Single indirect block (maps data blocks).
+    Ind,
+    /// Double indirect block (maps IND blocks).
+    Dind,
+    /// Triple indirect block (maps DIND blocks).
+    Tind,
+    /// An extent-tree block below the inode: `height` 0 is a leaf (holds extents), 1 an
+    /// index block over leaves, and so on.
+    Extent {
+        /// Levels between this block and the leaves.
+        height: u8,
+    },
+}
 
 /// How an inode maps its blocks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

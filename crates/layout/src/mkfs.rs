@@ -231,10 +231,8 @@ impl MkfsProfile {
         match self.journal {
             JournalSize::None => 0,
             JournalSize::Blocks(n) => n,
-            JournalSize::Default140 => crate::geometry::default_journal_blocks_140(blocks_count),
-            JournalSize::Default147 => {
-                crate::geometry::default_journal_blocks_147(blocks_count).unwrap_or(0)
-            }
+            JournalSize::Default140 => default_journal_blocks_140(blocks_count),
+            JournalSize::Default147 => default_journal_blocks_147(blocks_count).unwrap_or(0),
         }
     }
 
@@ -315,6 +313,35 @@ impl MkfsProfile {
     pub fn mke2fs_blocks_arg(&self, image_bytes: u64) -> String {
         (image_bytes / u64::from(self.block_size_bytes)).to_string()
     }
+}
+
+/// e2fsprogs 1.40 (to 1.42) lib/ext2fs/mkjournal.c `ext2fs_default_journal_size()`: journal
+/// blocks for a file system of `blocks` blocks (0 below 2048: no journal).
+pub fn default_journal_blocks_140(blocks: u64) -> u64 {
+    match blocks {
+        0..=2047 => 0,
+        2048..=32767 => 1024,
+        32768..=262_143 => 4096,
+        262_144..=524_287 => 8192,
+        524_288..=1_048_575 => 16384,
+        _ => 32768,
+    }
+}
+
+/// e2fsprogs 1.47 lib/ext2fs/mkjournal.c `ext2fs_default_journal_size()`: journal blocks for a
+/// file system of `blocks` blocks (`None` below 2048 blocks: "too small for a journal").
+pub fn default_journal_blocks_147(blocks: u64) -> Option<u64> {
+    Some(match blocks {
+        0..=2047 => return None,
+        2048..=32767 => 1024,
+        32768..=262_143 => 4096,
+        262_144..=524_287 => 8192,
+        524_288..=4_194_303 => 16384,
+        4_194_304..=8_388_607 => 32768,
+        8_388_608..=16_777_215 => 65536,
+        16_777_216..=33_554_431 => 131_072,
+        _ => 262_144,
+    })
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use crate::geometry::Geometry;
 use crate::mapping::{required_mapping, MapFormat};
+pub use crate::mapping::{MapKind, Run};
 use layoutlab_workload::Population;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -77,17 +78,6 @@ pub struct HardLink {
     pub ino: u32,
 }
 
-/// A run of data blocks: file blocks `logical..logical+len` live at `physical..physical+len`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Run {
-    /// First file (logical) block.
-    pub logical: u64,
-    /// First physical block.
-    pub physical: u64,
-    /// Number of blocks.
-    pub len: u64,
-}
-
 /// Appends `len` blocks at file block `logical` → `physical` to `runs`, extending the last run
 /// when the new blocks continue it in both spaces. Plans and inspected images keep runs
 /// maximal this way, so two descriptions of one layout compare equal.
@@ -103,23 +93,6 @@ pub fn push_run(runs: &mut Vec<Run>, logical: u64, physical: u64, len: u64) {
         physical,
         len,
     });
-}
-
-/// The kind of a mapping block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum MapKind {
-    /// Single indirect block (maps data blocks).
-    Ind,
-    /// Double indirect block (maps IND blocks).
-    Dind,
-    /// Triple indirect block (maps DIND blocks).
-    Tind,
-    /// An extent-tree block below the inode: `height` 0 is a leaf (holds extents), 1 an
-    /// index block over leaves, and so on.
-    Extent {
-        /// Levels between this block and the leaves.
-        height: u8,
-    },
 }
 
 /// One mapping (metadata) block of a file: an indirect block of a block-mapped file or an

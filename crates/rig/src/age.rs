@@ -1,5 +1,5 @@
 //! A population's stream on a real kernel file system, start to end: make the file system on
-//! zram ([`KernelFs`]), [`replay()`] the operations, read every file's extents
+//! zram ([`KernelFs`]), [`apply_ops()`] the operations, read every file's extents
 //! ([`file_layouts`]), and for ext2/3/4 unmount and read the kernel's whole layout back with
 //! libext2fs (`layoutlab_image::inspect`) as a [`Plan`], the form the layout metrics and the
 //! engine's policies share — so that after the same aging stream the kernel's `ext4` and the
@@ -15,9 +15,9 @@
 //! emulation of a disk: any other path keyed on the flag saw an SSD). XFS's allocator does not
 //! look at rotation.
 
+use crate::apply::{apply_ops, ApplyOptions, ApplyProgress, ApplyStats};
 use crate::error::{Result, RigError};
 use crate::fiemap::{block_size, file_layouts, summarize, FileLayout, LayoutSummary};
-use crate::replay::{replay, ReplayOptions, ReplayProgress, ReplayStats};
 use crate::{Backing, FsKind, KernelFs, KernelFsOptions};
 use layoutlab_layout::{MkfsProfile, Plan};
 use layoutlab_workload::Population;
@@ -37,8 +37,8 @@ pub struct KernelAgeOptions {
     pub mount_options: String,
     /// Size of the device.
     pub bytes: u64,
-    /// Writeback interval of the replay.
-    pub replay: ReplayOptions,
+    /// Writeback interval while the operations are applied.
+    pub apply: ApplyOptions,
     /// ext4 only: the file system's `mb_max_linear_groups` (sysfs), set after mount; `None`
     /// leaves the kernel's choice for the device (0 on the non-rotational zram).
     pub ext4_linear_groups: Option<u32>,
@@ -64,7 +64,7 @@ impl KernelAgeOptions {
             mkfs_args,
             mount_options,
             bytes,
-            replay: ReplayOptions::default(),
+            apply: ApplyOptions::default(),
             ext4_linear_groups: linear,
             rotational: true,
         })
@@ -92,8 +92,8 @@ pub struct KernelAgeRun {
     pub fs: String,
     /// Size of the device.
     pub fs_bytes: u64,
-    /// The replay.
-    pub replay: ReplayStats,
+    /// What applying the operations did.
+    pub apply: ApplyStats,
     /// Every regular file's layout (FIEMAP), in path order.
     pub files: Vec<FileLayout>,
     /// Fragments per file and layout score.
@@ -117,7 +117,7 @@ pub struct KernelAgeRun {
 pub fn age_kernel(
     pop: &Population,
     opts: &KernelAgeOptions,
-    progress: &mut dyn FnMut(&ReplayProgress),
+    progress: &mut dyn FnMut(&ApplyProgress),
 ) -> Result<KernelAgeRun> {
     Ok(age_kernel_then(pop, opts, progress, |_| ())?.0)
 }
@@ -127,7 +127,7 @@ pub fn age_kernel(
 pub fn age_kernel_then<T>(
     pop: &Population,
     opts: &KernelAgeOptions,
-    progress: &mut dyn FnMut(&ReplayProgress),
+    progress: &mut dyn FnMut(&ApplyProgress),
     mounted: impl FnOnce(&std::path::Path) -> T,
 ) -> Result<(KernelAgeRun, T)> {
     let kopts = KernelFsOptions {
@@ -154,7 +154,7 @@ pub fn age_kernel_then<T>(
             .map_err(|e| RigError::io(format!("write {n} to {knob}"), e))?;
     }
     let root = fs.mount_point().to_path_buf();
-    let stats = replay(&root, pop, &opts.replay, progress)?;
+    let stats = apply_ops(&root, pop, &opts.apply, progress)?;
     fs.sync()?;
     let block = block_size(&root)?;
     let files = file_layouts(&root)?;
@@ -185,7 +185,7 @@ pub fn age_kernel_then<T>(
     let run = KernelAgeRun {
         fs: opts.kind.name().to_string(),
         fs_bytes: opts.bytes,
-        replay: stats,
+        apply: stats,
         files,
         summary,
         fsck_clean,
@@ -206,11 +206,11 @@ pub fn kernel_plan(
     pop: &Population,
     linear_groups: u32,
     writeback_bytes: u64,
-    progress: &mut dyn FnMut(&ReplayProgress),
+    progress: &mut dyn FnMut(&ApplyProgress),
 ) -> Result<(Plan, KernelAgeRun)> {
     let mut opts = KernelAgeOptions::disk(FsKind::Ext4, pop.fs_bytes)?;
     opts.ext4_linear_groups = Some(linear_groups);
-    opts.replay.writeback_bytes = writeback_bytes;
+    opts.apply.writeback_bytes = writeback_bytes;
     kernel_plan_with(pop, &opts, progress)
 }
 
@@ -220,7 +220,7 @@ pub fn kernel_plan(
 pub fn kernel_plan_with(
     pop: &Population,
     opts: &KernelAgeOptions,
-    progress: &mut dyn FnMut(&ReplayProgress),
+    progress: &mut dyn FnMut(&ApplyProgress),
 ) -> Result<(Plan, KernelAgeRun)> {
     if opts.kind != FsKind::Ext4 {
         return Err(RigError::InvalidArgument(format!(

@@ -11,7 +11,7 @@
 
 use crate::cleanup;
 use crate::error::{Result, RigError};
-use crate::system::require_root;
+use crate::system::{die_with_parent, require_root};
 use crate::tracefs::{Capture, TraceOptions, TracefsSession};
 use crate::tracefs_text::ProgressStyle;
 use std::os::fd::AsRawFd;
@@ -58,13 +58,7 @@ pub fn run_checker_traced(
         .stderr(Stdio::null());
     unsafe {
         command.pre_exec(move || {
-            // Killed with us: a checker must not live on holding the loop device.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent_pid {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
+            die_with_parent(parent_pid)?;
             // dup2 clears close-on-exec on the new descriptors.
             if libc::dup2(child_fd, 1) < 0 || libc::dup2(child_fd, 2) < 0 {
                 return Err(std::io::Error::last_os_error());

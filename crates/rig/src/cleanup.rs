@@ -17,8 +17,8 @@
 //! A resource is created and registered inside [`creating`]: the signal watcher waits for any
 //! creation under way to register before it undoes everything, and a creation that starts after
 //! the signal blocks until the process exits. Without that, a SIGINT arriving between a tracefs
-//! instance's `mkdir` and its `register` left the instance behind, named after a dead process,
-//! for the next `layoutlab clean` to find (the once-flaky `sigkill_leftovers_are_found_and_cleaned`).
+//! instance's `mkdir` and its `register` would leave the instance behind, named after a dead
+//! process.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, Once, RwLock};

@@ -60,10 +60,10 @@ pub enum RigError {
     /// A kernel facility the rig needs is missing or in an unexpected state.
     #[error("{0}")]
     Unsupported(String),
-    /// An operation of a replayed stream that the kernel refused ([`crate::replay()`]).
+    /// An operation of a replayed stream that the kernel refused ([`crate::apply_ops()`]).
     // The errno is in the message, not a `source` (which a `{:#}` chain would print twice).
     #[error("ops[{index}] ({verb} '{path}'): {error}")]
-    Replay {
+    ApplyOp {
         /// Index of the operation in the population's `ops`.
         index: usize,
         /// What it does (mkdir, create, ...).

@@ -13,7 +13,7 @@
 use crate::cleanup;
 use crate::error::{Result, RigError};
 use crate::fsck_times::{parse_fsck_times, FsckTimes};
-use crate::system::require_root;
+use crate::system::{die_with_parent, require_root};
 use crate::tracefs::{Capture, TraceOptions, TracefsSession};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
@@ -173,15 +173,8 @@ pub fn run_e2fsck_traced(
         .stderr(Stdio::piped());
     unsafe {
         command.pre_exec(move || {
-            // If we are SIGKILLed (no cleanup runs), e2fsck must not live on holding the loop
-            // device open: the kernel kills it with us. Read-only e2fsck loses nothing. A parent
-            // gone before the prctl took effect is caught by the ppid check.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent_pid {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
+            // Read-only e2fsck loses nothing when it dies with us.
+            die_with_parent(parent_pid)?;
             // dup2 gives fd 3 without close-on-exec; if the marker already is fd 3, clear it.
             if child_fd == 3 {
                 let flags = libc::fcntl(3, libc::F_GETFD);

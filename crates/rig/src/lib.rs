@@ -8,7 +8,7 @@
 //! capture of one device's block requests ([`TracefsSession`]), the traced run of the real
 //! `e2fsck -fn -tt` ([`run_e2fsck_traced`]) and the process-wide [`cleanup`] registry that undoes
 //! all of them on drop, error, panic, SIGINT and SIGTERM; and a population's operation stream
-//! replayed on a kernel file system with real system calls ([`replay()`], [`age_kernel`]),
+//! replayed on a kernel file system with real system calls ([`apply_ops()`], [`age_kernel`]),
 //! each file's extents read back with FIEMAP ([`fiemap`]: fragments, layout score). It touches only devices and mounts it
 //! created. It does not own trace file formats (the trace crate), images (the image crate) or
 //! the command line.
@@ -28,6 +28,7 @@
 //! ```
 
 mod age;
+mod apply;
 mod checker;
 pub mod cleanup;
 mod emulate;
@@ -41,7 +42,6 @@ mod memcg;
 mod mkfs;
 mod mount;
 mod period;
-mod replay;
 pub mod stale;
 mod system;
 mod tracefs;
@@ -51,6 +51,9 @@ mod zram;
 pub use age::{
     age_kernel, age_kernel_then, ext4_mkfs_args, kernel_plan, kernel_plan_with, KernelAgeOptions,
     KernelAgeRun, EXT4_PROFILE,
+};
+pub use apply::{
+    apply_ops, peak_live_bytes, peak_live_inodes, ApplyOptions, ApplyProgress, ApplyStats,
 };
 pub use checker::{run_checker_traced, CheckerRun};
 pub use emulate::{
@@ -69,9 +72,6 @@ pub use memcg::MemCgroup;
 pub use mkfs::{mkfs, FsKind};
 pub use mount::Mount;
 pub use period::{E2fsprogs, E2FSPROGS_NAMES};
-pub use replay::{
-    peak_live_bytes, peak_live_inodes, replay, ReplayOptions, ReplayProgress, ReplayStats,
-};
 pub use system::{
     check_free_space, drop_caches, free_space_bytes, is_memory_fs, is_root, require_root,
     run_command, TempDir, TempFile,

@@ -201,6 +201,21 @@ impl Drop for TempDir {
     }
 }
 
+/// For a child the rig spawns, between fork and exec: die with the parent
+/// (`PR_SET_PDEATHSIG`), so that a checker never lives on holding the rig's device open when
+/// the rig is SIGKILLed (no cleanup runs then); and fail with ESRCH when the parent is already
+/// gone, which the prctl came too late to catch. Only async-signal-safe calls.
+pub(crate) fn die_with_parent(parent_pid: libc::pid_t) -> std::io::Result<()> {
+    // SAFETY: prctl(2) and getppid(2) are async-signal-safe and touch no memory of ours.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if unsafe { libc::getppid() } != parent_pid {
+        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
 /// Writes `value` to a sysfs/procfs/tracefs attribute.
 pub(crate) fn write_attr(path: &Path, value: &str) -> Result<()> {
     std::fs::write(path, value)

@@ -10,8 +10,8 @@ mod common;
 use common::*;
 use layoutlab_rig::fiemap::{FileLayout, FIEMAP_EXTENT_UNWRITTEN};
 use layoutlab_rig::{
-    age_kernel, age_kernel_then, replay, Backing, FsKind, KernelAgeOptions, KernelFs,
-    KernelFsOptions, ReplayOptions,
+    age_kernel, age_kernel_then, apply_ops, ApplyOptions, Backing, FsKind, KernelAgeOptions,
+    KernelFs, KernelFsOptions,
 };
 use layoutlab_workload::{NodeKind, NsOp, Population, PopulationStats};
 use rand::{Rng, SeedableRng};
@@ -329,7 +329,7 @@ fn replay_every_kind(kind: FsKind) {
     let pop = every_kind_stream(7);
     let mut opts = KernelAgeOptions::disk(kind, pop.fs_bytes).unwrap();
     // writeback every 8 MiB: several syncs in the stream
-    opts.replay.writeback_bytes = 8 * MIB;
+    opts.apply.writeback_bytes = 8 * MIB;
     let mut last = 0;
     let t = std::time::Instant::now();
     let (run, walked) = age_kernel_then(
@@ -345,13 +345,13 @@ fn replay_every_kind(kind: FsKind) {
     assert_eq!(last, pop.ops.len());
     println!(
         "{kind:?}: {} ops, {} MB in {:.2} s ({} writebacks); {:?}",
-        run.replay.operations,
-        run.replay.bytes_written / 1_000_000,
+        run.apply.operations,
+        run.apply.bytes_written / 1_000_000,
         t.elapsed().as_secs_f64(),
-        run.replay.writebacks,
+        run.apply.writebacks,
         run.summary
     );
-    assert_eq!(run.replay.bytes_written, pop.file_bytes());
+    assert_eq!(run.apply.bytes_written, pop.file_bytes());
     // a writeback once 8 MiB have been written since the last one
     let (mut dirty, mut writebacks) = (0, 0);
     for op in &pop.ops {
@@ -365,7 +365,7 @@ fn replay_every_kind(kind: FsKind) {
             }
         }
     }
-    assert_eq!(run.replay.writebacks, writebacks);
+    assert_eq!(run.apply.writebacks, writebacks);
     check_tree_and_extents(kind, &pop, &walked, &run.files);
     assert_eq!(run.summary.files, pop.stats().regular_files);
     assert!(run.summary.layout_score > 0.0 && run.summary.layout_score <= 1.0);
@@ -494,7 +494,7 @@ fn a_stream_the_kernel_refuses_stops_at_the_op_and_leaves_nothing() {
     let backing_attr = format!("/sys/block/loop{}/loop/backing_file", fs.device().number());
     let backing = std::fs::read_to_string(&backing_attr).unwrap();
     let depth_ok = (4095 - mount_point.as_os_str().len()) / 251;
-    let err = replay(&mount_point, &pop, &ReplayOptions::default(), &mut |_| {}).unwrap_err();
+    let err = apply_ops(&mount_point, &pop, &ApplyOptions::default(), &mut |_| {}).unwrap_err();
     let msg = err.to_string();
     assert!(
         msg.starts_with(&format!("ops[{}] (mkdir '", depth_ok + 1)) && msg.contains("os error 36"),
@@ -546,7 +546,7 @@ fn a_stream_larger_than_the_device_is_refused_before_writing() {
     };
     let opts = KernelAgeOptions::disk(FsKind::Ext4, fits.fs_bytes).unwrap();
     let run = age_kernel(&fits, &opts, &mut |_| {}).unwrap();
-    assert_eq!(run.replay.peak_live_bytes, 200 * MIB);
+    assert_eq!(run.apply.peak_live_bytes, 200 * MIB);
     assert_eq!(run.summary.files, 2);
     let full = Population {
         name: "full".into(),

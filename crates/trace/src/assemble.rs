@@ -5,7 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::error::{Location, TraceError};
-use crate::format::{DevId, ReadOptions};
+use crate::read_options::{DevId, ReadOptions};
 use crate::{Flags, Op, Request, Trace};
 
 /// What happened to a request at one instant.

@@ -22,7 +22,7 @@ use std::path::Path;
 
 use crate::assemble::{self, BlockEvent, Event, Origin, Stage};
 use crate::error::{Location, TraceError};
-use crate::format::{DevId, ReadOptions};
+use crate::read_options::{DevId, ReadOptions};
 use crate::{Flags, Op, Trace};
 
 /// `BLK_IO_TRACE_MAGIC`.

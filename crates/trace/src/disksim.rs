@@ -17,7 +17,7 @@
 //! measured timeline that rule implies.
 
 use crate::error::{Location, TraceError};
-use crate::format::ReadOptions;
+use crate::read_options::ReadOptions;
 use crate::text::{format_ns, parse_decimal_ns, parse_u32, parse_u64};
 use crate::{Flags, Op, Request, Trace};
 

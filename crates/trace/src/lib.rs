@@ -40,6 +40,7 @@ pub mod error;
 pub mod fio;
 pub mod format;
 pub mod queue;
+pub mod read_options;
 mod rwbs;
 pub mod stats;
 mod text;

@@ -18,7 +18,7 @@
 
 use crate::assemble::{self, BlockEvent, Event, Origin, Stage};
 use crate::error::{Location, TraceError};
-use crate::format::{DevId, ReadOptions};
+use crate::read_options::{DevId, ReadOptions};
 use crate::text::{parse_decimal_ns, parse_u32, parse_u64};
 use crate::{rwbs, Trace};
 

@@ -170,7 +170,7 @@ pub fn run(a: Args) -> Result<()> {
     });
     let mut kopts =
         layoutlab_rig::KernelAgeOptions::disk(layoutlab_rig::FsKind::Ext4, aged.fs_bytes)?;
-    kopts.replay.writeback_bytes = a.writeback_mib << 20;
+    kopts.apply.writeback_bytes = a.writeback_mib << 20;
     kopts.mount_options = a.mount_options.clone();
     let (kernel, run) = layoutlab_rig::kernel_plan_with(&aged, &kopts, &mut |p| {
         if let Some(b) = &bar {
@@ -235,7 +235,7 @@ pub fn run(a: Args) -> Result<()> {
     human.say(&format!(
         "{}\nsame files and sizes on both sides; the kernel's e2fsck -fn: clean; replay {:.1} s\n",
         t.to_terminal(None)?,
-        run.replay.seconds
+        run.apply.seconds
     ));
     if let Some(path) = &a.files {
         write_json(

@@ -84,7 +84,7 @@ pub fn run(a: Args) -> Result<()> {
     layoutlab_rig::require_root("making and mounting a kernel file system")?;
     layoutlab_rig::cleanup::install();
     let mut opts = KernelAgeOptions::disk(kind, a.fs_bytes.unwrap_or(pop.fs_bytes))?;
-    opts.replay.writeback_bytes = a.writeback_mib << 20;
+    opts.apply.writeback_bytes = a.writeback_mib << 20;
     if kind == FsKind::Ext4 {
         opts.ext4_linear_groups = Some(a.linear_groups);
     }
@@ -127,7 +127,7 @@ pub fn run(a: Args) -> Result<()> {
             "ext4_linear_groups": opts.ext4_linear_groups,
             "queue": run.queue,
             "writeback_mib": a.writeback_mib,
-            "replay": run.replay,
+            "replay": run.apply,
             "summary": run.summary,
             "fsck_clean": run.fsck_clean,
         });
@@ -147,17 +147,17 @@ pub fn run(a: Args) -> Result<()> {
         vec![Column::text("quantity"), Column::text("value")],
     );
     let rows: Vec<(&str, String)> = vec![
-        ("operations", run.replay.operations.to_string()),
+        ("operations", run.apply.operations.to_string()),
         (
             "file data written",
-            format!("{:.3} GB", run.replay.bytes_written as f64 / 1e9),
+            format!("{:.3} GB", run.apply.bytes_written as f64 / 1e9),
         ),
         (
             "peak live data",
-            format!("{:.3} GB", run.replay.peak_live_bytes as f64 / 1e9),
+            format!("{:.3} GB", run.apply.peak_live_bytes as f64 / 1e9),
         ),
-        ("writebacks (syncfs)", run.replay.writebacks.to_string()),
-        ("replay seconds", format!("{:.2}", run.replay.seconds)),
+        ("writebacks (syncfs)", run.apply.writebacks.to_string()),
+        ("replay seconds", format!("{:.2}", run.apply.seconds)),
         ("regular files", s.files.to_string()),
         ("files with data blocks", s.files_with_blocks.to_string()),
         ("inline files", s.inline_files.to_string()),

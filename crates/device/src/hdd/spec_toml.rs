@@ -1,6 +1,6 @@
 //! The hard-disk preset format (TOML): read and write. Every value is written
 //! `key = { value = ..., source = "..." }`, the form SSD and composite presets use
-//! (`crate::preset::Cited`); arrays (seek tables, `first_ten_ms`) carry one source for the
+//! (`crate::cited::Cited`); arrays (seek tables, `first_ten_ms`) carry one source for the
 //! whole array, and each `[[geometry.zones]]` entry one `source` key for the zone.
 //! The schema is documented in `docs/hdd-model.md`.
 //!

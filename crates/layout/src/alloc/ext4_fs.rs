@@ -6,12 +6,12 @@
 //! extent-mapped, as the kernel makes regular files, directories and slow symlinks on a file
 //! system with the extent feature (`ext4_new_inode()`), fast symlinks excepted.
 
-use crate::alloc::ext3_fs::{DirGrowth, ROOT_INO};
-use crate::alloc::ext4_ialloc::{SbCounters, SbTotals};
+use crate::alloc::dir_growth::DirGrowth;
+use crate::alloc::ext3_fs::ROOT_INO;
+use crate::alloc::ext4_ialloc::{InodeChooser, SbCounters, SbTotals};
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::mballoc::Mballoc;
 use crate::alloc::namespace::{DirState, Names, Namespace, Space};
-use crate::alloc::FreeMap;
 use crate::geometry::Geometry;
 use crate::mapping::{required_mapping, MapFormat};
 use crate::plan::{
@@ -23,24 +23,6 @@ use layoutlab_workload::{NodeKind, NsOp, Population};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{HashMap, HashSet};
-
-/// Where a new inode goes: the group, given the parent's group, the parent's last
-/// allocation, whether it is a directory made in the root, and a random start.
-pub trait InodeChooser {
-    /// The group for a new inode; None when no group has a free inode.
-    #[allow(clippy::too_many_arguments)]
-    fn choose(
-        &self,
-        inodes: &InodeMap,
-        blocks: &FreeMap,
-        parent_group: u64,
-        last_alloc_group: Option<u64>,
-        is_dir: bool,
-        top_level: bool,
-        random_start: u64,
-        totals: &SbTotals,
-    ) -> Option<u64>;
-}
 
 /// The block-goal rules of an era.
 #[derive(Clone, Copy, Debug)]

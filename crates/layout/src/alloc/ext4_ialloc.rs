@@ -17,9 +17,26 @@
 //!
 //! Counts come from the shared [`InodeMap`] and [`FreeMap`]; nothing here decides blocks.
 
-use crate::alloc::ext4_fs::InodeChooser;
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::FreeMap;
+
+/// Where a new inode goes: the group, given the parent's group, the parent's last
+/// allocation, whether it is a directory made in the root, and a random start.
+pub trait InodeChooser {
+    /// The group for a new inode; None when no group has a free inode.
+    #[allow(clippy::too_many_arguments)]
+    fn choose(
+        &self,
+        inodes: &InodeMap,
+        blocks: &FreeMap,
+        parent_group: u64,
+        last_alloc_group: Option<u64>,
+        is_dir: bool,
+        top_level: bool,
+        random_start: u64,
+        totals: &SbTotals,
+    ) -> Option<u64>;
+}
 
 /// The file-system-wide counts Orlov averages over (`s_freeinodes_counter`,
 /// `s_freeclusters_counter`, `s_dirs_counter`), as the allocator reads them.

@@ -13,7 +13,7 @@
 //!
 //! [`Plan::check`]: crate::plan::Plan::check
 
-use crate::alloc::ext3_fs::DirGrowth;
+use crate::alloc::dir_growth::DirGrowth;
 use crate::alloc::ialloc::InodeMap;
 use crate::mapping::required_mapping;
 use crate::plan::{HardLink, PlannedInode, Run};

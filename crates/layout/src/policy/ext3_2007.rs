@@ -16,9 +16,17 @@ use crate::alloc::ext3_fs::plan_ext3;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{check_known, Policy, PolicyParams};
+use crate::policy::{check_known, PolicyEntry, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
+
+/// This policy's entry in the registry ([`super::POLICIES`]).
+pub const ENTRY: PolicyEntry = PolicyEntry {
+    name: "ext3-2007",
+    default_mkfs_profile: "ext3-2007",
+    build: |params| Ok(Box::new(Ext3_2007::from_params(params)?)),
+    overflowed_mapping_blocks: None,
+};
 
 /// The vanilla 2.6.23 ext3 allocator.
 #[derive(Clone, Debug, Default)]
@@ -27,7 +35,7 @@ pub struct Ext3_2007;
 impl Ext3_2007 {
     /// Takes no parameters.
     pub fn from_params(params: &PolicyParams) -> Result<Ext3_2007, LayoutError> {
-        check_known("ext3-2007", params, &[])?;
+        check_known(ENTRY.name, params, &[])?;
         Ok(Ext3_2007)
     }
 }
@@ -48,7 +56,7 @@ impl IndirectPlacer for InlineIndirect {
 
 impl Policy for Ext3_2007 {
     fn name(&self) -> &str {
-        "ext3-2007"
+        ENTRY.name
     }
 
     fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {

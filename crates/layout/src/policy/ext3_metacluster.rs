@@ -16,9 +16,19 @@ use crate::alloc::ext3_fs::plan_ext3;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{check_known, parse_fraction, Policy, PolicyParams};
+use crate::policy::{check_known, PolicyEntry, parse_fraction, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
+
+/// This policy's entry in the registry ([`super::POLICIES`]).
+pub const ENTRY: PolicyEntry = PolicyEntry {
+    name: "ext3-metacluster",
+    default_mkfs_profile: "ext3-2007",
+    build: |params| Ok(Box::new(Ext3Metacluster::from_params(params)?)),
+    overflowed_mapping_blocks: Some(|params, plan, geo| {
+        Ok(Ext3Metacluster::from_params(params)?.overflowed_mapping_blocks(plan, geo))
+    }),
+};
 
 /// Where indirect blocks go when a group's metacluster is full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +60,7 @@ impl Default for Ext3Metacluster {
     }
 }
 
-const NAME: &str = "ext3-metacluster";
+const NAME: &str = ENTRY.name;
 
 impl Ext3Metacluster {
     /// Reads `position`, `size`, `overflow`.

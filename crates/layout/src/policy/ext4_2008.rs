@@ -12,15 +12,24 @@
 //!
 //! docs/policies.md says what is simplified.
 
-use crate::alloc::ext4_fs::{plan_ext4, Ext4Rules, InodeChooser};
+use crate::alloc::ext4_fs::{plan_ext4, Ext4Rules};
+use crate::alloc::ext4_ialloc::InodeChooser;
 use crate::alloc::ext4_ialloc::{find_group_flex, SbTotals};
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::FreeMap;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{check_known, Policy, PolicyParams};
+use crate::policy::{check_known, PolicyEntry, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
+
+/// This policy's entry in the registry ([`super::POLICIES`]).
+pub const ENTRY: PolicyEntry = PolicyEntry {
+    name: "ext4-2008",
+    default_mkfs_profile: "ext4-2009",
+    build: |params| Ok(Box::new(Ext4_2008::from_params(params)?)),
+    overflowed_mapping_blocks: None,
+};
 
 /// The 2.6.28 ext4 allocator with flex_bg.
 #[derive(Clone, Debug, Default)]
@@ -29,7 +38,7 @@ pub struct Ext4_2008;
 impl Ext4_2008 {
     /// Takes no parameters.
     pub fn from_params(params: &PolicyParams) -> Result<Ext4_2008, LayoutError> {
-        check_known("ext4-2008", params, &[])?;
+        check_known(ENTRY.name, params, &[])?;
         Ok(Ext4_2008)
     }
 }
@@ -57,7 +66,7 @@ impl InodeChooser for FlexChooser {
 
 impl Policy for Ext4_2008 {
     fn name(&self) -> &str {
-        "ext4-2008"
+        ENTRY.name
     }
 
     fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {

@@ -18,9 +18,17 @@ use crate::alloc::ext4_fs::{plan_ext4, Ext4Rules};
 use crate::alloc::ext4_ialloc::OrlovFlex;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{check_known, Policy, PolicyParams};
+use crate::policy::{check_known, PolicyEntry, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
+
+/// This policy's entry in the registry ([`super::POLICIES`]).
+pub const ENTRY: PolicyEntry = PolicyEntry {
+    name: "ext4-2009",
+    default_mkfs_profile: "ext4-2009",
+    build: |params| Ok(Box::new(Ext4_2009::from_params(params)?)),
+    overflowed_mapping_blocks: None,
+};
 
 /// The 2.6.30 ext4 allocator with flex_bg.
 #[derive(Clone, Debug, Default)]
@@ -29,14 +37,14 @@ pub struct Ext4_2009;
 impl Ext4_2009 {
     /// Takes no parameters.
     pub fn from_params(params: &PolicyParams) -> Result<Ext4_2009, LayoutError> {
-        check_known("ext4-2009", params, &[])?;
+        check_known(ENTRY.name, params, &[])?;
         Ok(Ext4_2009)
     }
 }
 
 impl Policy for Ext4_2009 {
     fn name(&self) -> &str {
-        "ext4-2009"
+        ENTRY.name
     }
 
     fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {

@@ -39,9 +39,17 @@ use crate::alloc::ext4_fs::{plan_ext4, Ext4Rules};
 use crate::alloc::ext4_ialloc::OrlovFlex;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{check_known, Policy, PolicyParams};
+use crate::policy::{check_known, PolicyEntry, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
+
+/// This policy's entry in the registry ([`super::POLICIES`]).
+pub const ENTRY: PolicyEntry = PolicyEntry {
+    name: "ext4-kernel",
+    default_mkfs_profile: "ext4-kernel",
+    build: |params| Ok(Box::new(Ext4Kernel::from_params(params)?)),
+    overflowed_mapping_blocks: None,
+};
 
 /// Default of the `writeback_mib` parameter. Not a kernel constant: it is the interval at
 /// which the comparison with the real kernel (crates/image/tests/ext4_kernel.rs) calls
@@ -71,11 +79,11 @@ impl Ext4Kernel {
     /// that calls `syncfs()` every so often, or a flusher that lags the writer by about
     /// this much, would. 0 allocates each file's blocks as it is written.
     pub fn from_params(params: &PolicyParams) -> Result<Ext4Kernel, LayoutError> {
-        check_known("ext4-kernel", params, &["writeback_mib"])?;
+        check_known(ENTRY.name, params, &["writeback_mib"])?;
         let mut p = Ext4Kernel::default();
         if let Some(v) = params.get("writeback_mib") {
             let mib: u64 = v.trim().parse().map_err(|_| LayoutError::BadParam {
-                policy: "ext4-kernel".into(),
+                policy: ENTRY.name.into(),
                 param: "writeback_mib".into(),
                 reason: format!("'{v}': not a whole number of MiB"),
             })?;
@@ -87,7 +95,7 @@ impl Ext4Kernel {
 
 impl Policy for Ext4Kernel {
     fn name(&self) -> &str {
-        "ext4-kernel"
+        ENTRY.name
     }
 
     fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {

@@ -1,12 +1,5 @@
 //! Layout policies: one allocator per file, behind the [`Policy`] trait.
 
-pub mod ext3_2007;
-pub mod ext3_metacluster;
-pub mod ext4_2008;
-pub mod ext4_2009;
-pub mod ext4_kernel;
-pub mod rext3;
-
 use crate::geometry::Geometry;
 use crate::plan::Plan;
 use crate::LayoutError;
@@ -27,41 +20,64 @@ pub trait Policy: Send + Sync {
     fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError>;
 }
 
-/// Names of the built-in policies.
-pub const POLICY_NAMES: &[&str] = &[
-    "ext3-2007",
-    "ext3-metacluster",
-    "ext4-2008",
-    "ext4-2009",
-    "rext3",
-    "ext4-kernel",
-];
+/// What the registry knows of a built-in policy. Each policy's file defines its own as
+/// `ENTRY`, the one place its name is spelled; [`POLICIES`] lists them.
+pub struct PolicyEntry {
+    /// The name users give, e.g. "ext3-2007".
+    pub name: &'static str,
+    /// The mkfs profile it lays out on unless told otherwise: the file system of its era.
+    pub default_mkfs_profile: &'static str,
+    /// Builds it from its parameters; an unknown or bad parameter is an error naming it.
+    pub build: fn(&PolicyParams) -> Result<Box<dyn Policy>, LayoutError>,
+    /// For a policy that keeps mapping blocks in a region of each group (ext3-metacluster's
+    /// metaclusters, rext3's regions): how many of a plan's lie outside their data block's
+    /// group's region, with these parameters. None for the other policies.
+    pub overflowed_mapping_blocks: Option<OverflowCount>,
+}
+
+/// Counts a plan's mapping blocks outside their group's region (see
+/// [`PolicyEntry::overflowed_mapping_blocks`]).
+pub type OverflowCount = fn(&PolicyParams, &Plan, &Geometry) -> Result<u64, LayoutError>;
+
+/// Declares the policy modules and the registry from one list of module names.
+macro_rules! policies {
+    ($($module:ident),* $(,)?) => {
+        $(pub mod $module;)*
+        /// Every built-in policy, in the order they are listed to users.
+        pub const POLICIES: &[PolicyEntry] = &[$($module::ENTRY),*];
+        /// Names of the built-in policies.
+        pub const POLICY_NAMES: &[&str] = &[$($module::ENTRY.name),*];
+    };
+}
+
+// The registry: a new policy is its file (with its `ENTRY`) plus its module's name here.
+policies!(
+    ext3_2007,
+    ext3_metacluster,
+    ext4_2008,
+    ext4_2009,
+    rext3,
+    ext4_kernel,
+);
+
+/// The registry's entry of the built-in policy `name`.
+pub fn entry(name: &str) -> Option<&'static PolicyEntry> {
+    POLICIES.iter().find(|e| e.name == name)
+}
 
 /// The mkfs profile a built-in policy lays out on unless told otherwise: the file system
 /// of its era (ext3's for ext3 policies, e2fsprogs 1.41's for the 2008/2009 ext4 ones,
 /// today's mke2fs for ext4-kernel); None for an unknown name.
 pub fn default_mkfs_profile(policy: &str) -> Option<&'static str> {
-    match policy {
-        "ext4-2008" | "ext4-2009" => Some("ext4-2009"),
-        "ext4-kernel" => Some("ext4-kernel"),
-        p if POLICY_NAMES.contains(&p) => Some("ext3-2007"),
-        _ => None,
-    }
+    entry(policy).map(|e| e.default_mkfs_profile)
 }
 
 /// A built-in policy by name with its parameters; unknown names or parameters give an
 /// error listing what is valid.
 pub fn by_name(name: &str, params: &PolicyParams) -> Result<Box<dyn Policy>, LayoutError> {
-    match name {
-        "ext3-2007" => Ok(Box::new(ext3_2007::Ext3_2007::from_params(params)?)),
-        "ext3-metacluster" => Ok(Box::new(ext3_metacluster::Ext3Metacluster::from_params(
-            params,
-        )?)),
-        "ext4-2008" => Ok(Box::new(ext4_2008::Ext4_2008::from_params(params)?)),
-        "ext4-2009" => Ok(Box::new(ext4_2009::Ext4_2009::from_params(params)?)),
-        "rext3" => Ok(Box::new(rext3::Rext3::from_params(params)?)),
-        "ext4-kernel" => Ok(Box::new(ext4_kernel::Ext4Kernel::from_params(params)?)),
-        _ => Err(LayoutError::UnknownPolicy {
+    match entry(name) {
+        Some(e) => (e.build)(params),
+        None => Err(LayoutError::UnknownPolicy {
             name: name.to_string(),
             valid: POLICY_NAMES.to_vec(),
         }),
@@ -77,14 +93,10 @@ pub fn overflowed_mapping_blocks(
     plan: &Plan,
     geo: &Geometry,
 ) -> Result<Option<u64>, LayoutError> {
-    Ok(match name {
-        "ext3-metacluster" => Some(
-            ext3_metacluster::Ext3Metacluster::from_params(params)?
-                .overflowed_mapping_blocks(plan, geo),
-        ),
-        "rext3" => Some(rext3::Rext3::from_params(params)?.overflowed_mapping_blocks(plan, geo)),
-        _ => None,
-    })
+    match entry(name).and_then(|e| e.overflowed_mapping_blocks) {
+        Some(overflowed) => overflowed(params, plan, geo).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// Mapping blocks of `plan` that lie outside `[start, end)` of their data block's group,
@@ -181,6 +193,48 @@ mod tests {
         assert!(by_name("ext3-2007", &p).is_err());
         let e = by_name("ext3-metacluster", &p).err().unwrap().to_string();
         assert!(e.contains("position"), "{e}");
+    }
+
+    /// The registry keeps every name, era and overflow count the hand-kept lists had, and
+    /// each policy calls itself by its entry's name.
+    #[test]
+    fn registry_entries() {
+        assert_eq!(
+            POLICY_NAMES,
+            [
+                "ext3-2007",
+                "ext3-metacluster",
+                "ext4-2008",
+                "ext4-2009",
+                "rext3",
+                "ext4-kernel"
+            ]
+        );
+        let profiles: Vec<_> = POLICIES.iter().map(|e| e.default_mkfs_profile).collect();
+        assert_eq!(
+            profiles,
+            [
+                "ext3-2007",
+                "ext3-2007",
+                "ext4-2009",
+                "ext4-2009",
+                "ext3-2007",
+                "ext4-kernel"
+            ]
+        );
+        let with_regions: Vec<_> = POLICIES
+            .iter()
+            .filter(|e| e.overflowed_mapping_blocks.is_some())
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(with_regions, ["ext3-metacluster", "rext3"]);
+        for e in POLICIES {
+            assert_eq!(
+                by_name(e.name, &PolicyParams::new()).unwrap().name(),
+                e.name
+            );
+        }
+        assert_eq!(default_mkfs_profile("ext5"), None);
     }
 
     #[test]

@@ -40,11 +40,21 @@ use crate::alloc::ext3_fs::plan_ext3;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{check_known, parse_fraction, Policy, PolicyParams};
+use crate::policy::{check_known, PolicyEntry, parse_fraction, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
-const NAME: &str = "rext3";
+/// This policy's entry in the registry ([`super::POLICIES`]).
+pub const ENTRY: PolicyEntry = PolicyEntry {
+    name: "rext3",
+    default_mkfs_profile: "ext3-2007",
+    build: |params| Ok(Box::new(Rext3::from_params(params)?)),
+    overflowed_mapping_blocks: Some(|params, plan, geo| {
+        Ok(Rext3::from_params(params)?.overflowed_mapping_blocks(plan, geo))
+    }),
+};
+
+const NAME: &str = ENTRY.name;
 
 /// The rext3 layout policy.
 #[derive(Clone, Debug)]

@@ -13,7 +13,7 @@
 //!
 //! Data is zeros: on the rig's zram backing ([`crate::Backing::Zram`]) a page of zeros costs
 //! no memory, so a stream may write many times the machine's memory. Every
-//! [`ReplayOptions::writeback_bytes`] of data written, the file system is written back
+//! [`ApplyOptions::writeback_bytes`] of data written, the file system is written back
 //! (`syncfs(2)`), as the `ext4-kernel` policy's `writeback_mib` models it: left to itself the
 //! flusher would start at `dirty_background_ratio` of this machine's memory, a machine-dependent
 //! batch.
@@ -21,7 +21,7 @@
 //! Before anything is written the stream is checked ([`Population::check_tree`]) and its peak
 //! live data ([`peak_live_bytes`]) against the space the file system says is free: a stream
 //! that could not fit is refused, not run into `ENOSPC`. An operation the kernel refuses stops
-//! the replay with [`RigError::Replay`], naming the operation's index, verb, path and errno;
+//! applying with [`RigError::ApplyOp`], naming the operation's index, verb, path and errno;
 //! what was made stays for the caller (a [`crate::KernelFs`] tears it all down).
 
 use crate::error::{Result, RigError};
@@ -35,26 +35,26 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Instant;
 
-/// How to replay.
+/// How to apply a population's operations.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReplayOptions {
+pub struct ApplyOptions {
     /// Write the file system back (`syncfs`) after every this many bytes of file data
     /// written; 0 never does (the kernel's own flusher decides).
     pub writeback_bytes: u64,
 }
 
-impl Default for ReplayOptions {
+impl Default for ApplyOptions {
     /// Every 64 MiB: the `ext4-kernel` policy's default `writeback_mib`.
-    fn default() -> ReplayOptions {
-        ReplayOptions {
+    fn default() -> ApplyOptions {
+        ApplyOptions {
             writeback_bytes: 64 << 20,
         }
     }
 }
 
-/// Where a replay is, passed to its progress callback.
+/// Where an application of the operations is, passed to its progress callback.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReplayProgress {
+pub struct ApplyProgress {
     /// Operations done.
     pub ops_done: usize,
     /// Operations in the stream.
@@ -63,9 +63,9 @@ pub struct ReplayProgress {
     pub bytes_written: u64,
 }
 
-/// What a replay did.
+/// What applying the operations did.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct ReplayStats {
+pub struct ApplyStats {
     /// Operations applied.
     pub operations: usize,
     /// Bytes of file data written (creates, appends, extends).
@@ -74,7 +74,7 @@ pub struct ReplayStats {
     pub writebacks: u64,
     /// Peak live file data of the stream, in 4 KiB blocks as bytes ([`peak_live_bytes`]).
     pub peak_live_bytes: u64,
-    /// Wall time of the replay, seconds.
+    /// Wall time of applying them, seconds.
     pub seconds: f64,
 }
 
@@ -308,13 +308,13 @@ fn syncfs(dir: &File, root: &Path) -> Result<()> {
 /// Refuses, before writing anything, a stream [`Population::check_tree`] rejects
 /// ([`RigError::InvalidArgument`] naming the operation) or whose peak live data or inodes
 /// exceed what is free under `root` ([`RigError::InvalidArgument`] naming where the peak is). An operation the kernel refuses stops the
-/// replay with [`RigError::Replay`]; what was made before it is left in place.
-pub fn replay(
+/// applying with [`RigError::ApplyOp`]; what was made before it is left in place.
+pub fn apply_ops(
     root: &Path,
     pop: &Population,
-    opts: &ReplayOptions,
-    progress: &mut dyn FnMut(&ReplayProgress),
-) -> Result<ReplayStats> {
+    opts: &ApplyOptions,
+    progress: &mut dyn FnMut(&ApplyProgress),
+) -> Result<ApplyStats> {
     pop.check_tree()
         .map_err(|e| RigError::InvalidArgument(format!("population '{}': {e}", pop.name)))?;
     let (peak, peak_at) = peak_live_bytes(pop);
@@ -356,7 +356,7 @@ pub fn replay(
     let total = pop.ops.len();
     for (index, op) in pop.ops.iter().enumerate() {
         let path = root.join(op.path());
-        let fail = |error: std::io::Error| RigError::Replay {
+        let fail = |error: std::io::Error| RigError::ApplyOp {
             index,
             verb: op.verb(),
             path: op.path().to_string(),
@@ -448,7 +448,7 @@ pub fn replay(
             writebacks += 1;
             dirty = 0;
         }
-        progress(&ReplayProgress {
+        progress(&ApplyProgress {
             ops_done: index + 1,
             ops_total: total,
             bytes_written: written,
@@ -456,7 +456,7 @@ pub fn replay(
     }
     writers.clear();
     syncfs(&dir, root)?;
-    Ok(ReplayStats {
+    Ok(ApplyStats {
         operations: total,
         bytes_written: written,
         writebacks,
@@ -581,7 +581,7 @@ mod tests {
         // more writers than the usual soft limit of 1024 descriptors: raised, and replayed
         let dir = std::env::temp_dir().join(format!("layoutlab-replay-fds-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let st = replay(&dir, &many, &ReplayOptions::default(), &mut |_| {}).unwrap();
+        let st = apply_ops(&dir, &many, &ApplyOptions::default(), &mut |_| {}).unwrap();
         assert_eq!(st.bytes_written, 2200);
         assert_eq!(std::fs::metadata(dir.join("f1099")).unwrap().len(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -632,10 +632,10 @@ mod tests {
             NsOp::Unlink { path: "h".into() },
         ]);
         let mut calls = 0;
-        let st = replay(
+        let st = apply_ops(
             &dir,
             &p,
-            &ReplayOptions {
+            &ApplyOptions {
                 writeback_bytes: 1 << 20,
             },
             &mut |pr| {
@@ -652,7 +652,7 @@ mod tests {
         assert!(!dir.join("e").exists() && !dir.join("h").exists() && !dir.join("g").exists());
         assert_eq!(std::fs::read_link(dir.join("s")).unwrap(), Path::new("d/f"));
         // a second replay into the same directory fails at its first op, named
-        let e = replay(&dir, &p, &ReplayOptions::default(), &mut |_| {}).unwrap_err();
+        let e = apply_ops(&dir, &p, &ApplyOptions::default(), &mut |_| {}).unwrap_err();
         let msg = e.to_string();
         assert!(
             msg.contains("ops[0] (mkdir 'd')") && msg.contains("os error 17"),
@@ -671,7 +671,7 @@ mod tests {
                 path: "nope".into(),
             },
         ]);
-        let e = replay(&dir, &p, &ReplayOptions::default(), &mut |_| {})
+        let e = apply_ops(&dir, &p, &ApplyOptions::default(), &mut |_| {})
             .unwrap_err()
             .to_string();
         assert!(e.contains("ops[1]") && e.contains("unlink"), "{e}");
@@ -680,7 +680,7 @@ mod tests {
             path: "f".into(),
             bytes: 1 << 60,
         }]);
-        let e = replay(&dir, &big, &ReplayOptions::default(), &mut |_| {})
+        let e = apply_ops(&dir, &big, &ApplyOptions::default(), &mut |_| {})
             .unwrap_err()
             .to_string();
         assert!(e.contains("ops[0]") && e.contains("--scale"), "{e}");

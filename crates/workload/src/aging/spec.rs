@@ -1,0 +1,280 @@
+//! What an aging stream should do: the `[aging]` section of a TOML document, its defaults,
+//! and the checks that need no tree (docs/aging.md).
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::{MAX_AGE, MAX_DEPTH};
+use crate::Error;
+
+/// What an aging stream should do (TOML section `[aging]`; see docs/aging.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgingSpec {
+    /// Seed of every random choice.
+    #[serde(default)]
+    pub seed: u64,
+    /// Bytes to write, in multiples of the file system's capacity (0 ≤ age ≤ [`MAX_AGE`]).
+    pub age: f64,
+    /// Live data to hold, as a fraction of capacity in (0, 1]; at most [`max_fullness`] of the
+    /// file system. Default: the tree's own fullness, capped at [`max_fullness`].
+    #[serde(default)]
+    pub fullness: Option<f64>,
+    /// Fraction of the writes that are extends of an existing file (the rest create files).
+    #[serde(default = "default_extend_share")]
+    pub extend_share: f64,
+    /// Fraction of the frees that are truncates (the rest unlink files).
+    #[serde(default = "default_truncate_share")]
+    pub truncate_share: f64,
+    /// Fraction of the operations that are renames.
+    #[serde(default = "default_rename_share")]
+    pub rename_share: f64,
+    /// Fraction of the operations that consider a mkdir or rmdir.
+    #[serde(default = "default_dir_share")]
+    pub dir_share: f64,
+    /// Steer sizes and depths toward their targets (Geriatrix); false = the naive generator.
+    #[serde(default = "default_steer")]
+    pub steer: bool,
+    /// Target file-size distribution by count; default: the tree's own (or `size_shape`'s).
+    #[serde(default)]
+    pub sizes: Option<Vec<SizeWeight>>,
+    /// Where the target size distribution comes from when `sizes` is not given.
+    #[serde(default)]
+    pub size_shape: SizeShape,
+    /// Target distribution of files over depths (path components); default: the tree's own.
+    #[serde(default)]
+    pub depths: Option<Vec<DepthWeight>>,
+}
+
+fn default_extend_share() -> f64 {
+    0.2
+}
+fn default_truncate_share() -> f64 {
+    0.2
+}
+fn default_rename_share() -> f64 {
+    0.05
+}
+fn default_dir_share() -> f64 {
+    0.02
+}
+fn default_steer() -> bool {
+    true
+}
+
+/// Where a target size distribution comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SizeShape {
+    /// The tree's own files, measured.
+    #[default]
+    #[serde(rename = "tree")]
+    Tree,
+    /// Agrawal et al. (FAST '07) by count: the lognormal body and Pareto tail with the
+    /// parameters Impressions (FAST '09, Table 2) gives them, as populations/ubuntu-32g.toml
+    /// holds them, below 2 GiB (as the tree generator draws them); sizes uniform within a
+    /// bucket.
+    #[serde(rename = "agrawal-fast07")]
+    AgrawalFast07,
+}
+
+/// One bucket of a target size distribution.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SizeWeight {
+    /// The bucket's upper bound (exclusive): 1 for empty files, else a power of two; the
+    /// bucket holds sizes from half of it.
+    pub below_bytes: u64,
+    /// Relative weight (by count of files).
+    pub weight: f64,
+}
+
+/// One bucket of a target depth distribution.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DepthWeight {
+    /// Path components of the file's name: 1 = in the root directory.
+    pub depth: u32,
+    /// Relative weight (by count of files).
+    pub weight: f64,
+}
+
+impl AgingSpec {
+    /// A spec with the defaults: `age` × capacity written, seed `seed`.
+    pub fn new(age: f64, seed: u64) -> AgingSpec {
+        AgingSpec {
+            seed,
+            age,
+            fullness: None,
+            extend_share: default_extend_share(),
+            truncate_share: default_truncate_share(),
+            rename_share: default_rename_share(),
+            dir_share: default_dir_share(),
+            steer: true,
+            sizes: None,
+            size_shape: SizeShape::Tree,
+            depths: None,
+        }
+    }
+
+    /// Reads the `[aging]` section of a TOML document (other sections are ignored); errors
+    /// name `source_name`, the key and why.
+    pub fn from_toml_str(text: &str, source_name: &str) -> Result<AgingSpec, Error> {
+        #[derive(Deserialize)]
+        struct Doc {
+            aging: Option<AgingSpec>,
+        }
+        let bad = |key: &str, reason: String| Error::BadAging {
+            source_name: source_name.to_string(),
+            key: key.to_string(),
+            reason,
+        };
+        let doc: Doc = toml::from_str(text).map_err(|e| bad("(syntax)", e.to_string()))?;
+        let spec = doc
+            .aging
+            .ok_or_else(|| bad("(section)", "no [aging] section".into()))?;
+        spec.validate().map_err(|e| match e {
+            Error::BadAging { key, reason, .. } => bad(&key, reason),
+            other => other,
+        })?;
+        Ok(spec)
+    }
+
+    /// Checks what can be checked without the tree: every parameter's range, and
+    /// distributions that are distributions. Errors with [`Error::BadAging`] naming the key.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |key: &str, reason: String| {
+            Err(Error::BadAging {
+                source_name: "aging spec".into(),
+                key: key.into(),
+                reason,
+            })
+        };
+        if !(self.age.is_finite() && (0.0..=MAX_AGE).contains(&self.age)) {
+            return bad(
+                "age",
+                format!(
+                    "{} is not a number of capacities in [0, {MAX_AGE}] (bytes written = age × capacity)",
+                    self.age
+                ),
+            );
+        }
+        if let Some(f) = self.fullness {
+            if !(f.is_finite() && f > 0.0 && f <= 1.0) {
+                return bad(
+                    "fullness",
+                    format!("{f} is not a fraction of capacity in (0, 1]"),
+                );
+            }
+        }
+        for (key, v) in [
+            ("extend_share", self.extend_share),
+            ("truncate_share", self.truncate_share),
+            ("rename_share", self.rename_share),
+            ("dir_share", self.dir_share),
+        ] {
+            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+                return bad(key, format!("{v} is not a fraction in [0, 1]"));
+            }
+        }
+        // writes must keep happening for the stream to reach its volume
+        if self.rename_share + self.dir_share > 0.9 {
+            return bad(
+                "rename_share",
+                format!(
+                    "rename_share + dir_share = {} leaves under 10% of the operations to write and free data (at most 0.9)",
+                    self.rename_share + self.dir_share
+                ),
+            );
+        }
+        if self.sizes.is_some() && self.size_shape != SizeShape::Tree {
+            return bad(
+                "size_shape",
+                "give either sizes or size_shape, not both".into(),
+            );
+        }
+        if let Some(sizes) = &self.sizes {
+            if sizes.is_empty() {
+                return bad(
+                    "sizes",
+                    "an empty distribution (leave it out to use the tree's own)".into(),
+                );
+            }
+            let mut seen = HashSet::new();
+            for (i, s) in sizes.iter().enumerate() {
+                let key = format!("sizes[{i}]");
+                if !(s.below_bytes == 1 || (s.below_bytes >= 2 && s.below_bytes.is_power_of_two()))
+                {
+                    return bad(
+                        &format!("{key}.below_bytes"),
+                        format!("{} is not 1 (empty files) or a power of two", s.below_bytes),
+                    );
+                }
+                if !seen.insert(s.below_bytes) {
+                    return bad(
+                        &format!("{key}.below_bytes"),
+                        format!("{} appears twice", s.below_bytes),
+                    );
+                }
+                if !(s.weight.is_finite() && s.weight >= 0.0) {
+                    return bad(
+                        &format!("{key}.weight"),
+                        format!("{} is not a weight ≥ 0", s.weight),
+                    );
+                }
+            }
+            if sizes.iter().all(|s| s.weight == 0.0) {
+                return bad("sizes", "every weight is 0".into());
+            }
+            if !sizes.iter().map(|s| s.weight).sum::<f64>().is_finite() {
+                return bad("sizes", "the weights' sum is not a finite number".into());
+            }
+            if sizes.iter().all(|s| s.weight == 0.0 || s.below_bytes == 1) {
+                return bad(
+                    "sizes",
+                    "only empty files: a stream of them writes nothing and never reaches its volume".into(),
+                );
+            }
+        }
+        if let Some(depths) = &self.depths {
+            if depths.is_empty() {
+                return bad(
+                    "depths",
+                    "an empty distribution (leave it out to use the tree's own)".into(),
+                );
+            }
+            let mut seen = HashSet::new();
+            for (i, d) in depths.iter().enumerate() {
+                let key = format!("depths[{i}]");
+                if !(1..=MAX_DEPTH).contains(&d.depth) {
+                    return bad(
+                        &format!("{key}.depth"),
+                        format!(
+                            "{} is not in 1..={MAX_DEPTH} (1 = in the root directory)",
+                            d.depth
+                        ),
+                    );
+                }
+                if !seen.insert(d.depth) {
+                    return bad(
+                        &format!("{key}.depth"),
+                        format!("{} appears twice", d.depth),
+                    );
+                }
+                if !(d.weight.is_finite() && d.weight >= 0.0) {
+                    return bad(
+                        &format!("{key}.weight"),
+                        format!("{} is not a weight ≥ 0", d.weight),
+                    );
+                }
+            }
+            if depths.iter().all(|d| d.weight == 0.0) {
+                return bad("depths", "every weight is 0".into());
+            }
+            if !depths.iter().map(|d| d.weight).sum::<f64>().is_finite() {
+                return bad("depths", "the weights' sum is not a finite number".into());
+            }
+        }
+        Ok(())
+    }
+}

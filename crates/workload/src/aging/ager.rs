@@ -892,7 +892,7 @@ fn argmax<I: Iterator<Item = usize>>(it: I, key: impl Fn(usize) -> f64) -> Optio
     let mut best: Option<(usize, f64)> = None;
     for i in it {
         let k = key(i);
-        if best.map_or(true, |(_, bk)| k > bk) {
+        if best.is_none_or(|(_, bk)| k > bk) {
             best = Some((i, k));
         }
     }

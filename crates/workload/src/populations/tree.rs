@@ -295,18 +295,36 @@ impl TreePopulation {
         let per_dir = apportion(&raw, names);
         // 3. what each name is, shuffled over the names
         let mut kinds: Vec<Kind> = Vec::with_capacity(names as usize);
-        kinds.extend(std::iter::repeat(Kind::Large).take(c.large_files as usize));
-        kinds
-            .extend(std::iter::repeat(Kind::File).take((c.regular_files - c.large_files) as usize));
-        kinds.extend(std::iter::repeat(Kind::FastLink).take(c.fast_symlinks as usize));
-        kinds.extend(
-            std::iter::repeat(Kind::SlowLink).take((c.symlinks - c.fast_symlinks) as usize),
-        );
-        kinds.extend(std::iter::repeat(Kind::Hard).take(c.hard_links as usize));
-        kinds.extend(std::iter::repeat(Kind::Node(NodeKind::Char)).take(c.char_devices as usize));
-        kinds.extend(std::iter::repeat(Kind::Node(NodeKind::Block)).take(c.block_devices as usize));
-        kinds.extend(std::iter::repeat(Kind::Node(NodeKind::Fifo)).take(c.fifos as usize));
-        kinds.extend(std::iter::repeat(Kind::Node(NodeKind::Socket)).take(c.sockets as usize));
+        kinds.extend(std::iter::repeat_n(Kind::Large, c.large_files as usize));
+        kinds.extend(std::iter::repeat_n(
+            Kind::File,
+            (c.regular_files - c.large_files) as usize,
+        ));
+        kinds.extend(std::iter::repeat_n(
+            Kind::FastLink,
+            c.fast_symlinks as usize,
+        ));
+        kinds.extend(std::iter::repeat_n(
+            Kind::SlowLink,
+            (c.symlinks - c.fast_symlinks) as usize,
+        ));
+        kinds.extend(std::iter::repeat_n(Kind::Hard, c.hard_links as usize));
+        kinds.extend(std::iter::repeat_n(
+            Kind::Node(NodeKind::Char),
+            c.char_devices as usize,
+        ));
+        kinds.extend(std::iter::repeat_n(
+            Kind::Node(NodeKind::Block),
+            c.block_devices as usize,
+        ));
+        kinds.extend(std::iter::repeat_n(
+            Kind::Node(NodeKind::Fifo),
+            c.fifos as usize,
+        ));
+        kinds.extend(std::iter::repeat_n(
+            Kind::Node(NodeKind::Socket),
+            c.sockets as usize,
+        ));
         for i in (1..kinds.len()).rev() {
             let j = rng.gen_range(0..=i);
             kinds.swap(i, j);

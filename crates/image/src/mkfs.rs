@@ -273,12 +273,22 @@ pub fn mkfs_profile(
             return Err(e);
         }
     }
-    if profile.superblock.is_empty() {
+    // 1.40/1.41 kept the reserved count asked for when the last group was dropped; today's
+    // mke2fs recomputed it, so the count is written (the same value when nothing was dropped)
+    let reserved = profile.reserved_blocks_before_drop.then(|| {
+        (
+            "r_blocks_count".to_string(),
+            geo.reserved_blocks.to_string(),
+        )
+    });
+    if profile.superblock.is_empty() && reserved.is_none() {
         return Ok(report);
     }
     let script: String = profile
         .superblock
         .iter()
+        .map(|(field, value)| (field.clone(), value.clone()))
+        .chain(reserved)
         .map(|(field, value)| format!("set_super_value {field} {value}\n"))
         .collect();
     let fail = |status: String, output: String| {

@@ -237,6 +237,9 @@ pub struct GeometryParams {
     /// Pack a short last flex group as if whole (e2fsprogs 1.41; see
     /// [`MkfsProfile::short_flex_group_packed_as_whole`]).
     pub short_flex_group_packed_as_whole: bool,
+    /// Keep `r_blocks` when the last group is dropped (e2fsprogs 1.40/1.41; see
+    /// [`MkfsProfile::reserved_blocks_before_drop`]).
+    pub reserved_blocks_before_drop: bool,
 }
 
 impl GeometryParams {
@@ -281,6 +284,7 @@ impl GeometryParams {
             orphan_file_blocks: 0,
             journal_blocks_past_size: profile.journal_blocks_past_size,
             short_flex_group_packed_as_whole: profile.short_flex_group_packed_as_whole,
+            reserved_blocks_before_drop: profile.reserved_blocks_before_drop,
         }
     }
 
@@ -421,8 +425,11 @@ impl Geometry {
             if rem != 0 && rem < overhead + 50 {
                 blocks -= rem;
                 // initialize.c: the reserved ratio of what was asked, applied to the new count
-                let ratio = 100.0 * p.r_blocks as f64 / p.blocks as f64;
-                r_blocks = (ratio * blocks as f64 / 100.0) as u64;
+                // (1.47); 1.40 and 1.41 keep the count asked for
+                if !p.reserved_blocks_before_drop {
+                    let ratio = 100.0 * p.r_blocks as f64 / p.blocks as f64;
+                    r_blocks = (ratio * blocks as f64 / 100.0) as u64;
+                }
                 continue 'retry;
             }
             break (groups, gdt_blocks, ipg, itb, rsv_gdt);

@@ -88,6 +88,12 @@ pub struct MkfsProfile {
     /// group only (a file system of fewer groups keeps today's packing; docs/mkfs-profiles.md).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub short_flex_group_packed_as_whole: bool,
+    /// The era's mke2fs reserved `reserved_percent` of the block count asked for and kept
+    /// that count when `ext2fs_initialize()` dropped a last group too small to keep (e2fsprogs
+    /// 1.40 and 1.41: `s_r_blocks_count = param->s_r_blocks_count`, no recomputation);
+    /// today's recomputes it from the smaller count. The image path writes the count.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reserved_blocks_before_drop: bool,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -343,7 +343,10 @@ fn period_allocations(
     let flex = geo.flex_bg_size;
     let groups = geo.group_count();
     // the groups of a short last flex group past the first one (see Geometry)
-    let moved = if profile.short_flex_group_packed_as_whole && groups > flex && groups % flex != 0 {
+    let moved = if profile.short_flex_group_packed_as_whole
+        && groups > flex
+        && !groups.is_multiple_of(flex)
+    {
         groups / flex * flex..groups
     } else {
         0..0

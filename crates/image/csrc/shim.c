@@ -946,3 +946,123 @@ long ll_clear_block_uninit_on_gdt_backups(ext2_filsys fs, u64 *changed)
 	}
 	return 0;
 }
+
+/*
+ * e2fsprogs 1.40's journal length (lib/ext2fs/mkjournal.c mkjournal_proc() counts a block
+ * down only for blockcnt > 0): `extra` more data blocks mapped to block-mapped inode `ino`
+ * past its i_size, each the first free block after the last mapped one, as 1.40's
+ * ext2fs_new_block(fs, last_blk) chose it; i_size is left alone. The indirect block that
+ * maps them must exist already (for every 1.40 journal size it does: N - 12 is never a
+ * multiple of the block's address count), else the call fails and changes nothing.
+ */
+long ll_map_blocks_past_size(ext2_filsys fs, u32 ino, u32 extra)
+{
+	struct ext2_inode inode;
+	errcode_t err;
+	blk64_t logical, last = 0, blk;
+	u32 i;
+
+	err = ext2fs_read_bitmaps(fs);
+	if (err)
+		return err;
+	err = ext2fs_read_inode(fs, ino, &inode);
+	if (err)
+		return err;
+	if (inode.i_flags & EXT4_EXTENTS_FL)
+		return EINVAL;
+	logical = EXT2_I_SIZE(&inode) / fs->blocksize;
+	if (!logical)
+		return EINVAL;
+	err = ext2fs_bmap2(fs, ino, &inode, NULL, 0, logical - 1, NULL, &last);
+	if (err)
+		return err;
+	for (i = 0; i < extra; i++, logical++) {
+		err = ext2fs_new_block2(fs, last, NULL, &blk);
+		if (err)
+			return err;
+		/* BMAP_SET without BMAP_ALLOC: fails rather than allocate an indirect block */
+		err = ext2fs_bmap2(fs, ino, &inode, NULL, BMAP_SET, logical, NULL, &blk);
+		if (err)
+			return err;
+		ext2fs_block_alloc_stats2(fs, blk, +1);
+		/* 1.40 wrote a zeroed block there */
+		err = ext2fs_zero_blocks2(fs, blk, 1, NULL, NULL);
+		if (err)
+			return err;
+		err = ext2fs_iblk_add_blocks(fs, &inode, 1);
+		if (err)
+			return err;
+		last = blk;
+	}
+	return ext2fs_write_inode(fs, ino, &inode);
+}
+
+/*
+ * Moves the bitmaps and inode tables of groups first..first+n-1 to the given blocks (e2fsprogs
+ * 1.41's packing of a short last flex group, which today's mke2fs does not make): frees every
+ * old place first, then takes the new ones, so one group may move onto another's old place.
+ * Inode tables are copied (a small file system's group 0 holds the root and lost+found);
+ * the bitmaps are in memory and written at close. Fails before writing anything when a new
+ * place is outside the file system or still in use.
+ */
+long ll_move_group_tables(ext2_filsys fs, u32 first, u32 n, const u64 *bb, const u64 *ib,
+			  const u64 *it)
+{
+	errcode_t err;
+	u32 i, itb = fs->inode_blocks_per_group;
+	char *tables = NULL;
+
+	if (first + n > fs->group_desc_count || n == 0)
+		return EINVAL;
+	err = ext2fs_read_bitmaps(fs);
+	if (err)
+		return err;
+	err = ext2fs_get_mem((size_t)n * itb * fs->blocksize, &tables);
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		dgrp_t g = first + i;
+		err = io_channel_read_blk64(fs->io, ext2fs_inode_table_loc(fs, g), itb,
+					    tables + (size_t)i * itb * fs->blocksize);
+		if (err)
+			goto out;
+	}
+	for (i = 0; i < n; i++) {
+		dgrp_t g = first + i;
+		ext2fs_block_alloc_stats2(fs, ext2fs_block_bitmap_loc(fs, g), -1);
+		ext2fs_block_alloc_stats2(fs, ext2fs_inode_bitmap_loc(fs, g), -1);
+		ext2fs_block_alloc_stats_range(fs, ext2fs_inode_table_loc(fs, g), itb, -1);
+	}
+	for (i = 0; i < n; i++) {
+		if (bb[i] >= ext2fs_blocks_count(fs->super) ||
+		    ib[i] >= ext2fs_blocks_count(fs->super) ||
+		    it[i] + itb > ext2fs_blocks_count(fs->super) ||
+		    ext2fs_test_block_bitmap2(fs->block_map, bb[i]) ||
+		    ext2fs_test_block_bitmap2(fs->block_map, ib[i]) ||
+		    !ext2fs_test_block_bitmap_range2(fs->block_map, it[i], itb)) {
+			/* nothing written yet: the caller discards the handle */
+			err = EXT2_ET_BLOCK_ALLOC_FAIL;
+			goto out;
+		}
+		ext2fs_block_alloc_stats2(fs, bb[i], +1);
+		ext2fs_block_alloc_stats2(fs, ib[i], +1);
+		ext2fs_block_alloc_stats_range(fs, it[i], itb, +1);
+	}
+	for (i = 0; i < n; i++) {
+		dgrp_t g = first + i;
+		ext2fs_block_bitmap_loc_set(fs, g, bb[i]);
+		ext2fs_inode_bitmap_loc_set(fs, g, ib[i]);
+		ext2fs_inode_table_loc_set(fs, g, it[i]);
+		err = io_channel_write_blk64(fs->io, it[i], itb,
+					     tables + (size_t)i * itb * fs->blocksize);
+		if (err)
+			goto out;
+		ext2fs_group_desc_csum_set(fs, g);
+	}
+	ext2fs_mark_super_dirty(fs);
+	ext2fs_mark_bb_dirty(fs);
+	ext2fs_mark_ib_dirty(fs);
+out:
+	ext2fs_free_mem(&tables);
+	return err;
+}

@@ -146,6 +146,15 @@ extern "C" {
     fn ll_find_used(fs: *mut RawFs, first: u64, len: u64, found: *mut u64) -> c_long;
     fn ll_add_journal(fs: *mut RawFs, blocks: u32, goal: u64) -> c_long;
     fn ll_clear_block_uninit_on_gdt_backups(fs: *mut RawFs, changed: *mut u64) -> c_long;
+    fn ll_map_blocks_past_size(fs: *mut RawFs, ino: u32, extra: u32) -> c_long;
+    fn ll_move_group_tables(
+        fs: *mut RawFs,
+        first: u32,
+        n: u32,
+        bb: *const u64,
+        ib: *const u64,
+        it: *const u64,
+    ) -> c_long;
 }
 
 /// The text libext2fs (com_err) gives for an error code.
@@ -543,6 +552,32 @@ impl Fs {
         let code = unsafe { ll_clear_block_uninit_on_gdt_backups(self.raw, &mut changed) };
         self.check("ext2fs_reserve_super_and_bgd (1.41 rule)", code)?;
         Ok(changed)
+    }
+
+    /// e2fsprogs 1.40's journal length: maps `extra` more data blocks to block-mapped inode
+    /// `ino` past its i_size, each the first free block after the last mapped one.
+    pub fn map_blocks_past_size(&self, ino: u32, extra: u32) -> Result<(), ImageError> {
+        // SAFETY: live handle, opened read-write by the caller.
+        let code = unsafe { ll_map_blocks_past_size(self.raw, ino, extra) };
+        self.check("ext2fs_bmap2 (1.40 journal block past its size)", code)
+    }
+
+    /// Moves the block bitmap, inode bitmap and inode table of groups `first..` to the
+    /// places given, one `(block bitmap, inode bitmap, inode table)` per group.
+    pub fn move_group_tables(
+        &self,
+        first: u32,
+        places: &[(u64, u64, u64)],
+    ) -> Result<(), ImageError> {
+        let bb: Vec<u64> = places.iter().map(|p| p.0).collect();
+        let ib: Vec<u64> = places.iter().map(|p| p.1).collect();
+        let it: Vec<u64> = places.iter().map(|p| p.2).collect();
+        let n = u32::try_from(places.len()).expect("groups fit in u32");
+        // SAFETY: live handle opened read-write; the three arrays hold `n` values each.
+        let code = unsafe {
+            ll_move_group_tables(self.raw, first, n, bb.as_ptr(), ib.as_ptr(), it.as_ptr())
+        };
+        self.check("moving group tables (1.41 flex packing)", code)
     }
 }
 

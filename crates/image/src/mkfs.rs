@@ -250,6 +250,10 @@ pub fn mkfs_profile(
             return Err(e);
         }
     }
+    if let Err(e) = period_allocations(image, profile, &geo) {
+        let _ = std::fs::remove_file(image);
+        return Err(e);
+    }
     if profile.backup_groups_block_init {
         let done = Fs::open(image, true).and_then(|fs| {
             fs.clear_block_uninit_on_gdt_backups()?;
@@ -260,12 +264,22 @@ pub fn mkfs_profile(
             return Err(e);
         }
     }
-    if profile.superblock.is_empty() {
+    // 1.40/1.41 kept the reserved count asked for when the last group was dropped; today's
+    // mke2fs recomputed it, so the count is written (the same value when nothing was dropped)
+    let reserved = profile.reserved_blocks_before_drop.then(|| {
+        (
+            "r_blocks_count".to_string(),
+            geo.reserved_blocks.to_string(),
+        )
+    });
+    if profile.superblock.is_empty() && reserved.is_none() {
         return Ok(report);
     }
     let script: String = profile
         .superblock
         .iter()
+        .map(|(field, value)| (field.clone(), value.clone()))
+        .chain(reserved)
         .map(|(field, value)| format!("set_super_value {field} {value}\n"))
         .collect();
     let fail = |status: String, output: String| {
@@ -306,6 +320,44 @@ pub fn mkfs_profile(
         return Err(fail(out.status.to_string(), complaints.join("\n")));
     }
     Ok(report)
+}
+
+/// What the profile's era of mke2fs placed differently from today's, through libext2fs:
+/// e2fsprogs 1.40's journal block past its size, and 1.41's packing of a short last flex
+/// group (to the blocks `geo` computes for them).
+fn period_allocations(
+    image: &Path,
+    profile: &layoutlab_layout::MkfsProfile,
+    geo: &layoutlab_layout::Geometry,
+) -> Result<(), ImageError> {
+    let extra = profile.journal_blocks_past_size;
+    let flex = geo.flex_bg_size;
+    let groups = geo.group_count();
+    // the groups of a short last flex group past the first one (see Geometry)
+    let moved = if profile.short_flex_group_packed_as_whole
+        && groups > flex
+        && !groups.is_multiple_of(flex)
+    {
+        groups / flex * flex..groups
+    } else {
+        0..0
+    };
+    if (extra == 0 || geo.journal_blocks == 0) && moved.is_empty() {
+        return Ok(());
+    }
+    let fs = Fs::open(image, true)?;
+    if extra > 0 && geo.journal_blocks > 0 {
+        let ino = fs.super_info().journal_inum;
+        fs.map_blocks_past_size(ino, u32::try_from(extra).expect("a few blocks"))?;
+    }
+    if !moved.is_empty() {
+        let places: Vec<(u64, u64, u64)> = geo.groups[moved.start as usize..]
+            .iter()
+            .map(|g| (g.block_bitmap, g.inode_bitmap, g.inode_table))
+            .collect();
+        fs.move_group_tables(moved.start as u32, &places)?;
+    }
+    fs.close()
 }
 
 /// Adds a journal of `blocks` blocks, placed from `goal_block` on, to an image made without

@@ -203,6 +203,15 @@ pub struct GeometryParams {
     /// Orphan-file blocks with `orphan_file` (0: lib/ext2fs/orphan.c
     /// `ext2fs_default_orphan_file_blocks()` of the final block count).
     pub orphan_file_blocks: u64,
+    /// Journal data blocks mapped past its size (1 for e2fsprogs 1.40's `mkjournal_proc()`;
+    /// see [`MkfsProfile::journal_blocks_past_size`]).
+    pub journal_blocks_past_size: u64,
+    /// Pack a short last flex group as if whole (e2fsprogs 1.41; see
+    /// [`MkfsProfile::short_flex_group_packed_as_whole`]).
+    pub short_flex_group_packed_as_whole: bool,
+    /// Keep `r_blocks` when the last group is dropped (e2fsprogs 1.40/1.41; see
+    /// [`MkfsProfile::reserved_blocks_before_drop`]).
+    pub reserved_blocks_before_drop: bool,
 }
 
 impl GeometryParams {
@@ -245,6 +254,9 @@ impl GeometryParams {
                 crate::mkfs::JournalPlacement::Midpoint => JournalGoal::Midpoint,
             },
             orphan_file_blocks: 0,
+            journal_blocks_past_size: profile.journal_blocks_past_size,
+            short_flex_group_packed_as_whole: profile.short_flex_group_packed_as_whole,
+            reserved_blocks_before_drop: profile.reserved_blocks_before_drop,
         }
     }
 
@@ -385,8 +397,11 @@ impl Geometry {
             if rem != 0 && rem < overhead + 50 {
                 blocks -= rem;
                 // initialize.c: the reserved ratio of what was asked, applied to the new count
-                let ratio = 100.0 * p.r_blocks as f64 / p.blocks as f64;
-                r_blocks = (ratio * blocks as f64 / 100.0) as u64;
+                // (1.47); 1.40 and 1.41 keep the count asked for
+                if !p.reserved_blocks_before_drop {
+                    let ratio = 100.0 * p.r_blocks as f64 / p.blocks as f64;
+                    r_blocks = (ratio * blocks as f64 / 100.0) as u64;
+                }
                 continue 'retry;
             }
             break (groups, gdt_blocks, ipg, itb, rsv_gdt);
@@ -527,7 +542,7 @@ impl Geometry {
             });
         }
         if geo.flex_bg_size > 0 {
-            geo.place_flex_tables()
+            geo.place_flex_tables(p.short_flex_group_packed_as_whole)
                 .map_err(|reason| bad(format!("flex_bg tables: {reason}")))?;
         }
         geo.add_mke2fs_allocations(p)?;
@@ -599,10 +614,13 @@ impl Geometry {
     /// as e2fsprogs 1.47's `ext2fs_allocate_group_table()` packs them: the bitmaps of the
     /// flex group's groups one after another from its first free block, then its inode
     /// bitmaps `flex_bg_size` blocks on, then its inode tables (the last, short flex group
-    /// keeps its tables contiguous). e2fsprogs 1.41 searched differently (`flexbg_offset`
-    /// with an `offset` and size/8) but packs full flex groups the same way; see
+    /// keeps its tables contiguous unless `short_packed_as_whole` and it is not the first:
+    /// e2fsprogs 1.41 offsets the inode bitmaps by `flex_bg_size` and the tables by twice
+    /// that in every flex group). 1.41
+    /// searched differently (`flexbg_offset` with an `offset` and size/8) but packs to the
+    /// same blocks (checked against 1.41.4's mke2fs: crates/rig/tests/period_mke2fs.rs); see
     /// docs/mkfs-profiles.md.
-    fn place_flex_tables(&mut self) -> Result<(), String> {
+    fn place_flex_tables(&mut self, short_packed_as_whole: bool) -> Result<(), String> {
         let mut map = crate::alloc::FreeMap::new(
             self.blocks_count,
             self.first_data_block,
@@ -623,7 +641,12 @@ impl Geometry {
             let prev = if group % flex != 0 {
                 self.groups[group as usize - 1].block_bitmap + 1
             } else {
-                if last_grp == groups - 1 {
+                // 1.41 packs a short last flex group as if whole; modelled (and made by the
+                // image path) only past the first flex group: in a file system of fewer
+                // groups mke2fs's root directory, lost+found and resize blocks would follow
+                // the gaps, which the image path does not move (docs/mkfs-profiles.md)
+                let as_whole = short_packed_as_whole && group >= flex;
+                if last_grp == groups - 1 && !as_whole {
                     // the last flex group keeps its tables contiguous
                     table_offset = last_grp & (flex - 1);
                     table_offset = if table_offset == 0 {
@@ -828,16 +851,18 @@ impl Geometry {
         let extents = self.has_feature("extent");
         if self.journal_blocks > 0 {
             // block-mapped, its IND/DIND blocks come inline
+            // 1.40's extra data block(s) past i_size, mapped like the rest
+            let mapped = self.journal_blocks + p.journal_blocks_past_size;
             let inline_mapping = if extents {
                 0
             } else {
-                mapping_blocks_for(self.journal_blocks, addr_per_block(self.block_size_bytes))
+                mapping_blocks_for(mapped, addr_per_block(self.block_size_bytes))
             };
             self.journal_goal = match p.journal_goal {
                 JournalGoal::Fixed(goal) => goal,
                 JournalGoal::Midpoint => self.midpoint_journal_goal(&used),
             };
-            let total = self.journal_blocks + inline_mapping;
+            let total = mapped + inline_mapping;
             take(self, &mut used, MetaKind::Journal, self.journal_goal, total)?;
             self.journal_total_blocks = total;
             if extents {
@@ -1017,7 +1042,8 @@ mod tests {
         assert_eq!(g.group_count(), 2981);
         assert_eq!(g.gdt_blocks, 24);
         assert_eq!(g.reserved_gdt_blocks, 1000);
-        assert_eq!(g.journal_total_blocks, 32801);
+        // 32768 journal blocks, 1.40.2's one past its size, 33 indirect blocks
+        assert_eq!(g.journal_total_blocks, 32802);
         assert_eq!(g.inodes_per_group, 16384);
         assert_eq!(g.inode_table_blocks, 512);
         assert_eq!(g.reserved_blocks, 4_883_892);
@@ -1031,7 +1057,8 @@ mod tests {
         assert_eq!(journal[0].start, 1545);
         assert_eq!(
             journal.last().unwrap().start + journal.last().unwrap().blocks,
-            35885
+            // group 1's first free block in 1.40.2's own dumpe2fs (period_mke2fs.rs)
+            35886
         );
     }
 }

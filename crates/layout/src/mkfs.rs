@@ -76,6 +76,28 @@ pub struct MkfsProfile {
     /// so those groups' block bitmaps are on disk and e2fsck reads them; today's keeps the flag.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub backup_groups_block_init: bool,
+    /// Data blocks the era's mke2fs mapped to the journal inode past its size: 1 for
+    /// e2fsprogs 1.40, whose `mkjournal_proc()` does not count logical block 0 toward the
+    /// journal's length (1.41 does). i_size stays the journal's size; the blocks are in use.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub journal_blocks_past_size: u64,
+    /// The era's mke2fs packed a short last flex group as if it were whole (e2fsprogs 1.41's
+    /// `ext2fs_allocate_group_table()`: inode bitmaps `flex_bg_size` blocks after the first
+    /// block bitmap, inode tables `2 × flex_bg_size` after it, whatever the number of groups);
+    /// today's mke2fs keeps that flex group's tables contiguous. Modelled past the first flex
+    /// group only (a file system of fewer groups keeps today's packing; docs/mkfs-profiles.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub short_flex_group_packed_as_whole: bool,
+    /// The era's mke2fs reserved `reserved_percent` of the block count asked for and kept
+    /// that count when `ext2fs_initialize()` dropped a last group too small to keep (e2fsprogs
+    /// 1.40 and 1.41: `s_r_blocks_count = param->s_r_blocks_count`, no recomputation);
+    /// today's recomputes it from the smaller count. The image path writes the count.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reserved_blocks_before_drop: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Where the journal goes.
@@ -201,6 +223,18 @@ impl MkfsProfile {
                 "flex_bg_size = {}: flex_bg needs a power of two >= 2, and only flex_bg takes one",
                 profile.flex_bg_size
             )));
+        }
+        if profile.short_flex_group_packed_as_whole && !profile.has_feature("flex_bg") {
+            return Err(bad(
+                "short_flex_group_packed_as_whole needs flex_bg".to_string()
+            ));
+        }
+        if profile.journal_blocks_past_size > 0 && profile.has_feature("extent") {
+            // e2fsprogs 1.40 made no extent-mapped journal; the image path adds the block
+            // through the block map
+            return Err(bad(
+                "journal_blocks_past_size is for a block-mapped journal (no extent)".to_string(),
+            ));
         }
         if profile.has_feature("has_journal") == (profile.journal == JournalSize::None) {
             return Err(bad("has_journal and journal disagree".to_string()));

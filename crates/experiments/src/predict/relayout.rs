@@ -188,6 +188,10 @@ pub fn profile_of(ins: &Inspected, log_groups_per_flex: u8) -> Result<(MkfsProfi
         superblock: Default::default(),
         inode_tables_zeroed: false,
         backup_groups_block_init: false,
+        // SOURCE's journal length and table places are read, not an era's quirks
+        journal_blocks_past_size: 0,
+        short_flex_group_packed_as_whole: false,
+        reserved_blocks_before_drop: false,
     };
     // Through the profile reader, so SOURCE's geometry passes the checks a profile file does.
     let text = toml::to_string(&profile).context("profile as TOML")?;

@@ -693,6 +693,10 @@ pub fn resolve(
             None => JournalGoal::Midpoint,
         },
         orphan_file_blocks: 0,
+        // the calculator is today's mke2fs: neither period quirk
+        journal_blocks_past_size: 0,
+        short_flex_group_packed_as_whole: false,
+        reserved_blocks_before_drop: false,
     };
     Ok(Resolved {
         fs_types,

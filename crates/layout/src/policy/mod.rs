@@ -5,6 +5,7 @@ pub mod ext3_metacluster;
 pub mod ext4_2008;
 pub mod ext4_2009;
 pub mod ext4_kernel;
+pub mod ext4_meta_ssd;
 pub mod rext3;
 
 use crate::geometry::Geometry;
@@ -35,6 +36,7 @@ pub const POLICY_NAMES: &[&str] = &[
     "ext4-2009",
     "rext3",
     "ext4-kernel",
+    "ext4-meta-ssd",
 ];
 
 /// The mkfs profile a built-in policy lays out on unless told otherwise: the file system
@@ -44,6 +46,7 @@ pub fn default_mkfs_profile(policy: &str) -> Option<&'static str> {
     match policy {
         "ext4-2008" | "ext4-2009" => Some("ext4-2009"),
         "ext4-kernel" => Some("ext4-kernel"),
+        "ext4-meta-ssd" => Some("ext4-meta-ssd"),
         p if POLICY_NAMES.contains(&p) => Some("ext3-2007"),
         _ => None,
     }
@@ -61,6 +64,7 @@ pub fn by_name(name: &str, params: &PolicyParams) -> Result<Box<dyn Policy>, Lay
         "ext4-2009" => Ok(Box::new(ext4_2009::Ext4_2009::from_params(params)?)),
         "rext3" => Ok(Box::new(rext3::Rext3::from_params(params)?)),
         "ext4-kernel" => Ok(Box::new(ext4_kernel::Ext4Kernel::from_params(params)?)),
+        "ext4-meta-ssd" => Ok(Box::new(ext4_meta_ssd::Ext4MetaSsd::from_params(params)?)),
         _ => Err(LayoutError::UnknownPolicy {
             name: name.to_string(),
             valid: POLICY_NAMES.to_vec(),
@@ -83,6 +87,21 @@ pub fn overflowed_mapping_blocks(
                 .overflowed_mapping_blocks(plan, geo),
         ),
         "rext3" => Some(rext3::Rext3::from_params(params)?.overflowed_mapping_blocks(plan, geo)),
+        _ => None,
+    })
+}
+
+/// For a policy that keeps metadata in a leading region of the device (`ext4-meta-ssd`), with
+/// `params`: the first block past the region on `geo`. None for the other policies.
+pub fn metadata_region_end(
+    name: &str,
+    params: &PolicyParams,
+    geo: &Geometry,
+) -> Result<Option<u64>, LayoutError> {
+    Ok(match name {
+        "ext4-meta-ssd" => {
+            Some(ext4_meta_ssd::Ext4MetaSsd::from_params(params)?.region_end_block(geo))
+        }
         _ => None,
     })
 }

@@ -102,6 +102,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "metacluster-aging",
         include_str!("../../../experiments/metacluster-aging.toml"),
     ),
+    (
+        "metadata-on-ssd",
+        include_str!("../../../experiments/metadata-on-ssd.toml"),
+    ),
 ];
 
 /// One kind of experiment: the `operation = "NAME"` of an experiment file, whose parameters

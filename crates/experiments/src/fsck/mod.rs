@@ -7,6 +7,7 @@ pub mod breakdown;
 pub mod report;
 pub mod run;
 pub mod sensitivity;
+pub mod split;
 
 pub use run::{PassResult, PolicyRun, RunOptions};
 
@@ -48,6 +49,11 @@ pub struct FsckSpec {
     /// The e2fsprogs release of the published runs (`--e2fsck period` runs its e2fsck).
     #[serde(default)]
     pub period_e2fsprogs: Option<String>,
+    /// Metadata on a faster device (issue 29): the SSD preset that holds the metadata region
+    /// of each policy that keeps one (`ext4-meta-ssd`), the experiment's device the rest;
+    /// those policies' traces are priced on both ([`split`]). None: no split.
+    #[serde(default)]
+    pub fast_device: Option<String>,
 }
 
 impl FsckSpec {
@@ -68,6 +74,25 @@ impl Operation for Fsck {
             bail!("[fsck] policies is empty");
         }
         crate::experiment::check_mkfs_profiles(&f.policies, &f.mkfs_profiles)?;
+        if let Some(fast) = &f.fast_device {
+            crate::support::load_device(fast)?;
+            let mut with_region = 0;
+            for p in &f.policies {
+                let profile =
+                    layoutlab_layout::MkfsProfile::by_name(f.mkfs_profile_of(p))?;
+                let geo = layoutlab_layout::Geometry::new(&profile, 1 << 30)?;
+                let params = layoutlab_layout::PolicyParams::new();
+                if layoutlab_layout::policy::metadata_region_end(p, &params, &geo)?.is_some() {
+                    with_region += 1;
+                }
+            }
+            if with_region == 0 {
+                bail!(
+                    "fast_device = '{fast}' but no policy of [fsck] policies keeps a metadata \
+                     region (ext4-meta-ssd does)"
+                );
+            }
+        }
         if let Some(v) = &f.period_e2fsprogs {
             layoutlab_rig::E2fsprogs::by_name(v)?;
         }

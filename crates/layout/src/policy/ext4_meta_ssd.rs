@@ -52,7 +52,7 @@ pub struct Ext4MetaSsd {
 pub const DEFAULT_HEADROOM: f64 = 1.0 / 32.0;
 
 /// Where a file system's metadata lies on a device split at `region_end_block`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct MetadataFootprint {
     /// First block past the region.
     pub region_end_block: u64,
@@ -102,38 +102,42 @@ impl Ext4MetaSsd {
 
     /// Where the plan's metadata lies relative to the region.
     pub fn footprint(&self, plan: &Plan, geo: &Geometry) -> MetadataFootprint {
-        let region_end_block = self.region_end_block(geo);
-        let static_end_block = static_metadata_end(geo);
-        let mut used_end_block = static_end_block;
-        let (mut in_region_blocks, mut overflow_blocks) = (0, 0);
-        for b in metadata_blocks(plan) {
-            if b < region_end_block {
-                in_region_blocks += 1;
-                used_end_block = used_end_block.max(b + 1);
-            } else {
-                overflow_blocks += 1;
-            }
-        }
-        let data_in_region_blocks = plan
-            .inodes
-            .iter()
-            .filter(|i| !matches!(i.kind, InodeKind::Dir | InodeKind::Symlink))
-            .flat_map(|i| i.data.iter())
-            .map(|r| (r.physical + r.len).min(region_end_block) - r.physical.min(region_end_block))
-            .sum();
-        MetadataFootprint {
-            data_in_region_blocks,
-            region_end_block,
-            static_end_block,
-            used_end_block,
-            in_region_blocks,
-            overflow_blocks,
-        }
+        footprint(plan, geo, self.region_end_block(geo))
     }
 
     /// Metadata blocks of `plan` that lie past the region (where a full region sent them).
     pub fn overflowed_metadata_blocks(&self, plan: &Plan, geo: &Geometry) -> u64 {
         self.footprint(plan, geo).overflow_blocks
+    }
+}
+
+/// Where `plan`'s metadata lies relative to a region ending at block `region_end_block`.
+pub fn footprint(plan: &Plan, geo: &Geometry, region_end_block: u64) -> MetadataFootprint {
+    let static_end_block = static_metadata_end(geo);
+    let mut used_end_block = static_end_block;
+    let (mut in_region_blocks, mut overflow_blocks) = (0, 0);
+    for b in metadata_blocks(plan) {
+        if b < region_end_block {
+            in_region_blocks += 1;
+            used_end_block = used_end_block.max(b + 1);
+        } else {
+            overflow_blocks += 1;
+        }
+    }
+    let data_in_region_blocks = plan
+        .inodes
+        .iter()
+        .filter(|i| !matches!(i.kind, InodeKind::Dir | InodeKind::Symlink))
+        .flat_map(|i| i.data.iter())
+        .map(|r| (r.physical + r.len).min(region_end_block) - r.physical.min(region_end_block))
+        .sum();
+    MetadataFootprint {
+        region_end_block,
+        static_end_block,
+        used_end_block,
+        in_region_blocks,
+        overflow_blocks,
+        data_in_region_blocks,
     }
 }
 

@@ -78,8 +78,7 @@ impl Operation for Fsck {
             crate::support::load_device(fast)?;
             let mut with_region = 0;
             for p in &f.policies {
-                let profile =
-                    layoutlab_layout::MkfsProfile::by_name(f.mkfs_profile_of(p))?;
+                let profile = layoutlab_layout::MkfsProfile::by_name(f.mkfs_profile_of(p))?;
                 let geo = layoutlab_layout::Geometry::new(&profile, 1 << 30)?;
                 let params = layoutlab_layout::PolicyParams::new();
                 if layoutlab_layout::policy::metadata_region_end(p, &params, &geo)?.is_some() {

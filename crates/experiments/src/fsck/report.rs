@@ -307,8 +307,7 @@ pub fn render(
     // with the region on the SSD.
     let splits = match &spec.fast_device {
         Some(fast) => {
-            let splits =
-                super::split::price_runs(&spec, runs, fast, device, scale, cpu_scale)?;
+            let splits = super::split::price_runs(&spec, runs, fast, device, scale, cpu_scale)?;
             let block_bytes = runs
                 .first()
                 .map_or(4096, |r| u64::from(r.classes.block_size_bytes()));

@@ -211,7 +211,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
     // a file system larger than the drive is priced on as many of them as hold it
     super::split::linear_device(&opts.device, population.fs_bytes.div_ceil(512))?;
     if let Some(fast) = &spec.fast_device {
-        super::split::random_read_ms(fast)?;
+        super::split::check_faster(fast, &opts.device)?;
     }
     layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
     std::fs::create_dir_all(&opts.workdir)
@@ -257,8 +257,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         let mkfs_seconds = t.elapsed().as_secs_f64();
         let mut run = run_one(spec, opts, geometry, &plan, image.path(), mkfs_seconds)?;
         run.measured_here.stage_seconds.plan = plan_seconds;
-        if let Some(end) =
-            policy::metadata_region_end(pol.name(), &PolicyParams::new(), geometry)?
+        if let Some(end) = policy::metadata_region_end(pol.name(), &PolicyParams::new(), geometry)?
         {
             let fp = policy::ext4_meta_ssd::footprint(&plan, geometry, end);
             if fp.overflow_blocks > 0 {

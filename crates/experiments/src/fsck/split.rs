@@ -100,6 +100,19 @@ pub fn random_read_ms(preset: &str) -> Result<f64> {
     Ok(total / 256.0 / 1e6)
 }
 
+/// Refuses a metadata device `fast` that is not faster than `slow` at random 4 KiB reads.
+pub fn check_faster(fast: &str, slow: &str) -> Result<()> {
+    let (fast_ms, slow_ms) = (random_read_ms(fast)?, random_read_ms(slow)?);
+    if fast_ms >= slow_ms {
+        bail!(
+            "the metadata device '{fast}' is not faster than '{slow}': a random 4 KiB read \
+             takes {fast_ms:.3} ms on it against {slow_ms:.3} ms; name an SSD preset as \
+             fast_device"
+        );
+    }
+    Ok(())
+}
+
 /// `fast` for the first `region_sectors` of a `total_sectors` file system and `slow` for the
 /// rest, concatenated; refused when `fast` is not faster than `slow` at random 4 KiB reads.
 pub fn split_device(
@@ -108,14 +121,7 @@ pub fn split_device(
     region_sectors: u64,
     total_sectors: u64,
 ) -> Result<SplitDevice> {
-    let (fast_ms, slow_ms) = (random_read_ms(fast)?, random_read_ms(slow)?);
-    if fast_ms >= slow_ms {
-        bail!(
-            "the metadata device '{fast}' is not faster than '{slow}': a random 4 KiB read \
-             takes {fast_ms:.3} ms on it against {slow_ms:.3} ms; name an SSD preset as \
-             fast_device (layoutlab device list)"
-        );
-    }
+    check_faster(fast, slow)?;
     if region_sectors == 0 || region_sectors >= total_sectors {
         bail!(
             "a metadata region of {region_sectors} sectors on a {total_sectors}-sector file \
@@ -127,7 +133,10 @@ pub fn split_device(
     let (d, s) = instances(slow, total_sectors - region_sectors)?;
     devices.extend(d);
     sizes.extend(s);
-    let name = format!("{fast_members} x {fast} + {} x {slow}", devices.len() - fast_members);
+    let name = format!(
+        "{fast_members} x {fast} + {} x {slow}",
+        devices.len() - fast_members
+    );
     Ok(SplitDevice {
         device: Composite::linear(&name, devices, &sizes)?,
         fast_members,
@@ -366,7 +375,10 @@ pub fn tables(
     out.push(t);
     for s in splits {
         let mut t = Table::new(
-            &format!("{}: what e2fsck read from each device, by class of block", s.policy),
+            &format!(
+                "{}: what e2fsck read from each device, by class of block",
+                s.policy
+            ),
             vec![
                 Column::text("class"),
                 Column::number("from the SSD", Some("MiB")),

@@ -43,8 +43,11 @@ impl SplitDevice {
     }
 }
 
+/// Devices and the sectors of each a concatenation uses.
+type Members = (Vec<Box<dyn Device>>, Vec<u64>);
+
 /// Instances of `preset` whose concatenation holds `sectors`, and how much of each is used.
-fn instances(preset: &str, sectors: u64) -> Result<(Vec<Box<dyn Device>>, Vec<u64>)> {
+fn instances(preset: &str, sectors: u64) -> Result<Members> {
     let mut devices = Vec::new();
     let mut sizes = Vec::new();
     let mut left = sectors;

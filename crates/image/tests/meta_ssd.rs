@@ -27,9 +27,20 @@ fn round_trip(
     pop: &Population,
     region: Option<&str>,
 ) -> (Geometry, Plan, std::path::PathBuf) {
-    let profile = MkfsProfile::by_name("ext4-meta-ssd").unwrap();
+    round_trip_of("ext4-meta-ssd", "ext4-meta-ssd", dir, pop, region)
+}
+
+/// [`round_trip`] of `policy` on the mkfs profile `profile`.
+fn round_trip_of(
+    policy: &str,
+    profile: &str,
+    dir: &Path,
+    pop: &Population,
+    region: Option<&str>,
+) -> (Geometry, Plan, std::path::PathBuf) {
+    let profile = MkfsProfile::by_name(profile).unwrap();
     let geo = Geometry::new(&profile, pop.fs_bytes).unwrap();
-    let plan = policy_by_name("ext4-meta-ssd", &params(region))
+    let plan = policy_by_name(policy, &params(region))
         .unwrap()
         .plan(&geo, pop, 29)
         .unwrap();
@@ -75,15 +86,15 @@ fn split_of(image: &Path) -> (Vec<u64>, Vec<u64>) {
     (meta, data)
 }
 
-/// Mounts the image read-only under the kernel's ext4 and counts what a walk finds:
+/// Mounts the image read-only under the kernel's `fstype` driver and counts what a walk finds:
 /// (directories, regular files, bytes of regular files).
-fn kernel_walk(image: &Path) -> (u64, u64, u64) {
+fn kernel_walk(image: &Path, fstype: &str) -> (u64, u64, u64) {
     assert!(
         layoutlab_rig::is_root(),
         "this test mounts the image under the kernel: run it as root"
     );
     let dev = layoutlab_rig::LoopDevice::attach(image, true).unwrap();
-    let mnt = layoutlab_rig::Mount::new(dev.path(), None, "ext4", true, "").unwrap();
+    let mnt = layoutlab_rig::Mount::new(dev.path(), None, fstype, true, "").unwrap();
     let (mut dirs, mut files, mut bytes) = (0, 0, 0);
     let mut stack = vec![mnt.target().to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -142,7 +153,7 @@ fn bench5_metadata_in_the_region_data_past_it() {
         .filter(|i| i.kind == InodeKind::File)
         .map(|i| i.size_bytes)
         .sum();
-    let (_, kfiles, kbytes) = kernel_walk(&image);
+    let (_, kfiles, kbytes) = kernel_walk(&image, "ext4");
     assert_eq!((kfiles, kbytes), (files, file_bytes));
 }
 
@@ -187,4 +198,42 @@ fn a_full_region_overflows_and_says_so() {
         .sum();
     assert_eq!(used_in_region, end - geo.first_data_block, "{fp:?}");
     assert!(data.iter().all(|&b| b >= end), "data in the region");
+}
+
+/// ext3-meta-ssd on the ext3-2007 profile: indirect and directory blocks in the region, file
+/// data past it, clean under e2fsck and the kernel's ext3; the inode tables of every group
+/// past the region stay there, so a check still seeks to them.
+#[test]
+fn ext3_indirect_and_directory_blocks_in_the_region_tables_in_their_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let pop = bench5_10tb(0.0004);
+    let (geo, plan, image) = round_trip_of("ext3-meta-ssd", "ext3-2007", dir.path(), &pop, None);
+    let policy = layoutlab_layout::policy::ext3_meta_ssd::Ext3MetaSsd::default();
+    let end = policy.region_end_block(&geo);
+    let fp = policy.footprint(&plan, &geo);
+    assert_eq!(
+        (fp.overflow_blocks, fp.data_in_region_blocks),
+        (0, 0),
+        "{fp:?}"
+    );
+    // every file of 0.2-4 MB has an indirect block: all in the region
+    assert!(plan.mapping_blocks() >= 7000, "{}", plan.mapping_blocks());
+    let (meta, data) = split_of(&image);
+    assert!(meta.iter().all(|&b| b < end), "metadata past the region");
+    assert!(
+        !data.is_empty() && data.iter().all(|&b| b >= end),
+        "data in the region"
+    );
+    let tables_past = geo.groups.iter().filter(|g| g.inode_table >= end).count();
+    assert!(
+        tables_past as u64 > geo.group_count() * 9 / 10,
+        "{tables_past}"
+    );
+    let files = plan
+        .inodes
+        .iter()
+        .filter(|i| i.kind == InodeKind::File)
+        .count() as u64;
+    let (_, kfiles, _) = kernel_walk(&image, "ext3");
+    assert_eq!(kfiles, files);
 }

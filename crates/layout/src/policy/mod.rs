@@ -1,6 +1,7 @@
 //! Layout policies: one allocator per file, behind the [`Policy`] trait.
 
 pub mod ext3_2007;
+pub mod ext3_meta_ssd;
 pub mod ext3_metacluster;
 pub mod ext4_2008;
 pub mod ext4_2009;
@@ -37,6 +38,7 @@ pub const POLICY_NAMES: &[&str] = &[
     "rext3",
     "ext4-kernel",
     "ext4-meta-ssd",
+    "ext3-meta-ssd",
 ];
 
 /// The mkfs profile a built-in policy lays out on unless told otherwise: the file system
@@ -65,6 +67,7 @@ pub fn by_name(name: &str, params: &PolicyParams) -> Result<Box<dyn Policy>, Lay
         "rext3" => Ok(Box::new(rext3::Rext3::from_params(params)?)),
         "ext4-kernel" => Ok(Box::new(ext4_kernel::Ext4Kernel::from_params(params)?)),
         "ext4-meta-ssd" => Ok(Box::new(ext4_meta_ssd::Ext4MetaSsd::from_params(params)?)),
+        "ext3-meta-ssd" => Ok(Box::new(ext3_meta_ssd::Ext3MetaSsd::from_params(params)?)),
         _ => Err(LayoutError::UnknownPolicy {
             name: name.to_string(),
             valid: POLICY_NAMES.to_vec(),
@@ -91,7 +94,8 @@ pub fn overflowed_mapping_blocks(
     })
 }
 
-/// For a policy that keeps metadata in a leading region of the device (`ext4-meta-ssd`), with
+/// For a policy that keeps metadata in a leading region of the device (`ext4-meta-ssd`,
+/// `ext3-meta-ssd`), with
 /// `params`: the first block past the region on `geo`. None for the other policies.
 pub fn metadata_region_end(
     name: &str,
@@ -101,6 +105,9 @@ pub fn metadata_region_end(
     Ok(match name {
         "ext4-meta-ssd" => {
             Some(ext4_meta_ssd::Ext4MetaSsd::from_params(params)?.region_end_block(geo))
+        }
+        "ext3-meta-ssd" => {
+            Some(ext3_meta_ssd::Ext3MetaSsd::from_params(params)?.region_end_block(geo))
         }
         _ => None,
     })

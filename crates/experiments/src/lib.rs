@@ -106,6 +106,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "metadata-on-ssd",
         include_str!("../../../experiments/metadata-on-ssd.toml"),
     ),
+    (
+        "metadata-on-ssd-ext3",
+        include_str!("../../../experiments/metadata-on-ssd-ext3.toml"),
+    ),
 ];
 
 /// One kind of experiment: the `operation = "NAME"` of an experiment file, whose parameters

@@ -355,7 +355,7 @@ pub fn tables(
         vec![
             Column::text("policy"),
             Column::number("region", Some("GB")),
-            Column::number("tables and journal", Some("GB")),
+            Column::number("mke2fs's metadata in it", Some("GB")),
             Column::number("metadata needs", Some("GB")),
             Column::number("metadata blocks in region", None),
             Column::number("overflowed past it", None),

@@ -73,7 +73,7 @@ impl Ext3MetaSsd {
     }
 
     /// Where the plan's metadata lies relative to the region (its `static_end_block` is the
-    /// end of mke2fs's metadata anywhere: with ext3 that is the last group's inode table).
+    /// end of mke2fs's metadata inside the region: the region's own groups' tables).
     pub fn footprint(&self, plan: &Plan, geo: &Geometry) -> MetadataFootprint {
         footprint(plan, geo, self.region_end_block(geo))
     }

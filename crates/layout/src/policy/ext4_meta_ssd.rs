@@ -56,7 +56,9 @@ pub const DEFAULT_HEADROOM: f64 = 1.0 / 32.0;
 pub struct MetadataFootprint {
     /// First block past the region.
     pub region_end_block: u64,
-    /// First block past the static metadata mke2fs placed (tables, journal, root, lost+found).
+    /// First block past the metadata mke2fs placed in the region (tables, journal, root,
+    /// lost+found; with ext3 only the region's own groups' tables, the rest stay in their
+    /// groups).
     pub static_end_block: u64,
     /// First block past the last metadata block inside the region: the SSD capacity the
     /// metadata needs, in blocks from the start.
@@ -113,7 +115,14 @@ impl Ext4MetaSsd {
 
 /// Where `plan`'s metadata lies relative to a region ending at block `region_end_block`.
 pub fn footprint(plan: &Plan, geo: &Geometry, region_end_block: u64) -> MetadataFootprint {
-    let static_end_block = static_metadata_end(geo);
+    // mke2fs's metadata the region holds (with ext3, only its own groups' tables)
+    let static_end_block = geo
+        .meta
+        .iter()
+        .filter(|m| m.start < region_end_block && is_checked_metadata(geo, m))
+        .map(|m| (m.start + m.blocks).min(region_end_block))
+        .max()
+        .unwrap_or(geo.first_data_block);
     let mut used_end_block = static_end_block;
     let (mut in_region_blocks, mut overflow_blocks) = (0, 0);
     for b in metadata_blocks(plan) {
@@ -161,15 +170,19 @@ pub fn metadata_blocks(plan: &Plan) -> impl Iterator<Item = u64> + '_ {
 pub fn static_metadata_end(geo: &Geometry) -> u64 {
     geo.meta
         .iter()
-        .filter(|m| match m.kind {
-            MetaKind::Superblock | MetaKind::Gdt | MetaKind::ReservedGdt => {
-                geo.group_of(m.start) == 0
-            }
-            _ => true,
-        })
+        .filter(|m| is_checked_metadata(geo, m))
         .map(|m| m.start + m.blocks)
         .max()
         .unwrap_or(geo.first_data_block)
+}
+
+/// Whether mke2fs's extent `m` is read by a check: everything but backup superblocks and
+/// descriptors.
+fn is_checked_metadata(geo: &Geometry, m: &crate::geometry::MetaExtent) -> bool {
+    match m.kind {
+        MetaKind::Superblock | MetaKind::Gdt | MetaKind::ReservedGdt => geo.group_of(m.start) == 0,
+        _ => true,
+    }
 }
 
 impl Policy for Ext4MetaSsd {

@@ -107,6 +107,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../../../experiments/metadata-on-ssd.toml"),
     ),
     (
+        "metadata-on-ssd-tree",
+        include_str!("../../../experiments/metadata-on-ssd-tree.toml"),
+    ),
+    (
         "metadata-on-ssd-ext3",
         include_str!("../../../experiments/metadata-on-ssd-ext3.toml"),
     ),

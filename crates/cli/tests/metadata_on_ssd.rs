@@ -206,3 +206,67 @@ fn metadata_on_ssd_ext3_still_seeks_for_inode_tables() {
         "{packed_ssd} vs {packed_hdd}"
     );
 }
+
+/// `reproduce metadata-on-ssd-tree` (the 32 GiB ubuntu-32g tree, its full size): the SSD takes
+/// most of ext4-meta-ssd's check off. Compared on replays of one captured trace (the disk and
+/// the split device), so the capture's spread does not enter: over 5 runs here (2026-11-26)
+/// 11.14-11.60 s on the disk, 1.13-1.21 s with the SSD, ratio 9.2-10.2 against the bound 4.
+/// ext4-2009's own capture is another sample and is not compared here: one run in about ten
+/// gave it 32.0 s (and ext4-meta-ssd 21.9 s) where the others gave 11.8-12.0 s, cause open.
+#[test]
+fn metadata_on_ssd_tree_gains_most_from_the_ssd() {
+    assert!(is_root(), "needs root (loop devices, tracefs)");
+    let dir = scratch("metassd", "tree");
+    let json = dir.join("r.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(["reproduce", "metadata-on-ssd-tree", "--out"])
+        .arg(dir.join("out"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    // the plan: tables and journal end at block 168,458, directories and extent trees at
+    // 198,845 (0.81 GB): 30,388 blocks in the region, none outside
+    let fp = &runs[1]["region"];
+    assert_eq!(fp["static_end_block"], 168_458, "{fp}");
+    assert_eq!(fp["used_end_block"], 198_845, "{fp}");
+    assert_eq!(fp["in_region_blocks"], 30_388, "{fp}");
+    assert_eq!(fp["overflow_blocks"], 0, "{fp}");
+    let split = &v["metadata_on_fast_device"].as_array().unwrap()[0];
+    for c in split["classes"].as_array().unwrap() {
+        assert_eq!(c["hdd_bytes"], 0, "{c}");
+    }
+    let all_hdd = runs[0]["total_seconds"].as_f64().unwrap();
+    let packed_hdd = runs[1]["total_seconds"].as_f64().unwrap();
+    let packed_ssd = split["total_seconds"].as_f64().unwrap();
+    let passes = |r: &Value| -> Vec<(u64, f64, u64)> {
+        r["passes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["pass"].as_u64().unwrap(),
+                    p["seconds"].as_f64().unwrap(),
+                    p["requests"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let why = format!(
+        "ext4-2009 {:?}, ext4-meta-ssd {:?}, think {} / {}",
+        passes(&runs[0]),
+        passes(&runs[1]),
+        runs[0]["measured_here"]["think_source"],
+        runs[1]["measured_here"]["think_source"]
+    );
+    assert!(all_hdd > 0.0, "{why}");
+    assert!(
+        packed_ssd < packed_hdd / 4.0,
+        "{packed_ssd} vs {packed_hdd}: {why}"
+    );
+}

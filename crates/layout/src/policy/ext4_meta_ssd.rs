@@ -201,9 +201,16 @@ impl Policy for Ext4MetaSsd {
                 reason: format!(
                     "the region (blocks {}..{region_end}) is too small: the {} file system's \
                      bitmaps, inode tables and journal end at block {static_end}, so the \
-                     region must be at least {needed:.4} of it (raise region=, or format with \
-                     the ext4-meta-ssd mkfs profile, which packs them at the start)",
-                    geo.first_data_block, geo.profile
+                     region must be at least {needed:.4} of it (raise region={}){}",
+                    geo.first_data_block,
+                    geo.profile,
+                    (needed * 1e4).ceil() / 1e4,
+                    if geo.profile == "ext4-meta-ssd" {
+                        ""
+                    } else {
+                        "; or format with the ext4-meta-ssd mkfs profile, which packs them at \
+                         the start"
+                    }
                 ),
             });
         }

@@ -175,9 +175,47 @@ impl Composite {
         Composite::new(&f.name, members, ranges)
     }
 
+    /// A linear concatenation (md's `linear` personality, LVM's linear mapping): member `i`
+    /// takes `sectors[i]` sectors from its sector 0, right after member `i - 1`'s.
+    pub fn linear(
+        name: &str,
+        members: Vec<Box<dyn Device>>,
+        sectors: &[u64],
+    ) -> Result<Composite, DeviceError> {
+        if sectors.len() != members.len() {
+            return Err(DeviceError::Invalid(format!(
+                "{name}: {} members but {} sizes",
+                members.len(),
+                sectors.len()
+            )));
+        }
+        let mut start_sector = 0;
+        let mut ranges = Vec::with_capacity(sectors.len());
+        for (member, &n) in sectors.iter().enumerate() {
+            ranges.push(Range {
+                start_sector,
+                sectors: n,
+                member,
+                member_offset_sectors: 0,
+            });
+            start_sector += n;
+        }
+        Composite::new(name, members, ranges)
+    }
+
     /// The ranges, sorted by start sector.
     pub fn ranges(&self) -> &[Range] {
         &self.ranges
+    }
+
+    /// The member that serves `sector` (sectors past the end: the last range's).
+    pub fn member_at(&self, sector: u64) -> usize {
+        self.ranges[self.range_of(sector)].member
+    }
+
+    /// The members' names (their presets'), in member order.
+    pub fn member_names(&self) -> Vec<&str> {
+        self.members.iter().map(|m| m.name()).collect()
     }
 
     /// Index of the range holding `sector`; sectors past the end belong to the last range.

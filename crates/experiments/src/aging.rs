@@ -98,6 +98,7 @@ impl AgingSpec {
             e2fsck_extra_args: self.e2fsck_extra_args.clone(),
             e2fsck_single_cpu: self.e2fsck_single_cpu,
             period_e2fsprogs: None,
+            fast_device: None,
         }
     }
 

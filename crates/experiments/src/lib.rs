@@ -108,6 +108,18 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "cache-policies",
         include_str!("../../../experiments/cache-policies.toml"),
     ),
+    (
+        "metadata-on-ssd",
+        include_str!("../../../experiments/metadata-on-ssd.toml"),
+    ),
+    (
+        "metadata-on-ssd-tree",
+        include_str!("../../../experiments/metadata-on-ssd-tree.toml"),
+    ),
+    (
+        "metadata-on-ssd-ext3",
+        include_str!("../../../experiments/metadata-on-ssd-ext3.toml"),
+    ),
 ];
 
 /// One kind of experiment: the `operation = "NAME"` of an experiment file, whose parameters

@@ -165,6 +165,11 @@ impl BlockClasses {
         }
     }
 
+    /// Bytes per block of the file system classified.
+    pub fn block_size_bytes(&self) -> u32 {
+        self.block_size_bytes
+    }
+
     /// The class of one block.
     pub fn of_block(&self, block: u64) -> BlockClass {
         let i = self.extents.partition_point(|&(s, _, _)| s <= block);

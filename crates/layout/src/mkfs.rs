@@ -121,11 +121,21 @@ const PROFILES: &[(&str, &str)] = &[
         include_str!("../../../profiles/mkfs/ext3-2009.toml"),
     ),
     ("ext4-2009", EXT4_2009_TOML),
+    (
+        "ext4-meta-ssd",
+        include_str!("../../../profiles/mkfs/ext4-meta-ssd.toml"),
+    ),
     ("ext4-kernel", EXT4_KERNEL_TOML),
 ];
 
 /// Names of the embedded profiles.
-pub const MKFS_PROFILE_NAMES: &[&str] = &["ext3-2007", "ext3-2009", "ext4-2009", "ext4-kernel"];
+pub const MKFS_PROFILE_NAMES: &[&str] = &[
+    "ext3-2007",
+    "ext3-2009",
+    "ext4-2009",
+    "ext4-meta-ssd",
+    "ext4-kernel",
+];
 
 const EXT3_2007_TOML: &str = include_str!("../../../profiles/mkfs/ext3-2007.toml");
 const EXT4_2009_TOML: &str = include_str!("../../../profiles/mkfs/ext4-2009.toml");

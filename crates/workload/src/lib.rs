@@ -263,7 +263,7 @@ pub enum Error {
 }
 
 /// Names of the built-in populations.
-pub const POPULATION_NAMES: &[&str] = &["bench5", "ubuntu-32g"];
+pub const POPULATION_NAMES: &[&str] = &["bench5", "bench5-10tb", "ubuntu-32g"];
 
 const UBUNTU_32G_TOML: &str = include_str!("../../../populations/ubuntu-32g.toml");
 
@@ -285,6 +285,7 @@ pub fn population_by_name(name: &str) -> Result<Population, Error> {
     }
     match name {
         "bench5" => Ok(populations::bench5::bench5()),
+        "bench5-10tb" => Ok(populations::bench5::bench5_10tb()),
         "ubuntu-32g" => Ok(populations::tree::TreePopulation::from_toml_str(
             UBUNTU_32G_TOML,
             "embedded ubuntu-32g",

@@ -15,19 +15,22 @@ use std::time::Instant;
 /// Arguments of `plan` (shared by `image make`).
 #[derive(ClapArgs, Clone)]
 pub struct Args {
-    /// Population: bench5, ubuntu-32g, or a population .toml file (populations/ubuntu-32g.toml shows the format).
+    /// Population: bench5, bench5-10tb, ubuntu-32g, or a population .toml file (populations/ubuntu-32g.toml shows the format).
     #[arg(long, default_value = "bench5")]
     pub workload: String,
-    /// Layout policy: ext3-2007, ext3-metacluster, rext3, ext4-2008, ext4-2009 or ext4-kernel
-    /// (today's kernel).
+    /// Layout policy: ext3-2007, ext3-metacluster, rext3, ext4-2008, ext4-2009, ext4-kernel
+    /// (today's kernel), or ext4-meta-ssd / ext3-meta-ssd (metadata in a leading region for an
+    /// SSD; parameter region=FRACTION).
     #[arg(long, default_value = "ext3-2007")]
     pub policy: String,
     /// A policy parameter NAME=VALUE (repeatable), e.g. --param region_start=1/2.
     #[arg(long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
-    /// mkfs profile: ext3-2007 (e2fsprogs 1.40), ext4-2009 (1.41.3/1.41.4, flex_bg) or
-    /// ext4-kernel (today's mke2fs -t ext4). Default: the policy's era (ext3-2007 for the
-    /// ext3 policies, ext4-2009 for ext4-2008/ext4-2009, ext4-kernel for ext4-kernel).
+    /// mkfs profile: ext3-2007 (e2fsprogs 1.40), ext4-2009 (1.41.3/1.41.4, flex_bg),
+    /// ext4-meta-ssd (ext4-2009 with every table and the journal at the start) or ext4-kernel
+    /// (today's mke2fs -t ext4). Default: the policy's era (ext3-2007 for the ext3 policies,
+    /// ext4-2009 for ext4-2008/ext4-2009, ext4-meta-ssd for ext4-meta-ssd, ext4-kernel for
+    /// ext4-kernel).
     #[arg(long)]
     pub mkfs_profile: Option<String>,
     /// Shrink the disk and every file together (1.0 = the profile's full size).
@@ -102,7 +105,7 @@ pub fn run(a: Args) -> Result<()> {
         vec![Column::text("quantity"), Column::number("value", None)],
     );
     let frags = plan.fragments_per_file();
-    let rows: Vec<(&str, f64, usize)> = vec![
+    let mut rows: Vec<(&str, f64, usize)> = vec![
         ("file-system blocks", geo.blocks_count as f64, 0),
         ("block groups", geo.group_count() as f64, 0),
         ("inodes planned", plan.inodes.len() as f64, 0),
@@ -123,6 +126,24 @@ pub fn run(a: Args) -> Result<()> {
             0,
         ),
     ];
+    // a metadata region (ext4-meta-ssd, ext3-meta-ssd): its size, what it holds, the overflow
+    if let Some(end) = policy::metadata_region_end(&a.policy, &parse_params(&a.params)?, &geo)? {
+        let fp = policy::ext4_meta_ssd::footprint(&plan, &geo, end);
+        rows.extend([
+            ("metadata region (blocks from the start)", end as f64, 0),
+            ("metadata ends at block", fp.used_end_block as f64, 0),
+            (
+                "metadata blocks overflowed past the region (in the data area, at their goals)",
+                fp.overflow_blocks as f64,
+                0,
+            ),
+            (
+                "file data blocks in the region (files the data area could not hold)",
+                fp.data_in_region_blocks as f64,
+                0,
+            ),
+        ]);
+    }
     for (k, v, p) in rows {
         t.push_row(vec![Cell::text(k), Cell::num(v, p)])?;
     }

@@ -7,6 +7,7 @@ pub mod breakdown;
 pub mod report;
 pub mod run;
 pub mod sensitivity;
+pub mod split;
 
 pub use run::{PassResult, PolicyRun, RunOptions};
 
@@ -48,6 +49,11 @@ pub struct FsckSpec {
     /// The e2fsprogs release of the published runs (`--e2fsck period` runs its e2fsck).
     #[serde(default)]
     pub period_e2fsprogs: Option<String>,
+    /// Metadata on a faster device (issue 29): the SSD preset that holds the metadata region
+    /// of each policy that keeps one (`ext4-meta-ssd`), the experiment's device the rest;
+    /// those policies' traces are priced on both ([`split`]). None: no split.
+    #[serde(default)]
+    pub fast_device: Option<String>,
 }
 
 impl FsckSpec {
@@ -68,6 +74,10 @@ impl Operation for Fsck {
             bail!("[fsck] policies is empty");
         }
         crate::experiment::check_mkfs_profiles(&f.policies, &f.mkfs_profiles)?;
+        if let Some(fast) = &f.fast_device {
+            // a sweep cell may narrow the policies to ones without a region: nothing to split
+            crate::support::load_device(fast)?;
+        }
         if let Some(v) = &f.period_e2fsprogs {
             layoutlab_rig::E2fsprogs::by_name(v)?;
         }
@@ -100,6 +110,24 @@ mod tests {
         let err = format!("{:#}", experiment::parse(&text, "x.toml").unwrap_err());
         assert!(
             err.contains("'ext3-2008'") && err.contains("ext3-2007, ext4-2008"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_fast_device_is_refused_at_load() {
+        let text = crate::SHIPPED
+            .iter()
+            .find(|(n, _)| *n == "metadata-on-ssd")
+            .unwrap()
+            .1
+            .replace(
+                "fast_device = \"ssd-sata-2010\"",
+                "fast_device = \"ssd-2010\"",
+            );
+        let err = format!("{:#}", experiment::parse(&text, "m.toml").unwrap_err());
+        assert!(
+            err.contains("ssd-2010") && err.contains("ssd-sata-2010"),
             "{err}"
         );
     }

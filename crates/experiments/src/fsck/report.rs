@@ -25,6 +25,10 @@ struct FsckJson<'a> {
     /// Preset variants and their predictions (with --sensitivity).
     #[serde(skip_serializing_if = "Option::is_none")]
     sensitivity: Option<Vec<sensitivity::Row>>,
+    /// With a fast device: the runs of policies with a metadata region priced with the region
+    /// on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata_on_fast_device: Option<Vec<super::split::SplitRun>>,
     /// Per policy: what pass 1 read, by class of block and window of modelled time.
     pass1_by_class: std::collections::BTreeMap<String, &'a breakdown::Breakdown>,
     reduction: Option<f64>,
@@ -303,6 +307,19 @@ pub fn render(
             b,
         )?);
     }
+    // Metadata on a faster device: the runs of a policy with a metadata region priced again
+    // with the region on the SSD.
+    let splits = match &spec.fast_device {
+        Some(fast) => {
+            let splits = super::split::price_runs(&spec, runs, fast, device, scale, cpu_scale)?;
+            let block_bytes = runs
+                .first()
+                .map_or(4096, |r| u64::from(r.classes.block_size_bytes()));
+            tables.extend(super::split::tables(&splits, runs, block_bytes)?);
+            Some(splits)
+        }
+        None => None,
+    };
     for t in &tables {
         h.say(&format!("{}\n", t.to_terminal(None)?));
     }
@@ -445,6 +462,7 @@ pub fn render(
             path,
             &FsckJson {
                 sensitivity,
+                metadata_on_fast_device: splits,
                 experiment: &exp.name,
                 population: &spec.workload,
                 scale,

@@ -164,6 +164,10 @@ pub struct PolicyRun {
     /// scheduler, block sizes), read back from sysfs: it shapes e2fsck's stream.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
+    /// For a policy with a metadata region (`ext4-meta-ssd`): where the plan's metadata lies
+    /// relative to it (the SSD it needs, the overflow).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<layoutlab_layout::policy::ext4_meta_ssd::MetadataFootprint>,
     /// Where the image was kept (with --keep).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<PathBuf>,
@@ -186,7 +190,8 @@ pub struct PolicyRun {
     pub classes: BlockClasses,
 }
 
-const MIB: f64 = (1u64 << 20) as f64;
+/// Bytes of a MiB, as e2fsck -tt counts them.
+pub(crate) const MIB: f64 = (1u64 << 20) as f64;
 
 /// Say what is happening on long work (stderr, so --json - stays clean), naming the policy:
 /// policies run at once, so their lines interleave.
@@ -224,17 +229,12 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
             Ok((profile, geometry))
         })
         .collect::<Result<Vec<_>>>()?;
-    let device_check = crate::support::load_device(&opts.device)?;
-    layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
-    if device_check.capacity_sectors() * 512 < population.fs_bytes {
-        bail!(
-            "device '{}' holds {:.1} GB, less than the {:.1} GB file system",
-            opts.device,
-            device_check.capacity_sectors() as f64 * 512.0 / 1e9,
-            population.fs_bytes as f64 / 1e9
-        );
+    // a file system larger than the drive is priced on as many of them as hold it
+    super::split::linear_device(&opts.device, population.fs_bytes.div_ceil(512))?;
+    if let Some(fast) = &spec.fast_device {
+        super::split::check_faster(fast, &opts.device)?;
     }
-    drop(device_check);
+    layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
     std::fs::create_dir_all(&opts.workdir)
         .with_context(|| format!("creating work directory {}", opts.workdir.display()))?;
 
@@ -278,6 +278,21 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         let mkfs_seconds = t.elapsed().as_secs_f64();
         let mut run = run_one(spec, opts, geometry, &plan, image.path(), mkfs_seconds)?;
         run.measured_here.stage_seconds.plan = plan_seconds;
+        if let Some(end) = policy::metadata_region_end(pol.name(), &PolicyParams::new(), geometry)?
+        {
+            let fp = policy::ext4_meta_ssd::footprint(&plan, geometry, end);
+            if fp.overflow_blocks > 0 {
+                progress(
+                    pol.name(),
+                    &format!(
+                        "the metadata region (blocks 0..{end}) is full: {} metadata blocks \
+                         overflowed to the data area, next to their goals",
+                        fp.overflow_blocks
+                    ),
+                );
+            }
+            run.region = Some(fp);
+        }
         Ok(PolicyRun {
             image: opts.keep.then(|| image.keep()),
             ..run
@@ -453,7 +468,8 @@ pub(crate) fn run_one(
 
     let read = indirect_blocks_read(plan, &trace, geometry.block_size_bytes);
     let t = Instant::now();
-    let mut device = crate::support::load_device(&opts.device)?;
+    let fs_sectors = geometry.blocks_count * u64::from(geometry.block_size_bytes) / 512;
+    let mut device = super::split::linear_device(&opts.device, fs_sectors)?;
     let replayed = replay(
         device.as_mut(),
         &trace,
@@ -529,6 +545,7 @@ pub(crate) fn run_one(
             .filter(|(_, f)| *f > 1)
             .count() as u64,
         passes,
+        region: None,
         image: None,
         closed_loop,
         trace,
@@ -539,7 +556,7 @@ pub(crate) fn run_one(
 }
 
 /// "pass3" → 3; "setup" (before pass 1) → 0.
-fn pass_number(tag: &str) -> u32 {
+pub(crate) fn pass_number(tag: &str) -> u32 {
     tag.strip_prefix("pass")
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
@@ -648,6 +665,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
             fragmented_files: 7,
             file_data_bytes: 987_654_321,
             passes,
+            region: None,
             image: None,
             closed_loop: None,
             trace,

@@ -73,6 +73,34 @@ pub fn plan_ext4(
     chooser: &dyn InodeChooser,
     rules: Ext4Rules,
 ) -> Result<Plan, LayoutError> {
+    let space = Ext4SpaceRules {
+        flex_size: geo.flex_bg_size.max(1),
+        meta_region_end: None,
+    };
+    plan_ext4_with(policy, geo, pop, seed, chooser, rules, space)
+}
+
+/// How an ext4 plan sees the file system's space, where it differs from the geometry's.
+#[derive(Clone, Copy, Debug)]
+pub struct Ext4SpaceRules {
+    /// Groups per flex group for goals and mballoc's rules (the geometry's `flex_bg_size`
+    /// unless a policy packs its tables with a larger one than its allocator assumes).
+    pub flex_size: u64,
+    /// Metadata (directory, extent-tree and slow-symlink blocks) from the region below this
+    /// block, file data from the rest ([`Mballoc::split_metadata`]); None: no region.
+    pub meta_region_end: Option<u64>,
+}
+
+/// [`plan_ext4`] with the space seen as `space` says.
+pub fn plan_ext4_with(
+    policy: &str,
+    geo: &Geometry,
+    pop: &Population,
+    seed: u64,
+    chooser: &dyn InodeChooser,
+    rules: Ext4Rules,
+    space: Ext4SpaceRules,
+) -> Result<Plan, LayoutError> {
     if !geo.has_feature("extent") {
         return Err(LayoutError::Unsupported(format!(
             "{policy} needs an ext4 mkfs profile (with the extent feature), not {}; use {p} (layoutlab plan --mkfs-profile {p})",
@@ -98,7 +126,7 @@ pub fn plan_ext4(
         )));
     }
     let bs = u64::from(geo.block_size_bytes);
-    let flex = geo.flex_bg_size.max(1);
+    let flex = space.flex_size.max(1);
     let groups = geo.group_count();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut pid: u64 = rng.gen_range(300..30_000);
@@ -108,6 +136,9 @@ pub fn plan_ext4(
     } else {
         Mballoc::new(geo.free_map(), flex, rules.data_avoids_first_group)
     };
+    if let Some(end) = space.meta_region_end {
+        mb.split_metadata(end);
+    }
     let dir_index = geo.has_feature("dir_index");
     let tail = if geo.has_feature("metadata_csum") {
         DIR_CSUM_TAIL_BYTES

@@ -137,6 +137,18 @@ pub struct Mballoc {
     longest: Vec<Option<u64>>,
     /// Bytes per block: `ext4_mb_normalize_request()`'s size classes are in bytes.
     block_bytes: u64,
+    /// A leading metadata region with its own allocator ([`Mballoc::split_metadata`]).
+    split: Option<Box<MetaSplit>>,
+}
+
+/// A leading region `[first data block, region_end)` kept for metadata: its free blocks are
+/// the metadata allocator's, the rest the data allocator's.
+#[derive(Clone, Debug)]
+struct MetaSplit {
+    /// First block past the region.
+    region_end: u64,
+    /// Allocates directory, extent-tree and symlink blocks inside the region.
+    meta: Mballoc,
 }
 
 impl Mballoc {
@@ -154,7 +166,31 @@ impl Mballoc {
             stream_group: 0,
             longest: vec![None; groups],
             block_bytes: 4096,
+            split: None,
         }
+    }
+
+    /// Keeps blocks below `region_end` for metadata (the `ext4-meta-ssd` policy): from now on
+    /// [`Mballoc::alloc_block`] (directory, extent-tree and slow-symlink blocks) takes the
+    /// first free block of the region at or after its goal (the region's start when the goal
+    /// lies beyond it) and only when the region is full falls back to its goal in the data
+    /// area; file data enters the region only when the data area cannot hold a file. The region's free blocks count as used in
+    /// [`Mballoc::map`], so the inode chooser sees the free space file data can have.
+    pub fn split_metadata(&mut self, region_end: u64) {
+        let end = region_end.min(self.map.blocks_count());
+        let mut meta_map = self.map.clone();
+        // the metadata allocator sees only the region, the data allocator only the rest
+        for (start, len) in free_runs(&self.map, end, self.map.blocks_count()) {
+            meta_map.mark_used(start, len);
+        }
+        for (start, len) in free_runs(&self.map, self.map.first_data_block(), end) {
+            self.take(start, len);
+        }
+        let meta = Mballoc::new(meta_map, self.flex_size, false);
+        self.split = Some(Box::new(MetaSplit {
+            region_end: end,
+            meta,
+        }));
     }
 
     /// Today's allocator over `map` (see the module header): aligned power-of-two requests
@@ -636,6 +672,19 @@ impl Mballoc {
     /// Data blocks for a new file of `blocks` blocks whose goal is `goal`, as physical runs
     /// in logical order; None on ENOSPC (nothing taken).
     pub fn alloc_file(&mut self, goal: u64, blocks: u64) -> Option<Vec<(u64, u64)>> {
+        let runs = self.alloc_file_here(goal, blocks);
+        match (runs, &mut self.split) {
+            // the data area cannot hold the file: it goes to the region's free blocks whole
+            // (what a full disk leaves; plans count such blocks as the region's data)
+            (None, Some(split)) => {
+                let start = split.meta.map.first_data_block();
+                split.meta.alloc_file(start, blocks)
+            }
+            (runs, _) => runs,
+        }
+    }
+
+    fn alloc_file_here(&mut self, goal: u64, blocks: u64) -> Option<Vec<(u64, u64)>> {
         if blocks == 0 {
             return Some(Vec::new());
         }
@@ -684,6 +733,17 @@ impl Mballoc {
 
     /// One metadata or directory block near `goal` (not a data request).
     pub fn alloc_block(&mut self, goal: u64) -> Option<u64> {
+        if let Some(split) = &mut self.split {
+            let in_region = if goal < split.region_end {
+                goal
+            } else {
+                split.meta.map.first_data_block()
+            };
+            if let Some(b) = split.meta.alloc_block(in_region) {
+                return Some(b);
+            }
+            // the region is full: the overflow goes where the ordinary allocator puts it
+        }
         if self.today {
             return self.request_today(goal, 1, false).map(|(b, _)| b);
         }
@@ -702,16 +762,35 @@ impl Mballoc {
     /// Frees `start..start + len` (`ext4_free_blocks()` of a deleted or truncated file;
     /// reusable at once: the wait for the transaction's commit is not modelled).
     pub fn free(&mut self, start: u64, len: u64) {
-        self.give(start, len);
+        match &mut self.split {
+            // nothing straddles the boundary: the region holds only the metadata allocator's
+            Some(split) if start < split.region_end => split.meta.free(start, len),
+            _ => self.give(start, len),
+        }
     }
 
     /// Ends the run: the preallocations' unused blocks are free again.
     pub fn finish(&mut self) {
+        if let Some(split) = &mut self.split {
+            split.meta.finish();
+        }
         self.release_pa();
         for (next, end) in std::mem::take(&mut self.pas) {
             self.give(next, end - next);
         }
     }
+}
+
+/// The free runs of `map` in `[from, limit)`, as (start, length).
+fn free_runs(map: &FreeMap, from: u64, limit: u64) -> Vec<(u64, u64)> {
+    let mut runs = Vec::new();
+    let mut at = from;
+    while let Some(b) = map.next_free(at, limit) {
+        let used = map.next_used(b, limit);
+        runs.push((b, used - b));
+        at = used;
+    }
+    runs
 }
 
 /// `ext4_mb_normalize_request()` for a request at file block `logical` of a file of

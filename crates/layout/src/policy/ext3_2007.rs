@@ -26,6 +26,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     default_mkfs_profile: "ext3-2007",
     build: |params| Ok(Box::new(Ext3_2007::from_params(params)?)),
     overflowed_mapping_blocks: None,
+    metadata_region_end: None,
 };
 
 /// The vanilla 2.6.23 ext3 allocator.

@@ -28,6 +28,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     overflowed_mapping_blocks: Some(|params, plan, geo| {
         Ok(Ext3Metacluster::from_params(params)?.overflowed_mapping_blocks(plan, geo))
     }),
+    metadata_region_end: None,
 };
 
 /// Where indirect blocks go when a group's metacluster is full.

@@ -29,6 +29,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     default_mkfs_profile: "ext4-2009",
     build: |params| Ok(Box::new(Ext4_2008::from_params(params)?)),
     overflowed_mapping_blocks: None,
+    metadata_region_end: None,
 };
 
 /// The 2.6.28 ext4 allocator with flex_bg.

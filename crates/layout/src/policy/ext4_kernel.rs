@@ -49,6 +49,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     default_mkfs_profile: "ext4-kernel",
     build: |params| Ok(Box::new(Ext4Kernel::from_params(params)?)),
     overflowed_mapping_blocks: None,
+    metadata_region_end: None,
 };
 
 /// Default of the `writeback_mib` parameter. Not a kernel constant: it is the interval at

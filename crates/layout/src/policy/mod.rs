@@ -33,7 +33,14 @@ pub struct PolicyEntry {
     /// metaclusters, rext3's regions): how many of a plan's lie outside their data block's
     /// group's region, with these parameters. None for the other policies.
     pub overflowed_mapping_blocks: Option<OverflowCount>,
+    /// For a policy that keeps metadata in a leading region of the device (ext4-meta-ssd,
+    /// ext3-meta-ssd): the first block past the region on a geometry, with these parameters.
+    /// None for the other policies.
+    pub metadata_region_end: Option<RegionEnd>,
 }
+
+/// The first block past a policy's metadata region (see [`PolicyEntry::metadata_region_end`]).
+pub type RegionEnd = fn(&PolicyParams, &Geometry) -> Result<u64, LayoutError>;
 
 /// Counts a plan's mapping blocks outside their group's region (see
 /// [`PolicyEntry::overflowed_mapping_blocks`]).
@@ -58,6 +65,8 @@ policies!(
     ext4_2009,
     rext3,
     ext4_kernel,
+    ext4_meta_ssd,
+    ext3_meta_ssd,
 );
 
 /// The registry's entry of the built-in policy `name`.
@@ -95,6 +104,20 @@ pub fn overflowed_mapping_blocks(
 ) -> Result<Option<u64>, LayoutError> {
     match entry(name).and_then(|e| e.overflowed_mapping_blocks) {
         Some(overflowed) => overflowed(params, plan, geo).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// For a policy that keeps metadata in a leading region of the device (`ext4-meta-ssd`,
+/// `ext3-meta-ssd`), with
+/// `params`: the first block past the region on `geo`. None for the other policies.
+pub fn metadata_region_end(
+    name: &str,
+    params: &PolicyParams,
+    geo: &Geometry,
+) -> Result<Option<u64>, LayoutError> {
+    match entry(name).and_then(|e| e.metadata_region_end) {
+        Some(end) => end(params, geo).map(Some),
         None => Ok(None),
     }
 }
@@ -207,7 +230,9 @@ mod tests {
                 "ext4-2008",
                 "ext4-2009",
                 "rext3",
-                "ext4-kernel"
+                "ext4-kernel",
+                "ext4-meta-ssd",
+                "ext3-meta-ssd"
             ]
         );
         let profiles: Vec<_> = POLICIES.iter().map(|e| e.default_mkfs_profile).collect();
@@ -219,7 +244,9 @@ mod tests {
                 "ext4-2009",
                 "ext4-2009",
                 "ext3-2007",
-                "ext4-kernel"
+                "ext4-kernel",
+                "ext4-meta-ssd",
+                "ext3-2007"
             ]
         );
         let with_regions: Vec<_> = POLICIES
@@ -228,6 +255,12 @@ mod tests {
             .map(|e| e.name)
             .collect();
         assert_eq!(with_regions, ["ext3-metacluster", "rext3"]);
+        let with_metadata_regions: Vec<_> = POLICIES
+            .iter()
+            .filter(|e| e.metadata_region_end.is_some())
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(with_metadata_regions, ["ext4-meta-ssd", "ext3-meta-ssd"]);
         for e in POLICIES {
             assert_eq!(
                 by_name(e.name, &PolicyParams::new()).unwrap().name(),

@@ -52,6 +52,7 @@ pub const ENTRY: PolicyEntry = PolicyEntry {
     overflowed_mapping_blocks: Some(|params, plan, geo| {
         Ok(Rext3::from_params(params)?.overflowed_mapping_blocks(plan, geo))
     }),
+    metadata_region_end: None,
 };
 
 const NAME: &str = ENTRY.name;

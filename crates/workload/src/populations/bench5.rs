@@ -45,8 +45,42 @@ pub fn bench5() -> Population {
     }
 }
 
+/// Sectors of a 10 TB drive by the same IDEMA formula (10 TB = 10,000 GB).
+pub const DRIVE_10TB_SECTORS: u64 = 97_696_368 + 1_953_504 * (10_000 - 50);
+
+/// `bench5-10tb`: bench5's size mix twenty times over (4000×0.5 GB, 2000×1 GB, 800×2.5 GB,
+/// 200×10 GB, 8 TB) on a 10 TB file system: 80% full, the file system Coly Li asked about at
+/// CLSF 2010 (issue 29). Names `f0000` ... `f6999`, each class in turn as in bench5.
+pub fn bench5_10tb() -> Population {
+    let mut ops = Vec::new();
+    let mut index = 0u32;
+    for (count, bytes) in CLASSES {
+        for _ in 0..count * 20 {
+            ops.push(NsOp::Create {
+                path: format!("f{index:04}"),
+                bytes,
+            });
+            index += 1;
+        }
+    }
+    Population {
+        name: "bench5-10tb".to_string(),
+        fs_bytes: DRIVE_10TB_SECTORS * 512,
+        ops,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bench5_10tb_is_80_percent_of_10_tb() {
+        let pop = bench5_10tb();
+        assert_eq!(pop.ops.len(), 7000);
+        assert_eq!(pop.file_bytes(), 8000 * GB);
+        let full = pop.file_bytes() as f64 / pop.fs_bytes as f64;
+        assert!((0.799..0.800).contains(&full), "{full}");
+    }
+
     use super::*;
 
     #[test]

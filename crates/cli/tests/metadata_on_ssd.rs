@@ -1,0 +1,272 @@
+//! `reproduce metadata-on-ssd` at its default scale (issue 29): the figures
+//! docs/experiments/metadata-on-ssd.md states.
+//!
+//! What is compared: the plan's footprint (deterministic: the same blocks every run), the
+//! routing of each captured request (by address: deterministic for a given trace), and the
+//! predicted times of the two layouts and devices. The times are replays of two captures of a
+//! real e2fsck, so they are compared as orders with wide margins: across 3 runs here
+//! (2026-11-26) the totals spread by at most 16% (ext4-2009 0.81-0.82 s, ext4-meta-ssd on the
+//! disk 0.23-0.24 s, on the split device 0.085-0.099 s), far inside the factors asserted
+//! (measured ratios 3.4-3.6 and 2.4-2.7 against bounds of 2 and 1.5).
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::process::Command;
+
+fn reproduce(extra: &[&str]) -> Value {
+    let dir = scratch("metassd", &extra.join(""));
+    let json = dir.join("r.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(["reproduce", "metadata-on-ssd"])
+        .args(extra)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    v
+}
+
+#[test]
+fn metadata_on_ssd_at_the_default_scale() {
+    assert!(
+        is_root(),
+        "reproduce metadata-on-ssd needs root (loop devices, tracefs): run the test as root"
+    );
+    let v = reproduce(&[]);
+    assert_eq!(v["scale"], 0.01);
+    assert_eq!(v["population"], "bench5-10tb");
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs[0]["policy"], "ext4-2009");
+    assert_eq!(runs[1]["policy"], "ext4-meta-ssd");
+    for r in runs {
+        assert_eq!(r["fsck_clean"], true);
+    }
+    assert!(runs[0].get("region").is_none());
+    // The SSD the metadata needs, from the plan: the packed tables and journal end at block
+    // 422,369 (1.73 GB of the 100 GB file system); directories and extent trees take 30 more
+    // blocks; nothing overflows the default region (1,185,458 blocks, 4.86 GB).
+    let fp = &runs[1]["region"];
+    assert_eq!(fp["static_end_block"], 422_369, "{fp}");
+    assert_eq!(fp["used_end_block"], 422_399, "{fp}");
+    assert_eq!(fp["region_end_block"], 1_185_458, "{fp}");
+    assert_eq!(fp["overflow_blocks"], 0, "{fp}");
+    assert_eq!(fp["data_in_region_blocks"], 0, "{fp}");
+    // Only file data would reach the disks: every byte e2fsck read came from the SSD.
+    let split = &v["metadata_on_fast_device"].as_array().unwrap()[0];
+    assert_eq!(split["policy"], "ext4-meta-ssd");
+    assert_eq!(split["device"], "1 x ssd-sata-2010 + 1 x sata-2t-5400-2010");
+    for c in split["classes"].as_array().unwrap() {
+        assert_eq!(c["hdd_bytes"], 0, "{c}");
+    }
+    let mut ssd_requests = 0;
+    for p in split["passes"].as_array().unwrap() {
+        assert_eq!(p["hdd"]["requests"], 0, "{p}");
+        ssd_requests += p["ssd"]["requests"].as_u64().unwrap();
+    }
+    assert_eq!(ssd_requests, runs[1]["requests"].as_u64().unwrap());
+    // The times: packing the metadata saves most of ext4-2009's check on the disk alone
+    // (0.82 s -> 0.24 s), and the SSD more than halves what is left (0.10 s).
+    let all_hdd = runs[0]["total_seconds"].as_f64().unwrap();
+    let packed_hdd = runs[1]["total_seconds"].as_f64().unwrap();
+    let packed_ssd = split["total_seconds"].as_f64().unwrap();
+    assert!(packed_hdd < all_hdd / 2.0, "{packed_hdd} vs {all_hdd}");
+    assert!(
+        packed_ssd < packed_hdd / 1.5,
+        "{packed_ssd} vs {packed_hdd}"
+    );
+}
+
+/// The disk itself named as the metadata device: refused before any image is made.
+#[test]
+fn a_disk_as_the_metadata_device_is_refused_before_any_work() {
+    let dir = scratch("metassd", "slow");
+    let exp = dir.join("slow.toml");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../experiments/metadata-on-ssd.toml"
+    ))
+    .unwrap()
+    .replace(
+        "fast_device = \"ssd-sata-2010\"",
+        "fast_device = \"sata-2t-5400-2010\"",
+    );
+    std::fs::write(&exp, text).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(["reproduce", exp.to_str().unwrap(), "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("'sata-2t-5400-2010' is not faster than 'sata-2t-5400-2010'"),
+        "{err}"
+    );
+    assert!(!dir.join("out").exists(), "wrote a report");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--scale 1`: the 10 TB file system of the question (36 s to 6 min here, by the machine's
+/// load: planning two layouts of 10 TB in a debug build dominates). The footprint is the plan's, so exact; the
+/// times are from one run (2026-11-26: ext4-2009 83.3 s, ext4-meta-ssd 7.2 s on the disks and
+/// 6.2 s with the SSDs), and the bounds sit a factor of two inside the measured ratios.
+#[test]
+#[ignore = "10 TB: up to 6 minutes; run with --ignored"]
+fn metadata_on_ssd_at_10_tb() {
+    assert!(is_root(), "needs root (loop devices, tracefs)");
+    let v = reproduce(&["--scale", "1", "--jobs", "1"]);
+    let runs = v["runs"].as_array().unwrap();
+    for r in runs {
+        assert_eq!(r["fsck_clean"], true);
+        // every file whole: 8 TB of files, each rounded up to whole 4 KiB blocks
+        assert_eq!(r["file_data_bytes"], 8_000_016_384_000u64);
+    }
+    // 157.1 GB of metadata: 156.3 GB of inode tables, bitmaps, descriptors and the journal
+    // end at block 38,351,944; 3030 directory and extent-tree blocks follow.
+    let fp = &runs[1]["region"];
+    assert_eq!(fp["static_end_block"], 38_351_944, "{fp}");
+    assert_eq!(fp["used_end_block"], 38_354_973, "{fp}");
+    assert_eq!(fp["in_region_blocks"], 3030, "{fp}");
+    assert_eq!(fp["overflow_blocks"], 0, "{fp}");
+    let split = &v["metadata_on_fast_device"].as_array().unwrap()[0];
+    assert_eq!(split["device"], "3 x ssd-sata-2010 + 5 x sata-2t-5400-2010");
+    for c in split["classes"].as_array().unwrap() {
+        assert_eq!(c["hdd_bytes"], 0, "{c}");
+    }
+    let all_hdd = runs[0]["total_seconds"].as_f64().unwrap();
+    let packed_hdd = runs[1]["total_seconds"].as_f64().unwrap();
+    let packed_ssd = split["total_seconds"].as_f64().unwrap();
+    assert!(packed_hdd < all_hdd / 5.0, "{packed_hdd} vs {all_hdd}");
+    assert!(packed_ssd < packed_hdd, "{packed_ssd} vs {packed_hdd}");
+}
+
+/// `reproduce metadata-on-ssd-ext3` at its default scale: ext3-meta-ssd moves every indirect
+/// and directory block to the SSD, but the inode tables stay in their groups on the disk, so
+/// the SSD saves little beyond what clustering the indirect blocks saves on the disk alone.
+/// Spread of the totals over 3 runs here (2026-11-26): ext3-2007 236.1-236.2 s, ext3-meta-ssd
+/// 25.25-25.32 s on the disk and 24.20-24.28 s with the SSD (under 0.3%).
+#[test]
+fn metadata_on_ssd_ext3_still_seeks_for_inode_tables() {
+    assert!(is_root(), "needs root (loop devices, tracefs)");
+    let dir = scratch("metassd", "ext3");
+    let json = dir.join("r.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(["reproduce", "metadata-on-ssd-ext3", "--out"])
+        .arg(dir.join("out"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs[1]["policy"], "ext3-meta-ssd");
+    // the plan: 30,601 indirect blocks and 29 directory blocks in the region, none outside
+    let fp = &runs[1]["region"];
+    assert_eq!(fp["in_region_blocks"], 30_630, "{fp}");
+    assert_eq!(fp["overflow_blocks"], 0, "{fp}");
+    assert_eq!(runs[1]["indirect_blocks"], 30_601);
+    let split = &v["metadata_on_fast_device"].as_array().unwrap()[0];
+    let class = |name: &str| {
+        split["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["class"] == name)
+            .map(|c| {
+                (
+                    c["ssd_bytes"].as_u64().unwrap(),
+                    c["hdd_bytes"].as_u64().unwrap(),
+                )
+            })
+            .unwrap_or_else(|| panic!("no class {name}"))
+    };
+    // every indirect and directory block from the SSD ...
+    assert_eq!(class("indirect").1, 0);
+    assert_eq!(class("directory").1, 0);
+    // ... but over 90% of the inode tables e2fsck read came from the disk (measured 97%)
+    let (it_ssd, it_hdd) = class("inode_table");
+    assert!(it_hdd * 10 > (it_ssd + it_hdd) * 9, "{it_ssd} {it_hdd}");
+    let all_hdd = runs[0]["total_seconds"].as_f64().unwrap();
+    let packed_hdd = runs[1]["total_seconds"].as_f64().unwrap();
+    let packed_ssd = split["total_seconds"].as_f64().unwrap();
+    // clustering the indirect blocks: 236 s -> 25 s on the disk (ratio 9.3; bound 4)
+    assert!(packed_hdd < all_hdd / 4.0, "{packed_hdd} vs {all_hdd}");
+    // the SSD then saves under a fifth (measured 4%): the tables are still read from the disk
+    assert!(
+        packed_ssd > packed_hdd * 0.8,
+        "{packed_ssd} vs {packed_hdd}"
+    );
+}
+
+/// `reproduce metadata-on-ssd-tree` (the 32 GiB ubuntu-32g tree, its full size): the SSD takes
+/// most of ext4-meta-ssd's check off. Compared on replays of one captured trace (the disk and
+/// the split device), so the capture's spread does not enter: over 5 runs here (2026-11-26)
+/// 11.14-11.60 s on the disk, 1.13-1.21 s with the SSD, ratio 9.2-10.2 against the bound 4.
+/// ext4-2009's own capture is another sample and is not compared here: one run in about ten
+/// gave it 32.0 s (and ext4-meta-ssd 21.9 s) where the others gave 11.8-12.0 s, cause open.
+#[test]
+fn metadata_on_ssd_tree_gains_most_from_the_ssd() {
+    assert!(is_root(), "needs root (loop devices, tracefs)");
+    let dir = scratch("metassd", "tree");
+    let json = dir.join("r.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(["reproduce", "metadata-on-ssd-tree", "--out"])
+        .arg(dir.join("out"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    // the plan: tables and journal end at block 168,458, directories and extent trees at
+    // 198,845 (0.81 GB): 30,388 blocks in the region, none outside
+    let fp = &runs[1]["region"];
+    assert_eq!(fp["static_end_block"], 168_458, "{fp}");
+    assert_eq!(fp["used_end_block"], 198_845, "{fp}");
+    assert_eq!(fp["in_region_blocks"], 30_388, "{fp}");
+    assert_eq!(fp["overflow_blocks"], 0, "{fp}");
+    let split = &v["metadata_on_fast_device"].as_array().unwrap()[0];
+    for c in split["classes"].as_array().unwrap() {
+        assert_eq!(c["hdd_bytes"], 0, "{c}");
+    }
+    let all_hdd = runs[0]["total_seconds"].as_f64().unwrap();
+    let packed_hdd = runs[1]["total_seconds"].as_f64().unwrap();
+    let packed_ssd = split["total_seconds"].as_f64().unwrap();
+    let passes = |r: &Value| -> Vec<(u64, f64, u64)> {
+        r["passes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["pass"].as_u64().unwrap(),
+                    p["seconds"].as_f64().unwrap(),
+                    p["requests"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let why = format!(
+        "ext4-2009 {:?}, ext4-meta-ssd {:?}, think {} / {}",
+        passes(&runs[0]),
+        passes(&runs[1]),
+        runs[0]["measured_here"]["think_source"],
+        runs[1]["measured_here"]["think_source"]
+    );
+    assert!(all_hdd > 0.0, "{why}");
+    assert!(
+        packed_ssd < packed_hdd / 4.0,
+        "{packed_ssd} vs {packed_hdd}: {why}"
+    );
+}

@@ -78,6 +78,11 @@ pub struct Published {
     /// MB (2^20 bytes, as e2fsck -tt prints them) read per e2fsck pass, per policy.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pass_mb_read: BTreeMap<String, BTreeMap<String, f64>>,
+    /// The published file system as `e2fsck -v` described it (`inodes_used`, `blocks_used`,
+    /// `non_contiguous_files`, `non_contiguous_dirs`, `extent_depth_0`, `extent_depth_1`,
+    /// `ind_inodes`): shown beside ours, never read by the computation.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub vitals: BTreeMap<String, f64>,
     /// Other published figures, by name (mkfs-overhead: dumpe2fs and df values).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub figures: BTreeMap<String, f64>,

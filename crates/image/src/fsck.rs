@@ -1,9 +1,10 @@
-//! The real `e2fsck -fn` as the judge of an image.
+//! The real `e2fsck -fnv` as the judge of an image.
 
 use std::path::Path;
 use std::process::Command;
 
 use crate::error::ImageError;
+use crate::fsck_vitals::{parse_fsck_vitals, FsckVitals};
 
 /// What e2fsck said.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,15 +15,17 @@ pub struct FsckVerdict {
     pub exit_code: i32,
     /// stdout then stderr.
     pub output: String,
+    /// The `-v` summary: non-contiguous files and directories, extent depths, counts.
+    pub vitals: Option<FsckVitals>,
 }
 
-/// Runs `e2fsck -fn IMAGE` (forced, read-only, answers "no").
+/// Runs `e2fsck -fnv IMAGE` (forced, read-only, answers "no", with its summary).
 ///
 /// Errors only when e2fsck cannot run or fails operationally (exit status 8 or more);
 /// a file system with problems is an `Ok` verdict with `clean == false`.
 pub fn fsck_check(image: &Path) -> Result<FsckVerdict, ImageError> {
     let out = Command::new("e2fsck")
-        .arg("-fn")
+        .arg("-fnv")
         .arg(image)
         .output()
         .map_err(|e| ImageError::Tool {
@@ -48,6 +51,7 @@ pub fn fsck_check(image: &Path) -> Result<FsckVerdict, ImageError> {
     Ok(FsckVerdict {
         clean: exit_code == 0,
         exit_code,
+        vitals: parse_fsck_vitals(&output),
         output,
     })
 }

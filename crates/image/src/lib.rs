@@ -27,12 +27,14 @@
 mod error;
 mod ffi;
 mod fsck;
+mod fsck_vitals;
 mod inspect;
 mod materialize;
 mod mkfs;
 
 pub use error::ImageError;
 pub use fsck::{fsck_check, FsckVerdict};
+pub use fsck_vitals::{parse_fsck_vitals, FsckVitals};
 pub use inspect::{
     inspect, normalize_plan, ExtentBlock, GroupDescriptor, Inspected, InspectedInode, KindCounts,
     SpecialInode, SuperSummary,

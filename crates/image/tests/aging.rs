@@ -3,6 +3,7 @@
 //! through libext2fs, pass the real `e2fsck -fn` and read back as planned. Prints how many
 //! images were checked.
 
+mod common;
 #[path = "../../layout/tests/common/mod.rs"]
 mod layout_common;
 
@@ -120,9 +121,34 @@ fn aged_images_pass_e2fsck_and_read_back_as_planned() {
                 .unwrap_or_else(|e| panic!("{name} {}: {e}", pop.name));
             let image = dir.path().join(format!("{name}-gen{seed}.img"));
             mkfs_profile(&image, pop.fs_bytes, &profile).unwrap();
+            let fresh = fsck_check(&image)
+                .unwrap()
+                .vitals
+                .expect("e2fsck -fnv summary");
             materialize(&image, &plan).unwrap_or_else(|e| panic!("{name} {}: {e}", pop.name));
             let v = fsck_check(&image).unwrap();
             assert!(v.clean, "{name} {}: e2fsck:\n{}", pop.name, v.output);
+            // Aged layouts split files and grow extent trees: e2fsck -v's summary is still the
+            // plan's, by e2fsck's rules.
+            let vitals = v.vitals.as_ref().expect("e2fsck -fnv summary");
+            let want = common::expected_vitals(&plan, geo.blocks_per_group, &fresh);
+            println!(
+                "{name} {}: e2fsck non-contiguous {}/{}, depths {:?}",
+                pop.name,
+                vitals.non_contiguous_files,
+                vitals.non_contiguous_dirs,
+                vitals.extent_depth_histogram
+            );
+            assert_eq!(
+                (
+                    vitals.non_contiguous_files,
+                    vitals.non_contiguous_dirs,
+                    vitals.extent_depth_histogram.clone()
+                ),
+                want,
+                "{name} {}: e2fsck -v's summary against the plan's",
+                pop.name
+            );
             std::fs::remove_file(&image).unwrap();
             checked += 1;
         }

@@ -250,10 +250,31 @@ fn random_trees_every_policy_round_trip() {
             let dir = tempfile::tempdir().unwrap();
             let image = dir.path().join("t.img");
             mkfs_profile(&image, pop.fs_bytes, &profile).unwrap();
+            // mke2fs's own inodes (the journal, lost+found) are in e2fsck's summary too.
+            let fresh = fsck_check(&image)
+                .unwrap()
+                .vitals
+                .expect("e2fsck -fnv summary");
             materialize(&image, &plan).unwrap_or_else(|e| panic!("{policy} seed {seed}: {e}"));
             let v = fsck_check(&image).unwrap();
             assert!(v.clean, "{policy} seed {seed}: e2fsck:\n{}", v.output);
             common::assert_round_trip(&image, &plan);
+            // e2fsck -v's summary is the plan's, by e2fsck's own rules.
+            let vitals = v.vitals.as_ref().expect("e2fsck -fnv printed its summary");
+            let (files, dirs, hist) = common::expected_vitals(&plan, geo.blocks_per_group, &fresh);
+            println!(
+                "{policy} seed {seed}: non-contiguous {files} files, {dirs} dirs; depths {hist:?}; e2fsck {:?}",
+                vitals.extent_depth_histogram
+            );
+            assert_eq!(
+                (vitals.non_contiguous_files, vitals.non_contiguous_dirs),
+                (files, dirs),
+                "{policy} seed {seed}: e2fsck's non-contiguous files and directories"
+            );
+            assert_eq!(
+                vitals.extent_depth_histogram, hist,
+                "{policy} seed {seed}: extent depth histogram"
+            );
             checked += 1;
         }
     }

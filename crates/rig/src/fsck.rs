@@ -1,4 +1,4 @@
-//! The real `e2fsck -fn -tt -C 3` run under tracing, each request tagged with its pass.
+//! The real `e2fsck -fnv -tt -C 3` run under tracing, each request tagged with its pass.
 //!
 //! e2fsck writes progress lines `PASS CUR MAX DEVICE` to the file descriptor given to `-C` with
 //! one write(2) each (e2fsck/unix.c `e2fsck_update_progress`), starting every pass with
@@ -15,6 +15,7 @@ use crate::error::{Result, RigError};
 use crate::fsck_times::{parse_fsck_times, FsckTimes};
 use crate::system::{die_with_parent, require_root};
 use crate::tracefs::{Capture, TraceOptions, TracefsSession};
+use layoutlab_image::{parse_fsck_vitals, FsckVitals};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -25,7 +26,7 @@ use std::process::{Command, Stdio};
 pub struct FsckOptions {
     /// The e2fsck program (default `e2fsck` on `PATH`).
     pub e2fsck: PathBuf,
-    /// Extra arguments, after `-fn -tt -C 3` and before the device.
+    /// Extra arguments, after `-fnv -tt -C 3` and before the device.
     pub extra_args: Vec<String>,
     /// The capture.
     pub trace: TraceOptions,
@@ -83,6 +84,9 @@ pub struct FsckRun {
     pub capture: Capture,
     /// The pass changes in order.
     pub progress: Vec<ProgressChange>,
+    /// The `-v` summary: non-contiguous files and directories, extent depth histogram,
+    /// counts by file type (`None` if e2fsck printed none).
+    pub vitals: Option<FsckVitals>,
     /// e2fsck's standard output (the `-tt` text and its summary).
     pub stdout: String,
     /// e2fsck's standard error.
@@ -146,7 +150,7 @@ fn one_cpu_view() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Runs the real `e2fsck -fn -tt -C 3 [extra] DEVICE` on `device_path` while capturing the
+/// Runs the real `e2fsck -fnv -tt -C 3 [extra] DEVICE` on `device_path` while capturing the
 /// block requests of `dev` = (major, minor), the same device. Root only. An exit status of 8 or
 /// more (operational error, usage, cancelled, library error) is an error with e2fsck's output.
 pub fn run_e2fsck_traced(
@@ -165,7 +169,7 @@ pub fn run_e2fsck_traced(
     let parent_pid = std::process::id() as libc::pid_t;
     let mut command = Command::new(&opts.e2fsck);
     command
-        .args(["-fn", "-tt", "-C", "3"])
+        .args(["-fnv", "-tt", "-C", "3"])
         .args(&opts.extra_args)
         .arg(device_path)
         .stdin(Stdio::null())
@@ -195,7 +199,7 @@ pub fn run_e2fsck_traced(
         });
     }
     let shown = format!(
-        "{} -fn -tt -C 3 {}",
+        "{} -fnv -tt -C 3 {}",
         opts.e2fsck.display(),
         device_path.display()
     );
@@ -240,6 +244,7 @@ pub fn run_e2fsck_traced(
         });
     }
     let times = parse_fsck_times(&stdout, "e2fsck -tt output")?;
+    let vitals = parse_fsck_vitals(&stdout);
     let progress = capture
         .marks
         .iter()
@@ -256,6 +261,7 @@ pub fn run_e2fsck_traced(
         times,
         capture,
         progress,
+        vitals,
         stdout,
         stderr,
     })

@@ -6,7 +6,7 @@
 //! limit a child's page cache ([`MemCgroup`]), mkfs for
 //! ext2/3/4, XFS and btrfs ([`mkfs`]), mounts ([`Mount`]), temp files ([`TempFile`]), tracefs
 //! capture of one device's block requests ([`TracefsSession`]), the traced run of the real
-//! `e2fsck -fn -tt` ([`run_e2fsck_traced`]) and the process-wide [`cleanup`] registry that undoes
+//! `e2fsck -fnv -tt` ([`run_e2fsck_traced`]) and the process-wide [`cleanup`] registry that undoes
 //! all of them on drop, error, panic, SIGINT and SIGTERM; and a population's operation stream
 //! replayed on a kernel file system with real system calls ([`apply_ops()`], [`age_kernel`]),
 //! each file's extents read back with FIEMAP ([`fiemap`]: fragments, layout score). It touches only devices and mounts it
@@ -67,6 +67,7 @@ pub use kernelfs::{
     check_fits, device_stat_sectors, mem_available_bytes, settled_stat_sectors, Backing, KernelFs,
     KernelFsOptions, KernelTrace, PhaseBytes, RigLock, TracedRun,
 };
+pub use layoutlab_image::{parse_fsck_vitals, FsckVitals};
 pub use loopdev::{queue_of, LoopDevice, QueueSpec};
 pub use memcg::MemCgroup;
 pub use mkfs::{mkfs, FsKind};

@@ -8,6 +8,7 @@ pub mod report;
 pub mod run;
 pub mod sensitivity;
 pub mod split;
+pub mod vitals;
 
 pub use run::{PassResult, PolicyRun, RunOptions};
 
@@ -40,7 +41,7 @@ pub struct FsckSpec {
     pub os_max_sectors_kb: Option<u32>,
     /// Scale factor applied to measured CPU time between requests.
     pub cpu_scale: f64,
-    /// Extra arguments to the real e2fsck, after `-fn -tt -C 3`.
+    /// Extra arguments to the real e2fsck, after `-fnv -tt -C 3`.
     #[serde(default)]
     pub e2fsck_extra_args: Vec<String>,
     /// Run e2fsck seeing one CPU, so libext2fs reads bitmaps with one thread (as in 2007).

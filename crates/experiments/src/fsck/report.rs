@@ -56,6 +56,8 @@ struct PublishedJson {
     pass_seconds: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>,
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pass_mb_read: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    vitals: std::collections::BTreeMap<String, f64>,
     reduction: Option<f64>,
 }
 
@@ -320,6 +322,7 @@ pub fn render(
         }
         None => None,
     };
+    tables.extend(super::vitals::table(runs, published, comparable)?);
     for t in &tables {
         h.say(&format!("{}\n", t.to_terminal(None)?));
     }
@@ -480,6 +483,7 @@ pub fn render(
                     total_seconds: published.total_seconds.clone(),
                     pass_seconds: published.pass_seconds.clone(),
                     pass_mb_read: published.pass_mb_read.clone(),
+                    vitals: published.vitals.clone(),
                     reduction: theirs,
                 },
                 timing: timing.map(|(jobs, started, experiment_seconds)| Timing {

@@ -157,6 +157,9 @@ pub struct PolicyRun {
     pub measured_here: MeasuredHere,
     /// Files with more than one fragment.
     pub fragmented_files: u64,
+    /// e2fsck `-v`'s summary of the image (non-contiguous files, extent depths, counts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub e2fsck_vitals: Option<layoutlab_rig::FsckVitals>,
     /// Bytes of file data the layout placed (a full file system truncates the last files,
     /// and a policy that reserves space for metadata fits less).
     pub file_data_bytes: u64,
@@ -544,6 +547,7 @@ pub(crate) fn run_one(
             .iter()
             .filter(|(_, f)| *f > 1)
             .count() as u64,
+        e2fsck_vitals: run.vitals.clone(),
         passes,
         region: None,
         image: None,
@@ -663,6 +667,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
                 e2fsck_tt: Vec::new(),
             },
             fragmented_files: 7,
+            e2fsck_vitals: None,
             file_data_bytes: 987_654_321,
             passes,
             region: None,

@@ -445,3 +445,84 @@ pub fn digest(path: &Path) -> u64 {
     }
     h
 }
+
+/// What e2fsck -v should say of `plan`'s inodes, by e2fsck's own rules (pass1.c
+/// `check_blocks()`): (non-contiguous files, non-contiguous directories, extent depth
+/// histogram). Blocks are visited as `ext2fs_block_iterate` visits them (a TIND, DIND or IND
+/// block before the data it maps) or, for extents, leaf extent by leaf extent; a file is
+/// non-contiguous when a block is not the one after the previous, and counted only when it has
+/// fewer blocks than a group. The histogram counts inodes with an extent tree by its depth.
+///
+/// `fresh` is e2fsck's summary of the image mke2fs made: its inodes that the plan does not
+/// replace (the journal; lost+found and the root unless planned) count as they were there,
+/// all of them contiguous and of depth 0.
+pub fn expected_vitals(
+    plan: &Plan,
+    blocks_per_group: u64,
+    fresh: &layoutlab_image::FsckVitals,
+) -> (u64, u64, Vec<u64>) {
+    use layoutlab_layout::MapKind;
+    let (mut files, mut dirs) = (fresh.non_contiguous_files, fresh.non_contiguous_dirs);
+    let mut hist = fresh.extent_depth_histogram.clone();
+    for i in &plan.inodes {
+        // A reserved inode the plan rewrites (the root) was in `fresh` at depth 0.
+        if i.ino <= 11 && !hist.is_empty() && i.format == MapFormat::Extents {
+            hist[0] -= 1;
+        }
+        let blocks = i.data_blocks() + i.mapping.len() as u64;
+        if blocks == 0 && i.format != MapFormat::Extents {
+            continue;
+        }
+        let discontiguous = match i.format {
+            MapFormat::Extents => {
+                let depth = i
+                    .mapping
+                    .iter()
+                    .filter_map(|m| match m.kind {
+                        MapKind::Extent { height } => Some(usize::from(height) + 1),
+                        _ => None,
+                    })
+                    .max()
+                    .unwrap_or(0);
+                if matches!(i.kind, InodeKind::File | InodeKind::Dir) || i.data_blocks() > 0 {
+                    if hist.len() <= depth {
+                        hist.resize(depth + 1, 0);
+                    }
+                    hist[depth] += 1;
+                }
+                i.data
+                    .windows(2)
+                    .any(|w| w[1].physical != w[0].physical + w[0].len)
+            }
+            MapFormat::Blocks => {
+                // (logical, rank, physical): at one logical block, TIND before DIND before
+                // IND before the data.
+                let mut seq: Vec<(u64, u8, u64)> = i
+                    .mapping
+                    .iter()
+                    .map(|m| {
+                        let rank = match m.kind {
+                            MapKind::Tind => 0,
+                            MapKind::Dind => 1,
+                            _ => 2,
+                        };
+                        (m.logical, rank, m.physical)
+                    })
+                    .collect();
+                for r in &i.data {
+                    seq.extend((0..r.len).map(|k| (r.logical + k, 3, r.physical + k)));
+                }
+                seq.sort_unstable();
+                seq.windows(2).any(|w| w[1].2 != w[0].2 + 1)
+            }
+        };
+        if discontiguous && blocks < blocks_per_group {
+            if i.kind == InodeKind::Dir {
+                dirs += 1;
+            } else {
+                files += 1;
+            }
+        }
+    }
+    (files, dirs, hist)
+}

@@ -282,8 +282,9 @@ fn shipped_presets_load_and_hold_their_capacity() {
         ("sata-400g-2007", 781_422_768u64),
         ("sata-500g-2008", 976_773_168),
         ("sata-2t-5400-2010", 3_907_029_168),
-        // Issue 27's alternative to sata-160g-2009 (docs/hdd-model.md, "Alternative presets").
+        // Issue 27's alternatives (docs/hdd-model.md, "Alternative presets").
         ("sata-160g-2009-alt-wd", 312_581_808),
+        ("sata-400g-2007-alt-samsung", 781_422_768),
     ] {
         let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
         // A missing preset fails the test rather than skipping it.

@@ -924,7 +924,13 @@ pub fn spec_to_toml_string(spec: &HddSpec) -> String {
 mod tests {
     use super::*;
 
-    const SHIPPED: [&str; 3] = ["sata-400g-2007", "sata-500g-2008", "sata-2t-5400-2010"];
+    const SHIPPED: [&str; 5] = [
+        "sata-400g-2007",
+        "sata-500g-2008",
+        "sata-2t-5400-2010",
+        "sata-160g-2009-alt-wd",
+        "sata-400g-2007-alt-samsung",
+    ];
 
     fn shipped(name: &str) -> (String, String) {
         let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));

@@ -282,11 +282,13 @@ fn shipped_presets_load_and_hold_their_capacity() {
         ("sata-400g-2007", 781_422_768u64),
         ("sata-500g-2008", 976_773_168),
         ("sata-2t-5400-2010", 3_907_029_168),
+        // Issue 27's alternatives (docs/hdd-model.md, "Alternative presets").
+        ("sata-160g-2009-alt-wd", 312_581_808),
+        ("sata-400g-2007-alt-samsung", 781_422_768),
     ] {
         let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
+        // A missing preset fails the test rather than skipping it.
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let d = Hdd::from_toml_str(&text, &path).unwrap();
         assert_eq!(d.name(), name);
         assert!(

@@ -250,8 +250,23 @@ fn metacluster_fsck_sensitivity_rows_and_refusals() {
         .map(|l| l.matches("{ \"").count())
         .sum();
     assert!(variants >= 10, "{variants}");
-    assert_eq!(rows.len(), 1 + variants);
+    // ... and one row per alternative drive, last (docs/fidelity.md, the device factor).
+    assert_eq!(rows.len(), 1 + variants + 1);
     assert_eq!(rows[0]["change"], "as shipped");
+    let alt = &rows[rows.len() - 1];
+    assert_eq!(alt["change"], "another drive: sata-400g-2007-alt-samsung");
+    assert!(alt["why"].as_str().unwrap().contains("SpinPoint"), "{alt}");
+    // Another drive is another model: its totals differ from the shipped preset's.
+    for policy in ["ext3-2007", "ext3-metacluster"] {
+        let (a, s) = (
+            alt["total_seconds"][policy].as_f64().unwrap(),
+            rows[0]["total_seconds"][policy].as_f64().unwrap(),
+        );
+        assert!(
+            a > 0.0 && (a / s - 1.0).abs() > 1e-4,
+            "{policy}: {a} vs {s}"
+        );
+    }
     for (i, r) in v["runs"].as_array().unwrap().iter().enumerate() {
         let policy = r["policy"].as_str().unwrap();
         let shipped = rows[0]["total_seconds"][policy].as_f64().unwrap();
@@ -301,6 +316,30 @@ fn metacluster_fsck_sensitivity_rows_and_refusals() {
     ]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("seek.full_strok_ms"), "{}", stderr(&o));
+    assert!(!work.exists() || entries(&work).is_empty());
+    // An alternative preset that does not exist: refused the same way.
+    std::fs::write(
+        &bad,
+        toml_text.replace("sata-400g-2007-alt-samsung", "sata-400g-2007-alt-nosuch"),
+    )
+    .unwrap();
+    let o = layoutlab(&[
+        "reproduce",
+        bad.to_str().unwrap(),
+        "--scale",
+        "0.005",
+        "--sensitivity",
+        "--workdir",
+        work.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("sata-400g-2007-alt-nosuch"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!work.exists() || entries(&work).is_empty());
     // fio experiments have no traces to vary.
     let o = layoutlab(&["reproduce", "fio-randread", "--sensitivity"]);

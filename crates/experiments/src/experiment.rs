@@ -36,6 +36,11 @@ pub struct Experiment {
     /// values to try instead (`reproduce NAME --sensitivity`).
     #[serde(default)]
     pub sensitivity: Vec<Sensitivity>,
+    /// Other drives of the same class and era as `device`, every value sourced independently
+    /// (issue 27's device factor; docs/hdd-model.md, "Alternative presets"). With
+    /// `--sensitivity`, the same traces are priced on each.
+    #[serde(default)]
+    pub alternatives: Vec<String>,
 }
 
 /// One borrowed or assumed preset value and its plausible alternatives.

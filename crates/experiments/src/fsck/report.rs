@@ -78,7 +78,7 @@ pub fn run_fsck(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let scale = a.scale.unwrap_or(spec.default_scale);
     let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
     if a.sensitivity {
-        sensitivity::check(device, &exp.sensitivity)?;
+        sensitivity::check(device, &exp.sensitivity, alternatives(exp, device))?;
     }
     let memory;
     let workdir = match &a.workdir {
@@ -442,7 +442,8 @@ pub fn render(
             .iter()
             .map(|r| (r.policy.clone(), &r.trace, r.cpu_outside_trace_seconds))
             .collect();
-        let rows = sensitivity::run(device, &exp.sensitivity, &traces, cpu_scale)?;
+        let alts = alternatives(exp, device);
+        let rows = sensitivity::run(device, &exp.sensitivity, alts, &traces, cpu_scale)?;
         let policies: Vec<String> = runs.iter().map(|r| r.policy.clone()).collect();
         let t = sensitivity::table(
             &format!("sensitivity of the prediction at scale {scale}: one preset value changed at a time, same traces"),
@@ -454,6 +455,12 @@ pub fn render(
         md.push_str("\nWhy each value is uncertain:\n\n");
         for s in &exp.sensitivity {
             md.push_str(&format!("- {}\n", s.why));
+        }
+        for r in rows
+            .iter()
+            .filter(|r| r.change.starts_with("another drive"))
+        {
+            md.push_str(&format!("- {}\n", r.why));
         }
         std::fs::write(out_dir.join("sensitivity.md"), md)?;
         Some(rows)
@@ -508,6 +515,16 @@ fn full_size(workload: &str) -> String {
         format!("{} GiB", pop.fs_bytes / gib)
     } else {
         format!("{:.0} GB", pop.fs_bytes as f64 / 1e9)
+    }
+}
+
+/// The experiment's alternative presets, when the run is on the experiment's own device (they
+/// shadow that preset, not one given with `--device`).
+fn alternatives<'a>(exp: &'a Experiment, device: &str) -> &'a [String] {
+    if device == exp.device {
+        &exp.alternatives
+    } else {
+        &[]
     }
 }
 

@@ -1,7 +1,9 @@
 //! How much the borrowed and assumed values of a device preset could move a result: the same
 //! captured traces replayed on the preset as shipped and on variants of it, one changed value
 //! (or one group of values that move together) at a time. Replaying is cheap and the traces
-//! are the same, so every row differs from "as shipped" by the device model alone.
+//! are the same, so every row differs from "as shipped" by the device model alone. The
+//! experiment's alternative presets (another drive of the same class and era, every value
+//! sourced apart) are priced the same way, one row each.
 
 use crate::experiment::Sensitivity;
 use anyhow::{Context, Result};
@@ -32,12 +34,21 @@ fn show(v: &toml::Value) -> String {
     }
 }
 
-/// Checks, before any work, that every key of `specs` is a value of `device`'s preset and
-/// that every variant loads (a typo must not cost a whole experiment run first).
-pub fn check(device: &str, specs: &[Sensitivity]) -> Result<()> {
+/// Checks, before any work, that every key of `specs` is a value of `device`'s preset, that
+/// every variant loads and that every alternative preset loads (a typo must not cost a whole
+/// experiment run first).
+pub fn check(device: &str, specs: &[Sensitivity], alternatives: &[String]) -> Result<()> {
     let (text, path) = preset_source(device)?;
-    if specs.is_empty() {
-        anyhow::bail!("the experiment lists no [[sensitivity]] values to vary");
+    if specs.is_empty() && alternatives.is_empty() {
+        anyhow::bail!(
+            "the experiment lists no [[sensitivity]] values to vary and no alternative presets"
+        );
+    }
+    for alt in alternatives {
+        let (alt_text, alt_path) =
+            preset_source(alt).with_context(|| format!("alternative preset '{alt}'"))?;
+        load_preset_str(&alt_text, &alt_path)
+            .with_context(|| format!("alternative preset '{alt}'"))?;
     }
     for spec in specs {
         for set in &spec.set {
@@ -52,12 +63,13 @@ pub fn check(device: &str, specs: &[Sensitivity]) -> Result<()> {
     Ok(())
 }
 
-/// Replays each `(policy, trace, CPU seconds outside the trace)` on `device` as shipped and on
-/// every variant of `specs`; the program's CPU time before its first and after its last
-/// request is part of each total, as in the run itself.
+/// Replays each `(policy, trace, CPU seconds outside the trace)` on `device` as shipped, on
+/// every variant of `specs` and on every preset of `alternatives`; the program's CPU time
+/// before its first and after its last request is part of each total, as in the run itself.
 pub fn run(
     device: &str,
     specs: &[Sensitivity],
+    alternatives: &[String],
     traces: &[(String, &Trace, f64)],
     cpu_scale: f64,
 ) -> Result<Vec<Row>> {
@@ -66,10 +78,10 @@ pub fn run(
         cpu_scale,
         ..ReplayOptions::default()
     };
-    let totals = |text: &str| -> Result<BTreeMap<String, f64>> {
+    let totals_on = |text: &str, path: &str| -> Result<BTreeMap<String, f64>> {
         let mut out = BTreeMap::new();
         for (policy, trace, outside) in traces {
-            let mut dev = load_preset_str(text, &path)?;
+            let mut dev = load_preset_str(text, path)?;
             out.insert(
                 policy.clone(),
                 replay(dev.as_mut(), trace, &opts).wall_ns / 1e9 + outside,
@@ -77,6 +89,7 @@ pub fn run(
         }
         Ok(out)
     };
+    let totals = |text: &str| totals_on(text, &path);
     let reduction = |t: &BTreeMap<String, f64>| {
         let first = t.get(&traces.first()?.0)?;
         let last = t.get(&traces.last()?.0)?;
@@ -110,6 +123,26 @@ pub fn run(
                 total_seconds: t,
             });
         }
+    }
+    for alt in alternatives {
+        eprintln!("  alternative drive: {alt}");
+        let (alt_text, alt_path) = preset_source(alt)?;
+        let description = alt_text
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|t| t.get("description")?.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let t = totals_on(&alt_text, &alt_path)
+            .with_context(|| format!("alternative preset '{alt}'"))?;
+        rows.push(Row {
+            change: format!("another drive: {alt}"),
+            why: format!(
+                "{alt} ({description}): the same class and era as {device}, every value sourced \
+                 apart, registered before any comparison (docs/hdd-model.md, Alternative presets)"
+            ),
+            reduction: reduction(&t),
+            total_seconds: t,
+        });
     }
     Ok(rows)
 }

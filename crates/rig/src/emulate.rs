@@ -109,12 +109,14 @@ fn run_real_time_once() {
     });
 }
 
-/// The FUSE reader's real-time priority: above every ordinary thread.
-const READER_PRIORITY: i32 = 1;
+/// The FUSE reader's real-time priority: above every ordinary thread, and above a traced
+/// program run real-time at 1 (`FsckOptions::real_time`), so that a CPU-bound program does
+/// not hold up the requests it issued.
+const READER_PRIORITY: i32 = 2;
 /// The scheduler's, above the reader's: a reply that is due preempts the reader copying the
 /// next request's data (at equal `SCHED_FIFO` priority it would wait for the copy, up to a
 /// 512 KiB `memcpy` and a page-cache miss on the image).
-const SCHEDULER_PRIORITY: i32 = 2;
+const SCHEDULER_PRIORITY: i32 = 3;
 
 /// One request as the emulator hands it to the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -36,6 +36,13 @@ pub struct FsckOptions {
     /// interleave across the disk. e2fsck of 2007 read them in one sweep. With this set,
     /// e2fsck runs in a private mount namespace whose /sys/devices/system/cpu lists one CPU.
     pub single_cpu: bool,
+    /// Run e2fsck under `SCHED_FIFO` at the lowest real-time priority (1), for a closed-loop
+    /// capture on an emulated device: a period machine ran the check alone, and here e2fsck
+    /// with the ordinary scheduler waits for a CPU between its requests behind the other work
+    /// on the machine, which the emulated device then sees as think time (`device emulate`'s
+    /// daemon runs above it, at 2 and 3). The kernel's real-time throttling
+    /// (`sched_rt_runtime_us`, 95%) still leaves the other work a share of its CPU.
+    pub real_time: bool,
 }
 
 impl Default for FsckOptions {
@@ -45,6 +52,7 @@ impl Default for FsckOptions {
             extra_args: Vec::new(),
             trace: TraceOptions::default(),
             single_cpu: false,
+            real_time: false,
         }
     }
 }
@@ -165,6 +173,7 @@ pub fn run_e2fsck_traced(
     let marker_fd = session.marker_fd()?;
     let child_fd = marker_fd.as_raw_fd();
     let single_cpu = opts.single_cpu;
+    let real_time = opts.real_time;
     let follower = session.cpu_follower();
     let parent_pid = std::process::id() as libc::pid_t;
     let mut command = Command::new(&opts.e2fsck);
@@ -190,6 +199,12 @@ pub fn run_e2fsck_traced(
             }
             if single_cpu {
                 one_cpu_view()?;
+            }
+            if real_time {
+                let param = libc::sched_param { sched_priority: 1 };
+                if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             // Last, so the accounting starts as close to exec as it can.
             if let Some(follower) = &follower {

@@ -264,7 +264,7 @@ pub fn run(cmd: Command) -> Result<()> {
             for preset in &device {
                 let r = super::emulate::bench(preset, &image, time_scale)?;
                 human.say(&format!(
-                    "{} (K = {}): {} kernel requests, {} served, {} paired; {:.2}% within \
+                    "{} (K = {}; route {:.0} µs; load average {:.1} → {:.1}): {} kernel requests, {} served, {} paired; {:.2}% within \
                      max(2%, 100 µs) of the model; kernel − model µs: p1 {:.0}, p50 {:.0}, \
                      p99 {:.0}, max {:.0}; model service µs p1/p50/p99 {:.0}/{:.0}/{:.0}; \
                      reply lateness p50 {:.0} µs, p99 {:.0} µs; delay above the route's best \
@@ -274,6 +274,9 @@ pub fn run(cmd: Command) -> Result<()> {
                      open loop {:.3} s\n",
                     r.preset,
                     r.time_scale,
+                    r.route_us,
+                    r.load_average[0],
+                    r.load_average[1],
                     r.kernel_requests,
                     r.served_requests,
                     r.matched,

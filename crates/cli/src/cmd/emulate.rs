@@ -206,6 +206,20 @@ pub struct BenchResult {
     pub plain_open_loop_s: f64,
     /// The wall time of the traced e2fsck, s.
     pub wall_s: f64,
+    /// The route's latency the emulator measured at start and sends every reply early by
+    /// (µs; `Emulator::route_ns`).
+    pub route_us: f64,
+    /// The machine's 1-minute load average when the bench started and when its emulated
+    /// e2fsck ended: the bar is a property of the route under that load.
+    pub load_average: [f64; 2],
+}
+
+/// The 1-minute load average (`/proc/loadavg`), NaN if unreadable.
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(f64::NAN)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -246,7 +260,9 @@ fn pair(kernel: &[layoutlab_trace::Request], served: &[EmulatedRequest]) -> Vec<
 /// model's service time.
 pub fn bench(preset: &str, image: &std::path::Path, time_scale: f64) -> Result<BenchResult> {
     layoutlab_rig::cleanup::install();
+    let load_before = load_average();
     let emulator = start(preset, image, time_scale, true, 128, 512)?;
+    let route_us = emulator.route_ns() as f64 / 1e3;
     let dev = emulator.device();
     dev.flush_buffers()?;
     let opts = layoutlab_rig::FsckOptions {
@@ -256,6 +272,7 @@ pub fn bench(preset: &str, image: &std::path::Path, time_scale: f64) -> Result<B
     let t = std::time::Instant::now();
     let run = layoutlab_rig::run_e2fsck_traced(dev.path(), dev.dev(), &opts)?;
     let wall_s = t.elapsed().as_secs_f64();
+    let load_after = load_average();
     let served = emulator.stop()?;
     let closed_loop_s = charged_ns(&served, time_scale) / 1e9;
     let open_loop_same_stream_s = {
@@ -356,5 +373,7 @@ pub fn bench(preset: &str, image: &std::path::Path, time_scale: f64) -> Result<B
         plain_requests: plain.capture.trace.requests.len(),
         plain_open_loop_s,
         wall_s,
+        route_us,
+        load_average: [load_before, load_after],
     })
 }

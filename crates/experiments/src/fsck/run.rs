@@ -410,6 +410,12 @@ pub(crate) fn run_one(
                 )
             }
             Some(time_scale) => {
+                // A period machine ran the check alone: on the emulated device e2fsck runs
+                // real-time, so its time between requests is its CPU, not its wait for one.
+                let fsck_opts = FsckOptions {
+                    real_time: true,
+                    ..fsck_opts
+                };
                 let emulator =
                     crate::support::start_emulator(&opts.device, image, time_scale, true, queue)?;
                 let dev = emulator.device();

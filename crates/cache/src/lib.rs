@@ -2,7 +2,7 @@
 //! page-replacement policy, and the misses as a block trace the device models price.
 //!
 //! This crate owns the [`Replacement`] trait (one policy per file under `policy/`: LRU,
-//! Belady's OPT, Linux 2.6.3x's two lists, today's Linux with refault distances, ARC, LIRS, CLOCK-Pro),
+//! Belady's OPT, Linux 2.6.3x's two lists, today's Linux with refault distances, ARC, LIRS, CLOCK-Pro, DULO),
 //! the registry [`POLICIES`], and the step from a file's [`Plan`](layoutlab_layout::Plan)
 //! to the pages a read touches ([`stream`]: its mapping blocks outermost first, then its data
 //! block, as `ext4_get_branch()`/`ext4_find_extent()` walk them). It does no I/O and does not
@@ -34,6 +34,10 @@ pub trait Replacement {
     /// Pages it holds now (never more than the capacity).
     fn resident_pages(&self) -> usize;
     /// Touch `page`: true on a hit; on a miss the page is loaded (evicting as needed).
+    ///
+    /// A page is named by its physical block ([`stream`] names mapping and data blocks of
+    /// one device alike), so `page + 1` is its neighbour on disk: DULO reads its sequences
+    /// from that, and the other policies treat the name as opaque.
     fn access(&mut self, page: u64) -> bool;
     /// Touch `page`, a metadata block read through the buffer cache (`sb_getblk()`), where
     /// a policy models the kernel's path for it; the others see a plain [`access`].

@@ -32,6 +32,7 @@ pub mod metacluster_io;
 pub mod mkfs_overhead;
 pub mod output;
 pub mod predict;
+pub mod random_file;
 pub mod random_read;
 pub mod request_merging;
 pub mod support;

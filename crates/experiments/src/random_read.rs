@@ -92,16 +92,15 @@ impl Operation for RandomRead {
 }
 
 fn check_spec(s: &RandomReadSpec) -> Result<()> {
-    if !(s.default_scale > 0.0 && s.default_scale <= 1.0) {
-        bail!("default_scale must be in (0, 1], got {}", s.default_scale);
-    }
-    if !(s.file_gb > 0.0 && s.fs_per_file >= 1.01) {
-        bail!("file_gb must be > 0 and fs_per_file at least 1.01");
-    }
-    if s.reads == 0 || s.read_bytes == 0 || !s.read_bytes.is_multiple_of(512) || s.read_bytes > MIB
-    {
-        bail!("reads must be ≥ 1 and read_bytes a multiple of 512 up to 1 MiB");
-    }
+    crate::random_file::check(
+        s.default_scale,
+        s.file_gb,
+        s.fs_per_file,
+        s.reads,
+        s.read_bytes,
+        MIB,
+        "1 MiB",
+    )?;
     for t in &s.targets {
         target_profile(t)?;
     }

@@ -15,13 +15,19 @@
 //!
 //! Differences from 2.6.3x kept here: deactivation keeps PG_referenced (`folio_referenced()`
 //! no longer clears it), and `inactive_is_low()` uses `int_sqrt(10 × GB)` as the ratio.
-//! Simplifications: one page a reclaim step; shadows are never dropped (the kernel's shadow
-//! shrinker bounds them, which matters only for refaults far beyond the cache size); the
-//! extra deactivation the kernel does after refaults (`sc->may_deactivate`) is not modelled.
+//! Simplifications: one page a reclaim step; the extra deactivation the kernel does after
+//! refaults (`sc->may_deactivate`) is not modelled.
+//!
+//! Shadow entries: [`LinuxRefault::new`] keeps every one. The kernel's shadow-node shrinker
+//! (`count_shadow_nodes()`, mm/workingset.c) frees xarray nodes holding only shadows, oldest
+//! first, beyond `pages >> 3` nodes, `pages` being the memcg's LRU pages plus its slab pages;
+//! [`LinuxRefault::with_shadow_limit`] models that bound, one shadow a node (random reads of a
+//! large file or device leave each evicted page alone in its 64-slot node). Whether the bound
+//! matters for the random-read stream is measured in docs/experiments/cache-policies.md.
 
 use super::two_lists::{Flavour, Touch, TwoLists};
 use crate::Replacement;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 /// Today's Linux file LRU.
 pub struct LinuxRefault {
@@ -30,6 +36,11 @@ pub struct LinuxRefault {
     age: u64,
     /// Age at eviction of each evicted page.
     shadows: HashMap<u64, u64>,
+    /// Shadows in the order they were made, for trimming the oldest (entries whose page
+    /// refaulted since are skipped).
+    shadow_order: VecDeque<(u64, u64)>,
+    /// Most shadows kept (`None`: all).
+    shadow_limit: Option<usize>,
     /// Refaults activated (for tests and reports).
     pub activated_refaults: u64,
 }
@@ -57,7 +68,40 @@ impl LinuxRefault {
             ),
             age: 0,
             shadows: HashMap::new(),
+            shadow_order: VecDeque::new(),
+            shadow_limit: None,
             activated_refaults: 0,
+        }
+    }
+
+    /// As [`LinuxRefault::new`], keeping at most `limit` shadows, the newest: the shadow
+    /// shrinker's bound (`count_shadow_nodes()`: the memcg's LRU and slab pages `>> 3`).
+    pub fn with_shadow_limit(capacity: usize, limit: usize) -> LinuxRefault {
+        LinuxRefault {
+            shadow_limit: Some(limit),
+            ..LinuxRefault::new(capacity)
+        }
+    }
+
+    /// Shadows held now (for tests).
+    pub fn shadows(&self) -> usize {
+        self.shadows.len()
+    }
+
+    /// Record `page`'s eviction at the current age, trimming the oldest beyond the limit.
+    fn leave_shadow(&mut self, page: u64) {
+        self.shadows.insert(page, self.age);
+        let Some(limit) = self.shadow_limit else {
+            return;
+        };
+        self.shadow_order.push_back((page, self.age));
+        while self.shadows.len() > limit {
+            let Some((p, at)) = self.shadow_order.pop_front() else {
+                break;
+            };
+            if self.shadows.get(&p) == Some(&at) {
+                self.shadows.remove(&p);
+            }
         }
     }
 
@@ -97,7 +141,7 @@ impl Replacement for LinuxRefault {
             }
             Touch::Miss => {
                 if let Some(v) = self.lists.make_room() {
-                    self.shadows.insert(v, self.age);
+                    self.leave_shadow(v);
                     self.age += 1;
                 }
                 // The distance is measured before this page's own load ages anything.
@@ -171,6 +215,20 @@ mod tests {
             old.access(p);
         }
         assert!(!old.access_buffer(100));
+    }
+
+    #[test]
+    fn a_trimmed_shadow_cannot_activate_its_refault() {
+        // The hand-worked stream above with the shadow of 3 (the older of the two made)
+        // trimmed: a limit of one shadow keeps only 4's, so 3 refaults inactive.
+        let mut c = LinuxRefault::with_shadow_limit(4, 1);
+        simulate(&mut c, &[1, 1, 2, 2, 3, 4, 5, 3]);
+        assert_eq!(c.activated_refaults, 0);
+        assert_eq!((c.list_sizes(), c.shadows()), ((2, 2), 1));
+        // With room for both shadows it activates, as unbounded.
+        let mut c = LinuxRefault::with_shadow_limit(4, 2);
+        simulate(&mut c, &[1, 1, 2, 2, 3, 4, 5, 3]);
+        assert_eq!(c.activated_refaults, 1);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod arc;
 pub mod clock_pro;
+pub mod dulo;
 pub mod linux_26;
 pub mod linux_refault;
 pub mod lirs;
@@ -67,6 +68,13 @@ pub const POLICIES: &[PolicyInfo] = &[
         about: "CLOCK-Pro (Jiang, Chen & Zhang, ATC '05): LIRS's reuse distance on a clock",
         min_pages: 2,
         make: |c, _| Box::new(clock_pro::ClockPro::new(c)),
+    },
+    PolicyInfo {
+        name: "dulo",
+        about:
+            "DULO (Jiang et al., FAST '05): LRU whose bottom evicts disk-contiguous sequences first",
+        min_pages: 1,
+        make: |c, _| Box::new(dulo::Dulo::new(c)),
     },
 ];
 

@@ -9,8 +9,8 @@
 //! batching, are what the measured tolerance covers (docs/experiments/cache-policies.md).
 
 use crate::ext_classes::ExtLayout;
+use crate::kernel_profile;
 use crate::random_read::{check_fully_written, offsets, sizes, RandomReadSpec};
-use crate::{kernel_profile, large_delete};
 use anyhow::{bail, Context, Result};
 use layoutlab_layout::plan::{Plan, PlannedInode};
 use layoutlab_rig::{Backing, KernelFs, KernelFsOptions, MemCgroup, TraceOptions, TracefsSession};
@@ -56,11 +56,7 @@ pub struct KernelCheck {
 impl KernelCheck {
     /// The planned inode of the file read.
     pub fn file(&self) -> Result<&PlannedInode> {
-        self.plan
-            .inodes
-            .iter()
-            .find(|i| i.name == "big")
-            .context("the plan has no file 'big'")
+        super::big_file(&self.plan)
     }
 
     /// File blocks of the reads (each read lies in one block).
@@ -89,16 +85,7 @@ pub fn run(
     let (file_bytes, fs_bytes) = sizes(spec, scale);
     let queue =
         crate::support::capture_queue(device, Some(spec.read_ahead_kb), Some(spec.max_sectors_kb))?;
-    let population = layoutlab_workload::Population {
-        name: "random-read".into(),
-        fs_bytes,
-        ops: vec![layoutlab_workload::NsOp::Create {
-            path: "big".into(),
-            bytes: file_bytes,
-        }],
-    };
-    let (mkfs_profile, plan) = large_delete::policy_image(policy, &population, seed)?;
-    let g = layoutlab_layout::Geometry::new(&mkfs_profile, fs_bytes)?;
+    let (mkfs_profile, g, plan) = super::plan_file(policy, file_bytes, fs_bytes, seed)?;
     // As random_read::run_target: what the sparse image holds beyond holes.
     let per_group = g.inode_table_blocks + 2 + 1 + g.gdt_blocks + g.reserved_gdt_blocks;
     let meta_blocks = g.group_count() * per_group + g.journal_total_blocks + plan.mapping_blocks();

@@ -87,16 +87,15 @@ impl Operation for CachePolicies {
 }
 
 fn check_spec(s: &CachePoliciesSpec) -> Result<()> {
-    if !(s.default_scale > 0.0 && s.default_scale <= 1.0) {
-        bail!("default_scale must be in (0, 1], got {}", s.default_scale);
-    }
-    if !(s.file_gb > 0.0 && s.fs_per_file >= 1.01) {
-        bail!("file_gb must be > 0 and fs_per_file at least 1.01");
-    }
-    if s.reads == 0 || s.read_bytes == 0 || !s.read_bytes.is_multiple_of(512) || s.read_bytes > 4096
-    {
-        bail!("reads must be ≥ 1 and read_bytes a multiple of 512 up to 4096 (one page)");
-    }
+    crate::random_file::check(
+        s.default_scale,
+        s.file_gb,
+        s.fs_per_file,
+        s.reads,
+        s.read_bytes,
+        4096,
+        "4096 (one page)",
+    )?;
     if s.memory_per_mapping.is_empty()
         || s.memory_per_mapping
             .iter()
@@ -150,6 +149,43 @@ fn plan_layout(
         policy_images: BTreeMap::new(),
     };
     let (file_bytes, fs_bytes) = sizes(&rr, scale);
+    let (_, geometry, plan) = plan_file(policy, file_bytes, fs_bytes, seed)?;
+    let block_bytes = u64::from(geometry.block_size_bytes);
+    if block_bytes != 4096 {
+        bail!("layout {name}: {block_bytes}-byte blocks; the cache counts 4 KiB pages");
+    }
+    let inode = big_file(&plan)?;
+    let accesses = read_stream(
+        inode,
+        block_bytes,
+        file_bytes,
+        seed,
+        spec.reads,
+        spec.read_bytes,
+    )?;
+    let data_only = accesses.iter().filter(|a| !a.mapping).copied().collect();
+    Ok(Layout {
+        name: name.to_string(),
+        policy: policy.to_string(),
+        mapping_blocks: inode.mapping.len() as u64,
+        accesses,
+        data_only,
+    })
+}
+
+/// Random-read's one file, `big`, of `file_bytes` in a file system of `fs_bytes`, planned by
+/// the layout `policy` on its own mkfs profile: the profile, the geometry and the plan (what
+/// this experiment simulates and its kernel check writes as an image).
+pub fn plan_file(
+    policy: &str,
+    file_bytes: u64,
+    fs_bytes: u64,
+    seed: u64,
+) -> Result<(
+    layoutlab_layout::MkfsProfile,
+    layoutlab_layout::Geometry,
+    layoutlab_layout::Plan,
+)> {
     let population = layoutlab_workload::Population {
         name: "random-read".into(),
         fs_bytes,
@@ -160,28 +196,32 @@ fn plan_layout(
     };
     let (profile, plan) = large_delete::policy_image(policy, &population, seed)?;
     let geometry = layoutlab_layout::Geometry::new(&profile, fs_bytes)?;
-    let block_bytes = u64::from(geometry.block_size_bytes);
-    if block_bytes != 4096 {
-        bail!("layout {name}: {block_bytes}-byte blocks; the cache counts 4 KiB pages");
-    }
-    let inode = plan
-        .inodes
+    Ok((profile, geometry, plan))
+}
+
+/// The planned file `big` of a [`plan_file`] plan.
+pub fn big_file(plan: &layoutlab_layout::Plan) -> Result<&layoutlab_layout::plan::PlannedInode> {
+    plan.inodes
         .iter()
         .find(|i| i.name == "big")
-        .context("the plan has no file 'big'")?;
-    let logical: Vec<u64> = offsets(seed, spec.reads, file_bytes, spec.read_bytes)
+        .context("the plan has no file 'big'")
+}
+
+/// The pages `reads` random reads of `read_bytes` touch in `inode` (random-read's offsets
+/// for `seed` in a file of `file_bytes`): each read's mapping blocks, then its data block.
+pub fn read_stream(
+    inode: &layoutlab_layout::plan::PlannedInode,
+    block_bytes: u64,
+    file_bytes: u64,
+    seed: u64,
+    reads: u64,
+    read_bytes: u64,
+) -> Result<Vec<Access>> {
+    let logical: Vec<u64> = offsets(seed, reads, file_bytes, read_bytes)
         .iter()
         .map(|o| o / block_bytes)
         .collect();
-    let accesses = stream(inode, block_bytes, &logical)?;
-    let data_only = accesses.iter().filter(|a| !a.mapping).copied().collect();
-    Ok(Layout {
-        name: name.to_string(),
-        policy: policy.to_string(),
-        mapping_blocks: inode.mapping.len() as u64,
-        accesses,
-        data_only,
-    })
+    Ok(stream(inode, block_bytes, &logical)?)
 }
 
 /// Predicted seconds of the misses of `accesses` under `policy` with `pages`, and the

@@ -215,6 +215,18 @@ impl MemCgroup {
         read_u64(&self.path.join("memory.kmem.max_usage_in_bytes"))
     }
 
+    /// How many processes the cgroup's OOM killer has killed (`oom_kill` of
+    /// `memory.oom_control`; 0 on kernels that do not count them).
+    pub fn oom_kills(&self) -> Result<u64> {
+        let p = self.path.join("memory.oom_control");
+        let text = std::fs::read_to_string(&p)
+            .map_err(|e| RigError::io(format!("reading {}", p.display()), e))?;
+        Ok(text
+            .lines()
+            .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())
+            .unwrap_or(0))
+    }
+
     /// One counter of `memory.stat` (e.g. "cache", "active_file", "inactive_file").
     pub fn stat(&self, name: &str) -> Result<u64> {
         let p = self.path.join("memory.stat");
@@ -339,6 +351,43 @@ mod tests {
         assert!(!path.exists(), "{} left behind", path.display());
         let e = MemCgroup::create(4096).err().unwrap().to_string();
         assert!(e.contains("below 1 MiB"), "{e}");
+    }
+
+    /// What the cache check's retry rests on: a child the cgroup's OOM killer kills is an
+    /// error of `run_in_child` (killed, not exited), and `oom_kills` counts it.
+    #[test]
+    fn an_oom_killed_child_is_an_error_and_counted() {
+        if !crate::is_root() || v1_memory_root().is_err() {
+            eprintln!("skipped: needs root and a cgroup v1 memory controller");
+            return;
+        }
+        let cg = MemCgroup::create(4 << 20).unwrap();
+        assert_eq!(cg.oom_kills().unwrap(), 0);
+        // SAFETY: the child only calls mmap and writes to the memory it mapped.
+        let r = unsafe {
+            cg.run_in_child(|| {
+                let len = 64usize << 20;
+                let p = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                if p == libc::MAP_FAILED {
+                    return 2;
+                }
+                // 64 MiB of anonymous memory touched in a 4 MiB cgroup (no swap is charged
+                // here: the OOM killer ends it).
+                for off in (0..len).step_by(4096) {
+                    *p.cast::<u8>().add(off) = 1;
+                }
+                0
+            })
+        };
+        assert!(r.is_err(), "{r:?}");
+        assert!(cg.oom_kills().unwrap() >= 1);
     }
 
     #[test]

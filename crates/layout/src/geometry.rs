@@ -150,6 +150,11 @@ pub enum JournalRule {
     /// `figure_journal_size()`): none below 2048 blocks of file system, else an error outside
     /// 1024..=10240000 blocks or above half the free blocks.
     Requested(u64),
+    /// The same asked of e2fsprogs 1.41.14 (its misc/util.c `figure_journal_size()`): the same
+    /// bounds, but the half is of the free blocks after every group's tables and mke2fs's
+    /// root directory, lost+found and resize inode are allocated (its `main()` asks later),
+    /// and the refusals are in its words.
+    Requested141(u64),
     /// e2fsprogs 1.40's `ext2fs_default_journal_size()` of the final block count.
     Default140,
     /// e2fsprogs 1.47's `ext2fs_default_journal_size()` of the final block count (up to 1 GiB of
@@ -835,6 +840,30 @@ impl Geometry {
                     return Err(LayoutError::BadSize {
                         fs_bytes,
                         reason: "Total journal size too big for filesystem.".into(),
+                    });
+                }
+                n
+            }
+            JournalRule::Requested141(_) if self.blocks_count < 2048 => 0,
+            JournalRule::Requested141(n) => {
+                if !(1024..=10_240_000).contains(&n) {
+                    return Err(LayoutError::BadSize {
+                        fs_bytes,
+                        reason: format!(
+                            "The requested journal size is {n} blocks; it must be\nbetween \
+                             1024 and 10240000 blocks.  Aborting."
+                        ),
+                    });
+                }
+                // s_free_blocks_count when 1.41.14's main() calls figure_journal_size():
+                // every group's blocks less what is marked so far (copies, tables, root,
+                // lost+found, the resize inode's block)
+                let marked: u64 = self.meta.iter().map(|m| m.blocks).sum();
+                let free = self.blocks_count - self.first_data_block - marked;
+                if n > free / 2 {
+                    return Err(LayoutError::BadSize {
+                        fs_bytes,
+                        reason: "Journal size too big for filesystem.".into(),
                     });
                 }
                 n

@@ -265,8 +265,9 @@ pub struct Resolved {
     pub notes: Vec<String>,
 }
 
-/// Resolves `args` for a device of `device_bytes` bytes against `conf`, as mke2fs 1.47.0's
-/// `PRS()` does (misc/mke2fs.c); errors are mke2fs's refusals.
+/// Resolves `args` for a device of `device_bytes` bytes against `conf`, as the mke2fs of
+/// `conf`'s release does in `PRS()` (misc/mke2fs.c, 1.47.0 or 1.41.14: each place the rules
+/// differ says so); errors are mke2fs's refusals.
 pub fn resolve(
     args: &Mke2fsArgs,
     device_bytes: u64,
@@ -434,6 +435,7 @@ pub fn resolve(
 
     // Features
     let mut features: BTreeSet<&'static str> = BTreeSet::new();
+    let release = conf.release;
     let base = conf
         .string(
             &fs_types,
@@ -658,15 +660,16 @@ pub fn resolve(
     }
 
     let journal = if features.contains("has_journal") {
-        if journal_size > 0 {
-            JournalRule::Requested(journal_size as u64 * 1024 / (bs / 1024))
-        } else {
-            match conf.journal_table {
-                conf::JournalTable::E140 => JournalRule::Default140,
-                conf::JournalTable::E147 => JournalRule::Default147 {
-                    fast_commit: features.contains("fast_commit"),
-                },
-            }
+        // -J size= in MiB, as blocks (journal_size -1 is "the default size")
+        let requested = journal_size.max(0) as u64 * 1024 / (bs / 1024);
+        match (journal_size > 0, release) {
+            (true, conf::Release::V1_41_14) => JournalRule::Requested141(requested),
+            (true, conf::Release::V1_47_0) => JournalRule::Requested(requested),
+            // 1.41.14's lib/ext2fs/mkjournal.c keeps 1.40's table
+            (false, conf::Release::V1_41_14) => JournalRule::Default140,
+            (false, conf::Release::V1_47_0) => JournalRule::Default147 {
+                fast_commit: features.contains("fast_commit"),
+            },
         }
     } else {
         JournalRule::None

@@ -171,9 +171,62 @@ pub fn canonical_feature(word: &str) -> Option<&'static str> {
         .copied()
 }
 
-/// lib/e2p `e2p_edit_feature2()` with mke2fs's ok set: words split at commas and blanks;
-/// `none`/`clear` clears all, `^name`/`-name` clears, `+name`/`name` sets.
-fn edit_features(set: &mut BTreeSet<&'static str>, s: &str) -> Result<(), Mke2fsError> {
+/// Features 1.41.14's mke2fs accepts (its misc/mke2fs.c `ok_features`).
+const OK_FEATURES_1_41_14: &[&str] = &[
+    "has_journal",
+    "resize_inode",
+    "dir_index",
+    "ext_attr",
+    "filetype",
+    "extent",
+    "journal_dev",
+    "meta_bg",
+    "flex_bg",
+    "large_file",
+    "huge_file",
+    "dir_nlink",
+    "extra_isize",
+    "sparse_super",
+    "uninit_bg",
+];
+
+/// The lib/e2p name of a feature word as 1.41.14's lib/e2p/feature.c knows it: its aliases
+/// are `extents` and `uninit_groups` only; a name it has no entry for (orphan_file,
+/// metadata_csum, ...) is no feature at all.
+fn canonical_feature_1_41_14(word: &str) -> Option<&'static str> {
+    let w = word.to_ascii_lowercase();
+    let w = match w.as_str() {
+        "extents" => "extent",
+        "uninit_groups" => "uninit_bg",
+        other => other,
+    };
+    const OTHERS: &[&str] = &[
+        "dir_prealloc",
+        "imagic_inodes",
+        "lazy_bg",
+        "compression",
+        "needs_recovery",
+        "64bit",
+    ];
+    OK_FEATURES_1_41_14
+        .iter()
+        .chain(OTHERS)
+        .find(|f| **f == w)
+        .copied()
+}
+
+/// lib/e2p `e2p_edit_feature2()` with mke2fs's ok set of `release`: words split at commas
+/// and blanks; `none`/`clear` clears all, `^name`/`-name` clears, `+name`/`name` sets; a
+/// word the release does not know or mke2fs does not take refuses the whole string.
+fn edit_features(
+    set: &mut BTreeSet<&'static str>,
+    s: &str,
+    release: conf::Release,
+) -> Result<(), Mke2fsError> {
+    let (canonical, ok): (fn(&str) -> Option<&'static str>, &[&str]) = match release {
+        conf::Release::V1_41_14 => (canonical_feature_1_41_14, OK_FEATURES_1_41_14),
+        conf::Release::V1_47_0 => (canonical_feature, OK_FEATURES),
+    };
     for word in s.split([',', ' ', '\t']) {
         if word.is_empty() {
             continue;
@@ -188,8 +241,8 @@ fn edit_features(set: &mut BTreeSet<&'static str>, s: &str) -> Result<(), Mke2fs
             _ => (false, word),
         };
         let invalid = || Mke2fsError(format!("Invalid filesystem option set: {s}"));
-        let f = canonical_feature(name).ok_or_else(invalid)?;
-        if !OK_FEATURES.contains(&f) {
+        let f = canonical(name).ok_or_else(invalid)?;
+        if !ok.contains(&f) {
             return Err(invalid());
         }
         if neg {
@@ -274,6 +327,8 @@ pub fn resolve(
     conf: &Mke2fsConf,
 ) -> Result<Resolved, Mke2fsError> {
     let mut notes = Vec::new();
+    // e2fsprogs 1.41.14's rules (its misc/mke2fs.c, misc/util.c, lib/e2p/feature.c)
+    let v141 = conf.release == conf::Release::V1_41_14;
     // -b: any size in 1024..=65536 is taken, rounded down to a power of two
     // (`int_log2(blocksize >> 10)`); the raw value still floors the inode ratio below.
     let mut blocksize: i64 = 0;
@@ -440,27 +495,37 @@ pub fn resolve(
         .string(
             &fs_types,
             "base_features",
-            Some("sparse_super,large_file,filetype,resize_inode,dir_index"),
+            Some(if v141 {
+                "sparse_super,filetype,resize_inode,dir_index"
+            } else {
+                "sparse_super,large_file,filetype,resize_inode,dir_index"
+            }),
         )
         .unwrap_or_default();
-    edit_features(&mut features, &base)?;
+    edit_features(&mut features, &base, release)?;
     for t in &fs_types {
         if let Some(f) = conf.get("fs_types", t, Some("features")) {
             if !f.is_empty() {
-                edit_features(&mut features, f)?;
+                edit_features(&mut features, f, release)?;
             }
         }
     }
     let default_features = conf.string(&fs_types, "default_features", Some(""));
     if args.features.is_empty() {
         if let Some(d) = &default_features {
-            edit_features(&mut features, d)?;
+            edit_features(&mut features, d, release)?;
         }
     }
     let default_orphan_file = features.contains("orphan_file");
     let default_csum_seed = features.contains("metadata_csum_seed");
     if !args.features.is_empty() {
-        edit_features(&mut features, &args.features.join(","))?;
+        // 1.41.14 keeps the last -O (fs_features = optarg); 1.47 joins them all
+        let asked = if v141 {
+            args.features.last().cloned().unwrap_or_default()
+        } else {
+            args.features.join(",")
+        };
+        edit_features(&mut features, &asked, release)?;
     }
     if default_orphan_file && !features.contains("has_journal") {
         features.remove("orphan_file");
@@ -495,6 +560,7 @@ pub fn resolve(
     }
     if fs_blocks_count > MAX_32
         && !features.contains("64bit")
+        && !v141
         && conf
             .boolean(&fs_types, "auto_64-bit_support", false)
             .map_err(c)?
@@ -1020,15 +1086,25 @@ mod tests {
     #[test]
     fn features_edit_as_e2p_does() {
         let mut f = BTreeSet::new();
-        edit_features(&mut f, "has_journal,extents ^resize_inode,+flex_bg").unwrap();
+        let today = conf::Release::V1_47_0;
+        edit_features(&mut f, "has_journal,extents ^resize_inode,+flex_bg", today).unwrap();
         assert_eq!(
             f.iter().copied().collect::<Vec<_>>(),
             ["extent", "flex_bg", "has_journal"]
         );
-        edit_features(&mut f, "none,dir_index").unwrap();
+        edit_features(&mut f, "none,dir_index", today).unwrap();
         assert_eq!(f.iter().copied().collect::<Vec<_>>(), ["dir_index"]);
-        let e = edit_features(&mut f, "frobnicate").unwrap_err();
+        let e = edit_features(&mut f, "frobnicate", today).unwrap_err();
         assert_eq!(e.0, "Invalid filesystem option set: frobnicate");
-        assert!(edit_features(&mut f, "needs_recovery").is_err());
+        assert!(edit_features(&mut f, "needs_recovery", today).is_err());
+        // 1.41.14 knows no 64bit to clear, nor metadata_csum, nor the gdt_csum alias
+        let old = conf::Release::V1_41_14;
+        for words in ["^64bit", "^metadata_csum,uninit_bg", "gdt_csum", "orphan_file"] {
+            let e = edit_features(&mut f, words, old).unwrap_err();
+            assert_eq!(e.0, format!("Invalid filesystem option set: {words}"));
+            assert!(edit_features(&mut f, words, today).is_ok(), "{words}");
+        }
+        edit_features(&mut f, "none,uninit_groups,extents", old).unwrap();
+        assert_eq!(f.iter().copied().collect::<Vec<_>>(), ["extent", "uninit_bg"]);
     }
 }

@@ -762,10 +762,14 @@ pub fn resolve(
             None => JournalGoal::Midpoint,
         },
         orphan_file_blocks: 0,
-        // the calculator is today's mke2fs: neither period quirk
+        // 1.40.2's extra journal block is not 1.41.14's (its mkjournal_proc() counts from
+        // block 0); 1.41's packing of a short last flex group moves tables, and the
+        // calculator counts them
         journal_blocks_past_size: 0,
         short_flex_group_packed_as_whole: false,
-        reserved_blocks_before_drop: false,
+        // 1.41.14's ext2fs_initialize() keeps param's reserved count when it drops a last
+        // group too small to keep; 1.47 recomputes it from the ratio
+        reserved_blocks_before_drop: v141,
     };
     Ok(Resolved {
         fs_types,

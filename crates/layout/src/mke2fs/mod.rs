@@ -338,7 +338,12 @@ pub fn resolve(
             Some(r) => (true, r),
             None => (false, b.as_str()),
         };
-        let v = parse_num_blocks2(body, -1) as i64;
+        // 1.41.14 reads -b with strtol(): no K/M suffix
+        let v = if v141 {
+            conf::parse_int(body).unwrap_or(0)
+        } else {
+            parse_num_blocks2(body, -1) as i64
+        };
         if !(1024..=65536).contains(&v) {
             return err(format!("invalid block size - {b}"));
         }
@@ -371,7 +376,14 @@ pub fn resolve(
     }
     let mut inode_ratio: u64 = 0;
     if let Some(i) = &args.inode_ratio {
-        inode_ratio = parse_num_blocks2(i, -1);
+        // 1.41.14 reads -i with strtoul(): no K/M suffix ("-i 1m" is refused)
+        inode_ratio = if v141 {
+            conf::parse_int(i)
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(0)
+        } else {
+            parse_num_blocks2(i, -1)
+        };
         if !(1024..=65536 * 1024).contains(&inode_ratio) {
             return err(format!(
                 "invalid inode ratio {i} (min 1024/max {})",
@@ -393,7 +405,12 @@ pub fn resolve(
             .ok_or_else(|| Mke2fsError(format!("invalid reserved blocks percent - {m}")))?;
     }
     let mut num_inodes: u64 = 0;
-    if let Some(n) = &args.num_inodes {
+    if let (Some(n), true) = (&args.num_inodes, v141) {
+        // 1.41.14: strtoul(), and -N 0 means no count asked
+        num_inodes = conf::parse_int(n)
+            .and_then(|v| u64::try_from(v).ok())
+            .ok_or_else(|| Mke2fsError(format!("bad num inodes - {n}")))?;
+    } else if let Some(n) = &args.num_inodes {
         num_inodes = conf::parse_int(n)
             .and_then(|v| u64::try_from(v).ok())
             .filter(|v| *v > 0)

@@ -14,6 +14,10 @@ pub use crate::mkfs::{default_journal_blocks_140, default_journal_blocks_147};
 use crate::LayoutError;
 use serde::{Deserialize, Serialize};
 
+/// libext2fs's EXT2_ET_TOO_MANY_INODES (lib/ext2fs/ext2_err.et.in), the same in 1.41 and 1.47:
+/// what mke2fs prints when `ext2fs_initialize()` cannot fit the groups' metadata.
+const TOO_MANY_INODES: &str = "Cannot create filesystem with requested number of inodes";
+
 /// What a reserved (metadata) extent holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MetaKind {
@@ -217,6 +221,10 @@ pub struct GeometryParams {
     /// Keep `r_blocks` when the last group is dropped (e2fsprogs 1.40/1.41; see
     /// [`MkfsProfile::reserved_blocks_before_drop`]).
     pub reserved_blocks_before_drop: bool,
+    /// Turn on `meta_bg` (and drop the resize inode) when the descriptors and reserved
+    /// descriptors would take more than 3/4 of a group, as 1.47's `ext2fs_initialize()` does;
+    /// 1.41.14's has no such rule and refuses the file system (too many inodes).
+    pub meta_bg_when_descriptors_fill: bool,
 }
 
 impl GeometryParams {
@@ -262,6 +270,8 @@ impl GeometryParams {
             journal_blocks_past_size: profile.journal_blocks_past_size,
             short_flex_group_packed_as_whole: profile.short_flex_group_packed_as_whole,
             reserved_blocks_before_drop: profile.reserved_blocks_before_drop,
+            // never met by a profile's geometry (4 KiB blocks, whole groups), so one rule
+            meta_bg_when_descriptors_fill: true,
         }
     }
 
@@ -334,7 +344,8 @@ impl Geometry {
                     blocks = p.blocks;
                     continue 'retry;
                 }
-                return Err(bad("too many inodes per group".into()));
+                // EXT2_ET_TOO_MANY_INODES, in libext2fs's words (lib/ext2fs/ext2_err.et.in)
+                return Err(bad(TOO_MANY_INODES.into()));
             }
             let inodes_per_block = bs / isz;
             ipg = ipg.min((1 << 16) - inodes_per_block);
@@ -372,7 +383,7 @@ impl Geometry {
                 )));
             }
             // meta_bg if the descriptors would take more than 3/4 of a group
-            if rsv_gdt + gdt_blocks > bpg * 3 / 4 {
+            if p.meta_bg_when_descriptors_fill && rsv_gdt + gdt_blocks > bpg * 3 / 4 {
                 meta_bg = true;
                 resize_inode = false;
                 rsv_gdt = p.reserved_gdt_blocks;
@@ -380,7 +391,7 @@ impl Geometry {
             let mut overhead = 3 + itb + rsv_gdt;
             overhead += if meta_bg { 1 } else { gdt_blocks };
             if overhead > bpg {
-                return Err(bad("too many inodes for the group size".into()));
+                return Err(bad(TOO_MANY_INODES.into()));
             }
             let mut overhead = 2 + itb;
             let has_bg = if sparse2 {

@@ -787,6 +787,8 @@ pub fn resolve(
         // 1.41.14's ext2fs_initialize() keeps param's reserved count when it drops a last
         // group too small to keep; 1.47 recomputes it from the ratio
         reserved_blocks_before_drop: v141,
+        // 1.41.14's ext2fs_initialize() has no meta_bg rule: it refuses instead
+        meta_bg_when_descriptors_fill: !v141,
     };
     Ok(Resolved {
         fs_types,

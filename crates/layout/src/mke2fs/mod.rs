@@ -91,6 +91,9 @@ impl Mke2fsArgs {
 #[error("{0}")]
 pub struct Mke2fsError(pub String);
 
+/// The largest 32-bit block or inode count.
+const MAX_32: u64 = u32::MAX as u64;
+
 fn err<T>(msg: impl Into<String>) -> Result<T, Mke2fsError> {
     Err(Mke2fsError(msg.into()))
 }
@@ -423,6 +426,21 @@ pub fn resolve(
     if let Some(j) = &args.journal_opts {
         for opt in j.split(',').filter(|o| !o.is_empty()) {
             let (k, v) = opt.split_once('=').unwrap_or((opt, ""));
+            if v141 {
+                // 1.41.14 misc/util.c parse_journal_opts(): size= (strtoul; 0 asks for none),
+                // device=, v1_superblock; no location=
+                match k {
+                    "size" => {
+                        journal_size = conf::parse_int(v)
+                            .filter(|n| *n >= 0)
+                            .ok_or_else(|| Mke2fsError("Bad journal options specified.".into()))?;
+                    }
+                    "device" => return err("-J device= is not modelled (an external journal)"),
+                    "v1_superblock" => {}
+                    _ => return err("Bad journal options specified."),
+                }
+                continue;
+            }
             match k {
                 "size" => {
                     journal_size = conf::parse_int(v)
@@ -442,13 +460,37 @@ pub fn resolve(
 
     // Device size in blocks of the current block size (1 KiB until -b), rounded down to
     // whole pages, as mke2fs does for a device or file without an explicit size.
-    let param_bs: u64 = if blocksize > 0 {
+    let mut param_bs: u64 = if blocksize > 0 {
         blocksize as u64
     } else {
         1024
     };
     let page: u64 = 4096;
     let mut fs_blocks_count = device_bytes / param_bs;
+    if v141 && fs_blocks_count > MAX_32 {
+        // 1.41.14: ext2fs_get_device_size() says EFBIG past 2^32 - 1 blocks; with no -b,
+        // mke2fs retries with 4096-byte blocks, which then stay; still too big (or a -b
+        // given) takes 4096 (or the larger -b) and only a device of exactly 2^32 blocks
+        // is made (2^32 - 1 of them)
+        if blocksize == 0 {
+            blocksize = 4096;
+            param_bs = 4096;
+            fs_blocks_count = device_bytes / param_bs;
+        }
+        if fs_blocks_count > MAX_32 {
+            if blocksize < 4096 {
+                blocksize = 4096;
+            }
+            param_bs = blocksize as u64;
+            if device_bytes / param_bs != 1 << 32 {
+                return err(format!(
+                    "Size of device too big to be expressed in 32 bits\n\tusing a blocksize \
+                     of {param_bs}."
+                ));
+            }
+            fs_blocks_count = MAX_32;
+        }
+    }
     if page > param_bs {
         fs_blocks_count &= !(page / param_bs - 1);
     }
@@ -479,7 +521,8 @@ pub fn resolve(
         "floppy"
     } else if fs_blocks_count < 512 * meg {
         "small"
-    } else if fs_blocks_count < 4 * 1024 * 1024 * meg {
+    } else if v141 || fs_blocks_count < 4 * 1024 * 1024 * meg {
+        // 1.41.14's parse_fs_type() has no "big" or "huge"
         "default"
     } else if fs_blocks_count < 16 * 1024 * 1024 * meg {
         "big"
@@ -571,7 +614,6 @@ pub fn resolve(
     if bs > page {
         return err(format!("{bs}-byte blocks too big for system (max {page})"));
     }
-    const MAX_32: u64 = u32::MAX as u64;
     if fs_blocks_count > MAX_32 && features.contains("64bit") {
         features.remove("resize_inode");
     }
@@ -599,6 +641,10 @@ pub fn resolve(
     }
     if journal_size != 0 {
         features.insert("has_journal");
+    }
+    if reserved_ratio < 0.0 && v141 {
+        // 1.41.14 reads no reserved_ratio from mke2fs.conf: 5% unless -m
+        reserved_ratio = 5.0;
     }
     if reserved_ratio < 0.0 {
         reserved_ratio = conf.double(&fs_types, "reserved_ratio", 5.0).map_err(c)?;
@@ -632,16 +678,23 @@ pub fn resolve(
             .map_err(|_| Mke2fsError(format!("invalid inode ratio {r}")))?
             .max(floor);
     }
-    let num_backups = conf.int(&fs_types, "num_backup_sb", 2).map_err(c)?;
+    // settings 1.41.14's mke2fs.conf did not have (sparse_super2, journal placement,
+    // packed_meta_blocks came in 1.42/1.43)
+    let num_backups = if v141 {
+        2
+    } else {
+        conf.int(&fs_types, "num_backup_sb", 2).map_err(c)?
+    };
     if let Some(l) = journal_location_str.or_else(|| {
         conf.string(&fs_types, "journal_location", Some(""))
-            .filter(|s| !s.is_empty())
+            .filter(|s| !s.is_empty() && !v141)
     }) {
         journal_location = Some(parse_num_blocks2(&l, log_block_size as i32));
     }
-    if conf
-        .boolean(&fs_types, "packed_meta_blocks", false)
-        .map_err(c)?
+    if !v141
+        && conf
+            .boolean(&fs_types, "packed_meta_blocks", false)
+            .map_err(c)?
     {
         return err("packed_meta_blocks is not modelled");
     }
@@ -663,7 +716,11 @@ pub fn resolve(
         ext_opts.push(e.clone());
     }
     for o in &ext_opts {
-        parse_extended(o, &mut ext, &mut features, fs_blocks_count, bs, bpg_param)?;
+        if v141 {
+            parse_extended_1_41_14(o, &mut ext, &mut features, fs_blocks_count, bs, bpg_param)?;
+        } else {
+            parse_extended(o, &mut ext, &mut features, fs_blocks_count, bs, bpg_param)?;
+        }
     }
     if features.contains("metadata_csum") && features.contains("uninit_bg") {
         features.remove("uninit_bg");
@@ -721,6 +778,15 @@ pub fn resolve(
         fs_blocks_count * bs / inode_ratio
     };
     let isz = if inode_size != 0 { inode_size } else { 128 };
+    if u128::from(inodes) * u128::from(isz) >= u128::from(fs_blocks_count) * u128::from(bs) && v141
+    {
+        // the same test; 1.41.14 breaks its message in other places
+        return err(format!(
+            "inode_size ({isz}) * inodes_count ({inodes}) too big for a\n\tfilesystem with \
+             {fs_blocks_count} blocks, specify higher inode_ratio (-i)\n\tor lower inode count \
+             (-N)."
+        ));
+    }
     if u128::from(inodes) * u128::from(isz) >= u128::from(fs_blocks_count) * u128::from(bs) {
         return err(format!(
             "inode_size ({isz}) * inodes_count ({inodes}) too big for a filesystem with \
@@ -903,6 +969,72 @@ fn parse_extended(
             "Bad option(s) specified: {}\n\nExtended options are separated by commas, and may \
              take an argument which is set off by an equals ('=') sign.",
             bad.join(",")
+        ));
+    }
+    Ok(())
+}
+
+/// e2fsprogs 1.41.14's misc/mke2fs.c `parse_extended_opts()`: stride, stripe-width (or
+/// stripe_width), resize, lazy_itable_init, test_fs, discard and nodiscard; anything else is
+/// a bad option, and a bad value is refused in its words.
+fn parse_extended_1_41_14(
+    opts: &str,
+    ext: &mut Extended,
+    features: &mut BTreeSet<&'static str>,
+    blocks: u64,
+    bs: u64,
+    bpg_param: u64,
+) -> Result<(), Mke2fsError> {
+    let log_bs = (bs / 1024).trailing_zeros() as i32;
+    let mut bad: Vec<String> = Vec::new();
+    for token in opts.split(',').filter(|t| !t.is_empty()) {
+        let (k, arg) = match token.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (token, None),
+        };
+        let positive = |a: &str| conf::parse_int(a).filter(|n| *n > 0);
+        match (k, arg) {
+            ("stride" | "stripe-width" | "stripe_width" | "resize", None) => {
+                bad.push(k.to_string())
+            }
+            ("stride", Some(a)) => match positive(a) {
+                Some(n) => ext.stride = Some(n as u64),
+                None => return err(format!("Invalid stride parameter: {a}")),
+            },
+            ("stripe-width" | "stripe_width", Some(a)) => {
+                if positive(a).is_none() {
+                    return err(format!("Invalid stripe-width parameter: {a}"));
+                }
+            }
+            ("resize", Some(a)) => {
+                let resize = parse_num_blocks2(a, log_bs);
+                if resize == 0 {
+                    return err(format!("Invalid resize parameter: {a}"));
+                }
+                if resize <= blocks {
+                    return err("The resize maximum must be greater than the filesystem size.");
+                }
+                // descriptors of 32 bytes: 1.41 has no 64bit
+                let bpg = if bpg_param != 0 { bpg_param } else { bs * 8 };
+                let gdpb = bs / 32;
+                let desc_blocks = blocks.div_ceil(bpg).div_ceil(gdpb);
+                let rsv = (resize.div_ceil(bpg).div_ceil(gdpb) as i64 - desc_blocks as i64)
+                    .min((bs / 4) as i64);
+                if rsv > 0 {
+                    features.insert("resize_inode");
+                    ext.reserved_gdt_blocks = rsv as u64;
+                }
+            }
+            // they place nothing (lazy_itable_init's value is read with strtoul, unchecked)
+            ("test_fs" | "lazy_itable_init" | "discard" | "nodiscard", _) => {}
+            _ => bad.push(k.to_string()),
+        }
+    }
+    // 1.41.14 names the last bad option only
+    if let Some(last) = bad.last() {
+        return err(format!(
+            "Bad option(s) specified: {last}\n\nExtended options are separated by commas, and \
+             may take an argument which\n\tis set off by an equals ('=') sign."
         ));
     }
     Ok(())

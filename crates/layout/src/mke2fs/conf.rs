@@ -378,7 +378,10 @@ mod tests {
         assert!(e.contains("e2fsprogs-1.41.14"), "{e}");
         // the last session's key, or a release we have no rules for, is refused, not ignored
         let e = Mke2fsConf::parse("[layoutlab]\n journal_table = 1.40\n", "o.conf").unwrap_err();
-        assert!(e.contains("journal_table") && e.contains("mke2fs = 1.41.14"), "{e}");
+        assert!(
+            e.contains("journal_table") && e.contains("mke2fs = 1.41.14"),
+            "{e}"
+        );
         let e = Mke2fsConf::parse("[layoutlab]\n mke2fs = 1.42\n", "o.conf").unwrap_err();
         assert!(e.contains("1.42") && e.contains("1.47.0"), "{e}");
     }

@@ -1254,12 +1254,20 @@ mod tests {
         assert!(edit_features(&mut f, "needs_recovery", today).is_err());
         // 1.41.14 knows no 64bit to clear, nor metadata_csum, nor the gdt_csum alias
         let old = conf::Release::V1_41_14;
-        for words in ["^64bit", "^metadata_csum,uninit_bg", "gdt_csum", "orphan_file"] {
+        for words in [
+            "^64bit",
+            "^metadata_csum,uninit_bg",
+            "gdt_csum",
+            "orphan_file",
+        ] {
             let e = edit_features(&mut f, words, old).unwrap_err();
             assert_eq!(e.0, format!("Invalid filesystem option set: {words}"));
             assert!(edit_features(&mut f, words, today).is_ok(), "{words}");
         }
         edit_features(&mut f, "none,uninit_groups,extents", old).unwrap();
-        assert_eq!(f.iter().copied().collect::<Vec<_>>(), ["extent", "uninit_bg"]);
+        assert_eq!(
+            f.iter().copied().collect::<Vec<_>>(),
+            ["extent", "uninit_bg"]
+        );
     }
 }

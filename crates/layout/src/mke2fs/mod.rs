@@ -218,6 +218,9 @@ fn canonical_feature_1_41_14(word: &str) -> Option<&'static str> {
         .copied()
 }
 
+/// A release's lib/e2p lookup of a feature word (its name, aliases folded).
+type FeatureNames = fn(&str) -> Option<&'static str>;
+
 /// lib/e2p `e2p_edit_feature2()` with mke2fs's ok set of `release`: words split at commas
 /// and blanks; `none`/`clear` clears all, `^name`/`-name` clears, `+name`/`name` sets; a
 /// word the release does not know or mke2fs does not take refuses the whole string.
@@ -226,7 +229,7 @@ fn edit_features(
     s: &str,
     release: conf::Release,
 ) -> Result<(), Mke2fsError> {
-    let (canonical, ok): (fn(&str) -> Option<&'static str>, &[&str]) = match release {
+    let (canonical, ok): (FeatureNames, &[&str]) = match release {
         conf::Release::V1_41_14 => (canonical_feature_1_41_14, OK_FEATURES_1_41_14),
         conf::Release::V1_47_0 => (canonical_feature, OK_FEATURES),
     };

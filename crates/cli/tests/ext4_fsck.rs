@@ -161,9 +161,9 @@ fn period_e2fsck_skips_the_slow_symlink_blocks_todays_reads() {
 ///
 /// Its memory is not today's: 1.40.2 keeps flat bitmaps of one bit per block or inode where
 /// today's pass 1 keeps red-black trees of extents (docs/rig.md, "Peak memory"). Its `-tt`
-/// peak was 3,437 KiB against today's 1,040 (3.3 times, every run the same to the KiB, since
-/// it depends on the file system, not on timing); more than twice today's holds, printed in
-/// the summary table too.
+/// peak was 3,437 KiB against today's 1,040 (3.3 times, the same to the KiB in the runs made:
+/// it follows the file system, not timing); more than twice today's holds, and the summary
+/// table prints the column.
 #[test]
 fn period_e2fsck_on_ext3_issues_todays_requests() {
     if !is_root() {

@@ -396,6 +396,60 @@ fn a_block_device_a_corrupted_image_and_a_mounted_one() {
     assert!(v["predictions"][0]["total_seconds"].as_f64().unwrap() > 0.0);
 }
 
+/// `--e2fsck VERSION` (docs/fsck-predict.md): a period release checks an ext SOURCE whose
+/// features it knows (an ext3 made by today's mke2fs: 1.41.4 checks it clean, and the report
+/// names it and its `-tt` peak memory); today's ext4 (64bit, metadata_csum, ...) it refuses,
+/// and the error carries its words, with SOURCE unchanged.
+#[test]
+fn a_period_e2fsck_checks_what_it_knows_and_refuses_what_it_does_not() {
+    if !is_root() {
+        eprintln!(
+            "SKIP a_period_e2fsck_checks_what_it_knows_and_refuses_what_it_does_not: needs root"
+        );
+        return;
+    }
+    let s = Scratch::new("period");
+    let image = |kind: &str| -> PathBuf {
+        let img = s.0.join(format!("{kind}.img"));
+        std::fs::File::create(&img)
+            .unwrap()
+            .set_len(256 << 20)
+            .unwrap();
+        sh(
+            &format!("mkfs.{kind}"),
+            &["-q", "-F", img.to_str().unwrap()],
+        );
+        img
+    };
+    let ext3 = image("ext3");
+    let today = predict_json(&ext3, &[]);
+    let v = predict_json(&ext3, &["--e2fsck", "1.41.4"]);
+    check_report(&v, "ext", "e2fsck", &["1"]);
+    assert_eq!(today["e2fsck"], "today");
+    assert_eq!(v["e2fsck"], "1.41.4", "{v}");
+    assert_eq!(v["clean"], true, "{v}");
+    assert_eq!(v["peak_memory_source"], "e2fsck -tt");
+    assert!(v["peak_memory_mb"].as_f64().unwrap() > 0.0, "{v}");
+
+    let ext4 = image("ext4");
+    let before = sha256(&ext4);
+    let out = layoutlab(&[
+        "fsck-predict",
+        ext4.to_str().unwrap(),
+        "--e2fsck",
+        "1.41.4",
+        "--workdir",
+        s.0.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unsupported feature") && err.contains("1.41.4"),
+        "{err}"
+    );
+    assert_eq!(sha256(&ext4), before, "SOURCE changed");
+}
+
 #[test]
 fn what_is_not_a_file_system_is_a_clear_error_that_changes_nothing() {
     let s = Scratch::new("bad");

@@ -14,6 +14,10 @@ pub use crate::mkfs::{default_journal_blocks_140, default_journal_blocks_147};
 use crate::LayoutError;
 use serde::{Deserialize, Serialize};
 
+/// libext2fs's EXT2_ET_TOO_MANY_INODES (lib/ext2fs/ext2_err.et.in), the same in 1.41 and 1.47:
+/// what mke2fs prints when `ext2fs_initialize()` cannot fit the groups' metadata.
+const TOO_MANY_INODES: &str = "Cannot create filesystem with requested number of inodes";
+
 /// What a reserved (metadata) extent holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MetaKind {
@@ -150,6 +154,11 @@ pub enum JournalRule {
     /// `figure_journal_size()`): none below 2048 blocks of file system, else an error outside
     /// 1024..=10240000 blocks or above half the free blocks.
     Requested(u64),
+    /// The same asked of e2fsprogs 1.41.14 (its misc/util.c `figure_journal_size()`): the same
+    /// bounds, but the half is of the free blocks after every group's tables and mke2fs's
+    /// root directory, lost+found and resize inode are allocated (its `main()` asks later),
+    /// and the refusals are in its words.
+    Requested141(u64),
     /// e2fsprogs 1.40's `ext2fs_default_journal_size()` of the final block count.
     Default140,
     /// e2fsprogs 1.47's `ext2fs_default_journal_size()` of the final block count (up to 1 GiB of
@@ -212,6 +221,10 @@ pub struct GeometryParams {
     /// Keep `r_blocks` when the last group is dropped (e2fsprogs 1.40/1.41; see
     /// [`MkfsProfile::reserved_blocks_before_drop`]).
     pub reserved_blocks_before_drop: bool,
+    /// Turn on `meta_bg` (and drop the resize inode) when the descriptors and reserved
+    /// descriptors would take more than 3/4 of a group, as 1.47's `ext2fs_initialize()` does;
+    /// 1.41.14's has no such rule and refuses the file system (too many inodes).
+    pub meta_bg_when_descriptors_fill: bool,
 }
 
 impl GeometryParams {
@@ -257,6 +270,8 @@ impl GeometryParams {
             journal_blocks_past_size: profile.journal_blocks_past_size,
             short_flex_group_packed_as_whole: profile.short_flex_group_packed_as_whole,
             reserved_blocks_before_drop: profile.reserved_blocks_before_drop,
+            // never met by a profile's geometry (4 KiB blocks, whole groups), so one rule
+            meta_bg_when_descriptors_fill: true,
         }
     }
 
@@ -329,7 +344,8 @@ impl Geometry {
                     blocks = p.blocks;
                     continue 'retry;
                 }
-                return Err(bad("too many inodes per group".into()));
+                // EXT2_ET_TOO_MANY_INODES, in libext2fs's words (lib/ext2fs/ext2_err.et.in)
+                return Err(bad(TOO_MANY_INODES.into()));
             }
             let inodes_per_block = bs / isz;
             ipg = ipg.min((1 << 16) - inodes_per_block);
@@ -367,7 +383,7 @@ impl Geometry {
                 )));
             }
             // meta_bg if the descriptors would take more than 3/4 of a group
-            if rsv_gdt + gdt_blocks > bpg * 3 / 4 {
+            if p.meta_bg_when_descriptors_fill && rsv_gdt + gdt_blocks > bpg * 3 / 4 {
                 meta_bg = true;
                 resize_inode = false;
                 rsv_gdt = p.reserved_gdt_blocks;
@@ -375,7 +391,7 @@ impl Geometry {
             let mut overhead = 3 + itb + rsv_gdt;
             overhead += if meta_bg { 1 } else { gdt_blocks };
             if overhead > bpg {
-                return Err(bad("too many inodes for the group size".into()));
+                return Err(bad(TOO_MANY_INODES.into()));
             }
             let mut overhead = 2 + itb;
             let has_bg = if sparse2 {
@@ -835,6 +851,30 @@ impl Geometry {
                     return Err(LayoutError::BadSize {
                         fs_bytes,
                         reason: "Total journal size too big for filesystem.".into(),
+                    });
+                }
+                n
+            }
+            JournalRule::Requested141(_) if self.blocks_count < 2048 => 0,
+            JournalRule::Requested141(n) => {
+                if !(1024..=10_240_000).contains(&n) {
+                    return Err(LayoutError::BadSize {
+                        fs_bytes,
+                        reason: format!(
+                            "The requested journal size is {n} blocks; it must be\nbetween \
+                             1024 and 10240000 blocks.  Aborting."
+                        ),
+                    });
+                }
+                // s_free_blocks_count when 1.41.14's main() calls figure_journal_size():
+                // every group's blocks less what is marked so far (copies, tables, root,
+                // lost+found, the resize inode's block)
+                let marked: u64 = self.meta.iter().map(|m| m.blocks).sum();
+                let free = self.blocks_count - self.first_data_block - marked;
+                if n > free / 2 {
+                    return Err(LayoutError::BadSize {
+                        fs_bytes,
+                        reason: "Journal size too big for filesystem.".into(),
                     });
                 }
                 n

@@ -385,9 +385,10 @@ fn overhead_equals_mke2fs_and_dumpe2fs_on_the_grid() {
 }
 
 /// `overhead --conf profiles/mke2fs/e2fsprogs-1.41.14.conf` against the real 1.41.14 mke2fs
-/// (built by `make deps`, reading its own shipped mke2fs.conf) on the same grid.
+/// (built by `make deps`, reading its own shipped mke2fs.conf) on the same grid: the conf
+/// names 1.41.14, so the calculator applies that release's rules (docs/overhead.md lists
+/// them; read with 1.47's, 124 of the 306 cells differed).
 #[test]
-#[ignore = "known mismatches with 1.41.14's own mke2fs; see docs/overhead.md"]
 fn overhead_with_the_1_41_14_conf_equals_mke2fs_1_41_14_on_the_grid() {
     let conf = Mke2fsConf::from_file(Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -249,6 +249,7 @@ pub fn render(
                 ),
                 Column::number("read by e2fsck", None),
                 Column::number("e2fsck here", Some("s")),
+                Column::number("e2fsck peak memory", Some("MB")),
             ])
             .collect(),
     );
@@ -269,6 +270,9 @@ pub fn render(
                     Cell::num(r.indirect_blocks as f64, 0),
                     Cell::num(r.indirect_blocks_read as f64, 0),
                     Cell::num(r.measured_here.real_seconds, 2),
+                    // e2fsck's own -tt figure, today's or a period release's alike (MiB)
+                    crate::predict::e2fsck_peak_memory_kib(&r.measured_here.e2fsck_tt)
+                        .map_or(Cell::Empty, |kib| Cell::num(kib as f64 / 1024.0, 1)),
                 ])
                 .collect(),
         )?;

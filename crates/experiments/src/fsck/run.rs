@@ -670,7 +670,22 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
                 think_seconds: 0.2,
                 think_wall_seconds: 0.5,
                 stage_seconds: StageSeconds::default(),
-                e2fsck_tt: Vec::new(),
+                // one run with e2fsck's -tt "Peak memory" (1.40.2's at the default scale), one
+                // without: the summary prints 3.4 MB and an empty cell
+                e2fsck_tt: if k == 1.0 {
+                    vec![layoutlab_rig::Section {
+                        label: "Peak memory".into(),
+                        real_s: 1.1,
+                        user_s: 0.1,
+                        sys_s: 0.0,
+                        memory: "1549k/1888k (1344k/206k)".into(),
+                        read_mib: None,
+                        write_mib: None,
+                        rate_mib_s: None,
+                    }]
+                } else {
+                    Vec::new()
+                },
             },
             fragmented_files: 7,
             e2fsck_vitals: None,

@@ -409,6 +409,22 @@ fn phase_name(tag: &str) -> String {
     }
 }
 
+/// e2fsck's peak memory from its `-tt` sections, KiB: the "Peak memory" section (printed
+/// after pass 2, where e2fsck peaks), else the largest figure of any section; `None` when no
+/// section has one.
+pub(crate) fn e2fsck_peak_memory_kib(sections: &[layoutlab_rig::Section]) -> Option<u64> {
+    sections
+        .iter()
+        .find(|s| s.label == "Peak memory")
+        .and_then(|s| e2fsck_memory_kib(&s.memory))
+        .or_else(|| {
+            sections
+                .iter()
+                .filter_map(|s| e2fsck_memory_kib(&s.memory))
+                .max()
+        })
+}
+
 /// e2fsck's `-tt` memory figure `A k/B k (C k/D k)`: A (malloc arena) + B (mmap'd), KiB.
 fn e2fsck_memory_kib(memory: &str) -> Option<u64> {
     let mut parts = memory.split_whitespace().next()?.split('/');
@@ -453,21 +469,7 @@ fn check_ext(loopdev: &LoopDevice, e2fsck: layoutlab_rig::E2fsprogs) -> Result<C
             run.capture.lost_events
         );
     }
-    // The "Peak memory" section (after pass 2, where e2fsck peaks), else the largest.
-    let peak_kib = run
-        .times
-        .sections
-        .iter()
-        .find(|s| s.label == "Peak memory")
-        .and_then(|s| e2fsck_memory_kib(&s.memory))
-        .or_else(|| {
-            run.times
-                .sections
-                .iter()
-                .filter_map(|s| e2fsck_memory_kib(&s.memory))
-                .max()
-        })
-        .unwrap_or(0);
+    let peak_kib = e2fsck_peak_memory_kib(&run.times.sections).unwrap_or(0);
     Ok(Checked {
         exit_code: run.exit_code,
         clean: run.exit_code == 0,

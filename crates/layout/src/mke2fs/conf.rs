@@ -41,8 +41,8 @@ pub struct Mke2fsConf {
     sections: BTreeMap<String, Table>,
     /// Where it came from, for messages.
     pub source: String,
-    /// The journal-size table of the e2fsprogs it belongs to.
-    pub journal_table: JournalTable,
+    /// The e2fsprogs release whose mke2fs reads it.
+    pub release: Release,
 }
 
 /// e2fsprogs 1.47.0's misc/mke2fs.conf.in: what mke2fs uses when no mke2fs.conf exists.
@@ -57,15 +57,24 @@ pub const PROFILES: &[(&str, &str)] = &[
     ("e2fsprogs-1.47.0", BUILTIN),
 ];
 
-/// Which `ext2fs_default_journal_size()` table an mke2fs.conf goes with (`[layoutlab]
-/// journal_table`; mke2fs itself ignores that section).
+/// The e2fsprogs release whose mke2fs reads an mke2fs.conf (`[layoutlab] mke2fs = 1.41.14`;
+/// mke2fs itself ignores that section). A conf file goes with its release: the options it
+/// takes, the features it knows, `ext2fs_initialize()`'s rules and the journal-size table all
+/// changed between 2010's mke2fs and today's (docs/overhead.md lists each difference).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum JournalTable {
-    /// e2fsprogs 1.40 to 1.42: at most 32768 blocks.
-    E140,
-    /// e2fsprogs 1.43 onward: up to 262144 blocks (1 GiB at 4 KiB).
+pub enum Release {
+    /// e2fsprogs 1.41.14 (December 2010): misc/mke2fs.c `PRS()` and lib/ext2fs of that tag;
+    /// `ext2fs_default_journal_size()` at most 32768 blocks (1.40's table, kept to 1.42).
+    V1_41_14,
+    /// e2fsprogs 1.47.0: today's rules; the journal up to 262144 blocks (1 GiB at 4 KiB).
     #[default]
-    E147,
+    V1_47_0,
+}
+
+impl Release {
+    /// Every release by its `[layoutlab] mke2fs` name.
+    pub const NAMES: &'static [(&'static str, Release)] =
+        &[("1.41.14", Release::V1_41_14), ("1.47.0", Release::V1_47_0)];
 }
 
 fn unquote(v: &str) -> String {
@@ -94,7 +103,7 @@ impl Mke2fsConf {
         let mut conf = Mke2fsConf {
             sections: BTreeMap::new(),
             source: source.to_string(),
-            journal_table: JournalTable::default(),
+            release: Release::default(),
         };
         let mut section: Option<String> = None;
         // The open subsections, innermost last: (tag, table).
@@ -174,15 +183,34 @@ impl Mke2fsConf {
         if !stack.is_empty() {
             return Err(format!("{source}: a subsection is not closed with '}}'"));
         }
-        conf.journal_table = match conf.get("layoutlab", "journal_table", None) {
-            None | Some("1.47") => JournalTable::E147,
-            Some("1.40") => JournalTable::E140,
-            Some(other) => {
-                return Err(format!(
-                    "{source}: [layoutlab] journal_table = {other} (want 1.40 or 1.47)"
-                ))
-            }
+        // [layoutlab] is ours: a key we do not read would change nothing silently
+        let names = || {
+            Release::NAMES
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
         };
+        for (tag, node) in conf.sections.get("layoutlab").map_or(&[][..], |t| &t.0[..]) {
+            match (tag.as_str(), node) {
+                ("mke2fs", Node::Value(v)) => {
+                    conf.release = Release::NAMES
+                        .iter()
+                        .find(|(n, _)| n == v)
+                        .map(|(_, r)| *r)
+                        .ok_or_else(|| {
+                            format!("{source}: [layoutlab] mke2fs = {v} (known: {})", names())
+                        })?;
+                }
+                _ => {
+                    return Err(format!(
+                        "{source}: [layoutlab] {tag} is not a layoutlab setting (known: mke2fs = \
+                         {})",
+                        names()
+                    ))
+                }
+            }
+        }
         Ok(conf)
     }
 
@@ -337,17 +365,25 @@ mod tests {
     }
 
     #[test]
-    fn shipped_profiles_parse_and_carry_their_journal_table() {
+    fn shipped_profiles_parse_and_carry_their_release() {
         let old = Mke2fsConf::profile("e2fsprogs-1.41.14").unwrap();
-        assert_eq!(old.journal_table, JournalTable::E140);
+        assert_eq!(old.release, Release::V1_41_14);
         assert_eq!(
             old.get("fs_types", "small", Some("inode_size")),
             Some("128")
         );
         let new = Mke2fsConf::profile("e2fsprogs-1.47.0").unwrap();
-        assert_eq!(new.journal_table, JournalTable::E147);
+        assert_eq!(new.release, Release::V1_47_0);
         let e = Mke2fsConf::profile("e2fsprogs-0.5").unwrap_err();
         assert!(e.contains("e2fsprogs-1.41.14"), "{e}");
+        // the last session's key, or a release we have no rules for, is refused, not ignored
+        let e = Mke2fsConf::parse("[layoutlab]\n journal_table = 1.40\n", "o.conf").unwrap_err();
+        assert!(
+            e.contains("journal_table") && e.contains("mke2fs = 1.41.14"),
+            "{e}"
+        );
+        let e = Mke2fsConf::parse("[layoutlab]\n mke2fs = 1.42\n", "o.conf").unwrap_err();
+        assert!(e.contains("1.42") && e.contains("1.47.0"), "{e}");
     }
 
     #[test]

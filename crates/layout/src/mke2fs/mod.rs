@@ -91,6 +91,9 @@ impl Mke2fsArgs {
 #[error("{0}")]
 pub struct Mke2fsError(pub String);
 
+/// The largest 32-bit block or inode count.
+const MAX_32: u64 = u32::MAX as u64;
+
 fn err<T>(msg: impl Into<String>) -> Result<T, Mke2fsError> {
     Err(Mke2fsError(msg.into()))
 }
@@ -171,9 +174,65 @@ pub fn canonical_feature(word: &str) -> Option<&'static str> {
         .copied()
 }
 
-/// lib/e2p `e2p_edit_feature2()` with mke2fs's ok set: words split at commas and blanks;
-/// `none`/`clear` clears all, `^name`/`-name` clears, `+name`/`name` sets.
-fn edit_features(set: &mut BTreeSet<&'static str>, s: &str) -> Result<(), Mke2fsError> {
+/// Features 1.41.14's mke2fs accepts (its misc/mke2fs.c `ok_features`).
+const OK_FEATURES_1_41_14: &[&str] = &[
+    "has_journal",
+    "resize_inode",
+    "dir_index",
+    "ext_attr",
+    "filetype",
+    "extent",
+    "journal_dev",
+    "meta_bg",
+    "flex_bg",
+    "large_file",
+    "huge_file",
+    "dir_nlink",
+    "extra_isize",
+    "sparse_super",
+    "uninit_bg",
+];
+
+/// The lib/e2p name of a feature word as 1.41.14's lib/e2p/feature.c knows it: its aliases
+/// are `extents` and `uninit_groups` only; a name it has no entry for (orphan_file,
+/// metadata_csum, ...) is no feature at all.
+fn canonical_feature_1_41_14(word: &str) -> Option<&'static str> {
+    let w = word.to_ascii_lowercase();
+    let w = match w.as_str() {
+        "extents" => "extent",
+        "uninit_groups" => "uninit_bg",
+        other => other,
+    };
+    const OTHERS: &[&str] = &[
+        "dir_prealloc",
+        "imagic_inodes",
+        "lazy_bg",
+        "compression",
+        "needs_recovery",
+        "64bit",
+    ];
+    OK_FEATURES_1_41_14
+        .iter()
+        .chain(OTHERS)
+        .find(|f| **f == w)
+        .copied()
+}
+
+/// A release's lib/e2p lookup of a feature word (its name, aliases folded).
+type FeatureNames = fn(&str) -> Option<&'static str>;
+
+/// lib/e2p `e2p_edit_feature2()` with mke2fs's ok set of `release`: words split at commas
+/// and blanks; `none`/`clear` clears all, `^name`/`-name` clears, `+name`/`name` sets; a
+/// word the release does not know or mke2fs does not take refuses the whole string.
+fn edit_features(
+    set: &mut BTreeSet<&'static str>,
+    s: &str,
+    release: conf::Release,
+) -> Result<(), Mke2fsError> {
+    let (canonical, ok): (FeatureNames, &[&str]) = match release {
+        conf::Release::V1_41_14 => (canonical_feature_1_41_14, OK_FEATURES_1_41_14),
+        conf::Release::V1_47_0 => (canonical_feature, OK_FEATURES),
+    };
     for word in s.split([',', ' ', '\t']) {
         if word.is_empty() {
             continue;
@@ -188,8 +247,8 @@ fn edit_features(set: &mut BTreeSet<&'static str>, s: &str) -> Result<(), Mke2fs
             _ => (false, word),
         };
         let invalid = || Mke2fsError(format!("Invalid filesystem option set: {s}"));
-        let f = canonical_feature(name).ok_or_else(invalid)?;
-        if !OK_FEATURES.contains(&f) {
+        let f = canonical(name).ok_or_else(invalid)?;
+        if !ok.contains(&f) {
             return Err(invalid());
         }
         if neg {
@@ -265,14 +324,17 @@ pub struct Resolved {
     pub notes: Vec<String>,
 }
 
-/// Resolves `args` for a device of `device_bytes` bytes against `conf`, as mke2fs 1.47.0's
-/// `PRS()` does (misc/mke2fs.c); errors are mke2fs's refusals.
+/// Resolves `args` for a device of `device_bytes` bytes against `conf`, as the mke2fs of
+/// `conf`'s release does in `PRS()` (misc/mke2fs.c, 1.47.0 or 1.41.14: each place the rules
+/// differ says so); errors are mke2fs's refusals.
 pub fn resolve(
     args: &Mke2fsArgs,
     device_bytes: u64,
     conf: &Mke2fsConf,
 ) -> Result<Resolved, Mke2fsError> {
     let mut notes = Vec::new();
+    // e2fsprogs 1.41.14's rules (its misc/mke2fs.c, misc/util.c, lib/e2p/feature.c)
+    let v141 = conf.release == conf::Release::V1_41_14;
     // -b: any size in 1024..=65536 is taken, rounded down to a power of two
     // (`int_log2(blocksize >> 10)`); the raw value still floors the inode ratio below.
     let mut blocksize: i64 = 0;
@@ -282,7 +344,12 @@ pub fn resolve(
             Some(r) => (true, r),
             None => (false, b.as_str()),
         };
-        let v = parse_num_blocks2(body, -1) as i64;
+        // 1.41.14 reads -b with strtol(): no K/M suffix
+        let v = if v141 {
+            conf::parse_int(body).unwrap_or(0)
+        } else {
+            parse_num_blocks2(body, -1) as i64
+        };
         if !(1024..=65536).contains(&v) {
             return err(format!("invalid block size - {b}"));
         }
@@ -315,7 +382,14 @@ pub fn resolve(
     }
     let mut inode_ratio: u64 = 0;
     if let Some(i) = &args.inode_ratio {
-        inode_ratio = parse_num_blocks2(i, -1);
+        // 1.41.14 reads -i with strtoul(): no K/M suffix ("-i 1m" is refused)
+        inode_ratio = if v141 {
+            conf::parse_int(i)
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(0)
+        } else {
+            parse_num_blocks2(i, -1)
+        };
         if !(1024..=65536 * 1024).contains(&inode_ratio) {
             return err(format!(
                 "invalid inode ratio {i} (min 1024/max {})",
@@ -337,7 +411,12 @@ pub fn resolve(
             .ok_or_else(|| Mke2fsError(format!("invalid reserved blocks percent - {m}")))?;
     }
     let mut num_inodes: u64 = 0;
-    if let Some(n) = &args.num_inodes {
+    if let (Some(n), true) = (&args.num_inodes, v141) {
+        // 1.41.14: strtoul(), and -N 0 means no count asked
+        num_inodes = conf::parse_int(n)
+            .and_then(|v| u64::try_from(v).ok())
+            .ok_or_else(|| Mke2fsError(format!("bad num inodes - {n}")))?;
+    } else if let Some(n) = &args.num_inodes {
         num_inodes = conf::parse_int(n)
             .and_then(|v| u64::try_from(v).ok())
             .filter(|v| *v > 0)
@@ -350,6 +429,21 @@ pub fn resolve(
     if let Some(j) = &args.journal_opts {
         for opt in j.split(',').filter(|o| !o.is_empty()) {
             let (k, v) = opt.split_once('=').unwrap_or((opt, ""));
+            if v141 {
+                // 1.41.14 misc/util.c parse_journal_opts(): size= (strtoul; 0 asks for none),
+                // device=, v1_superblock; no location=
+                match k {
+                    "size" => {
+                        journal_size = conf::parse_int(v)
+                            .filter(|n| *n >= 0)
+                            .ok_or_else(|| Mke2fsError("Bad journal options specified.".into()))?;
+                    }
+                    "device" => return err("-J device= is not modelled (an external journal)"),
+                    "v1_superblock" => {}
+                    _ => return err("Bad journal options specified."),
+                }
+                continue;
+            }
             match k {
                 "size" => {
                     journal_size = conf::parse_int(v)
@@ -369,13 +463,37 @@ pub fn resolve(
 
     // Device size in blocks of the current block size (1 KiB until -b), rounded down to
     // whole pages, as mke2fs does for a device or file without an explicit size.
-    let param_bs: u64 = if blocksize > 0 {
+    let mut param_bs: u64 = if blocksize > 0 {
         blocksize as u64
     } else {
         1024
     };
     let page: u64 = 4096;
     let mut fs_blocks_count = device_bytes / param_bs;
+    if v141 && fs_blocks_count > MAX_32 {
+        // 1.41.14: ext2fs_get_device_size() says EFBIG past 2^32 - 1 blocks; with no -b,
+        // mke2fs retries with 4096-byte blocks, which then stay; still too big (or a -b
+        // given) takes 4096 (or the larger -b) and only a device of exactly 2^32 blocks
+        // is made (2^32 - 1 of them)
+        if blocksize == 0 {
+            blocksize = 4096;
+            param_bs = 4096;
+            fs_blocks_count = device_bytes / param_bs;
+        }
+        if fs_blocks_count > MAX_32 {
+            if blocksize < 4096 {
+                blocksize = 4096;
+            }
+            param_bs = blocksize as u64;
+            if device_bytes / param_bs != 1 << 32 {
+                return err(format!(
+                    "Size of device too big to be expressed in 32 bits\n\tusing a blocksize \
+                     of {param_bs}."
+                ));
+            }
+            fs_blocks_count = MAX_32;
+        }
+    }
     if page > param_bs {
         fs_blocks_count &= !(page / param_bs - 1);
     }
@@ -406,7 +524,8 @@ pub fn resolve(
         "floppy"
     } else if fs_blocks_count < 512 * meg {
         "small"
-    } else if fs_blocks_count < 4 * 1024 * 1024 * meg {
+    } else if v141 || fs_blocks_count < 4 * 1024 * 1024 * meg {
+        // 1.41.14's parse_fs_type() has no "big" or "huge"
         "default"
     } else if fs_blocks_count < 16 * 1024 * 1024 * meg {
         "big"
@@ -434,31 +553,42 @@ pub fn resolve(
 
     // Features
     let mut features: BTreeSet<&'static str> = BTreeSet::new();
+    let release = conf.release;
     let base = conf
         .string(
             &fs_types,
             "base_features",
-            Some("sparse_super,large_file,filetype,resize_inode,dir_index"),
+            Some(if v141 {
+                "sparse_super,filetype,resize_inode,dir_index"
+            } else {
+                "sparse_super,large_file,filetype,resize_inode,dir_index"
+            }),
         )
         .unwrap_or_default();
-    edit_features(&mut features, &base)?;
+    edit_features(&mut features, &base, release)?;
     for t in &fs_types {
         if let Some(f) = conf.get("fs_types", t, Some("features")) {
             if !f.is_empty() {
-                edit_features(&mut features, f)?;
+                edit_features(&mut features, f, release)?;
             }
         }
     }
     let default_features = conf.string(&fs_types, "default_features", Some(""));
     if args.features.is_empty() {
         if let Some(d) = &default_features {
-            edit_features(&mut features, d)?;
+            edit_features(&mut features, d, release)?;
         }
     }
     let default_orphan_file = features.contains("orphan_file");
     let default_csum_seed = features.contains("metadata_csum_seed");
     if !args.features.is_empty() {
-        edit_features(&mut features, &args.features.join(","))?;
+        // 1.41.14 keeps the last -O (fs_features = optarg); 1.47 joins them all
+        let asked = if v141 {
+            args.features.last().cloned().unwrap_or_default()
+        } else {
+            args.features.join(",")
+        };
+        edit_features(&mut features, &asked, release)?;
     }
     if default_orphan_file && !features.contains("has_journal") {
         features.remove("orphan_file");
@@ -487,12 +617,12 @@ pub fn resolve(
     if bs > page {
         return err(format!("{bs}-byte blocks too big for system (max {page})"));
     }
-    const MAX_32: u64 = u32::MAX as u64;
     if fs_blocks_count > MAX_32 && features.contains("64bit") {
         features.remove("resize_inode");
     }
     if fs_blocks_count > MAX_32
         && !features.contains("64bit")
+        && !v141
         && conf
             .boolean(&fs_types, "auto_64-bit_support", false)
             .map_err(c)?
@@ -514,6 +644,10 @@ pub fn resolve(
     }
     if journal_size != 0 {
         features.insert("has_journal");
+    }
+    if reserved_ratio < 0.0 && v141 {
+        // 1.41.14 reads no reserved_ratio from mke2fs.conf: 5% unless -m
+        reserved_ratio = 5.0;
     }
     if reserved_ratio < 0.0 {
         reserved_ratio = conf.double(&fs_types, "reserved_ratio", 5.0).map_err(c)?;
@@ -547,16 +681,23 @@ pub fn resolve(
             .map_err(|_| Mke2fsError(format!("invalid inode ratio {r}")))?
             .max(floor);
     }
-    let num_backups = conf.int(&fs_types, "num_backup_sb", 2).map_err(c)?;
+    // settings 1.41.14's mke2fs.conf did not have (sparse_super2, journal placement,
+    // packed_meta_blocks came in 1.42/1.43)
+    let num_backups = if v141 {
+        2
+    } else {
+        conf.int(&fs_types, "num_backup_sb", 2).map_err(c)?
+    };
     if let Some(l) = journal_location_str.or_else(|| {
         conf.string(&fs_types, "journal_location", Some(""))
-            .filter(|s| !s.is_empty())
+            .filter(|s| !s.is_empty() && !v141)
     }) {
         journal_location = Some(parse_num_blocks2(&l, log_block_size as i32));
     }
-    if conf
-        .boolean(&fs_types, "packed_meta_blocks", false)
-        .map_err(c)?
+    if !v141
+        && conf
+            .boolean(&fs_types, "packed_meta_blocks", false)
+            .map_err(c)?
     {
         return err("packed_meta_blocks is not modelled");
     }
@@ -578,7 +719,11 @@ pub fn resolve(
         ext_opts.push(e.clone());
     }
     for o in &ext_opts {
-        parse_extended(o, &mut ext, &mut features, fs_blocks_count, bs, bpg_param)?;
+        if v141 {
+            parse_extended_1_41_14(o, &mut ext, &mut features, fs_blocks_count, bs, bpg_param)?;
+        } else {
+            parse_extended(o, &mut ext, &mut features, fs_blocks_count, bs, bpg_param)?;
+        }
     }
     if features.contains("metadata_csum") && features.contains("uninit_bg") {
         features.remove("uninit_bg");
@@ -636,6 +781,15 @@ pub fn resolve(
         fs_blocks_count * bs / inode_ratio
     };
     let isz = if inode_size != 0 { inode_size } else { 128 };
+    if u128::from(inodes) * u128::from(isz) >= u128::from(fs_blocks_count) * u128::from(bs) && v141
+    {
+        // the same test; 1.41.14 breaks its message in other places
+        return err(format!(
+            "inode_size ({isz}) * inodes_count ({inodes}) too big for a\n\tfilesystem with \
+             {fs_blocks_count} blocks, specify higher inode_ratio (-i)\n\tor lower inode count \
+             (-N)."
+        ));
+    }
     if u128::from(inodes) * u128::from(isz) >= u128::from(fs_blocks_count) * u128::from(bs) {
         return err(format!(
             "inode_size ({isz}) * inodes_count ({inodes}) too big for a filesystem with \
@@ -658,15 +812,16 @@ pub fn resolve(
     }
 
     let journal = if features.contains("has_journal") {
-        if journal_size > 0 {
-            JournalRule::Requested(journal_size as u64 * 1024 / (bs / 1024))
-        } else {
-            match conf.journal_table {
-                conf::JournalTable::E140 => JournalRule::Default140,
-                conf::JournalTable::E147 => JournalRule::Default147 {
-                    fast_commit: features.contains("fast_commit"),
-                },
-            }
+        // -J size= in MiB, as blocks (journal_size -1 is "the default size")
+        let requested = journal_size.max(0) as u64 * 1024 / (bs / 1024);
+        match (journal_size > 0, release) {
+            (true, conf::Release::V1_41_14) => JournalRule::Requested141(requested),
+            (true, conf::Release::V1_47_0) => JournalRule::Requested(requested),
+            // 1.41.14's lib/ext2fs/mkjournal.c keeps 1.40's table
+            (false, conf::Release::V1_41_14) => JournalRule::Default140,
+            (false, conf::Release::V1_47_0) => JournalRule::Default147 {
+                fast_commit: features.contains("fast_commit"),
+            },
         }
     } else {
         JournalRule::None
@@ -693,10 +848,16 @@ pub fn resolve(
             None => JournalGoal::Midpoint,
         },
         orphan_file_blocks: 0,
-        // the calculator is today's mke2fs: neither period quirk
+        // 1.40.2's extra journal block is not 1.41.14's (its mkjournal_proc() counts from
+        // block 0); 1.41's packing of a short last flex group moves tables, and the
+        // calculator counts them
         journal_blocks_past_size: 0,
         short_flex_group_packed_as_whole: false,
-        reserved_blocks_before_drop: false,
+        // 1.41.14's ext2fs_initialize() keeps param's reserved count when it drops a last
+        // group too small to keep; 1.47 recomputes it from the ratio
+        reserved_blocks_before_drop: v141,
+        // 1.41.14's ext2fs_initialize() has no meta_bg rule: it refuses instead
+        meta_bg_when_descriptors_fill: !v141,
     };
     Ok(Resolved {
         fs_types,
@@ -811,6 +972,72 @@ fn parse_extended(
             "Bad option(s) specified: {}\n\nExtended options are separated by commas, and may \
              take an argument which is set off by an equals ('=') sign.",
             bad.join(",")
+        ));
+    }
+    Ok(())
+}
+
+/// e2fsprogs 1.41.14's misc/mke2fs.c `parse_extended_opts()`: stride, stripe-width (or
+/// stripe_width), resize, lazy_itable_init, test_fs, discard and nodiscard; anything else is
+/// a bad option, and a bad value is refused in its words.
+fn parse_extended_1_41_14(
+    opts: &str,
+    ext: &mut Extended,
+    features: &mut BTreeSet<&'static str>,
+    blocks: u64,
+    bs: u64,
+    bpg_param: u64,
+) -> Result<(), Mke2fsError> {
+    let log_bs = (bs / 1024).trailing_zeros() as i32;
+    let mut bad: Vec<String> = Vec::new();
+    for token in opts.split(',').filter(|t| !t.is_empty()) {
+        let (k, arg) = match token.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (token, None),
+        };
+        let positive = |a: &str| conf::parse_int(a).filter(|n| *n > 0);
+        match (k, arg) {
+            ("stride" | "stripe-width" | "stripe_width" | "resize", None) => {
+                bad.push(k.to_string())
+            }
+            ("stride", Some(a)) => match positive(a) {
+                Some(n) => ext.stride = Some(n as u64),
+                None => return err(format!("Invalid stride parameter: {a}")),
+            },
+            ("stripe-width" | "stripe_width", Some(a)) => {
+                if positive(a).is_none() {
+                    return err(format!("Invalid stripe-width parameter: {a}"));
+                }
+            }
+            ("resize", Some(a)) => {
+                let resize = parse_num_blocks2(a, log_bs);
+                if resize == 0 {
+                    return err(format!("Invalid resize parameter: {a}"));
+                }
+                if resize <= blocks {
+                    return err("The resize maximum must be greater than the filesystem size.");
+                }
+                // descriptors of 32 bytes: 1.41 has no 64bit
+                let bpg = if bpg_param != 0 { bpg_param } else { bs * 8 };
+                let gdpb = bs / 32;
+                let desc_blocks = blocks.div_ceil(bpg).div_ceil(gdpb);
+                let rsv = (resize.div_ceil(bpg).div_ceil(gdpb) as i64 - desc_blocks as i64)
+                    .min((bs / 4) as i64);
+                if rsv > 0 {
+                    features.insert("resize_inode");
+                    ext.reserved_gdt_blocks = rsv as u64;
+                }
+            }
+            // they place nothing (lazy_itable_init's value is read with strtoul, unchecked)
+            ("test_fs" | "lazy_itable_init" | "discard" | "nodiscard", _) => {}
+            _ => bad.push(k.to_string()),
+        }
+    }
+    // 1.41.14 names the last bad option only
+    if let Some(last) = bad.last() {
+        return err(format!(
+            "Bad option(s) specified: {last}\n\nExtended options are separated by commas, and \
+             may take an argument which\n\tis set off by an equals ('=') sign."
         ));
     }
     Ok(())
@@ -1017,15 +1244,33 @@ mod tests {
     #[test]
     fn features_edit_as_e2p_does() {
         let mut f = BTreeSet::new();
-        edit_features(&mut f, "has_journal,extents ^resize_inode,+flex_bg").unwrap();
+        let today = conf::Release::V1_47_0;
+        edit_features(&mut f, "has_journal,extents ^resize_inode,+flex_bg", today).unwrap();
         assert_eq!(
             f.iter().copied().collect::<Vec<_>>(),
             ["extent", "flex_bg", "has_journal"]
         );
-        edit_features(&mut f, "none,dir_index").unwrap();
+        edit_features(&mut f, "none,dir_index", today).unwrap();
         assert_eq!(f.iter().copied().collect::<Vec<_>>(), ["dir_index"]);
-        let e = edit_features(&mut f, "frobnicate").unwrap_err();
+        let e = edit_features(&mut f, "frobnicate", today).unwrap_err();
         assert_eq!(e.0, "Invalid filesystem option set: frobnicate");
-        assert!(edit_features(&mut f, "needs_recovery").is_err());
+        assert!(edit_features(&mut f, "needs_recovery", today).is_err());
+        // 1.41.14 knows no 64bit to clear, nor metadata_csum, nor the gdt_csum alias
+        let old = conf::Release::V1_41_14;
+        for words in [
+            "^64bit",
+            "^metadata_csum,uninit_bg",
+            "gdt_csum",
+            "orphan_file",
+        ] {
+            let e = edit_features(&mut f, words, old).unwrap_err();
+            assert_eq!(e.0, format!("Invalid filesystem option set: {words}"));
+            assert!(edit_features(&mut f, words, today).is_ok(), "{words}");
+        }
+        edit_features(&mut f, "none,uninit_groups,extents", old).unwrap();
+        assert_eq!(
+            f.iter().copied().collect::<Vec<_>>(),
+            ["extent", "uninit_bg"]
+        );
     }
 }

@@ -294,6 +294,10 @@ fn one_run(
                 population.ops.len(),
                 image.1.mapping_blocks()
             );
+            let opts = &KernelFsOptions {
+                mount_options: image_mount_options(&opts.mount_options, &image.0),
+                ..opts.clone()
+            };
             KernelFs::from_image(opts, &mut |path: &Path| {
                 layoutlab_image::mkfs_profile(path, opts.bytes, &image.0)
                     .map_err(|e| e.to_string())?;
@@ -438,6 +442,26 @@ pub fn write_population(
         fs_bytes,
         ops,
     }
+}
+
+/// Mount options of an image made with mkfs `profile`: `base`, plus `noinit_itable` when the
+/// profile leaves the inode tables to the kernel (`inode_tables_zeroed = false` with
+/// metadata_csum or uninit_bg: mke2fs 1.47 then marks no group ITABLE_ZEROED). Without it
+/// the kernel's ext4lazyinit thread writes every table after the mount (30 GB at random-read's
+/// scale 1), which the experiments' kernel-made file systems (`lazy_itable_init=0`) never do;
+/// the tables are holes of the sparse image, read as zeros either way.
+pub fn image_mount_options(base: &str, profile: &layoutlab_layout::MkfsProfile) -> String {
+    let lazy = !profile.inode_tables_zeroed
+        && (profile.has_feature("metadata_csum") || profile.has_feature("uninit_bg"));
+    if !lazy {
+        return base.to_string();
+    }
+    [base, "noinit_itable"]
+        .iter()
+        .filter(|o| !o.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// `population` planned by `policy` on its mkfs profile (same name): the profile and the plan.

@@ -425,18 +425,27 @@ pub fn run_target(
                         },
                         seed,
                     )?;
-                    // What the sparse image really holds: bitmaps, descriptors (every copy
-                    // counted), the journal and the file's mapping blocks; its data blocks
+                    // What the sparse image really holds: bitmaps, descriptors (every
+                    // copy counted), the journal and the file's mapping blocks; its data blocks
                     // stay holes, and so do the inode tables, which mke2fs punches (the
                     // image crate checks its own need before mke2fs runs).
                     let g = layoutlab_layout::Geometry::new(&image.0, fs_bytes)?;
-                    let per_group = 2 + 1 + g.gdt_blocks + g.reserved_gdt_blocks;
-                    let meta_blocks = g.group_count() * per_group
+                    // a superblock and descriptor copy only where sparse_super keeps one
+                    let sparse = g.has_feature("sparse_super");
+                    let copies = (0..g.group_count())
+                        .filter(|&group| layoutlab_layout::geometry::group_has_super(group, sparse))
+                        .count() as u64;
+                    let meta_blocks = g.group_count() * 2
+                        + copies * (1 + g.gdt_blocks + g.reserved_gdt_blocks)
                         + g.journal_total_blocks
                         + image.1.mapping_blocks();
                     let opts = KernelFsOptions {
                         backing: Backing::SparseFile(workdir.to_path_buf()),
                         resident_bytes: meta_blocks * u64::from(g.block_size_bytes) + 64 * MIB,
+                        mount_options: crate::large_delete::image_mount_options(
+                            &base.mount_options,
+                            &image.0,
+                        ),
                         ..base
                     };
                     eprintln!(

@@ -55,10 +55,7 @@ fn kernel_file(
 ) -> PlannedInode {
     let k = KernelFs::create(opts).unwrap();
     write(k.mount_point()).unwrap();
-    let back = k
-        .unmount_then(|dev| layoutlab_image::inspect(dev))
-        .unwrap()
-        .unwrap();
+    let back = k.unmount_then(layoutlab_image::inspect).unwrap().unwrap();
     back.inodes
         .into_iter()
         .find(|i| i.planned.name == name)

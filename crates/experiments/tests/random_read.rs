@@ -53,8 +53,10 @@ fn mapping_reads_are_the_distinct_mapping_blocks_the_reads_walk_through() {
     // IND, DIND, DIND.0, DIND.3, DIND.14
     assert_eq!(expected.len(), 5);
     let work = std::env::temp_dir();
-    for target in ["ext3", "ext4"] {
+    // ext4 twice: the engine's file (the default) and the kernel's own dd (`layout=kernel`)
+    for (target, layout) in [("ext3", "engine"), ("ext4", "engine"), ("ext4", "kernel")] {
         let profile = layoutlab_experiments::kernel_profile::by_name(target).unwrap();
+        spec.layout = layout.to_string();
         let runs = run_target(
             &spec,
             target,
@@ -81,7 +83,12 @@ fn mapping_reads_are_the_distinct_mapping_blocks_the_reads_walk_through() {
             // A tree of depth 0 (extents in the inode) or 1 (one leaf, every read needs it).
             assert!(r.mapping_blocks <= 1, "{r:?}");
             assert_eq!(r.mapping_reads, r.mapping_blocks, "{r:?}");
-            assert_eq!(r.layout, "kernel");
+            let by = if layout == "kernel" {
+                "kernel"
+            } else {
+                "engine ext4-kernel"
+            };
+            assert_eq!(r.layout, by);
         }
         assert!(r.seconds > 0.0);
     }

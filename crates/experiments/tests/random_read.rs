@@ -3,8 +3,9 @@
 //! at offsets chosen in the direct blocks, under the single indirect block and under two
 //! indirect blocks of the double-indirect tree. Cold, each mapping block is read from the
 //! device once — the first time a read needs it — and never again (the buffer cache keeps
-//! it); the same reads on ext4 read the extent tree's leaf once, if the kernel's extents did
-//! not fit in the inode (and none if they did). Root only.
+//! it); the same reads on ext4 (the engine's file, and the kernel's own with
+//! `layout = "kernel"`) read the extent tree's leaf once, if the extents did not fit in the
+//! inode (and none if they did). Root only.
 
 use layoutlab_experiments::random_read::{run_target, sizes, RandomReadSpec};
 use std::collections::BTreeSet;

@@ -1196,8 +1196,9 @@ fn large_delete_end_to_end_json_contract() {
         }
     }
     assert!(dir.join("out/large-delete/delete-offset.svg").exists());
-    // ext3's files are 2007's layout (the ext3-2007 policy through libext2fs), the rest the
-    // kernel's; every run has its plot coloured by class.
+    // ext3's files are 2007's layout (the ext3-2007 policy through libext2fs), ext4's
+    // contiguous file the engine's plan of the kernel's write (tests/ext4_engine.rs), the rest
+    // the kernel's; every run has its plot coloured by class.
     let layout = |fs: &str, variant: &str| {
         runs.iter()
             .find(|r| r["fs"] == fs && r["variant"] == variant)
@@ -1209,6 +1210,9 @@ fn large_delete_end_to_end_json_contract() {
     assert_eq!(layout("ext3", "contiguous"), "policy ext3-2007");
     assert_eq!(layout("ext3", "fragmented"), "policy ext3-2007");
     assert_eq!(layout("xfs", "contiguous"), "kernel");
+    assert_eq!(layout("ext4", "contiguous"), "engine ext4-kernel");
+    assert_eq!(layout("ext4", "fragmented"), "kernel");
+    assert_eq!(layout("ext4-2007", "contiguous"), "kernel");
     let svg =
         std::fs::read_to_string(dir.join("out/large-delete/delete-ext3-contiguous.svg")).unwrap();
     for class in ["indirect", "block_bitmap", "inode_table"] {
@@ -1310,6 +1314,9 @@ fn large_delete_sigkill_leftovers_are_cleaned_zram_included() {
             "0.01",
             "--fs",
             "ext4",
+            // the kernel writes on zram (the engine's sparse image would use none)
+            "--set",
+            "layout=kernel",
             "--out",
             dir.join("out").to_str().unwrap(),
         ])
@@ -1392,6 +1399,9 @@ fn large_delete_sigterm_mid_write_leaves_nothing() {
             "0.011",
             "--fs",
             "ext4",
+            // the kernel writes on zram (the engine's sparse image would use none)
+            "--set",
+            "layout=kernel",
             "--out",
             dir.join("out").to_str().unwrap(),
         ])

@@ -1260,6 +1260,38 @@ fn large_delete_unknown_fs_lists_the_valid_ones_and_makes_nothing() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `reproduce --set`: a value of `layout` that is not one lists the valid ones, a key that is
+/// not the experiment's lists its keys, and several values point at `sweep`; exit 2, nothing
+/// made.
+#[test]
+fn reproduce_set_refuses_bad_layouts_keys_and_lists() {
+    let dir = scratch("set-bad");
+    for (exp, set, want) in [
+        ("random-read", "layout=disk", "valid: engine, kernel"),
+        ("large-delete", "layout=disk", "valid: engine, kernel"),
+        ("random-read", "nosuch=1", "layout"),
+        ("random-read", "layout=engine,kernel", "layoutlab sweep"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+            .args([
+                "reproduce",
+                exp,
+                "--set",
+                set,
+                "--out",
+                dir.join("out").to_str().unwrap(),
+            ])
+            .env("TMPDIR", &dir)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{exp} --set {set}");
+        let e = stderr(&o);
+        assert!(e.contains(want), "{exp} --set {set}: {e}");
+        assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Run as an unprivileged user, the kernel experiments say what needs root, exit 2, and make
 /// nothing (no loop device over anything of theirs, no file, not even the report directory).
 #[test]

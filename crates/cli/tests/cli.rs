@@ -1235,8 +1235,9 @@ fn large_delete_end_to_end_json_contract() {
         }
     }
     assert!(dir.join("out/large-delete/delete-offset.svg").exists());
-    // ext3's files are 2007's layout (the ext3-2007 policy through libext2fs), the rest the
-    // kernel's; every run has its plot coloured by class.
+    // ext3's files are 2007's layout (the ext3-2007 policy through libext2fs), ext4's
+    // contiguous file the engine's plan of the kernel's write (tests/ext4_engine.rs), the rest
+    // the kernel's; every run has its plot coloured by class.
     let layout = |fs: &str, variant: &str| {
         runs.iter()
             .find(|r| r["fs"] == fs && r["variant"] == variant)
@@ -1248,6 +1249,9 @@ fn large_delete_end_to_end_json_contract() {
     assert_eq!(layout("ext3", "contiguous"), "policy ext3-2007");
     assert_eq!(layout("ext3", "fragmented"), "policy ext3-2007");
     assert_eq!(layout("xfs", "contiguous"), "kernel");
+    assert_eq!(layout("ext4", "contiguous"), "engine ext4-kernel");
+    assert_eq!(layout("ext4", "fragmented"), "kernel");
+    assert_eq!(layout("ext4-2007", "contiguous"), "kernel");
     let svg =
         std::fs::read_to_string(dir.join("out/large-delete/delete-ext3-contiguous.svg")).unwrap();
     for class in ["indirect", "block_bitmap", "inode_table"] {
@@ -1292,6 +1296,38 @@ fn large_delete_unknown_fs_lists_the_valid_ones_and_makes_nothing() {
         "{e}"
     );
     assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `reproduce --set`: a value of `layout` that is not one lists the valid ones, a key that is
+/// not the experiment's lists its keys, and several values point at `sweep`; exit 2, nothing
+/// made.
+#[test]
+fn reproduce_set_refuses_bad_layouts_keys_and_lists() {
+    let dir = scratch("set-bad");
+    for (exp, set, want) in [
+        ("random-read", "layout=disk", "valid: engine, kernel"),
+        ("large-delete", "layout=disk", "valid: engine, kernel"),
+        ("random-read", "nosuch=1", "layout"),
+        ("random-read", "layout=engine,kernel", "layoutlab sweep"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+            .args([
+                "reproduce",
+                exp,
+                "--set",
+                set,
+                "--out",
+                dir.join("out").to_str().unwrap(),
+            ])
+            .env("TMPDIR", &dir)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{exp} --set {set}");
+        let e = stderr(&o);
+        assert!(e.contains(want), "{exp} --set {set}: {e}");
+        assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -1349,6 +1385,9 @@ fn large_delete_sigkill_leftovers_are_cleaned_zram_included() {
             "0.01",
             "--fs",
             "ext4",
+            // the kernel writes on zram (the engine's sparse image would use none)
+            "--set",
+            "layout=kernel",
             "--out",
             dir.join("out").to_str().unwrap(),
         ])
@@ -1431,6 +1470,9 @@ fn large_delete_sigterm_mid_write_leaves_nothing() {
             "0.011",
             "--fs",
             "ext4",
+            // the kernel writes on zram (the engine's sparse image would use none)
+            "--set",
+            "layout=kernel",
             "--out",
             dir.join("out").to_str().unwrap(),
         ])

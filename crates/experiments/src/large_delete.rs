@@ -58,6 +58,22 @@ pub struct LargeDeleteSpec {
     /// driver, whose allocator is not 2007's).
     #[serde(default)]
     pub policy_images: std::collections::BTreeMap<String, String>,
+    /// File systems whose contiguous file today's kernel would write, planned instead by a
+    /// policy proven to place that write as the kernel does (kernel profile → policy;
+    /// tests/ext4_engine.rs) and written through libext2fs as a sparse image, when `layout`
+    /// is "engine". Their fragmented file (two writers' appends, which the ext4 policies do
+    /// not model) stays kernel-written.
+    #[serde(default)]
+    pub engine_images: std::collections::BTreeMap<String, String>,
+    /// "engine" (default) or "kernel" (`--set layout=kernel`: the kernel writes the
+    /// `engine_images` files too, the path the engine is proven against).
+    #[serde(default = "default_layout")]
+    pub layout: String,
+}
+
+/// Who lays out the files of `engine_images` file systems by default.
+fn default_layout() -> String {
+    "engine".into()
 }
 
 const VARIANTS: [&str; 2] = ["contiguous", "fragmented"];
@@ -87,7 +103,14 @@ impl Operation for LargeDelete {
                 bail!("unknown variant '{v}'; valid: {}", VARIANTS.join(", "));
             }
         }
-        for (fs, policy) in &s.policy_images {
+        if !crate::random_read::LAYOUTS.contains(&s.layout.as_str()) {
+            bail!(
+                "unknown layout '{}'; valid: {}",
+                s.layout,
+                crate::random_read::LAYOUTS.join(", ")
+            );
+        }
+        for (fs, policy) in s.policy_images.iter().chain(&s.engine_images) {
             kernel_profile::by_name(fs)?;
             layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())?;
             layoutlab_layout::MkfsProfile::by_name(policy)?;
@@ -107,9 +130,10 @@ pub struct DeleteRun {
     pub fs: String,
     /// "contiguous" or "fragmented".
     pub variant: String,
-    /// Who laid the file out: "kernel" (written through today's kernel), or
-    /// "policy POLICY" (planned by a layoutlab policy and written through libext2fs; the
-    /// kernel mounts it and deletes).
+    /// Who laid the file out: "kernel" (written through today's kernel), "policy POLICY"
+    /// (planned by a period's layoutlab policy and written through libext2fs; the kernel
+    /// mounts it and deletes), or "engine POLICY" (the same, with a policy proven to place
+    /// the write as today's kernel does).
     pub layout: String,
     /// Physically discontiguous extents of the file before the delete (filefrag's count).
     pub fragments: u64,
@@ -173,10 +197,7 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
         "making kernel file systems on zram and loop devices and tracing them",
     )?;
     crate::support::warn_if_leftovers();
-    let chunk = spec.write_chunk_mib * MIB;
-    let file_bytes = ((spec.file_gb * 1e9 * scale) as u64 / chunk).max(1) * chunk;
-    // 1 MiB-aligned, and at least what mkfs.xfs accepts (300 MB).
-    let fs_bytes = (((file_bytes as f64 * spec.fs_per_file) as u64).max(512 * MIB)) / MIB * MIB;
+    let (file_bytes, fs_bytes) = sizes(&spec, scale);
     eprintln!(
         "{} — scale {scale}: a {:.2} GB file on {:.2} GB file systems; delete priced on {device}",
         exp.title,
@@ -198,7 +219,18 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 resident_bytes: fs_bytes / 50 + 64 * MIB,
                 queue: queue.clone(),
             };
-            let policy = spec.policy_images.get(&p.name).cloned();
+            // A period layout always comes from its policy; today's kernel's contiguous
+            // file from the engine unless `layout = "kernel"`.
+            let (policy, label) = match (
+                spec.policy_images.get(&p.name),
+                spec.engine_images.get(&p.name),
+            ) {
+                (Some(policy), _) => (Some(policy.clone()), "policy"),
+                (None, Some(policy)) if spec.layout == "engine" && variant == "contiguous" => {
+                    (Some(policy.clone()), "engine")
+                }
+                _ => (None, "kernel"),
+            };
             let opts = match &policy {
                 // A sparse image: its file data is never written, and the delete reads none.
                 Some(_) => KernelFsOptions {
@@ -216,7 +248,7 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 variant,
                 file_bytes,
                 &device,
-                policy.as_deref(),
+                policy.as_deref().map(|p| (label, p)),
                 exp.seed,
             )
             .with_context(|| format!("{} {variant}", p.name))?;
@@ -230,6 +262,15 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
     report(exp, a, &device, &out_dir, scale, &runs, &h)
 }
 
+/// Sizes of a run at `scale`: (file bytes, a whole number of write chunks; file-system bytes,
+/// 1 MiB-aligned and at least what mkfs.xfs accepts, 300 MB).
+pub fn sizes(spec: &LargeDeleteSpec, scale: f64) -> (u64, u64) {
+    let chunk = spec.write_chunk_mib * MIB;
+    let file_bytes = ((spec.file_gb * 1e9 * scale) as u64 / chunk).max(1) * chunk;
+    let fs_bytes = (((file_bytes as f64 * spec.fs_per_file) as u64).max(512 * MIB)) / MIB * MIB;
+    (file_bytes, fs_bytes)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn one_run(
     spec: &LargeDeleteSpec,
@@ -238,19 +279,25 @@ fn one_run(
     variant: &str,
     file_bytes: u64,
     device: &str,
-    policy: Option<&str>,
+    policy: Option<(&str, &str)>,
     seed: u64,
 ) -> Result<DeleteRun> {
+    let label = policy.map(|(l, _)| l);
+    let policy = policy.map(|(_, p)| p);
     let mut kfs = match policy {
         None => KernelFs::create(opts)?,
         Some(policy) => {
             let population = write_population(variant, opts.bytes, file_bytes, spec);
             let image = policy_image(policy, &population, seed)?;
             eprintln!(
-                "  laid out by the {policy} policy ({} ops, {} indirect blocks), written through libext2fs",
+                "  laid out by the {policy} policy ({} ops, {} mapping blocks), written through libext2fs",
                 population.ops.len(),
                 image.1.mapping_blocks()
             );
+            let opts = &KernelFsOptions {
+                mount_options: image_mount_options(&opts.mount_options, &image.0),
+                ..opts.clone()
+            };
             KernelFs::from_image(opts, &mut |path: &Path| {
                 layoutlab_image::mkfs_profile(path, opts.bytes, &image.0)
                     .map_err(|e| e.to_string())?;
@@ -312,7 +359,7 @@ fn one_run(
         fs: fs.to_string(),
         variant: variant.to_string(),
         layout: match policy {
-            Some(p) => format!("policy {p}"),
+            Some(p) => format!("{} {p}", label.unwrap_or("policy")),
             None => "kernel".into(),
         },
         fragments,
@@ -397,6 +444,26 @@ pub fn write_population(
     }
 }
 
+/// Mount options of an image made with mkfs `profile`: `base`, plus `noinit_itable` when the
+/// profile leaves the inode tables to the kernel (`inode_tables_zeroed = false` with
+/// metadata_csum or uninit_bg: mke2fs 1.47 then marks no group ITABLE_ZEROED). Without it
+/// the kernel's ext4lazyinit thread writes every table after the mount (30 GB at random-read's
+/// scale 1), which the experiments' kernel-made file systems (`lazy_itable_init=0`) never do;
+/// the tables are holes of the sparse image, read as zeros either way.
+pub fn image_mount_options(base: &str, profile: &layoutlab_layout::MkfsProfile) -> String {
+    let lazy = !profile.inode_tables_zeroed
+        && (profile.has_feature("metadata_csum") || profile.has_feature("uninit_bg"));
+    if !lazy {
+        return base.to_string();
+    }
+    [base, "noinit_itable"]
+        .iter()
+        .filter(|o| !o.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// `population` planned by `policy` on its mkfs profile (same name): the profile and the plan.
 pub fn policy_image(
     policy: &str,
@@ -423,7 +490,7 @@ pub fn policy_image(
 /// Write `bytes` of zeros to each of `files`, `chunk` bytes per write(2). With `turn`, the
 /// files take turns of `turn` bytes, each turn ended by fdatasync; the files are closed with
 /// fsync.
-fn write_zeros(files: &[&Path], bytes: u64, chunk: u64, turn: Option<u64>) -> Result<()> {
+pub fn write_zeros(files: &[&Path], bytes: u64, chunk: u64, turn: Option<u64>) -> Result<()> {
     let zeros = vec![0u8; chunk.min(turn.unwrap_or(chunk)) as usize];
     let mut handles = files
         .iter()
@@ -578,6 +645,9 @@ fn report(
            libext2fs, then mounted and deleted by today's kernel (ext3 of 2007: today's ext3 is \
            the ext4 driver in ext3 mode, whose allocator is not 2007's); for the fragmented \
            variant P is given the same two writers taking turns (appends to open files). \
+           'engine P' files are P's plan of what today's kernel writes, block for block \
+           (crates/experiments/tests/ext4_engine.rs; `--set layout=kernel` has the kernel write \
+           them), written through libext2fs as sparse images. \
            'kernel' files were written by today's kernel. ext4-2007 is extents without \
            flex_bg/uninit_bg on today's mballoc. Sector classes come from libext2fs (ext), xfs_db \
            (XFS) and btrfs inspect-internal (btrfs); XFS btree blocks below a root and what the \

@@ -11,8 +11,11 @@
 //!   through libext2fs into a sparse image ([`KernelFs::from_image`]): its indirect blocks
 //!   are real, its data blocks are allocated but never written (holes of the backing file;
 //!   the loop device still sees and serves every read);
-//! - ext4: today's kernel writes the file sequentially with `dd bs=1M` on zram (zero pages
-//!   cost zram no memory), so the extent tree is the kernel's own;
+//! - ext4: the file today's kernel writes with `dd bs=1M conv=fsync`, planned by the engine's
+//!   `ext4-kernel` policy (its blocks and extent tree are the kernel's own for this write,
+//!   tests/ext4_engine.rs) and written through libext2fs as a sparse image; with
+//!   `layout = "kernel"` (`--set layout=kernel`) the kernel writes it on zram instead (zero
+//!   pages cost zram no memory), as the proof does;
 //! - raw: a loop device of the same size over a sparse file.
 //!
 //! Every read reaches the device: the file is checked to have no holes and no unwritten
@@ -71,7 +74,26 @@ pub struct RandomReadSpec {
     /// (kernel profile → policy, whose mkfs profile has the same name).
     #[serde(default)]
     pub policy_images: BTreeMap<String, String>,
+    /// Targets whose file today's kernel would write, planned instead by a policy proven to
+    /// place that write as the kernel does (kernel profile → policy; tests/ext4_engine.rs) and
+    /// written through libext2fs as a sparse image: no data is written, so scale 1 takes
+    /// minutes. Used when `layout` is "engine".
+    #[serde(default)]
+    pub engine_images: BTreeMap<String, String>,
+    /// "engine" (default): `engine_images` targets are planned by the engine; "kernel": the
+    /// kernel writes them with `dd` (the path the engine is proven against;
+    /// `--set layout=kernel`).
+    #[serde(default = "default_layout")]
+    pub layout: String,
 }
+
+/// Who lays out the files of `engine_images` targets by default.
+fn default_layout() -> String {
+    "engine".into()
+}
+
+/// Valid values of `layout`.
+pub const LAYOUTS: [&str; 2] = ["engine", "kernel"];
 
 const MODES: [&str; 2] = ["buffered", "direct"];
 const MIB: u64 = 1 << 20;
@@ -107,7 +129,14 @@ fn check_spec(s: &RandomReadSpec) -> Result<()> {
     for m in &s.modes {
         mode_is_valid(m)?;
     }
-    for (fs, policy) in &s.policy_images {
+    if !LAYOUTS.contains(&s.layout.as_str()) {
+        bail!(
+            "unknown layout '{}'; valid: {}",
+            s.layout,
+            LAYOUTS.join(", ")
+        );
+    }
+    for (fs, policy) in s.policy_images.iter().chain(&s.engine_images) {
         kernel_profile::by_name(fs)?;
         layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())?;
         layoutlab_layout::MkfsProfile::by_name(policy)?;
@@ -139,7 +168,9 @@ pub struct ReadRun {
     pub target: String,
     /// "buffered" or "direct".
     pub mode: String,
-    /// Who laid the file out ("policy ext3-2007", "kernel", "none" for raw).
+    /// Who laid the file out: "policy ext3-2007" (a period's allocator), "engine ext4-kernel"
+    /// (the engine's plan of the kernel's write, proven equal to it), "kernel" (`dd` through
+    /// today's kernel), "none" for raw.
     pub layout: String,
     /// Random reads issued.
     pub reads: u64,
@@ -336,7 +367,13 @@ pub fn run_target(
     workdir: &Path,
     seed: u64,
 ) -> Result<Vec<ReadRun>> {
-    let policy = spec.policy_images.get(name).cloned();
+    // A period layout always comes from its policy; today's kernel's from the engine unless
+    // `layout = "kernel"` asks the kernel to write it.
+    let (policy, label) = match (spec.policy_images.get(name), spec.engine_images.get(name)) {
+        (Some(p), _) => (Some(p.clone()), "policy"),
+        (None, Some(p)) if spec.layout == "engine" => (Some(p.clone()), "engine"),
+        _ => (None, "kernel"),
+    };
     // The loop device presents the priced disk's queue (rotational, read-ahead, request size).
     let queue =
         crate::support::capture_queue(device, Some(spec.read_ahead_kb), Some(spec.max_sectors_kb))?;
@@ -387,24 +424,34 @@ pub fn run_target(
                         },
                         seed,
                     )?;
-                    // What the sparse image really holds: inode tables (written zeroed),
-                    // bitmaps, descriptors (every copy counted), the journal and the file's
-                    // mapping blocks; its data blocks stay holes.
+                    // What the sparse image really holds: bitmaps, descriptors (every
+                    // copy counted), the journal and the file's mapping blocks; its data blocks
+                    // stay holes, and so do the inode tables, which mke2fs punches (the
+                    // image crate checks its own need before mke2fs runs).
                     let g = layoutlab_layout::Geometry::new(&image.0, fs_bytes)?;
-                    let per_group =
-                        g.inode_table_blocks + 2 + 1 + g.gdt_blocks + g.reserved_gdt_blocks;
-                    let meta_blocks = g.group_count() * per_group
+                    // a superblock and descriptor copy only where sparse_super keeps one
+                    let sparse = g.has_feature("sparse_super");
+                    let copies = (0..g.group_count())
+                        .filter(|&group| layoutlab_layout::geometry::group_has_super(group, sparse))
+                        .count() as u64;
+                    let meta_blocks = g.group_count() * 2
+                        + copies * (1 + g.gdt_blocks + g.reserved_gdt_blocks)
                         + g.journal_total_blocks
                         + image.1.mapping_blocks();
                     let opts = KernelFsOptions {
                         backing: Backing::SparseFile(workdir.to_path_buf()),
                         resident_bytes: meta_blocks * u64::from(g.block_size_bytes) + 64 * MIB,
+                        mount_options: crate::large_delete::image_mount_options(
+                            &base.mount_options,
+                            &image.0,
+                        ),
                         ..base
                     };
                     eprintln!(
                         "  laid out by the {policy} policy ({} mapping blocks), written through libext2fs",
                         image.1.mapping_blocks()
                     );
+                    let t = std::time::Instant::now();
                     let k = KernelFs::from_image(&opts, &mut |path: &Path| {
                         layoutlab_image::mkfs_profile(path, opts.bytes, &image.0)
                             .map_err(|e| e.to_string())?;
@@ -412,7 +459,11 @@ pub fn run_target(
                             .map(|_| ())
                             .map_err(|e| e.to_string())
                     })?;
-                    (Target::Fs(Box::new(k)), format!("policy {policy}"))
+                    eprintln!(
+                        "  image made and mounted in {:.1} s",
+                        t.elapsed().as_secs_f64()
+                    );
+                    (Target::Fs(Box::new(k)), format!("{label} {policy}"))
                 }
                 None => {
                     let k = KernelFs::create(&base)?;
@@ -514,7 +565,7 @@ pub fn run_target(
 
 /// `dd if=/dev/zero of=FILE bs=1M count=N conv=fsync`: the file written sequentially by the
 /// kernel, as the post made it.
-fn dd_write(file: &Path, bytes: u64) -> Result<()> {
+pub fn dd_write(file: &Path, bytes: u64) -> Result<()> {
     let out = std::process::Command::new("dd")
         .arg("if=/dev/zero")
         .arg(format!("of={}", file.display()))
@@ -771,10 +822,13 @@ fn report(
         ));
     }
     h.say(
-        "note: ext3's file is the ext3-2007 policy's layout written through libext2fs (its data \
-         blocks are holes of the backing file: the loop device still serves every read); \
-         ext4's is the kernel's own (dd bs=1M on zram); reads are classed by the block they \
-         start in (debugfs). Each target and mode starts cold (remount, caches dropped).\n",
+        "note: a file laid out by 'policy P' or 'engine P' is P's plan written through \
+         libext2fs into a sparse image (its data blocks are holes of the backing file: the loop \
+         device still serves every read); 'engine ext4-kernel' plans the kernel's own dd write, \
+         block for block (crates/experiments/tests/ext4_engine.rs; `--set layout=kernel` has \
+         the kernel write it instead); 'kernel' is dd bs=1M through today's kernel on zram. \
+         Reads are classed by the block they start in (debugfs). Each target and mode starts \
+         cold (remount, caches dropped).\n",
     );
     if !exp.published.source.is_empty() {
         h.say(&format!("published: {}\n", exp.published.source));

@@ -260,9 +260,7 @@ pub fn capture_target(
         Some(spec.read_ahead_kb),
         Some(spec.max_sectors_kb),
     )?;
-    let bytes = spec.mib * MIB;
-    // Room for one file per mode, the file system's metadata and slack.
-    let dev_bytes = (bytes * (spec.modes.len() as u64 + 1)).max(512 * MIB) / MIB * MIB;
+    let dev_bytes = device_bytes(spec);
     let opts = KernelFsOptions {
         kind: match profile {
             Some(p) => p.fs_kind()?,
@@ -318,6 +316,12 @@ pub fn capture_target(
             p
         })
         .collect())
+}
+
+/// Size of each target's device: room for one file per mode, the file system's metadata and
+/// slack.
+pub fn device_bytes(spec: &RequestMergingSpec) -> u64 {
+    (spec.mib * MIB * (spec.modes.len() as u64 + 1)).max(512 * MIB) / MIB * MIB
 }
 
 /// Runs `dd bs=1M count=MIB` for each (mode, op, path) of `plan` as a traced phase of

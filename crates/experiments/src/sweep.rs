@@ -192,6 +192,39 @@ pub fn expand(name_or_path: &str, sets: &[String]) -> Result<Matrix> {
     })
 }
 
+/// The experiment `name_or_path` with `sets` applied (`KEY=VALUE`, one value each, the keys
+/// a sweep's `--set` takes): what `layoutlab reproduce NAME --set KEY=VALUE` runs, e.g.
+/// `--set layout=kernel`. Nothing else of the matrix (no policy axis) is added.
+pub fn with_sets(name_or_path: &str, sets: &[String]) -> Result<Experiment> {
+    let exp = experiment::load(name_or_path)?;
+    let keys = valid_keys(&exp);
+    let mut axes: Axes = BTreeMap::new();
+    for s in sets {
+        let (key, mut values) = parse_set(s)?;
+        if !keys.contains(&key) {
+            bail!(
+                "--set {key}: not a key of {} (a {} experiment); valid: {}",
+                exp.name,
+                exp.operation,
+                keys.join(", ")
+            );
+        }
+        if values.len() != 1 {
+            bail!("--set {s}: reproduce runs one value (`layoutlab sweep` runs several)");
+        }
+        check_values(&key, &values)?;
+        axes.insert(key, vec![values.remove(0)]);
+    }
+    let one: BTreeMap<String, toml::Value> = axes
+        .into_iter()
+        .map(|(k, mut v)| (k, v.remove(0)))
+        .collect();
+    let base: toml::Table =
+        toml::from_str(&experiment_text(name_or_path)?).context("parsing the experiment")?;
+    let spec = cell_spec(&base, &exp, &cell_id(&exp.name, &one), &one)?;
+    experiment::parse(&spec, &format!("{} with {}", exp.name, describe(&one)))
+}
+
 /// `policy=x, scale=0.01` for messages.
 pub fn describe(axes: &BTreeMap<String, toml::Value>) -> String {
     axes.iter()

@@ -3,8 +3,9 @@
 //! at offsets chosen in the direct blocks, under the single indirect block and under two
 //! indirect blocks of the double-indirect tree. Cold, each mapping block is read from the
 //! device once — the first time a read needs it — and never again (the buffer cache keeps
-//! it); the same reads on ext4 read the extent tree's leaf once, if the kernel's extents did
-//! not fit in the inode (and none if they did). Root only.
+//! it); the same reads on ext4 (the engine's file, and the kernel's own with
+//! `layout = "kernel"`) read the extent tree's leaf once, if the extents did not fit in the
+//! inode (and none if they did). Root only.
 
 use layoutlab_experiments::random_read::{run_target, sizes, RandomReadSpec};
 use std::collections::BTreeSet;
@@ -53,8 +54,10 @@ fn mapping_reads_are_the_distinct_mapping_blocks_the_reads_walk_through() {
     // IND, DIND, DIND.0, DIND.3, DIND.14
     assert_eq!(expected.len(), 5);
     let work = std::env::temp_dir();
-    for target in ["ext3", "ext4"] {
+    // ext4 twice: the engine's file (the default) and the kernel's own dd (`layout=kernel`)
+    for (target, layout) in [("ext3", "engine"), ("ext4", "engine"), ("ext4", "kernel")] {
         let profile = layoutlab_experiments::kernel_profile::by_name(target).unwrap();
+        spec.layout = layout.to_string();
         let runs = run_target(
             &spec,
             target,
@@ -81,7 +84,12 @@ fn mapping_reads_are_the_distinct_mapping_blocks_the_reads_walk_through() {
             // A tree of depth 0 (extents in the inode) or 1 (one leaf, every read needs it).
             assert!(r.mapping_blocks <= 1, "{r:?}");
             assert_eq!(r.mapping_reads, r.mapping_blocks, "{r:?}");
-            assert_eq!(r.layout, "kernel");
+            let by = if layout == "kernel" {
+                "kernel"
+            } else {
+                "engine ext4-kernel"
+            };
+            assert_eq!(r.layout, by);
         }
         assert!(r.seconds > 0.0);
     }

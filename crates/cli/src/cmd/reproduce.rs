@@ -84,6 +84,11 @@ pub struct Args {
     /// published runs used).
     #[arg(long, value_name = "VERSION", value_parser = ["today", "1.40.2", "1.41.4", "1.41.14", "period"])]
     e2fsck: Option<String>,
+    /// Set a key of the experiment's table for this run, as a sweep's `--set` does (one value
+    /// each; repeatable). E.g. random-read and large-delete `--set layout=kernel`: today's
+    /// kernel writes the ext4 files the engine otherwise plans (the engine's proof).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
 }
 
 /// Arguments of `experiments`.
@@ -119,7 +124,11 @@ pub fn run(a: Args) -> Result<()> {
     if a.only.is_some() {
         anyhow::bail!("--only goes with `reproduce all`");
     }
-    let exp = experiment::load(&a.name)?;
+    let exp = if a.set.is_empty() {
+        experiment::load(&a.name)?
+    } else {
+        layoutlab_experiments::sweep::with_sets(&a.name, &a.set)?
+    };
     if a.closed_loop.is_some() && exp.operation != "fsck" {
         anyhow::bail!(
             "--closed-loop captures e2fsck on the emulated device and applies to fsck experiments; '{}' is a {} experiment",
@@ -177,7 +186,13 @@ fn run_all(a: &Args) -> Result<()> {
         }
         None => experiment::names().iter().map(|s| s.to_string()).collect(),
     };
-    if a.device.is_some() || a.fs.is_some() || a.sensitivity || a.keep || a.mode.is_some() {
+    if a.device.is_some()
+        || a.fs.is_some()
+        || a.sensitivity
+        || a.keep
+        || a.mode.is_some()
+        || !a.set.is_empty()
+    {
         anyhow::bail!("reproduce all runs each experiment as shipped: only --scale, --out, --only, --json and --workdir apply");
     }
     std::fs::create_dir_all(&a.out)

@@ -147,6 +147,8 @@ fn plan_layout(
         max_sectors_kb: 0,
         extra_mount_options: String::new(),
         policy_images: BTreeMap::new(),
+        engine_images: BTreeMap::new(),
+        layout: "engine".into(),
     };
     let (file_bytes, fs_bytes) = sizes(&rr, scale);
     let (_, geometry, plan) = plan_file(policy, file_bytes, fs_bytes, seed)?;

@@ -207,6 +207,12 @@ impl Mballoc {
         }
     }
 
+    /// Whether this is today's mballoc ([`Mballoc::today`]): the kernel whose extent-tree
+    /// goals the ext4 path follows (extents.c of Linux 6.x).
+    pub fn is_today(&self) -> bool {
+        self.today
+    }
+
     /// Today's group preallocations' unused blocks as (group, blocks): used in the map (the
     /// buddy holds them) but free to the counters (see `SbTotals::held`).
     pub fn held(&self) -> Vec<(u64, u64)> {

@@ -34,6 +34,7 @@ pub mod output;
 pub mod predict;
 pub mod random_read;
 pub mod request_merging;
+pub mod stages;
 pub mod support;
 pub mod sweep;
 

@@ -112,6 +112,11 @@ fn the_page_renders_in_a_real_browser() {
     for x in xs {
         assert_eq!(x["status"], "done", "{x}");
         assert!(x["result"].is_object(), "{x}");
+        // where its time went, by the run's own clock: the six stages, within its wall time
+        let stages = x["stage_seconds"].as_object().unwrap();
+        assert_eq!(stages.len(), 6, "{x}");
+        let sum: f64 = stages.values().map(|v| v.as_f64().unwrap()).sum();
+        assert!(sum > 0.0 && sum <= x["seconds"].as_f64().unwrap(), "{x}");
     }
     let page = dir.join("index.html");
     for width in [1280, 390] {

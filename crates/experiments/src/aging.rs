@@ -502,6 +502,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         }
         for &n in &spec.ages {
             let t = Instant::now();
+            let generating = crate::stages::enter(crate::stages::PLAN);
             let aged = if n == 0.0 {
                 tree.clone()
             } else {
@@ -514,6 +515,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 )
                 .with_context(|| format!("aging {} by {n} capacities", pop.name))?
             };
+            drop(generating);
             let aging_operations = (aged.ops.len() - tree.ops.len()) as u64;
             eprintln!(
                 "{} age {n}: {aging_operations} aging operations made in {:.1} s",
@@ -571,6 +573,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         }
     }
     let seconds = started.elapsed().as_secs_f64();
+    let _reporting = crate::stages::enter(crate::stages::REPORT);
     let conclusion = conclude(&spec, &runs);
     // tables
     for pop in &pops {
@@ -689,12 +692,14 @@ fn run_cell(
     let profile = MkfsProfile::by_name(spec.mkfs_profile_of(pname))?;
     let geo = Geometry::new(&profile, pop.fs_bytes)?;
     let pol = policy::by_name(pname, &PolicyParams::new())?;
+    let planning = crate::stages::enter(crate::stages::PLAN);
     let plan = pol
         .plan(&geo, pop, exp.seed)
         .with_context(|| format!("{pname} planning {} at age {n}", pop.name))?;
     plan.check(&geo)
         .map_err(|e| anyhow::anyhow!("policy {pname} made an inconsistent plan: {e}"))?;
     let metrics = LayoutMetrics::of(&plan, &geo);
+    drop(planning);
     let image_path = opts.workdir.join(format!("{}-{pname}-{n}.img", exp.name));
     if image_path.exists() {
         bail!(
@@ -702,7 +707,9 @@ fn run_cell(
             image_path.display()
         );
     }
-    let image = crate::fsck::run::make_image(&image_path, &profile, &geo)?;
+    let image = crate::stages::timed(crate::stages::IMAGE, || {
+        crate::fsck::run::make_image(&image_path, &profile, &geo)
+    })?;
     let run = run_one(fsck_spec, opts, &geo, &plan, image.path(), 0.0)?;
     drop(image);
     let bs = u64::from(geo.block_size_bytes);

@@ -175,8 +175,10 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let tree = a.tree.clone().unwrap_or_else(|| spec.tree.clone());
     // At scale 1 this is the tree itself (population_by_name); below it, the same shape at
     // fewer entries (a population of sized files, bench5, shrinks its sizes instead).
-    let population = layoutlab_workload::population_shrunk(&tree, scale)
-        .with_context(|| format!("the tree of experiment '{}' at scale {scale}", exp.name))?;
+    let population = crate::stages::timed(crate::stages::PLAN, || {
+        layoutlab_workload::population_shrunk(&tree, scale)
+            .with_context(|| format!("the tree of experiment '{}' at scale {scale}", exp.name))
+    })?;
     let devices: Vec<String> = match &a.device {
         Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
         None => spec.devices.clone(),
@@ -222,11 +224,13 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let mut traces = Vec::new();
     for (policy, profile, geometry) in &formats {
         let t = std::time::Instant::now();
+        let planning = crate::stages::enter(crate::stages::PLAN);
         let plan =
             policy_by_name(policy, &PolicyParams::new())?.plan(geometry, &population, exp.seed)?;
         plan.check(geometry)
             .map_err(|e| anyhow::anyhow!("policy {policy} made an inconsistent plan: {e}"))?;
         let itable = InodeTables::new(geometry, &plan);
+        drop(planning);
         eprintln!(
             "[{policy}] planned {} inodes in {:.1} s",
             plan.inodes.len(),
@@ -247,6 +251,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
         // Where a default run's time goes (issue 32): the image and the untraced path walk are
         // logged apart from the traced walks below.
         let t = std::time::Instant::now();
+        let image_stage = crate::stages::enter(crate::stages::IMAGE);
         let mut kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
             layoutlab_image::mkfs_profile(path, fs_bytes, profile).map_err(|e| e.to_string())?;
             layoutlab_image::materialize(path, &plan).map_err(|e| e.to_string())?;
@@ -264,10 +269,12 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
             readdir_paths.len(),
             t.elapsed().as_secs_f64()
         );
+        drop(image_stage);
         let mut random_paths = readdir_paths.clone();
         random_paths.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(exp.seed));
         for order in &spec.orders {
             for &k in &settings {
+                let capture_stage = crate::stages::enter(crate::stages::CAPTURE);
                 set_tunable(&sysfs, k)?;
                 kfs.drop_caches()?;
                 let t = std::time::Instant::now();
@@ -292,6 +299,8 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
                     }
                 })?;
                 let captured = traced.finish()?;
+                drop(capture_stage);
+                let _pricing = crate::stages::enter(crate::stages::PRICE);
                 let trace = captured.capture.trace;
                 let (wasted, itable_blocks) = itable.read_stats(&trace);
                 let reads: Vec<_> = trace
@@ -334,6 +343,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let per_block = u64::from(formats[0].2.inodes_per_group) / formats[0].2.inode_table_blocks;
     let fs_bytes = population.fs_bytes;
     let mut implied: BTreeMap<(String, u64), f64> = BTreeMap::new();
+    let pricing = crate::stages::enter(crate::stages::PRICE);
     for d in &devices {
         for &k in &settings {
             let blocks = k.max(1);
@@ -353,6 +363,8 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
             );
         }
     }
+    drop(pricing);
+    let _reporting = crate::stages::enter(crate::stages::REPORT);
     for r in &mut runs {
         r.fio_implied_seconds = implied[&(r.device.clone(), r.readahead_blks)];
     }

@@ -259,6 +259,7 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
             runs.push(run);
         }
     }
+    let _reporting = crate::stages::enter(crate::stages::REPORT);
     report(exp, a, &device, &out_dir, scale, &runs, &h)
 }
 
@@ -284,6 +285,7 @@ fn one_run(
 ) -> Result<DeleteRun> {
     let label = policy.map(|(l, _)| l);
     let policy = policy.map(|(_, p)| p);
+    let image_stage = crate::stages::enter(crate::stages::IMAGE);
     let mut kfs = match policy {
         None => KernelFs::create(opts)?,
         Some(policy) => {
@@ -340,6 +342,8 @@ fn one_run(
         }
         FsKind::Btrfs => (None, Some(crate::fs_classes::btrfs(kfs.device().path())?)),
     };
+    drop(image_stage);
+    let capture_stage = crate::stages::enter(crate::stages::CAPTURE);
     kfs.drop_caches()?;
     let t = std::time::Instant::now();
     let mut traced = kfs.trace(&TraceOptions::default())?;
@@ -352,6 +356,8 @@ fn one_run(
     drop(kfs);
     let phase = &captured.phases[0];
     let trace = captured.capture.trace;
+    drop(capture_stage);
+    let _pricing = crate::stages::enter(crate::stages::PRICE);
     let mut dev = crate::support::load_device(device)?;
     let replayed = replay(dev.as_mut(), &trace, &ReplayOptions::default());
     Ok(DeleteRun {

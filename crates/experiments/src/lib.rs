@@ -35,6 +35,7 @@ pub mod predict;
 pub mod random_file;
 pub mod random_read;
 pub mod request_merging;
+pub mod stages;
 pub mod support;
 pub mod sweep;
 

@@ -61,7 +61,9 @@ impl Operation for MkfsOverhead {
     }
 
     fn run(&self, exp: &Experiment, args: &RunArgs) -> Result<()> {
-        let report = compute(exp)?;
+        // mke2fs's arithmetic in memory: no image is made, so it is all planning.
+        let report = crate::stages::timed(crate::stages::PLAN, || compute(exp))?;
+        let _reporting = crate::stages::enter(crate::stages::REPORT);
         let human = Human::new(args.json.as_deref());
         let text = render(exp, &report);
         human.say(&text);

@@ -331,6 +331,7 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
         }
         runs.extend(got);
     }
+    let _reporting = crate::stages::enter(crate::stages::REPORT);
     report(exp, a, &device, scale, file_bytes, &runs, &h)
 }
 
@@ -374,6 +375,7 @@ pub fn run_target(
         (None, Some(p)) if spec.layout == "engine" => (Some(p.clone()), "engine"),
         _ => (None, "kernel"),
     };
+    let image_stage = crate::stages::enter(crate::stages::IMAGE);
     // The loop device presents the priced disk's queue (rotational, read-ahead, request size).
     let queue =
         crate::support::capture_queue(device, Some(spec.read_ahead_kb), Some(spec.max_sectors_kb))?;
@@ -494,8 +496,10 @@ pub fn run_target(
             Some(ExtLayout::read(k.device().path(), "/big")?)
         }
     };
+    drop(image_stage);
     let mut runs = Vec::new();
     for mode in modes {
+        let capture_stage = crate::stages::enter(crate::stages::CAPTURE);
         let (path, dev_name) = match &mut target {
             Target::Raw { loopdev, .. } => {
                 layoutlab_rig::drop_caches()?;
@@ -523,6 +527,8 @@ pub fn run_target(
             offs,
             spec.read_bytes,
         )?;
+        drop(capture_stage);
+        let _pricing = crate::stages::enter(crate::stages::PRICE);
         let mut dev = crate::support::load_device(device)?;
         let replayed = replay(dev.as_mut(), &trace, &ReplayOptions::default());
         let request_class: Vec<&'static str> = trace

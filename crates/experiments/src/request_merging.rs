@@ -171,8 +171,10 @@ fn run_request_merging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let spec: RequestMergingSpec = exp.params()?;
     check_spec(&spec)?;
     let h = Human::new(a.json.as_deref());
-    if a.scale.is_some() || a.fs.is_some() {
-        bail!("request-merging takes no --scale or --fs (the dd size is the experiment's `mib`; targets are raw, ext3, ext4)");
+    // It runs as published only; `--scale 1` says just that (as `reproduce all --scale 1` and
+    // `bench experiment all --scale 1` pass it to every experiment).
+    if a.scale.is_some_and(|s| s != 1.0) || a.fs.is_some() {
+        bail!("request-merging takes no --scale other than 1, and no --fs (the dd size is the experiment's `mib`; targets are raw, ext3, ext4)");
     }
     let devices: Vec<String> = match &a.device {
         Some(d) => d.split(',').map(|s| s.trim().to_string()).collect(),
@@ -216,7 +218,8 @@ fn run_request_merging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         }
         phases.extend(got);
     }
-    let runs = price(&phases, &devices)?;
+    let runs = crate::stages::timed(crate::stages::PRICE, || price(&phases, &devices))?;
+    let _reporting = crate::stages::enter(crate::stages::REPORT);
     report(exp, a, &spec, &devices, &phases, &runs, &h)
 }
 
@@ -274,6 +277,7 @@ pub fn capture_target(
         resident_bytes: dev_bytes / 50 + 64 * MIB,
         queue: queue.clone(),
     };
+    let image_stage = crate::stages::enter(crate::stages::IMAGE);
     let stack = match profile {
         None => {
             check_fits(&opts)?;
@@ -294,6 +298,9 @@ pub fn capture_target(
             Stack::Fs(k) => k.mount_point().join(format!("dd-{mode}")),
         }
     };
+    drop(image_stage);
+    // The dd writes are the experiment's subject, traced like its reads.
+    let _capture_stage = crate::stages::enter(crate::stages::CAPTURE);
     let mut plan = Vec::new();
     for mode in &spec.modes {
         for op in [Op::Write, Op::Read] {

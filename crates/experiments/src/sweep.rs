@@ -133,6 +133,9 @@ fn experiment_text(name_or_path: &str) -> Result<String> {
 /// Without `--set`, an experiment comparing policies has one cell per policy. Every unknown
 /// key or value is an error listing the valid ones; nothing is written here.
 pub fn expand(name_or_path: &str, sets: &[String]) -> Result<Matrix> {
+    if name_or_path == ALL {
+        return expand_all(sets);
+    }
     let exp = experiment::load(name_or_path)?;
     let text = experiment_text(name_or_path)?;
     let keys = valid_keys(&exp);
@@ -223,6 +226,86 @@ pub fn with_sets(name_or_path: &str, sets: &[String]) -> Result<Experiment> {
         toml::from_str(&experiment_text(name_or_path)?).context("parsing the experiment")?;
     let spec = cell_spec(&base, &exp, &cell_id(&exp.name, &one), &one)?;
     experiment::parse(&spec, &format!("{} with {}", exp.name, describe(&one)))
+}
+
+/// The name of the sweep of every shipped experiment (`layoutlab sweep all`).
+pub const ALL: &str = "all";
+
+/// `reproduce all` as one sweep: one cell per shipped experiment (`--set experiment=A,B`
+/// picks some), each the experiment's own file, at `--set scale=S` (one value) where the
+/// experiment has a scale; an experiment without one (fio-randread, mkfs-overhead,
+/// request-merging) runs as shipped, its only scale being 1. The cell's axes are
+/// `experiment` and, where it applies, `scale`.
+pub fn expand_all(sets: &[String]) -> Result<Matrix> {
+    let mut names: Vec<String> = experiment::names().iter().map(|s| s.to_string()).collect();
+    let mut scale: Option<toml::Value> = None;
+    for s in sets {
+        let (key, values) = parse_set(s)?;
+        match key.as_str() {
+            "experiment" => {
+                for v in &values {
+                    if !v.as_str().is_some_and(|n| names.iter().any(|x| x == n)) {
+                        bail!(
+                            "--set experiment: unknown experiment {v}; valid: {}",
+                            names.join(", ")
+                        );
+                    }
+                }
+                names.retain(|n| values.iter().any(|v| v.as_str() == Some(n)));
+            }
+            "scale" => {
+                check_values("scale", &values)?;
+                let [v] = values.as_slice() else {
+                    bail!("--set scale: a sweep of all experiments takes one scale (each experiment is one cell)");
+                };
+                scale = Some(v.clone());
+            }
+            _ => bail!(
+                "--set {key}: not an axis of a sweep of all experiments; valid: experiment, scale"
+            ),
+        }
+    }
+    let mut axes: Axes = BTreeMap::new();
+    axes.insert(
+        "experiment".into(),
+        names
+            .iter()
+            .map(|n| toml::Value::String(n.clone()))
+            .collect(),
+    );
+    if let Some(v) = &scale {
+        axes.insert("scale".into(), vec![v.clone()]);
+    }
+    let mut cells = Vec::new();
+    let mut specs = Vec::new();
+    let mut needs = false;
+    for (index, name) in names.iter().enumerate() {
+        let exp = experiment::load(name)?;
+        let base: toml::Table = toml::from_str(&experiment_text(name)?)
+            .with_context(|| format!("parsing experiment {name}"))?;
+        let mut own = BTreeMap::new();
+        if let (Some(v), true) = (&scale, exp.params.contains_key("default_scale")) {
+            own.insert("scale".to_string(), v.clone());
+        }
+        let mut a = own.clone();
+        a.insert("experiment".into(), toml::Value::String(name.clone()));
+        let id = cell_id(ALL, &a);
+        let spec = cell_spec(&base, &exp, &id, &own)?;
+        experiment::parse(&spec, &format!("cell {id} ({})", describe(&a)))?;
+        needs |= needs_root(&exp.operation);
+        cells.push(Cell { index, id, axes: a });
+        specs.push(spec);
+    }
+    Ok(Matrix {
+        manifest: Manifest {
+            experiment: ALL.into(),
+            operation: "every experiment's own".into(),
+            needs_root: needs,
+            axes,
+            cells,
+        },
+        specs,
+    })
 }
 
 /// `policy=x, scale=0.01` for messages.
@@ -480,7 +563,11 @@ pub fn page(dir: &Path) -> Result<String> {
         let exp = experiment::parse(&toml_text, &d.join("cell.toml").display().to_string()).ok();
         let st = state(dir, &c.id);
         let exit = read_json(&d.join("exit.json"));
-        let report = d.join("report").join(&m.experiment);
+        // a cell's report is under its experiment's name (a sweep of all: each cell's own)
+        let report = d.join("report").join(
+            exp.as_ref()
+                .map_or(m.experiment.as_str(), |e| e.name.as_str()),
+        );
         let device = exp.as_ref().map(|e| e.device.clone()).unwrap_or_default();
         all_page::add_preset(&mut presets, &device);
         let log = std::fs::read_to_string(d.join("log.txt")).unwrap_or_default();
@@ -541,6 +628,75 @@ mod tests {
 
     fn sets(s: &[&str]) -> Vec<String> {
         s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_sweep_of_all_at_scale_1_is_one_cell_per_experiment_as_shipped_at_scale_1() {
+        let m = expand(ALL, &sets(&["scale=1"])).unwrap();
+        let names = experiment::names();
+        assert_eq!(m.manifest.cells.len(), names.len());
+        assert_eq!(m.manifest.experiment, ALL);
+        assert!(m.manifest.needs_root);
+        let ids: std::collections::BTreeSet<&str> =
+            m.manifest.cells.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids.len(), names.len(), "ids repeat: {:?}", m.manifest.cells);
+        for ((c, spec), name) in m.manifest.cells.iter().zip(&m.specs).zip(&names) {
+            assert_eq!(c.axes["experiment"].as_str(), Some(*name));
+            let cell = experiment::parse(spec, "cell").unwrap();
+            let shipped = experiment::load(name).unwrap();
+            assert_eq!(cell.name, shipped.name);
+            assert_eq!(cell.operation, shipped.operation);
+            match shipped.params.get("default_scale") {
+                // the scale is the cell's; every other key is the experiment's own
+                Some(_) => {
+                    assert_eq!(c.axes["scale"].as_integer(), Some(1), "{name}");
+                    assert_eq!(cell.params["default_scale"].as_float(), Some(1.0), "{name}");
+                    let mut p = cell.params.clone();
+                    let mut q = shipped.params.clone();
+                    p.remove("default_scale");
+                    q.remove("default_scale");
+                    assert_eq!(p, q, "{name}");
+                }
+                // no scale: runs as shipped, its only scale being 1
+                None => {
+                    assert!(!c.axes.contains_key("scale"), "{name}");
+                    assert_eq!(cell.params, shipped.params, "{name}");
+                }
+            }
+        }
+        // stable: the same cells every time, so a resubmission finds what is done
+        assert_eq!(
+            expand(ALL, &sets(&["scale=1"])).unwrap().manifest.cells,
+            m.manifest.cells
+        );
+    }
+
+    #[test]
+    fn a_sweep_of_all_picks_experiments_and_refuses_other_axes() {
+        let m = expand(
+            ALL,
+            &sets(&["experiment=fio-randread,metacluster-fsck", "scale=0.5"]),
+        )
+        .unwrap();
+        let picked: Vec<&str> = m
+            .manifest
+            .cells
+            .iter()
+            .map(|c| c.axes["experiment"].as_str().unwrap())
+            .collect();
+        assert_eq!(picked, ["metacluster-fsck", "fio-randread"]);
+        assert!(m.manifest.needs_root);
+        let only_fio = expand(ALL, &sets(&["experiment=fio-randread"])).unwrap();
+        assert!(!only_fio.manifest.needs_root);
+        for (bad, says) in [
+            ("scale=0.5,1", "one scale"),
+            ("scale=2", "not a scale"),
+            ("policy=ext3-2007", "valid: experiment, scale"),
+            ("experiment=nope", "valid: metacluster-fsck"),
+        ] {
+            let e = expand(ALL, &sets(&[bad])).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -89,6 +89,12 @@ pub struct Args {
     /// kernel writes the ext4 files the engine otherwise plans (the engine's proof).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// Write where this run's wall time went as JSON to PATH: `{"wall_seconds",
+    /// "stage_seconds": {"plan", "image", "capture", "price", "report", "other"}}`, the stages
+    /// adding up to the wall time (time when several stages run at once is shared among them;
+    /// `layoutlab bench experiment` reads it).
+    #[arg(long, value_name = "PATH")]
+    stage_times: Option<PathBuf>,
 }
 
 /// Arguments of `experiments`.
@@ -117,8 +123,12 @@ pub fn list(a: ListArgs) -> Result<()> {
 
 /// Run an experiment.
 pub fn run(a: Args) -> Result<()> {
+    layoutlab_experiments::stages::begin();
     layoutlab_rig::cleanup::install();
     if a.name == "all" {
+        if a.stage_times.is_some() {
+            anyhow::bail!("--stage-times times one experiment; `reproduce all` gives each one's seconds in all.json");
+        }
         return run_all(&a);
     }
     if a.only.is_some() {
@@ -160,7 +170,11 @@ pub fn run(a: Args) -> Result<()> {
         e2fsck: a.e2fsck,
         closed_loop: a.closed_loop,
     };
-    exp.operation()?.run(&exp, &args)
+    exp.operation()?.run(&exp, &args)?;
+    if let Some(path) = &a.stage_times {
+        write_json(path, &layoutlab_experiments::stages::snapshot())?;
+    }
+    Ok(())
 }
 
 /// `reproduce all`: each experiment as its own `layoutlab reproduce NAME` process (its output
@@ -323,6 +337,8 @@ fn run_all(a: &Args) -> Result<()> {
             .arg(&out)
             .arg("--json")
             .arg(&json)
+            .arg("--stage-times")
+            .arg(dir.join("stages.json"))
             .stdout(std::fs::File::create(dir.join("output.txt"))?)
             .stderr(std::fs::File::create(dir.join("log.txt"))?);
         if let Some(s) = a.scale {
@@ -366,10 +382,16 @@ fn run_all(a: &Args) -> Result<()> {
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or(serde_json::Value::Null);
+        // Where its time went (the run's own clock; absent if it failed).
+        let stage_seconds: serde_json::Value = std::fs::read_to_string(dir.join("stages.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .map_or(serde_json::Value::Null, |v| v["stage_seconds"].clone());
         results.push(serde_json::json!({
             "name": n,
             "status": if status.success() { "done" } else { "failed" },
             "seconds": secs,
+            "stage_seconds": stage_seconds,
             "result": result,
         }));
         match &bar {

@@ -29,7 +29,9 @@ pub struct Args {
 /// Run a sweep.
 #[derive(ClapArgs)]
 struct StartArgs {
-    /// Experiment name (see `layoutlab experiments`) or path to an experiment TOML file.
+    /// Experiment name (see `layoutlab experiments`), path to an experiment TOML file, or
+    /// `all`: `reproduce all` as one sweep, one cell per shipped experiment (axes: `scale`,
+    /// one value, where an experiment has one; `experiment=A,B` to pick some).
     #[arg(required = true)]
     experiment: Option<String>,
     /// An axis and its values, KEY=V1,V2,... (repeatable). Keys: device, policy and scale

@@ -257,7 +257,11 @@ fn run(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let layouts: Vec<Layout> = spec
         .layouts
         .iter()
-        .map(|(name, policy)| plan_layout(name, policy, &spec, scale, exp.seed))
+        .map(|(name, policy)| {
+            crate::stages::timed(crate::stages::PLAN, || {
+                plan_layout(name, policy, &spec, scale, exp.seed)
+            })
+        })
         .collect::<Result<_>>()?;
     let ext3_mapping = layouts
         .iter()
@@ -269,6 +273,8 @@ fn run(exp: &Experiment, a: &RunArgs) -> Result<()> {
         .map(|m| ((m * ext3_mapping as f64).round() as usize).max(2))
         .collect();
     let mut runs = Vec::new();
+    // Simulating each cache and replaying its misses.
+    let pricing = crate::stages::enter(crate::stages::PRICE);
     for l in &layouts {
         eprintln!(
             "  {} ({}): {} mapping blocks",
@@ -291,6 +297,8 @@ fn run(exp: &Experiment, a: &RunArgs) -> Result<()> {
             }
         }
     }
+    drop(pricing);
+    let _reporting = crate::stages::enter(crate::stages::REPORT);
     report(
         exp, a, &spec, &device, scale, &layouts, &memories, &runs, &h,
     )

@@ -106,6 +106,7 @@ fn run_fio(exp: &Experiment, a: &RunArgs) -> Result<()> {
         _ => None,
     };
     let mut runs = Vec::new();
+    let pricing = crate::stages::enter(crate::stages::PRICE);
     for bs in &spec.bs {
         let bs_bytes = parse_size(bs).map_err(anyhow::Error::msg)?;
         let mut dev = load_device(device)?;
@@ -138,6 +139,8 @@ fn run_fio(exp: &Experiment, a: &RunArgs) -> Result<()> {
             as_registered_iops,
         });
     }
+    drop(pricing);
+    let _reporting = crate::stages::enter(crate::stages::REPORT);
     let mut t = Table::new(
         &format!(
             "{} on {device}: {} qd{} span {}",

@@ -124,6 +124,7 @@ pub fn run_fsck(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let runs = fsck_experiment::run(exp, &opts)?;
     let experiment_seconds = started.elapsed().as_secs_f64();
+    let _reporting = crate::stages::enter(crate::stages::REPORT);
     render(
         exp,
         a,
@@ -447,7 +448,9 @@ pub fn render(
             .map(|r| (r.policy.clone(), &r.trace, r.cpu_outside_trace_seconds))
             .collect();
         let alts = alternatives(exp, device);
-        let rows = sensitivity::run(device, &exp.sensitivity, alts, &traces, cpu_scale)?;
+        let rows = crate::stages::timed(crate::stages::PRICE, || {
+            sensitivity::run(device, &exp.sensitivity, alts, &traces, cpu_scale)
+        })?;
         let policies: Vec<String> = runs.iter().map(|r| r.policy.clone()).collect();
         let t = sensitivity::table(
             &format!("sensitivity of the prediction at scale {scale}: one preset value changed at a time, same traces"),

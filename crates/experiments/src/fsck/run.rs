@@ -214,9 +214,12 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         bail!("--scale must be in (0, 1], got {}", opts.scale);
     }
     // Resolve every name before any work, so a typo fails at once and changes nothing.
-    let population = layoutlab_workload::population_by_name(&spec.workload)
-        .with_context(|| format!("workload of experiment '{}'", exp.name))?
-        .scale(opts.scale)?;
+    let population = crate::stages::timed(crate::stages::PLAN, || {
+        layoutlab_workload::population_by_name(&spec.workload)
+            .with_context(|| format!("workload of experiment '{}'", exp.name))?
+            .scale(opts.scale)
+            .map_err(anyhow::Error::from)
+    })?;
     let policies = spec
         .policies
         .iter()
@@ -261,10 +264,12 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
                       (profile, geometry): &(MkfsProfile, Geometry)|
      -> Result<PolicyRun> {
         let t = Instant::now();
+        let planning = crate::stages::enter(crate::stages::PLAN);
         let plan = pol.plan(geometry, &population, exp.seed)?;
         let plan_seconds = t.elapsed().as_secs_f64();
         plan.check(geometry)
             .map_err(|e| anyhow::anyhow!("policy {} made an inconsistent plan: {e}", pol.name()))?;
+        drop(planning);
         progress(
             pol.name(),
             &format!(
@@ -277,7 +282,9 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         let image_path = image_path(exp, opts, pol.name());
         // kept only after a successful run with --keep: a half-written image never stays
         let t = Instant::now();
-        let image = make_image(&image_path, profile, geometry)?;
+        let image = crate::stages::timed(crate::stages::IMAGE, || {
+            make_image(&image_path, profile, geometry)
+        })?;
         let mkfs_seconds = t.elapsed().as_secs_f64();
         let mut run = run_one(spec, opts, geometry, &plan, image.path(), mkfs_seconds)?;
         run.measured_here.stage_seconds.plan = plan_seconds;
@@ -369,6 +376,7 @@ pub(crate) fn run_one(
         ..StageSeconds::default()
     };
     let stats = {
+        let _stage = crate::stages::enter(crate::stages::IMAGE);
         let _one_at_a_time = LIBEXT2FS.lock().unwrap_or_else(|p| p.into_inner());
         layoutlab_image::materialize(image, plan)?
     };
@@ -385,6 +393,7 @@ pub(crate) fn run_one(
 
     let t = Instant::now();
     let run = {
+        let _stage = crate::stages::enter(crate::stages::CAPTURE);
         let queue = crate::support::capture_queue(
             &opts.device,
             Some(spec.os_read_ahead_kb),
@@ -478,6 +487,7 @@ pub(crate) fn run_one(
     let read = indirect_blocks_read(plan, &trace, geometry.block_size_bytes);
     let t = Instant::now();
     let fs_sectors = geometry.blocks_count * u64::from(geometry.block_size_bytes) / 512;
+    let _pricing = crate::stages::enter(crate::stages::PRICE);
     let mut device = super::split::linear_device(&opts.device, fs_sectors)?;
     let replayed = replay(
         device.as_mut(),

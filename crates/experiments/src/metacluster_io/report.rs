@@ -149,6 +149,7 @@ fn price_reads(
     device: &str,
     cpu_scale: f64,
 ) -> Result<[BenchRun; 2]> {
+    let _stage = crate::stages::enter(crate::stages::PRICE);
     let spb = block_size / 512;
     let mapping: HashSet<u64> = inode.mapping.iter().map(|m| m.physical).collect();
     let opts = ReplayOptions {
@@ -262,6 +263,8 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 inode.mapping.len()
             );
             if wants(1) {
+                // The write stream is modelled, not captured: building it is pricing.
+                let _stage = crate::stages::enter(crate::stages::PRICE);
                 let mut dev = crate::support::load_device(&device)?;
                 let (trace, counts) = write_stream::build(
                     inode,
@@ -330,6 +333,7 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
     }
     let seconds_here = started.elapsed().as_secs_f64();
     runs.sort_by_key(|r| (r.benchmark, r.ind_readahead));
+    let _reporting = crate::stages::enter(crate::stages::REPORT);
     render(
         exp,
         a,

@@ -83,6 +83,7 @@ pub fn plan_image(
     file_bytes: u64,
     seed: u64,
 ) -> Result<(MkfsProfile, Geometry, Plan)> {
+    let _stage = crate::stages::enter(crate::stages::PLAN);
     let profile = MkfsProfile::by_name(mkfs_profile)?;
     let geometry = Geometry::new(&profile, fs_bytes)?;
     let population = layoutlab_workload::Population {
@@ -119,6 +120,7 @@ pub fn mount_image(
     workdir: &Path,
     queue: &layoutlab_rig::QueueSpec,
 ) -> Result<KernelFs> {
+    let _stage = crate::stages::enter(crate::stages::IMAGE);
     let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
     let opts = KernelFsOptions {
         kind: FsKind::Ext3,
@@ -161,6 +163,7 @@ pub fn traced_reads(
     accesses: &[Access],
     random: bool,
 ) -> Result<(Trace, f64)> {
+    let _stage = crate::stages::enter(crate::stages::CAPTURE);
     kfs.drop_caches()?;
     let path: PathBuf = kfs.mount_point().join(FILE_NAME);
     let longest = accesses.iter().map(|a| a.1).max().unwrap_or(0) as usize;

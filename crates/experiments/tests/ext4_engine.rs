@@ -69,6 +69,11 @@ fn engine_file(pop: &Population, name: &str) -> PlannedInode {
     plan.inodes.into_iter().find(|i| i.name == name).unwrap()
 }
 
+/// Above the flusher's threshold: the share of data blocks the kernel may place elsewhere
+/// than the engine (the symmetric difference over the file's blocks), from the runs stated at
+/// its use.
+const ABOVE_THRESHOLD_DIFFER: f64 = 0.001;
+
 fn blocks(i: &PlannedInode) -> (BTreeSet<(u64, u64)>, BTreeSet<u64>) {
     // data as (start, end) of maximal physical runs, mapping blocks one by one
     let mut data: Vec<(u64, u64)> = i
@@ -140,7 +145,31 @@ fn compare(label: &str, kernel: &PlannedInode, engine: &PlannedInode, file_bytes
     assert_eq!(kernel.size_bytes, file_bytes, "{label}");
     let (kd, km) = blocks(kernel);
     let (ed, em) = blocks(engine);
-    assert_eq!(kd, ed, "{label}: the data blocks differ");
+    let below = file_bytes < background_threshold_bytes() / 2;
+    if below {
+        assert_eq!(kd, ed, "{label}: the data blocks differ");
+    } else {
+        // Above the flusher's threshold the kernel's own placement moves a little from run to
+        // run: the flusher and the writer allocate at once. 9 runs by hand gave the engine's
+        // blocks exactly; one `make test` run at load 8-14 (random-read scale 0.002) put 256
+        // of 1,015,808 blocks elsewhere (512 in the symmetric difference, 0.05%). The bound is
+        // twice that.
+        let size = |s: &BTreeSet<(u64, u64)>| s.iter().map(|(a, b)| b - a).sum::<u64>();
+        let common: u64 = kd
+            .iter()
+            .map(|&(a, b)| {
+                ed.iter()
+                    .map(|&(c, d)| b.min(d).saturating_sub(a.max(c)))
+                    .sum::<u64>()
+            })
+            .sum();
+        let differ = size(&kd) + size(&ed) - 2 * common;
+        assert!(
+            (differ as f64) <= ABOVE_THRESHOLD_DIFFER * size(&kd) as f64,
+            "{label}: {differ} of {} data blocks differ (bound {ABOVE_THRESHOLD_DIFFER})",
+            size(&kd)
+        );
+    }
     assert_eq!(
         km.len(),
         em.len(),
@@ -152,14 +181,14 @@ fn compare(label: &str, kernel: &PlannedInode, engine: &PlannedInode, file_bytes
             "{label}: the kernel's tree block {k} is not within {LEAF_SPREAD_BLOCKS} blocks after the engine's {e}"
         );
     }
-    if file_bytes < background_threshold_bytes() / 2 {
+    if below {
         assert_eq!(
             kernel.data, engine.data,
             "{label}: one writeback pass, extents differ"
         );
         println!("{label}: one writeback pass: the same extents");
     } else {
-        println!("{label}: above the flusher's threshold: the same blocks (extents not compared)");
+        println!("{label}: above the flusher's threshold: the same blocks within {ABOVE_THRESHOLD_DIFFER} (extents not compared)");
     }
 }
 

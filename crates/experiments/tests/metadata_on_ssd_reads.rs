@@ -8,6 +8,7 @@
 use layoutlab_experiments::aging::{read_cost, read_traces, trim_to, ReadCost};
 use layoutlab_experiments::fsck::split::{linear_device, split_device};
 use layoutlab_layout::metrics::LayoutMetrics;
+use layoutlab_layout::policy::ext4_meta_ssd::{footprint, MetadataFootprint};
 use layoutlab_layout::policy::{self, PolicyParams};
 use layoutlab_layout::{Geometry, MkfsProfile};
 use layoutlab_workload::aging::{age, AgingSpec};
@@ -22,6 +23,7 @@ struct Cell {
     disks: ReadCost,
     split: Option<ReadCost>,
     fragments: f64,
+    region: Option<MetadataFootprint>,
 }
 
 fn cell(policy_name: &str, mkfs: &str, params: &PolicyParams, capacities: f64) -> Cell {
@@ -46,18 +48,18 @@ fn cell(policy_name: &str, mkfs: &str, params: &PolicyParams, capacities: f64) -
     let traces = read_traces(&plan, bs, (3, 200, 512), SEED);
     let sectors = geo.blocks_count * bs / 512;
     let disks = read_cost(&traces, &|| linear_device(DISK, sectors)).unwrap();
-    let split = policy::metadata_region_end(policy_name, params, &geo)
+    let end = policy::metadata_region_end(policy_name, params, &geo).unwrap();
+    let split = end.map(|end| {
+        read_cost(&traces, &|| {
+            Ok(Box::new(split_device(SSD, DISK, end * bs / 512, sectors)?.device) as _)
+        })
         .unwrap()
-        .map(|end| {
-            read_cost(&traces, &|| {
-                Ok(Box::new(split_device(SSD, DISK, end * bs / 512, sectors)?.device) as _)
-            })
-            .unwrap()
-        });
+    });
     Cell {
         disks,
         split,
         fragments: LayoutMetrics::of(&plan, &geo).fragments.mean,
+        region: end.map(|end| footprint(&plan, &geo, end)),
     }
 }
 
@@ -130,6 +132,19 @@ fn after_aging_a_larger_region_fragments_the_data_more() {
             "105.6", "96.1", "97.4", "111.3", "90.8", "1.33", "1.72", "1.41", "2.39", "5.24",
             "5.53"
         ]
+    );
+    // aging grows the metadata by extent-tree blocks, and none overflows the region: the SSD
+    // needed goes from block 422,399 (fresh, metadata_on_ssd.rs) to 422,558
+    let fp = meta.region.as_ref().unwrap();
+    assert_eq!(
+        (
+            fp.used_end_block,
+            fp.in_region_blocks,
+            fp.overflow_blocks,
+            fp.data_in_region_blocks
+        ),
+        (422_558, 189, 0, 0),
+        "{fp:?}"
     );
     // the order the doc states: the more the region takes, the more the files fragment
     assert!(small.fragments < meta.fragments && meta.fragments < large.fragments);

@@ -94,6 +94,45 @@ impl CpuPreset {
     }
 }
 
+/// The CPU presets shipped in `cpus/`, by name (one registry: add a line per file).
+const BUILTIN: &[(&str, &str)] = &[(
+    "atom-n270-2008",
+    include_str!("../../../cpus/atom-n270-2008.toml"),
+)];
+
+/// Names of the shipped CPU presets.
+pub fn preset_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(name, _)| *name).collect()
+}
+
+/// Resolves a `--cpu-scale` argument: a number >= 0 is taken as given (kept for existing
+/// users); anything else must name a shipped CPU preset, whose factor F is returned.
+pub fn resolve_cpu_scale(arg: &str) -> Result<f64, DeviceError> {
+    let path = format!("cpus/{arg}.toml");
+    if let Ok(number) = arg.trim().parse::<f64>() {
+        // 0 stays valid (I/O alone, no think time), as it was before presets existed.
+        if number.is_finite() && number >= 0.0 {
+            return Ok(number);
+        }
+        return Err(DeviceError::Parse {
+            path: "--cpu-scale".to_string(),
+            line: 0,
+            reason: format!("{arg} is not a CPU factor (a number >= 0)"),
+        });
+    }
+    let Some((_, text)) = BUILTIN.iter().find(|(name, _)| *name == arg) else {
+        return Err(DeviceError::Parse {
+            path: "--cpu-scale".to_string(),
+            line: 0,
+            reason: format!(
+                "'{arg}' is neither a number >= 0 nor a CPU preset; presets: {}",
+                preset_names().join(", ")
+            ),
+        });
+    };
+    CpuPreset::parse(text, &path)?.factor(&path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +199,20 @@ mod tests {
             err.contains("cpu.clock_mhz") && err.contains("empty source"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn cpu_scale_argument_takes_a_number_or_a_preset_and_refuses_the_rest() {
+        assert_eq!(resolve_cpu_scale("2.5").unwrap(), 2.5);
+        assert_eq!(resolve_cpu_scale("0").unwrap(), 0.0);
+        for bad in ["-1", "nan", "inf"] {
+            let err = resolve_cpu_scale(bad).unwrap_err().to_string();
+            assert!(err.contains("not a CPU factor"), "{bad}: {err}");
+        }
+        let err = resolve_cpu_scale("pentium-9").unwrap_err().to_string();
+        assert!(err.contains("atom-n270-2008"), "{err}");
+        // The shipped preset is found, and refused for its missing period score.
+        let err = resolve_cpu_scale("atom-n270-2008").unwrap_err().to_string();
+        assert!(err.contains("period.score_mips"), "{err}");
     }
 }

@@ -10,6 +10,7 @@ use layoutlab_trace::{Flags, Op};
 pub mod bench;
 pub mod cited;
 pub mod composite;
+pub mod cpu;
 pub mod job;
 pub mod preset;
 pub mod queue;

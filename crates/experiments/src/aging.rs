@@ -20,6 +20,7 @@ use crate::output::{write_json, Human};
 use crate::{Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_device::replay::{replay, ReplayOptions};
+use layoutlab_device::Device;
 use layoutlab_layout::metrics::LayoutMetrics;
 use layoutlab_layout::policy::{self, PolicyParams};
 use layoutlab_layout::{Geometry, InodeKind, MapKind, MkfsProfile, Plan, PlannedInode};
@@ -77,6 +78,12 @@ pub struct AgingSpec {
     pub read_files: usize,
     /// Random 4 KiB reads per file in the random-read cost.
     pub random_reads: usize,
+    /// Metadata on a faster device (issue 29): the SSD preset that holds the metadata region
+    /// of each policy that keeps one (`ext4-meta-ssd`); those cells' e2fsck traces and read
+    /// costs are also priced with the region on it and the rest on the experiment's disks
+    /// ([`crate::fsck::split`]). None: no split.
+    #[serde(default)]
+    pub fast_device: Option<String>,
 }
 
 impl AgingSpec {
@@ -127,6 +134,9 @@ impl AgingSpec {
         }
         if self.read_files == 0 {
             bail!("[aging] read_files must be at least 1");
+        }
+        if let Some(fast) = &self.fast_device {
+            crate::support::load_device(fast)?;
         }
         Ok(())
     }
@@ -196,12 +206,30 @@ pub struct AgingRun {
     pub files: u64,
     /// Bytes of regular-file data at the end.
     pub file_bytes: u64,
-    /// The cost of reading the largest files.
+    /// The cost of reading the largest files (on the experiment's disks).
     pub reads: ReadCost,
+    /// With `fast_device`, for a policy with a metadata region: the same check and reads
+    /// with the region on the SSD.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split: Option<AgingSplit>,
     /// Every layout metric of the plan.
     pub metrics: LayoutMetrics,
     /// Seconds this machine spent on the cell (plan, image, traced e2fsck, replay).
     pub seconds_here: f64,
+}
+
+/// A cell priced with its metadata region on the fast device (issue 29).
+#[derive(Clone, Debug, Serialize)]
+pub struct AgingSplit {
+    /// Where the plan's metadata lies relative to the region: the SSD it needs, the overflow.
+    pub region: layoutlab_layout::policy::ext4_meta_ssd::MetadataFootprint,
+    /// The cell's e2fsck trace priced on the split device, per pass and device.
+    pub fsck: crate::fsck::split::SplitRun,
+    /// The read cost on the split device.
+    pub reads: ReadCost,
+    /// Of the sequential read's bytes, those the SSD served (mapping blocks; file data that
+    /// a full data area sent into the region).
+    pub sequential_ssd_bytes: u64,
 }
 
 /// The JSON contract: the metacluster-fsck schema plus ages, layout scores and read costs.
@@ -330,18 +358,33 @@ fn push_read(trace: &mut Trace, block: u64, blocks: u64, block_bytes: u64, meta:
     });
 }
 
-/// The cost of reading the plan's `n` largest regular files on `device`: whole and in
-/// logical order (requests of at most `max_kb`, a mapping block read just before the first
-/// data block it maps: what a reader with a large read-ahead gets), then `random` 4 KiB reads
-/// each at a seeded random block (a mapping block read once, then cached). One synchronous
-/// reader, no think time: the layout's cost alone.
-pub fn read_cost(
+/// The reads whose cost [`read_cost`] prices: the plan's largest regular files read whole,
+/// then at random.
+#[derive(Clone, Debug, Default)]
+pub struct ReadTraces {
+    /// The files read whole, one after another.
+    pub sequential: Trace,
+    /// The random 4 KiB reads.
+    pub random: Trace,
+    /// Files read.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Random reads done.
+    pub random_reads: usize,
+}
+
+/// The reads of the plan's `n` largest regular files: whole and in logical order (requests
+/// of at most `max_kb`, a mapping block read just before the first data block it maps: what
+/// a reader with a large read-ahead gets), then `random` 4 KiB reads each at a seeded random
+/// block (a mapping block read once, then cached). One synchronous reader, no think time: the
+/// layout's cost alone. They depend on the plan only, so one set is priced on each device.
+pub fn read_traces(
     plan: &Plan,
     block_bytes: u64,
-    device: &str,
     (n, random, max_kb): (usize, usize, u32),
     seed: u64,
-) -> Result<ReadCost> {
+) -> ReadTraces {
     let mut files: Vec<&PlannedInode> = plan
         .inodes
         .iter()
@@ -394,23 +437,38 @@ pub fn read_cost(
             push_read(&mut rnd, p, 1, block_bytes, false);
         }
     }
-    let priced = |t: &Trace| -> Result<f64> {
-        let mut dev = crate::support::load_device(device)?;
-        Ok(replay(dev.as_mut(), t, &ReplayOptions::default()).wall_ns / 1e9)
-    };
-    let sequential_seconds = priced(&seq)?;
-    Ok(ReadCost {
+    ReadTraces {
+        sequential: seq,
+        random: rnd,
         files: files.len(),
         bytes,
+        random_reads: random * files.len(),
+    }
+}
+
+/// The cost of `reads` on a fresh device from `device` each (the sequential and the random
+/// reads each start on an idle device with an empty cache).
+pub fn read_cost(
+    reads: &ReadTraces,
+    device: &dyn Fn() -> Result<Box<dyn Device>>,
+) -> Result<ReadCost> {
+    let priced = |t: &Trace| -> Result<f64> {
+        let mut dev = device()?;
+        Ok(replay(dev.as_mut(), t, &ReplayOptions::default()).wall_ns / 1e9)
+    };
+    let sequential_seconds = priced(&reads.sequential)?;
+    Ok(ReadCost {
+        files: reads.files,
+        bytes: reads.bytes,
         sequential_seconds,
         sequential_mb_per_s: if sequential_seconds > 0.0 {
-            bytes as f64 / 1e6 / sequential_seconds
+            reads.bytes as f64 / 1e6 / sequential_seconds
         } else {
             0.0
         },
-        random_seconds: priced(&rnd)?,
-        random_reads: random * files.len(),
-        sequential_requests: seq.requests.len(),
+        random_seconds: priced(&reads.random)?,
+        random_reads: reads.random_reads,
+        sequential_requests: reads.sequential.requests.len(),
     })
 }
 
@@ -451,6 +509,9 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         e2fsck_of.insert(p.clone(), e);
     }
     crate::support::load_device(&device)?;
+    if let Some(fast) = &spec.fast_device {
+        crate::fsck::split::check_faster(fast, &device)?;
+    }
     layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
     let memory;
     let workdir = match &a.workdir {
@@ -579,6 +640,9 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     for pop in &pops {
         let table = age_table(&spec, &runs, &pop.name)?;
         h.say(&table.to_terminal(Some(120))?);
+        if let Some(t) = split_table(&runs, &pop.name)? {
+            h.say(&t.to_terminal(Some(120))?);
+        }
     }
     for line in &conclusion {
         h.say(&format!("{line}\n"));
@@ -590,6 +654,9 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     for pop in &pops {
         let table = age_table(&spec, &runs, &pop.name)?;
         html.table(table);
+        if let Some(t) = split_table(&runs, &pop.name)? {
+            html.table(t);
+        }
         for (what, unit, file, value) in [
             (
                 "e2fsck time",
@@ -713,13 +780,33 @@ fn run_cell(
     let run = run_one(fsck_spec, opts, &geo, &plan, image.path(), 0.0)?;
     drop(image);
     let bs = u64::from(geo.block_size_bytes);
-    let reads = read_cost(
+    let traces = read_traces(
         &plan,
         bs,
-        &opts.device,
         (spec.read_files, spec.random_reads, spec.os_max_sectors_kb),
         exp.seed,
-    )?;
+    );
+    // the disks alone: as many of the preset as hold the file system, as the check's replay
+    let fs_sectors = geo.blocks_count * bs / 512;
+    let reads = read_cost(&traces, &|| {
+        crate::fsck::split::linear_device(&opts.device, fs_sectors)
+    })?;
+    let split = match (
+        &spec.fast_device,
+        policy::metadata_region_end(pname, &PolicyParams::new(), &geo)?,
+    ) {
+        (Some(fast), Some(end)) => Some(split_cell(
+            &run,
+            &plan,
+            &geo,
+            &traces,
+            fast,
+            &opts.device,
+            end,
+            opts.cpu_scale,
+        )?),
+        _ => None,
+    };
     let outside =
         policy::overflowed_mapping_blocks(pname, &PolicyParams::new(), &plan, &geo)?.unwrap_or(0);
     Ok(AgingRun {
@@ -746,8 +833,43 @@ fn run_cell(
             .map(|i| i.size_bytes)
             .sum(),
         reads,
+        split,
         metrics,
         seconds_here: t.elapsed().as_secs_f64(),
+    })
+}
+
+/// `run`'s check and `traces`' reads priced with the metadata region (blocks `0..end`) on
+/// `fast` and the rest on `slow`'s disks, and where the plan's metadata lies against it.
+#[allow(clippy::too_many_arguments)]
+fn split_cell(
+    run: &crate::fsck::PolicyRun,
+    plan: &Plan,
+    geo: &Geometry,
+    traces: &ReadTraces,
+    fast: &str,
+    slow: &str,
+    end: u64,
+    cpu_scale: f64,
+) -> Result<AgingSplit> {
+    use crate::fsck::split;
+    let spb = u64::from(geo.block_size_bytes) / 512;
+    let region = layoutlab_layout::policy::ext4_meta_ssd::footprint(plan, geo, end);
+    let make = || split::split_device(fast, slow, end * spb, geo.blocks_count * spb);
+    let fsck = split::price(run, &mut make()?, cpu_scale);
+    let reads = read_cost(traces, &|| Ok(Box::new(make()?.device) as Box<dyn Device>))?;
+    let sequential_ssd_bytes = traces
+        .sequential
+        .requests
+        .iter()
+        .filter(|r| r.sector < end * spb)
+        .map(|r| u64::from(r.sectors) * 512)
+        .sum();
+    Ok(AgingSplit {
+        region,
+        fsck,
+        reads,
+        sequential_ssd_bytes,
     })
 }
 
@@ -785,6 +907,79 @@ fn age_table(spec: &AgingSpec, runs: &[AgingRun], population: &str) -> Result<Ta
         }
     }
     Ok(t)
+}
+
+/// With a fast device: each cell on the disks alone and, for a policy with a metadata region,
+/// on the split device: the check, each device's busy time, the reads, the region's overflow
+/// and the SSD the metadata needs. None when no cell was split.
+fn split_table(runs: &[AgingRun], population: &str) -> Result<Option<Table>> {
+    let runs: Vec<&AgingRun> = runs.iter().filter(|r| r.population == population).collect();
+    let Some(device) = runs
+        .iter()
+        .find_map(|r| r.split.as_ref().map(|s| &s.fsck.device))
+    else {
+        return Ok(None);
+    };
+    let mut t = Table::new(
+        &format!(
+            "{population}: metadata on the SSD ({device}) after aging, against the disks alone"
+        ),
+        vec![
+            Column::text("policy"),
+            Column::number("age", Some("×")),
+            Column::text("metadata on"),
+            Column::number("e2fsck", Some("s")),
+            Column::number("SSD busy", Some("s")),
+            Column::number("disk busy", Some("s")),
+            Column::number("seq read", Some("MB/s")),
+            Column::number("random", Some("s")),
+            Column::number("overflow", Some("blocks")),
+            Column::number("SSD needed", Some("GB")),
+        ],
+    );
+    for r in runs {
+        t.push_row(vec![
+            Cell::text(&r.policy),
+            Cell::num(r.age, 0),
+            Cell::text("disks"),
+            Cell::num(r.total_seconds, 2),
+            Cell::text(""),
+            Cell::text(""),
+            Cell::num(r.reads.sequential_mb_per_s, 1),
+            Cell::num(r.reads.random_seconds, 2),
+            Cell::text(""),
+            Cell::text(""),
+        ])?;
+        if let Some(s) = &r.split {
+            let busy = |ssd: bool| {
+                s.fsck
+                    .passes
+                    .iter()
+                    .map(|p| {
+                        if ssd {
+                            p.ssd.busy_seconds
+                        } else {
+                            p.hdd.busy_seconds
+                        }
+                    })
+                    .sum::<f64>()
+            };
+            let bs = f64::from(r.metrics.block_size_bytes);
+            t.push_row(vec![
+                Cell::text(&r.policy),
+                Cell::num(r.age, 0),
+                Cell::text("SSD"),
+                Cell::num(s.fsck.total_seconds, 2),
+                Cell::num(busy(true), 2),
+                Cell::num(busy(false), 2),
+                Cell::num(s.reads.sequential_mb_per_s, 1),
+                Cell::num(s.reads.random_seconds, 2),
+                Cell::count(s.region.overflow_blocks),
+                Cell::num(s.region.used_end_block as f64 * bs / 1e9, 2),
+            ])?;
+        }
+    }
+    Ok(Some(t))
 }
 
 /// What the numbers say: per workload, which policy's e2fsck time grew least with age, and

@@ -122,6 +122,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "metadata-on-ssd-ext3",
         include_str!("../../../experiments/metadata-on-ssd-ext3.toml"),
     ),
+    (
+        "metadata-on-ssd-aging",
+        include_str!("../../../experiments/metadata-on-ssd-aging.toml"),
+    ),
 ];
 
 /// One kind of experiment: the `operation = "NAME"` of an experiment file, whose parameters

@@ -44,8 +44,9 @@ pub struct Args {
     /// Where the report (Markdown, HTML, SVG) is written.
     #[arg(long, value_name = "DIR", default_value = "results")]
     out: PathBuf,
-    /// Multiply the CPU time measured between requests (2.0 = a CPU half as fast as this one).
-    #[arg(long)]
+    /// Multiply the CPU time measured between requests (2.0 = a CPU half as fast as this one),
+    /// or name a CPU preset in cpus/ whose factor F = here / period is used.
+    #[arg(long, value_parser = cpu_scale_arg)]
     cpu_scale: Option<f64>,
     /// File systems to run, comma-separated (large-delete: ext3, ext4-2007, ext4, xfs, btrfs).
     /// Default: the experiment's.
@@ -435,4 +436,9 @@ fn run_all(a: &Args) -> Result<()> {
         anyhow::bail!("{failed} experiment(s) failed; their errors are on the page");
     }
     Ok(())
+}
+
+/// `--cpu-scale`: a positive number, or a CPU preset's factor (see `cpus/`).
+fn cpu_scale_arg(arg: &str) -> Result<f64, String> {
+    layoutlab_device::cpu::resolve_cpu_scale(arg).map_err(|e| e.to_string())
 }

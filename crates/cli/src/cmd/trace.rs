@@ -71,8 +71,9 @@ pub struct ReplayArgs {
     /// Device preset name or preset file.
     #[arg(long)]
     device: String,
-    /// Multiply the trace's CPU time between requests (2.0 = a CPU half as fast).
-    #[arg(long, default_value_t = 1.0)]
+    /// Multiply the trace's CPU time between requests (2.0 = a CPU half as fast), or name a
+    /// CPU preset in cpus/ whose factor F = here / period is used.
+    #[arg(long, default_value_t = 1.0, value_parser = cpu_scale_arg)]
     cpu_scale: f64,
     /// Queue discipline: fcfs or sptf.
     #[arg(long, default_value = "fcfs")]
@@ -275,4 +276,9 @@ pub fn run(cmd: Command) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// `--cpu-scale`: a positive number, or a CPU preset's factor (see `cpus/`).
+fn cpu_scale_arg(arg: &str) -> Result<f64, String> {
+    layoutlab_device::cpu::resolve_cpu_scale(arg).map_err(|e| e.to_string())
 }

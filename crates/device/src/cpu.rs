@@ -1,0 +1,218 @@
+//! CPU presets (`cpus/*.toml`): the period CPU's and this machine's scores on one single-thread
+//! benchmark, each a [`Cited`] value, and the CPU factor F = here / period they define (how many
+//! times longer the period CPU takes for the same work). It owns no scaling and no throttling:
+//! replay multiplies think time by F, the rig's cgroup throttles by F/K (issue 25, "Period CPU").
+//! A preset whose period score has no source defines no F: the factor is refused, never guessed.
+
+use serde::Deserialize;
+
+use crate::cited::{parse_toml, Cited};
+use crate::DeviceError;
+
+/// A CPU preset as written in `cpus/NAME.toml`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuPreset {
+    /// The preset's name (the file's stem).
+    pub name: String,
+    /// One line saying which CPU it is.
+    pub description: String,
+    /// The CPU's identity.
+    pub cpu: CpuIdentity,
+    /// The benchmark both scores come from.
+    pub benchmark: Benchmark,
+    /// The period CPU's published score.
+    pub period: Score,
+    /// The score measured on this machine.
+    pub here: Score,
+}
+
+/// Which CPU a preset stands for.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuIdentity {
+    /// Model string, e.g. "Intel Atom N270 @ 1.60GHz".
+    pub model: Cited<String>,
+    /// Base clock in MHz.
+    pub clock_mhz: Cited<f64>,
+}
+
+/// The single-thread benchmark a preset's two scores share.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Benchmark {
+    /// What was run and which rating is used.
+    pub name: Cited<String>,
+}
+
+/// One benchmark score. Kept as a TOML value so that a pre-registered preset can say "unknown"
+/// and still parse; [`CpuPreset::factor`] refuses anything but a cited positive number.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Score {
+    /// The rating (higher is faster).
+    pub score_mips: Cited<toml::Value>,
+}
+
+impl Score {
+    /// The cited score as a positive number, or an error naming `key` and `path`.
+    fn number(&self, key: &str, path: &str) -> Result<f64, DeviceError> {
+        let value = self.score_mips.get(key, path)?;
+        let number = value
+            .as_float()
+            .or_else(|| value.as_integer().map(|i| i as f64));
+        match number {
+            Some(x) if x.is_finite() && x > 0.0 => Ok(x),
+            _ => Err(DeviceError::Parse {
+                path: path.to_string(),
+                line: 0,
+                reason: format!(
+                    "'{key}' is {value}, not a positive number: no CPU factor can be formed"
+                ),
+            }),
+        }
+    }
+}
+
+impl CpuPreset {
+    /// Parses a CPU preset from `text` (`path` names it in errors).
+    pub fn parse(text: &str, path: &str) -> Result<Self, DeviceError> {
+        let preset: Self = parse_toml(text, path)?;
+        // Identity and benchmark must cite a source even while the period score is missing.
+        preset.cpu.model.get("cpu.model", path)?;
+        preset.cpu.clock_mhz.get("cpu.clock_mhz", path)?;
+        preset.benchmark.name.get("benchmark.name", path)?;
+        Ok(preset)
+    }
+
+    /// The CPU factor F = here / period: the period CPU needs F times this machine's CPU time.
+    /// Errors when either score lacks a source or is not a positive number.
+    pub fn factor(&self, path: &str) -> Result<f64, DeviceError> {
+        let period = self.period.number("period.score_mips", path)?;
+        let here = self.here.number("here.score_mips", path)?;
+        Ok(here / period)
+    }
+}
+
+/// The CPU presets shipped in `cpus/`, by name (one registry: add a line per file).
+const BUILTIN: &[(&str, &str)] = &[(
+    "atom-n270-2008",
+    include_str!("../../../cpus/atom-n270-2008.toml"),
+)];
+
+/// Names of the shipped CPU presets.
+pub fn preset_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(name, _)| *name).collect()
+}
+
+/// Resolves a `--cpu-scale` argument: a number >= 0 is taken as given (kept for existing
+/// users); anything else must name a shipped CPU preset, whose factor F is returned.
+pub fn resolve_cpu_scale(arg: &str) -> Result<f64, DeviceError> {
+    let path = format!("cpus/{arg}.toml");
+    if let Ok(number) = arg.trim().parse::<f64>() {
+        // 0 stays valid (I/O alone, no think time), as it was before presets existed.
+        if number.is_finite() && number >= 0.0 {
+            return Ok(number);
+        }
+        return Err(DeviceError::Parse {
+            path: "--cpu-scale".to_string(),
+            line: 0,
+            reason: format!("{arg} is not a CPU factor (a number >= 0)"),
+        });
+    }
+    let Some((_, text)) = BUILTIN.iter().find(|(name, _)| *name == arg) else {
+        return Err(DeviceError::Parse {
+            path: "--cpu-scale".to_string(),
+            line: 0,
+            reason: format!(
+                "'{arg}' is neither a number >= 0 nor a CPU preset; presets: {}",
+                preset_names().join(", ")
+            ),
+        });
+    };
+    CpuPreset::parse(text, &path)?.factor(&path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const N270: &str = include_str!("../../../cpus/atom-n270-2008.toml");
+    const PATH: &str = "cpus/atom-n270-2008.toml";
+
+    #[test]
+    fn shipped_preset_loads_with_every_identity_value_cited() {
+        let p = CpuPreset::parse(N270, PATH).unwrap();
+        assert_eq!(p.name, "atom-n270-2008");
+        assert_eq!(p.cpu.clock_mhz.get("cpu.clock_mhz", PATH).unwrap(), 1600.0);
+        // The score measured here is cited and numeric.
+        assert_eq!(p.here.number("here.score_mips", PATH).unwrap(), 4546.0);
+    }
+
+    #[test]
+    fn shipped_preset_refuses_a_factor_until_the_period_score_is_cited() {
+        let p = CpuPreset::parse(N270, PATH).unwrap();
+        let err = p.factor(PATH).unwrap_err().to_string();
+        assert!(err.contains("period.score_mips"), "{err}");
+        assert!(err.contains("source"), "{err}");
+    }
+
+    fn with_period(value: &str, source: &str) -> String {
+        N270.replace(
+            "score_mips = { value = \"unknown\", source = \"\" }",
+            &format!("score_mips = {{ value = {value}, source = \"{source}\" }}"),
+        )
+    }
+
+    #[test]
+    fn factor_is_here_over_period() {
+        let text = with_period("1000", "a test's stand-in");
+        let p = CpuPreset::parse(&text, PATH).unwrap();
+        assert_eq!(p.factor(PATH).unwrap(), 4.546);
+    }
+
+    #[test]
+    fn a_cited_but_non_numeric_or_non_positive_period_score_is_refused() {
+        for value in ["\"unknown\"", "0", "-5.0"] {
+            let text = with_period(value, "cited");
+            let p = CpuPreset::parse(&text, PATH).unwrap();
+            let err = p.factor(PATH).unwrap_err().to_string();
+            assert!(err.contains("not a positive number"), "{value}: {err}");
+        }
+    }
+
+    #[test]
+    fn an_uncited_identity_value_is_refused_at_load() {
+        let text: String = N270
+            .lines()
+            .map(|l| {
+                if l.starts_with("clock_mhz") {
+                    "clock_mhz = { value = 1600, source = \" \" }"
+                } else {
+                    l
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let err = CpuPreset::parse(&text, PATH).unwrap_err().to_string();
+        assert!(
+            err.contains("cpu.clock_mhz") && err.contains("empty source"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn cpu_scale_argument_takes_a_number_or_a_preset_and_refuses_the_rest() {
+        assert_eq!(resolve_cpu_scale("2.5").unwrap(), 2.5);
+        assert_eq!(resolve_cpu_scale("0").unwrap(), 0.0);
+        for bad in ["-1", "nan", "inf"] {
+            let err = resolve_cpu_scale(bad).unwrap_err().to_string();
+            assert!(err.contains("not a CPU factor"), "{bad}: {err}");
+        }
+        let err = resolve_cpu_scale("pentium-9").unwrap_err().to_string();
+        assert!(err.contains("atom-n270-2008"), "{err}");
+        // The shipped preset is found, and refused for its missing period score.
+        let err = resolve_cpu_scale("atom-n270-2008").unwrap_err().to_string();
+        assert!(err.contains("period.score_mips"), "{err}");
+    }
+}

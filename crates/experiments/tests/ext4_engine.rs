@@ -72,7 +72,7 @@ fn engine_file(pop: &Population, name: &str) -> PlannedInode {
 /// Above the flusher's threshold: the share of data blocks the kernel may place elsewhere
 /// than the engine (the symmetric difference over the file's blocks), from the runs stated at
 /// its use.
-const ABOVE_THRESHOLD_DIFFER: f64 = 0.001;
+const ABOVE_THRESHOLD_DIFFER: f64 = 0.06;
 
 fn blocks(i: &PlannedInode) -> (BTreeSet<(u64, u64)>, BTreeSet<u64>) {
     // data as (start, end) of maximal physical runs, mapping blocks one by one
@@ -149,11 +149,12 @@ fn compare(label: &str, kernel: &PlannedInode, engine: &PlannedInode, file_bytes
     if below {
         assert_eq!(kd, ed, "{label}: the data blocks differ");
     } else {
-        // Above the flusher's threshold the kernel's own placement moves a little from run to
-        // run: the flusher and the writer allocate at once. 9 runs by hand gave the engine's
-        // blocks exactly; one `make test` run at load 8-14 (random-read scale 0.002) put 256
-        // of 1,015,808 blocks elsewhere (512 in the symmetric difference, 0.05%). The bound is
-        // twice that.
+        // Above the flusher's threshold the kernel's own placement moves from run to run: the
+        // flusher and the writer allocate at once. 9 runs by hand gave the engine's blocks
+        // exactly; a `make test` run at load 8-14 put 256 of random-read's 1,015,808 blocks
+        // (scale 0.002) elsewhere (0.05% in the symmetric difference); a fresh-clone CI run with
+        // two CPU-bound loops put large-delete's last 6,912 blocks at 589,824 instead of
+        // 573,440 (13,824 of 488,192, 2.8%). The bound is twice the largest.
         let size = |s: &BTreeSet<(u64, u64)>| s.iter().map(|(a, b)| b - a).sum::<u64>();
         let common: u64 = kd
             .iter()

@@ -153,9 +153,15 @@ fn the_time_scale_divides_the_wall_time_and_the_model_time_is_charged() {
     assert_eq!(log.len(), 6, "{log:?}");
     for (i, r) in log.iter().enumerate() {
         assert_eq!(r.request.sector, 8 * i as u64);
-        // The model's 40 ms is charged for each (dd waits for one before the next, so the
-        // device is idle at each arrival)...
-        assert_eq!(r.complete_ns - r.arrival_ns, 40e6, "request {i}");
+        // The model's 40 ms is charged for each. dd waits for one before the next, but the
+        // reply left the route's latency early, so a request may reach the model up to K times
+        // that before the previous one completed on its clock, and wait there (a fresh-clone CI
+        // run with two CPU-bound loops: 55,832 ns of wait on request 1)...
+        let served = r.complete_ns - r.arrival_ns;
+        assert!(
+            served >= 40e6 && served <= 40e6 + early_model_ns,
+            "request {i}: {served} ns, the model's 40 ms plus at most {early_model_ns} ns of wait"
+        );
         if i > 0 {
             // ... and on the model's clock each arrives after the previous completed.
             assert!(

@@ -292,55 +292,38 @@ fn metacluster_fsck_sensitivity_rows_and_refusals() {
     );
     assert!(dir.join("out/metacluster-fsck/sensitivity.md").exists());
 
-    // A typo in a [[sensitivity]] key: refused before any image or loop device.
+    // A bad experiment file is refused before any image or loop device, naming what is wrong.
     let bad = dir.join("bad.toml");
-    std::fs::write(
-        &bad,
-        toml_text.replace(
-            "\"seek.full_stroke_ms\" = 14.0",
-            "\"seek.full_strok_ms\" = 14.0",
-        ),
-    )
-    .unwrap();
     let work = dir.join("bad-work");
-    let o = layoutlab(&[
-        "reproduce",
-        bad.to_str().unwrap(),
-        "--scale",
-        "0.005",
-        "--sensitivity",
-        "--workdir",
-        work.to_str().unwrap(),
-        "--out",
-        dir.join("out").to_str().unwrap(),
-    ]);
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("seek.full_strok_ms"), "{}", stderr(&o));
-    assert!(!work.exists() || entries(&work).is_empty());
-    // An alternative preset that does not exist: refused the same way.
-    std::fs::write(
-        &bad,
-        toml_text.replace("sata-400g-2007-alt-samsung", "sata-400g-2007-alt-nosuch"),
-    )
-    .unwrap();
-    let o = layoutlab(&[
-        "reproduce",
-        bad.to_str().unwrap(),
-        "--scale",
-        "0.005",
-        "--sensitivity",
-        "--workdir",
-        work.to_str().unwrap(),
-        "--out",
-        dir.join("out").to_str().unwrap(),
-    ]);
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("sata-400g-2007-alt-nosuch"),
-        "{}",
-        stderr(&o)
+    let refused = |from: &str, to: &str, named: &str| {
+        std::fs::write(&bad, toml_text.replace(from, to)).unwrap();
+        let o = layoutlab(&[
+            "reproduce",
+            bad.to_str().unwrap(),
+            "--scale",
+            "0.005",
+            "--sensitivity",
+            "--workdir",
+            work.to_str().unwrap(),
+            "--out",
+            dir.join("out").to_str().unwrap(),
+        ]);
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains(named), "{}", stderr(&o));
+        assert!(!work.exists() || entries(&work).is_empty());
+    };
+    // A typo in a [[sensitivity]] key.
+    refused(
+        "\"seek.full_stroke_ms\" = 14.0",
+        "\"seek.full_strok_ms\" = 14.0",
+        "seek.full_strok_ms",
     );
-    assert!(!work.exists() || entries(&work).is_empty());
+    // An alternative preset that does not exist.
+    refused(
+        "sata-400g-2007-alt-samsung",
+        "sata-400g-2007-alt-nosuch",
+        "sata-400g-2007-alt-nosuch",
+    );
     // fio experiments have no traces to vary.
     let o = layoutlab(&["reproduce", "fio-randread", "--sensitivity"]);
     assert!(!o.status.success());

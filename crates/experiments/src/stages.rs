@@ -67,9 +67,14 @@ impl Clock {
         }
     }
 
-    /// Charge the time since the last change to the stages running during it.
-    fn charge(&mut self, now: Instant) {
-        let dt = now.saturating_duration_since(self.charged_to).as_secs_f64();
+    /// Charge the time since the last change to the stages running during it, up to now.
+    ///
+    /// The clock is read here, under the lock: a moment read before taking it could be older
+    /// than `charged_to` (another thread took the lock first), and the clock would step back and
+    /// charge that span twice (a CI run with two busy CPUs summed 18 µs over the wall time).
+    fn charge(&mut self) -> Instant {
+        let now = Instant::now().max(self.charged_to);
+        let dt = now.duration_since(self.charged_to).as_secs_f64();
         self.charged_to = now;
         let running: Vec<&'static str> = self
             .threads
@@ -78,12 +83,13 @@ impl Clock {
             .collect();
         if running.is_empty() {
             *self.seconds.entry(OTHER).or_insert(0.0) += dt;
-            return;
+            return now;
         }
         let share = dt / running.len() as f64;
         for stage in running {
             *self.seconds.entry(stage).or_insert(0.0) += share;
         }
+        now
     }
 }
 
@@ -104,9 +110,8 @@ pub fn begin() {
 /// Enter `stage` on this thread until the guard is dropped (stages nest: the innermost counts).
 #[must_use = "the stage ends when the guard is dropped"]
 pub fn enter(stage: &'static str) -> StageGuard {
-    let now = Instant::now();
     with_clock(|c| {
-        c.charge(now);
+        c.charge();
         c.threads
             .entry(std::thread::current().id())
             .or_default()
@@ -128,9 +133,8 @@ pub struct StageGuard {
 
 impl Drop for StageGuard {
     fn drop(&mut self) {
-        let now = Instant::now();
         with_clock(|c| {
-            c.charge(now);
+            c.charge();
             let id = std::thread::current().id();
             if let Some(stack) = c.threads.get_mut(&id) {
                 stack.pop();
@@ -154,9 +158,8 @@ pub struct Snapshot {
 
 /// Read the clock: the stages so far, the one running charged up to now.
 pub fn snapshot() -> Snapshot {
-    let now = Instant::now();
     with_clock(|c| {
-        c.charge(now);
+        let now = c.charge();
         let mut stage_seconds: BTreeMap<String, f64> =
             ALL.iter().map(|s| (s.to_string(), 0.0)).collect();
         for (stage, s) in &c.seconds {
@@ -217,6 +220,31 @@ mod tests {
         assert!(get(PRICE) >= 0.020, "{t:?}");
         assert!(get(CAPTURE) >= get(IMAGE), "{t:?}");
         assert_eq!(get(REPORT), 0.0, "{t:?}");
+    }
+
+    #[test]
+    fn threads_racing_for_the_clock_never_charge_a_moment_twice() {
+        // Many short stages on four threads contend for the lock: a thread that read the time
+        // before another took the lock must not step the clock back.
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        begin();
+        std::thread::scope(|s| {
+            for stage in [PLAN, IMAGE, CAPTURE, PRICE] {
+                s.spawn(move || {
+                    for _ in 0..20_000 {
+                        drop(enter(stage));
+                    }
+                });
+            }
+        });
+        let t = snapshot();
+        assert!(
+            (sum(&t) - t.wall_seconds).abs() < 1e-9,
+            "stages {:?} sum to {} against a wall time of {}",
+            t.stage_seconds,
+            sum(&t),
+            t.wall_seconds
+        );
     }
 
     #[test]

@@ -282,6 +282,8 @@ fn shipped_presets_load_and_hold_their_capacity() {
         ("sata-400g-2007", 781_422_768u64),
         ("sata-500g-2008", 976_773_168),
         ("sata-2t-5400-2010", 3_907_029_168),
+        // Issue 29's current large disk (IDEMA LBA1-03 count of 20 TB).
+        ("sata-20t-7200-2022", 39_070_101_168),
         // Issue 27's alternatives (docs/hdd-model.md, "Alternative presets").
         ("sata-160g-2009-alt-wd", 312_581_808),
         ("sata-400g-2007-alt-samsung", 781_422_768),
@@ -731,4 +733,79 @@ fn fio_write_and_read_jobs_match_the_documented_rates() {
             "docs/hdd-model.md '{label}': {after} printed, the job gives {ours:.3}: update the table"
         );
     }
+}
+
+/// Issue 29's current large disk (`presets/sata-20t-7200-2022.toml`) against its own cited
+/// figures, never against an experiment's number: the seek curve's mean over all pairs of
+/// distinct cylinders is the average seek the preset cites (7.4 ms, the weighting OEM
+/// specifications state); 4 KiB random reads over the whole drive at queue depth 1 cost a
+/// positioning time between the one-cylinder seek and that average plus half a revolution and
+/// the command overhead (uniform picks by LBA favour the outer, larger zones, so they seek
+/// less than uniform picks by cylinder); long sequential reads in the outermost zone stay at
+/// or below the cited 281 MB/s sustained rate and above the rate the preset's own switch times
+/// allow (per cylinder: `surfaces` revolutions plus a track skew per head switch and a cylinder
+/// skew, and one cylinder of slack).
+#[test]
+fn sata_20t_7200_2022_holds_its_cited_figures() {
+    let name = "sata-20t-7200-2022";
+    let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut d = Hdd::from_toml_str(&text, &path).unwrap();
+    let spec = d.spec().clone();
+    let rev_ms = 60e3 / spec.rpm;
+    let cyls = spec.zones.last().unwrap().last_cylinder as u64 + 1;
+
+    // The cited average seek: mean over pairs of distinct cylinders (distance k has weight
+    // 2 (C - k) / (C (C - 1))).
+    let c = cyls as f64;
+    let mean_seek: f64 = (1..cyls)
+        .map(|k| spec.seek.seek_ms(k as u32) * 2.0 * (c - k as f64) / (c * (c - 1.0)))
+        .sum();
+    eprintln!("{name}: mean seek over cylinder pairs {mean_seek:.3} ms (cited 7.4)");
+    assert!((mean_seek - 7.4).abs() < 0.01, "{mean_seek}");
+
+    // 4 KiB random reads, uniform over the LBAs, QD1.
+    let cap = d.capacity_sectors();
+    let mut rng = ChaCha8Rng::seed_from_u64(29);
+    let count = 4000;
+    let mut t = 0.0;
+    for _ in 0..count {
+        let lbn = rng.gen_range(0..cap / 8 - 1) * 8;
+        t = d.submit(t, &req(Op::Read, lbn, 8));
+    }
+    let mean_ms = t / 1e6 / count as f64;
+    let overhead_ms = 0.3;
+    let low = spec.seek.seek_ms(1) + overhead_ms;
+    let high = 7.4 + rev_ms / 2.0 + overhead_ms + rev_ms * 8.0 / 2094.0 + 8.0 * 0.00085333;
+    eprintln!(
+        "{name}: 4k random read QD1 over 20 TB: {:.1} IOPS, mean {mean_ms:.3} ms (band {low:.2}-{high:.2} ms)",
+        1e3 / mean_ms
+    );
+    assert!(mean_ms > low + rev_ms / 4.0 && mean_ms < high, "{mean_ms}");
+
+    // Sequential 512 KiB reads in zone 0: 400 MiB.
+    d.reset();
+    let z = &spec.zones[0];
+    let spt = z.sectors_per_track as f64;
+    let per_cyl_rev = spec.surfaces as f64
+        + (spec.surfaces as f64 - 1.0) * z.track_skew_sectors / spt
+        + z.cylinder_skew_sectors / spt;
+    let cyl_bytes = spt * 512.0 * spec.surfaces as f64;
+    let formula_mb_s = cyl_bytes / (per_cyl_rev * rev_ms / 1e3) / 1e6;
+    let total: u64 = 400 << 20;
+    let n = 1024u32;
+    let mut t = 0.0;
+    let mut sector = 0u64;
+    while sector * 512 < total {
+        t = d.submit(t, &req(Op::Read, sector, n));
+        sector += n as u64;
+    }
+    let secs = t / 1e9;
+    // One cylinder's time of slack: the window may begin anywhere in a cylinder.
+    let floor = total as f64 / (secs + per_cyl_rev * rev_ms / 1e3) / 1e6;
+    let rate = total as f64 / secs / 1e6;
+    eprintln!(
+        "{name}: sequential 512k read zone 0: {rate:.1} MB/s (formula {formula_mb_s:.1}, cited sustained 281)"
+    );
+    assert!(rate <= 281.0 + 0.5 && rate >= floor.min(formula_mb_s) * 0.99, "{rate}");
 }

@@ -126,6 +126,14 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "metadata-on-ssd-aging",
         include_str!("../../../experiments/metadata-on-ssd-aging.toml"),
     ),
+    (
+        "metadata-on-ssd-today",
+        include_str!("../../../experiments/metadata-on-ssd-today.toml"),
+    ),
+    (
+        "metadata-on-ssd-aging-today",
+        include_str!("../../../experiments/metadata-on-ssd-aging-today.toml"),
+    ),
 ];
 
 /// One kind of experiment: the `operation = "NAME"` of an experiment file, whose parameters

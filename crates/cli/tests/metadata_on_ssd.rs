@@ -113,7 +113,10 @@ fn metadata_on_ssd_today_at_the_default_scale() {
     assert_eq!(fp["overflow_blocks"], 0, "{fp}");
     // One disk and one SSD hold it; every byte e2fsck read came from the SSD.
     let split = &v["metadata_on_fast_device"].as_array().unwrap()[0];
-    assert_eq!(split["device"], "1 x ssd-nvme-2024 + 1 x sata-20t-7200-2022");
+    assert_eq!(
+        split["device"],
+        "1 x ssd-nvme-2024 + 1 x sata-20t-7200-2022"
+    );
     for c in split["classes"].as_array().unwrap() {
         assert_eq!(c["hdd_bytes"], 0, "{c}");
     }

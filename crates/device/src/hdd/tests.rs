@@ -807,5 +807,8 @@ fn sata_20t_7200_2022_holds_its_cited_figures() {
     eprintln!(
         "{name}: sequential 512k read zone 0: {rate:.1} MB/s (formula {formula_mb_s:.1}, cited sustained 281)"
     );
-    assert!(rate <= 281.0 + 0.5 && rate >= floor.min(formula_mb_s) * 0.99, "{rate}");
+    assert!(
+        rate <= 281.0 + 0.5 && rate >= floor.min(formula_mb_s) * 0.99,
+        "{rate}"
+    );
 }

@@ -450,3 +450,61 @@ pub fn bench(preset: &str, image: &std::path::Path, time_scale: f64) -> Result<B
         load_average: [load_before, load_after],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use layoutlab_rig::EmuRequest;
+    use layoutlab_trace::{Flags, Request};
+
+    fn kernel(issue_ns: u64, complete_ns: u64, sector: u64) -> Request {
+        Request {
+            issue_ns,
+            complete_ns: Some(complete_ns),
+            op: Op::Read,
+            sector,
+            sectors: 8,
+            flags: Flags::default(),
+            tag: 0,
+            cpu: None,
+        }
+    }
+
+    fn served(received_ns: u64, arrival_ns: f64, sector: u64) -> EmulatedRequest {
+        EmulatedRequest {
+            request: EmuRequest {
+                write: false,
+                sector,
+                sectors: 8,
+            },
+            arrival_ns,
+            received_ns,
+            complete_ns: arrival_ns + 5e6,
+            reply_late_ns: 0.0,
+        }
+    }
+
+    /// At K = 2: request 1 is raised and the kernel issued it after request 0 completed (the
+    /// raise's premise held); request 2 is raised too, but the kernel issued it 30 µs before
+    /// request 1's completion (it did not); request 3 is not raised.
+    #[test]
+    fn raised_requests_are_counted_and_checked_against_the_kernels_clock() {
+        let kernel = [
+            kernel(1_000_000, 3_500_000, 0),
+            kernel(3_520_000, 6_000_000, 8),
+            kernel(5_970_000, 8_500_000, 16),
+            kernel(20_000_000, 22_500_000, 24),
+        ];
+        let served = [
+            served(0, 0.0, 0),
+            served(2_480_000, 5e6, 8),
+            served(4_990_000, 10e6, 16),
+            served(19_000_000, 38e6, 24),
+        ];
+        let pairs = pair(&kernel, &served);
+        assert_eq!(pairs, [(0, 0), (1, 1), (2, 2), (3, 3)]);
+        let r = raised_requests(&kernel, &served, &pairs, 2.0);
+        assert_eq!(r.raised_model_us, [20.0, 40.0]);
+        assert_eq!(r.issued_early_us, [30.0]);
+    }
+}

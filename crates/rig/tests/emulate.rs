@@ -215,8 +215,8 @@ fn a_program_waiting_for_each_completion_is_charged_no_wait_however_early_the_re
         }
     }
     // dd turns a completion into its next request in far less than the 50 ms of wall time the
-    // early replies give it (the way in's slowest seen by `bench emulate` was 8 ms, at load
-    // 11): the raise happened.
+    // early replies give it (`bench emulate`'s largest kernel − model, the route's worst delay
+    // seen, was 8.2 ms; docs/emulate.md): the raise happened.
     assert!(raised_count > 0, "{log:?}");
 }
 

@@ -319,14 +319,13 @@ fn metacluster_fsck_closed_loop_reports_the_emulated_time_beside_the_replay() {
 /// reports adds the time between its requests (its own CPU and the route), which depends on the
 /// machine's load: printed, and given with the load in docs/emulate.md, not asserted.
 ///
-/// Ignored (run it with `cargo test -p layoutlab-cli --test emulate -- --ignored`): it depends on
-/// the machine's load, so it is not yet the test the issue asks for. A fresh-clone CI run with two
-/// CPU-bound loops gave 7.620 ms against `device fio`'s 7.196 ms at 4 KiB (5.9%), where three
-/// runs at load 10-12 gave 0.1-1.0%. A likely mechanism, not confirmed: replies leave early by
-/// the route delay measured at start (about 50 µs, 0.8 ms of model time at K = 16), so fio's next
-/// request can reach a model still busy and wait there. docs/emulate.md says so.
+/// The mean service does not depend on the machine's load: fio waits for each completion, so
+/// each of its requests reaches the model no sooner than the previous completed, however early
+/// the route delivered it (the model's clock raises it, `ModelClock` in
+/// crates/rig/src/emulate.rs). Before that, a fresh-clone CI run with two CPU-bound loops gave
+/// 7.620 ms against `device fio`'s 7.196 ms at 4 KiB (5.9%): the model charged a wait the kernel
+/// never saw. Runs with two CPU-bound loops since: docs/emulate.md.
 #[test]
-#[ignore = "load-dependent: 5.9% off with two CPU-bound loops (docs/emulate.md)"]
 fn real_fio_on_the_emulated_disk_is_priced_as_device_fio() {
     if !is_root() {
         eprintln!("skipped: device emulate needs root (FUSE mount, loop device)");

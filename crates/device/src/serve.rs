@@ -60,6 +60,45 @@ mod tests {
     use crate::replay::{replay, ReplayOptions};
     use layoutlab_trace::{Flags, Op, Request, Trace};
 
+    /// The emulator raises a request's arrival to the model's last completion when it was
+    /// received while no reply was pending (crates/rig/src/emulate.rs, `ModelClock`): on a
+    /// disk model that changes no completion, since the drive starts a request at the later
+    /// of its arrival and the end of its work. Sequential runs (the drive's cache and
+    /// read-ahead) and random reads and writes, each arriving before the previous completion.
+    #[test]
+    fn on_a_disk_an_arrival_raised_to_the_last_completion_completes_at_the_same_time() {
+        for preset in ["sata-400g-2007", "sata-160g-2009", "sata-500g-2008"] {
+            let mut early = ArrivalServer::new(load_preset(preset).unwrap());
+            let mut raised = ArrivalServer::new(load_preset(preset).unwrap());
+            let (mut last_complete, mut arrival) = (0.0f64, 0.0f64);
+            let mut x = 12_345u64;
+            for i in 0..400u64 {
+                // A small LCG: random sectors in the first 100 GB, or the next run of a stream.
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                let sector = if i % 3 == 0 {
+                    (x >> 20) % 200_000_000
+                } else {
+                    8 * i
+                };
+                let req = IoRequest {
+                    op: if i % 7 == 0 { Op::Write } else { Op::Read },
+                    sector,
+                    sectors: 8 << (i % 4),
+                    flags: Flags::default(),
+                };
+                // Up to 1 ms before the previous completion, as the route's jitter at K = 16.
+                arrival = arrival.max(last_complete - ((x >> 40) % 1_000_000) as f64);
+                let a = early.serve(arrival, &req);
+                let b = raised.serve(last_complete.ceil().max(arrival), &req);
+                assert!(
+                    (a.complete_ns - b.complete_ns).abs() <= 1.0,
+                    "{preset} request {i}: arriving early {a:?}, raised {b:?}"
+                );
+                last_complete = last_complete.max(a.complete_ns);
+            }
+        }
+    }
+
     /// A stream with overlapping requests (read-ahead) and idle gaps, served one arrival at a
     /// time, then replayed open loop from its arrival and completion times: every request is
     /// issued and completes at the same model time (the trace keeps whole ns, hence 1 ns). When

@@ -139,8 +139,12 @@ pub type ServiceModel = Box<dyn FnMut(f64, &EmuRequest) -> f64>;
 pub struct EmulatedRequest {
     /// The request.
     pub request: EmuRequest,
-    /// When the daemon received it, model ns since the start.
+    /// When it reached the model, model ns since the start: the wall time the daemon received
+    /// it (`received_ns`) times the time scale, raised to the model's last completion when no
+    /// reply was pending at its receipt ([`ModelClock`]). Whole ns.
     pub arrival_ns: f64,
+    /// When the daemon received it, wall ns since the start.
+    pub received_ns: u64,
     /// When the model completes it, model ns since the start (the reply is due at this time
     /// divided by the time scale).
     pub complete_ns: f64,
@@ -394,6 +398,13 @@ impl Emulator {
         self.route.ns.load(Ordering::SeqCst)
     }
 
+    /// Sends every later reply `ns` before the model's completion, in place of the route
+    /// measured at start: a test (or a diagnosis) can make the replies leave early by a known
+    /// amount, as a route faster than measured would.
+    pub fn pin_route_ns(&self, ns: u64) {
+        self.route.ns.store(ns, Ordering::SeqCst);
+    }
+
     /// The emulated block device.
     pub fn device(&self) -> &LoopDevice {
         self.device.as_ref().expect("present until stop")
@@ -490,6 +501,63 @@ fn reply_due_ns(complete_ns: f64, scale: f64, route_ns: u64, arrived_ns: u64) ->
         .max(arrived_ns)
 }
 
+/// The model's clock at each arrival: when a request reaches the model.
+///
+/// Why: replies leave the route's latency measured at start early ([`Route`]), so the kernel
+/// sees each completion at the model's time only on average. On a request where the way out
+/// and the next way in are faster than that (jitter, load), a program that waits for each
+/// completion (fio at iodepth 1, dd) has its next request received before the model's
+/// completion, and the model would count a wait the kernel never saw: fio's 4 KiB requests
+/// on sata-500g-2008 at K = 16, with two CPU-bound loops, reached the model before the
+/// previous completion in 80% of cases and were charged 0.154 ms of such wait on average
+/// (docs/emulate.md). A request received while no reply is pending (every earlier reply
+/// had started to leave) was issued after the kernel saw one of those completions, or else
+/// was in flight on the route while that reply left; by design the kernel sees the last
+/// completion at the model's time, so the request's model arrival is at least that
+/// completion. The raise is at most K times the route: the reply left no more than the route
+/// before the model's completion, and the request was received after it left. For a request
+/// the kernel issued before it saw that completion (asynchronously, e.g. read-ahead) the
+/// raise is an error of that size on its arrival; on the HDD model it changes no completion
+/// (a request starts at the later of its arrival and the end of the drive's work).
+/// Arrivals never go backwards (the replay's FCFS queue takes them in order), so a request
+/// received while replies are pending is raised to the last arrival at most.
+#[derive(Debug, Default)]
+struct ModelClock {
+    /// The latest arrival handed to the model, model ns.
+    last_arrival_ns: f64,
+    /// The latest completion the model gave, model ns.
+    last_complete_ns: f64,
+    /// When the latest reply started to leave, wall ns since the start.
+    last_sent_ns: u64,
+}
+
+impl ModelClock {
+    /// The model's arrival of a request the daemon received at wall `received_ns`, with
+    /// `replies_pending` (unsent replies when the scheduler took it). Whole ns, as a trace
+    /// keeps them: an open-loop replay of the served stream hands the model the same times.
+    fn arrival_ns(&mut self, received_ns: u64, scale: f64, replies_pending: bool) -> f64 {
+        let idle = !replies_pending && received_ns >= self.last_sent_ns;
+        let floor = if idle {
+            self.last_complete_ns.ceil()
+        } else {
+            self.last_arrival_ns
+        };
+        let arrival = (received_ns as f64 * scale).round().max(floor);
+        self.last_arrival_ns = arrival;
+        arrival
+    }
+
+    /// The model completes a request at `complete_ns`.
+    fn completed(&mut self, complete_ns: f64) {
+        self.last_complete_ns = self.last_complete_ns.max(complete_ns);
+    }
+
+    /// A reply starts to leave at wall `at_ns`.
+    fn sent(&mut self, at_ns: u64) {
+        self.last_sent_ns = self.last_sent_ns.max(at_ns);
+    }
+}
+
 /// The scheduler thread: prices each request on the model as it arrives and sends each reply
 /// when it is due.
 fn schedule(
@@ -507,6 +575,7 @@ fn schedule(
     let softirqs = SoftirqRunner::new();
     let mut model = make_model();
     let mut heap: BinaryHeap<Due> = BinaryHeap::new();
+    let mut clock = ModelClock::default();
     let mut seq = 0u64;
     let mut open = true;
     loop {
@@ -515,6 +584,9 @@ fn schedule(
         while heap.peek().is_some_and(|d| d.due_ns <= now) {
             replied = true;
             let due = heap.pop().expect("peeked");
+            // Stamped before the reply leaves: the kernel cannot see this completion, nor a
+            // program issue a request after it, before this instant.
+            clock.sent(since_ns(t0, Instant::now()));
             match due.pending {
                 Pending::Read(reply, data) => reply.data(&data),
                 Pending::Write(reply, n) => reply.written(n),
@@ -564,21 +636,24 @@ fn schedule(
                 softirqs.run_pending();
             }
             Ok(job) => {
-                // Whole ns, as a trace keeps them: an open-loop replay of the served stream
-                // then hands the model the very same arrival times.
-                let arrival_ns = (since_ns(t0, job.arrived) as f64 * scale).round();
+                // A reply still in the heap was pending when this request was received (the
+                // channel keeps the reader's order).
+                let received_ns = since_ns(t0, job.arrived);
+                let arrival_ns = clock.arrival_ns(received_ns, scale, !heap.is_empty());
                 let complete_ns = model(arrival_ns, &job.request).max(arrival_ns);
+                clock.completed(complete_ns);
                 let due_ns = reply_due_ns(
                     complete_ns,
                     scale,
                     route.ns.load(Ordering::Relaxed),
-                    since_ns(t0, job.arrived),
+                    received_ns,
                 );
                 let log_index = {
                     let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
                     log.push(EmulatedRequest {
                         request: job.request,
                         arrival_ns,
+                        received_ns,
                         complete_ns,
                         reply_late_ns: 0.0,
                     });
@@ -893,6 +968,29 @@ mod tests {
         assert_eq!(reply_due_ns(1_030_000.0, 1.0, 60_000, 1_000_000), 1_000_000);
         // Before calibration the route is 0: the model's time exactly.
         assert_eq!(reply_due_ns(5e6, 1.0, 0, 0), 5_000_000);
+    }
+
+    #[test]
+    fn a_request_received_with_no_reply_pending_arrives_no_sooner_than_the_last_completion() {
+        let mut clock = ModelClock::default();
+        // K = 16: received at 1 ms of wall time is 16 ms of model time.
+        assert_eq!(clock.arrival_ns(1_000_000, 16.0, false), 16e6);
+        clock.completed(23_500_000.4);
+        clock.sent(1_400_000);
+        // The next one, received after that reply left but 30 µs of wall time before the
+        // model's completion (the route was faster than measured): it arrives at the
+        // completion (whole ns), not 0.48 ms earlier.
+        assert_eq!(clock.arrival_ns(1_438_750, 16.0, false), 23_500_001.0);
+        clock.completed(30e6);
+        // Received before the last reply started to leave (it was pending at receipt): the
+        // model's wall-clock arrival stands, but never before the previous arrival.
+        assert_eq!(clock.arrival_ns(1_399_000, 16.0, false), 23_500_001.0);
+        clock.sent(1_900_000);
+        assert_eq!(clock.arrival_ns(1_800_000, 16.0, false), 28_800_000.0);
+        // A reply still unsent when the scheduler took it: not raised to the completion.
+        assert_eq!(clock.arrival_ns(1_850_000, 16.0, true), 29_600_000.0);
+        // Received late: the wall clock's arrival, after the last completion, stands.
+        assert_eq!(clock.arrival_ns(2_000_000, 16.0, false), 32e6);
     }
 
     #[test]

@@ -402,7 +402,10 @@ pub fn run(cmd: Command) -> Result<()> {
                      p99 {:.0}, max {:.0}; model service µs p1/p50/p99 {:.0}/{:.0}/{:.0}; \
                      reply lateness p50 {:.0} µs, p99 {:.0} µs; delay above the route's best \
                      in (issue → daemon) p50 {:.0} µs, p99 {:.0} µs, out (reply → complete) \
-                     p50 {:.0} µs, p99 {:.0} µs; e2fsck {:.2} s here; closed loop {:.3} s, \
+                     p50 {:.0} µs, p99 {:.0} µs; {} arrivals raised to the model's last \
+                     completion (model µs p50 {:.0}, p99 {:.0}, max {:.0}), {} of them issued by \
+                     the kernel before that completion (by at most {:.0} µs); \
+                     e2fsck {:.2} s here; closed loop {:.3} s, \
                      open-loop replay of that stream {:.3} s; plain loop device: {} requests, \
                      open loop {:.3} s\n",
                     r.preset,
@@ -427,6 +430,12 @@ pub fn run(cmd: Command) -> Result<()> {
                     r.inbound_above_best_us[1],
                     r.outbound_above_best_us[0],
                     r.outbound_above_best_us[1],
+                    r.raised,
+                    r.raised_model_us[0],
+                    r.raised_model_us[1],
+                    r.raised_model_us[2],
+                    r.raised_issued_early,
+                    r.raised_issued_early_max_us,
                     r.wall_s,
                     r.closed_loop_s,
                     r.open_loop_same_stream_s,

@@ -54,6 +54,9 @@ struct LoggedRequest {
     sector: u64,
     sectors: u32,
     arrival_ns: f64,
+    /// Wall ns since the start when the daemon received it (the arrival is this times K,
+    /// or the model's last completion when no reply was pending).
+    received_ns: u64,
     complete_ns: f64,
     reply_late_ns: f64,
 }
@@ -130,6 +133,7 @@ pub fn run(a: EmulateArgs) -> Result<()> {
                     sector: r.request.sector,
                     sectors: r.request.sectors,
                     arrival_ns: r.arrival_ns,
+                    received_ns: r.received_ns,
                     complete_ns: r.complete_ns,
                     reply_late_ns: r.reply_late_ns,
                 })
@@ -192,6 +196,19 @@ pub struct BenchResult {
     /// Delay from the daemon's reply to block_rq_complete above the smallest seen (µs),
     /// percentiles 50 and 99.
     pub outbound_above_best_us: [f64; 2],
+    /// Requests whose arrival the model's clock raised to its last completion (received
+    /// while no reply was pending, before that completion's time: `ModelClock` in
+    /// crates/rig/src/emulate.rs).
+    pub raised: usize,
+    /// How far they were raised (model µs), percentiles 50 and 99 and max.
+    pub raised_model_us: [f64; 3],
+    /// Of the raised requests, those the kernel issued (block_rq_issue) before it completed
+    /// (block_rq_complete) every request served before them: where the premise of the raise,
+    /// a program that waited for the last completion, did not hold.
+    pub raised_issued_early: usize,
+    /// For those, how much earlier the kernel issued them than that completion (wall µs),
+    /// max.
+    pub raised_issued_early_max_us: f64,
     /// The closed-loop result: e2fsck's time on the emulated device, first arrival to last
     /// completion, charging the model's time while a request was in the device and the real
     /// time (CPU) between, s.
@@ -253,6 +270,54 @@ fn pair(kernel: &[layoutlab_trace::Request], served: &[EmulatedRequest]) -> Vec<
         }
     }
     out
+}
+
+/// The requests whose arrival the model's clock raised, checked against the kernel's clock.
+struct Raised {
+    /// How far each was raised, model µs, sorted.
+    raised_model_us: Vec<f64>,
+    /// For each raised request the kernel issued before it completed every request served
+    /// earlier: by how much (wall µs).
+    issued_early_us: Vec<f64>,
+}
+
+/// Finds the served requests whose model arrival is later than their receipt times K, and
+/// for each (when paired with a kernel request) compares the kernel's issue of it with the
+/// latest kernel completion of the requests served before it.
+fn raised_requests(
+    kernel: &[layoutlab_trace::Request],
+    served: &[EmulatedRequest],
+    pairs: &[(usize, usize)],
+    time_scale: f64,
+) -> Raised {
+    let mut kernel_of = vec![None; served.len()];
+    for &(k, s) in pairs {
+        kernel_of[s] = Some(k);
+    }
+    let mut raised_model_us = Vec::new();
+    let mut issued_early_us = Vec::new();
+    // The latest kernel completion among the requests served so far.
+    let mut latest_done: Option<u64> = None;
+    for (s, r) in served.iter().enumerate() {
+        let by = r.arrival_ns - (r.received_ns as f64 * time_scale).round();
+        if by > 0.0 {
+            raised_model_us.push(by / 1e3);
+            if let (Some(k), Some(done)) = (kernel_of[s], latest_done) {
+                let issue = kernel[k].issue_ns;
+                if issue < done {
+                    issued_early_us.push((done - issue) as f64 / 1e3);
+                }
+            }
+        }
+        if let Some(done) = kernel_of[s].and_then(|k| kernel[k].complete_ns) {
+            latest_done = Some(latest_done.map_or(done, |d| d.max(done)));
+        }
+    }
+    raised_model_us.sort_by(f64::total_cmp);
+    Raised {
+        raised_model_us,
+        issued_early_us,
+    }
 }
 
 /// `bench emulate`: the real e2fsck (`-fn -E readahead_kb=0`, as the fsck experiments run it)
@@ -331,14 +396,14 @@ pub fn bench(preset: &str, image: &std::path::Path, time_scale: f64) -> Result<B
         // Both clocks are CLOCK_MONOTONIC-based but start at different points: each
         // request's offset between them, less the smallest, is the delay it met above the
         // route's best on the way in (issue → daemon) and on the way out (reply → complete).
-        let arrival_wall = served[s].arrival_ns / time_scale;
-        inbound.push(arrival_wall - kernel[k].issue_ns as f64);
+        inbound.push(served[s].received_ns as f64 - kernel[k].issue_ns as f64);
         outbound.push(done as f64 - served[s].complete_ns / time_scale - served[s].reply_late_ns);
         errors.push(error / 1e3);
         models.push(model / 1e3);
     }
     errors.sort_by(f64::total_cmp);
     models.sort_by(f64::total_cmp);
+    let raised = raised_requests(kernel, &served, &pairs, time_scale);
     let mut late: Vec<f64> = served.iter().map(|r| r.reply_late_ns / 1e3).collect();
     late.sort_by(f64::total_cmp);
     let above_best = |mut v: Vec<f64>| {
@@ -368,6 +433,14 @@ pub fn bench(preset: &str, image: &std::path::Path, time_scale: f64) -> Result<B
             percentile(&models, 0.99),
         ],
         reply_late_us: [percentile(&late, 0.5), percentile(&late, 0.99)],
+        raised: raised.raised_model_us.len(),
+        raised_model_us: [
+            percentile(&raised.raised_model_us, 0.5),
+            percentile(&raised.raised_model_us, 0.99),
+            percentile(&raised.raised_model_us, 1.0),
+        ],
+        raised_issued_early: raised.issued_early_us.len(),
+        raised_issued_early_max_us: raised.issued_early_us.iter().copied().fold(0.0, f64::max),
         closed_loop_s,
         open_loop_same_stream_s,
         plain_requests: plain.capture.trace.requests.len(),
@@ -376,4 +449,62 @@ pub fn bench(preset: &str, image: &std::path::Path, time_scale: f64) -> Result<B
         route_us,
         load_average: [load_before, load_after],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use layoutlab_rig::EmuRequest;
+    use layoutlab_trace::{Flags, Request};
+
+    fn kernel(issue_ns: u64, complete_ns: u64, sector: u64) -> Request {
+        Request {
+            issue_ns,
+            complete_ns: Some(complete_ns),
+            op: Op::Read,
+            sector,
+            sectors: 8,
+            flags: Flags::default(),
+            tag: 0,
+            cpu: None,
+        }
+    }
+
+    fn served(received_ns: u64, arrival_ns: f64, sector: u64) -> EmulatedRequest {
+        EmulatedRequest {
+            request: EmuRequest {
+                write: false,
+                sector,
+                sectors: 8,
+            },
+            arrival_ns,
+            received_ns,
+            complete_ns: arrival_ns + 5e6,
+            reply_late_ns: 0.0,
+        }
+    }
+
+    /// At K = 2: request 1 is raised and the kernel issued it after request 0 completed (the
+    /// raise's premise held); request 2 is raised too, but the kernel issued it 30 µs before
+    /// request 1's completion (it did not); request 3 is not raised.
+    #[test]
+    fn raised_requests_are_counted_and_checked_against_the_kernels_clock() {
+        let kernel = [
+            kernel(1_000_000, 3_500_000, 0),
+            kernel(3_520_000, 6_000_000, 8),
+            kernel(5_970_000, 8_500_000, 16),
+            kernel(20_000_000, 22_500_000, 24),
+        ];
+        let served = [
+            served(0, 0.0, 0),
+            served(2_480_000, 5e6, 8),
+            served(4_990_000, 10e6, 16),
+            served(19_000_000, 38e6, 24),
+        ];
+        let pairs = pair(&kernel, &served);
+        assert_eq!(pairs, [(0, 0), (1, 1), (2, 2), (3, 3)]);
+        let r = raised_requests(&kernel, &served, &pairs, 2.0);
+        assert_eq!(r.raised_model_us, [20.0, 40.0]);
+        assert_eq!(r.issued_early_us, [30.0]);
+    }
 }

@@ -6,7 +6,7 @@ BIN := target/release/layoutlab
 # Upstream e2fsprogs tarballs (1.40.2, 1.41.4, 1.41.14) for the period checkers: beside the clone.
 VENDOR ?= $(CURDIR)/../shared/vendor
 
-.PHONY: all deps debs period-e2fsprogs build demo test lint bench clean-work docs-figures
+.PHONY: all deps debs period-e2fsprogs build demo test lint bench clean-work docs-figures docs-budgets
 
 all: build
 
@@ -68,3 +68,8 @@ bench: build
 # headline) from one build: scale 1 (~1 min with --sensitivity) and scale 0.05, with the sensitivity tables.
 docs-figures: build
 	LAYOUTLAB=$(BIN) docs/regenerate-figures.sh
+
+# docs/fidelity.md's error-budget blocks (issue 27): about an hour here; ONLY="fio mkfs" for the
+# two instant ones (docs/regenerate-budgets.sh says which blocks each name writes).
+docs-budgets: build period-e2fsprogs
+	LAYOUTLAB=$(BIN) docs/regenerate-budgets.sh

@@ -51,18 +51,8 @@ run 0.05
 echo "regenerate-figures: ext4-fsck-allocator" >&2
 "$bin" reproduce ext4-fsck-allocator --out "$out/ext4" --json "$out/ext4.json" >"$out/ext4.txt"
 
-# Replace the generated block NAME of FILE with the contents of SNIPPET.
-splice() { # file name snippet
-  grep -q "<!-- BEGIN generated $2 -->" "$1" || { echo "regenerate-figures: $1 has no block '$2'" >&2; exit 1; }
-  SNIPPET="$3" NAME="$2" perl -0pi -e '
-    my $name = quotemeta $ENV{NAME};
-    open my $f, "<", $ENV{SNIPPET} or die "$ENV{SNIPPET}: $!";
-    my $text = do { local $/; <$f> };
-    $text =~ s/\n+\z/\n/;
-    s/(<!-- BEGIN generated $name -->\n).*?(<!-- END generated $name -->)/$1$text$2/s
-      or die "block $ENV{NAME} not found";
-  ' "$1"
-}
+# splice FILE NAME SNIPPET: replace the generated block NAME of FILE (docs/splice.sh).
+. "$root/docs/splice.sh"
 
 # Tables of one run: report.md without its title (the first two lines) and its figures' image
 # lines (the doc shows the figures itself); splice drops the trailing blank lines.

@@ -147,6 +147,17 @@ pub fn run(a: Args) -> Result<()> {
             exp.operation
         );
     }
+    // Only these operations replay think time with the factor; the others price a stream
+    // with no CPU time in it (fio, mkfs-overhead) or replay at 1.0 (random-read,
+    // large-delete), so the flag would change nothing and the run would be mislabelled.
+    if a.cpu_scale.is_some() && !CPU_SCALED_OPERATIONS.contains(&exp.operation.as_str()) {
+        anyhow::bail!(
+            "--cpu-scale scales the think time of replayed traces and applies to {} experiments; '{}' is a {} experiment, which does not use it",
+            CPU_SCALED_OPERATIONS.join(", "),
+            exp.name,
+            exp.operation
+        );
+    }
     if a.sensitivity && exp.operation != "fsck" {
         anyhow::bail!(
             "--sensitivity replays captured traces and applies to fsck experiments; '{}' is a {} experiment",
@@ -437,6 +448,10 @@ fn run_all(a: &Args) -> Result<()> {
     }
     Ok(())
 }
+
+/// Operations whose replay multiplies think time by `--cpu-scale` (`RunArgs::cpu_scale` is read
+/// by crates/experiments/src/fsck, aging.rs and metacluster_io; no other operation reads it).
+const CPU_SCALED_OPERATIONS: &[&str] = &["fsck", "aging", "metacluster-io"];
 
 /// `--cpu-scale`: a positive number, or a CPU preset's factor (see `cpus/`).
 fn cpu_scale_arg(arg: &str) -> Result<f64, String> {

@@ -1,0 +1,328 @@
+//! docs/fidelity.md's error budgets (issue 27), held: the generated `budget-NAME` tables that
+//! `docs/regenerate-budgets.sh` writes are rerun here where a run is affordable (the model's
+//! rows are deterministic, so they must agree to the printed digit), and the refusal that keeps
+//! a CPU factor off experiments that have no think time to scale.
+
+mod common;
+
+use common::{layoutlab, scratch, stderr};
+use std::path::Path;
+
+/// The rows of the Markdown table in the generated block `name` of docs/fidelity.md, each a list
+/// of its trimmed cells (the header and the separator row left out).
+fn budget_rows(name: &str) -> Vec<Vec<String>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fidelity.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let begin = format!("<!-- BEGIN generated {name} -->");
+    let block = text
+        .split(&begin)
+        .nth(1)
+        .and_then(|t| t.split("<!-- END generated").next())
+        .unwrap_or_else(|| panic!("docs/fidelity.md has no generated block {name}"));
+    let rows: Vec<Vec<String>> = block
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect();
+    assert!(rows.len() >= 3, "{name}: {block}");
+    rows
+}
+
+/// The row whose "switched to" cell (the second) starts with `prefix`.
+fn row<'a>(rows: &'a [Vec<String>], prefix: &str) -> &'a [String] {
+    rows.iter()
+        .find(|r| r[1].starts_with(prefix))
+        .unwrap_or_else(|| panic!("no row switched to '{prefix}…' in {rows:?}"))
+}
+
+fn num(cell: &str) -> f64 {
+    cell.trim_matches('*')
+        .trim_end_matches('+')
+        .parse()
+        .unwrap_or_else(|_| panic!("'{cell}' is not a number"))
+}
+
+/// `layoutlab ARGS --json -`: the result JSON (the run must succeed).
+fn json(args: &[&str]) -> serde_json::Value {
+    let mut a = args.to_vec();
+    a.extend(["--json", "-"]);
+    let o = layoutlab(&a);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The model's IOPS at `bs` in a fio-randread result, rounded as the table prints it.
+fn iops(v: &serde_json::Value, bs: &str, key: &str) -> f64 {
+    let x = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["bs"] == bs)
+        .unwrap()[key]
+        .as_f64()
+        .unwrap();
+    (x * 10.0).round() / 10.0
+}
+
+/// fio-randread's device rows are what the model predicts now, and the prose beside them ("8-11%
+/// fewer IOPS at 4k and 16-18% fewer at 256k" on the two other drives of the era) holds.
+#[test]
+fn fio_randread_budget_rows_are_the_models_and_the_prose_follows_them() {
+    let rows = budget_rows("budget-fio-randread");
+    let dir = scratch("budget", "fio");
+    let out = dir.to_str().unwrap();
+    let shipped = json(&["reproduce", "fio-randread", "--out", out]);
+    let sizes = [("4k", 2), ("64k", 3), ("256k", 4)];
+    let check = |r: &[String], v: &serde_json::Value, key: &str| {
+        for (bs, col) in sizes {
+            assert_eq!(num(&r[col]), iops(v, bs, key), "{bs} in {r:?}");
+        }
+    };
+    check(row(&rows, "sata-500g-2008, the model"), &shipped, "iops");
+    check(
+        row(&rows, "sata-500g-2008 as first registered"),
+        &shipped,
+        "as_registered_iops",
+    );
+    let published = &rows.last().unwrap();
+    assert_eq!(published[0], "*published*");
+    for (bs, col) in sizes {
+        assert_eq!(
+            num(&published[col]),
+            shipped["published"]["iops"][bs].as_f64().unwrap()
+        );
+    }
+    for drive in ["sata-400g-2007 ", "sata-400g-2007-alt-samsung "] {
+        let name = drive.trim();
+        let v = json(&["reproduce", "fio-randread", "--device", name, "--out", out]);
+        check(row(&rows, drive), &v, "iops");
+        let fewer = |bs: &str| 1.0 - iops(&v, bs, "iops") / iops(&shipped, bs, "iops");
+        assert!(
+            (0.08..0.115).contains(&fewer("4k")),
+            "{name} 4k: {}",
+            fewer("4k")
+        );
+        assert!(
+            (0.16..0.185).contains(&fewer("256k")),
+            "{name} 256k: {}",
+            fewer("256k")
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// mkfs-overhead's model rows are what the model computes now under each mke2fs.conf, and the
+/// real mke2fs rows (measured by the script) equal the model's figures for today's kernel to the
+/// kilobyte, as the doc says. The real tool itself is held by crates/layout/tests/oracle_overhead.rs.
+#[test]
+fn mkfs_overhead_budget_rows_are_the_models_and_the_real_tools_agree() {
+    let rows = budget_rows("budget-mkfs-overhead");
+    let dir = scratch("budget", "mkfs");
+    let out = dir.to_str().unwrap();
+    let period = json(&["reproduce", "mkfs-overhead", "--out", out]);
+    let today = json(&[
+        "reproduce",
+        "mkfs-overhead",
+        "--set",
+        "mke2fs_conf=e2fsprogs-1.47.0",
+        "--out",
+        out,
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let journal_mib = |v: &serde_json::Value| {
+        ((v["default"]["overhead"]["journal_blocks"].as_u64().unwrap() * 4096) >> 20) as f64
+    };
+    let df26 =
+        |v: &serde_json::Value, i: usize| v["default"]["df_ext3_2_6_kb"][i].as_f64().unwrap();
+    let df_today =
+        |v: &serde_json::Value, key: &str| v["default"]["overhead"][key].as_f64().unwrap();
+    let given_back = |v: &serde_json::Value| {
+        ((v["suggested"]["df_ext3_2_6_kb"][2].as_f64().unwrap() - df26(v, 2)) / 1048576.0 * 10.0)
+            .round()
+            / 10.0
+    };
+    let cells = |r: &[String]| -> Vec<f64> { r[2..6].iter().map(|c| num(c)).collect() };
+    for (prefix, v) in [
+        ("the model of mke2fs 1.41.14", &period),
+        ("the model of mke2fs 1.47.0", &today),
+    ] {
+        let r = row(&rows, prefix);
+        assert_eq!(
+            cells(r),
+            [journal_mib(v), df26(v, 0), df26(v, 1), df26(v, 2)],
+            "{r:?}"
+        );
+        assert_eq!(num(&r[6]), given_back(v), "{r:?}");
+    }
+    let today_df = |v: &serde_json::Value| {
+        vec![
+            journal_mib(v),
+            df_today(v, "df_size_kb"),
+            df_today(v, "df_used_kb"),
+            df_today(v, "df_avail_kb"),
+        ]
+    };
+    assert_eq!(cells(row(&rows, "the same file system")), today_df(&period));
+    assert_eq!(cells(row(&rows, "real mke2fs 1.41.14")), today_df(&period));
+    assert_eq!(cells(row(&rows, "real mke2fs 1.47")), today_df(&today));
+    // The prose: today's userland makes 394,000 KiB less available (-0.5%).
+    let lost = df26(&period, 2) - df26(&today, 2);
+    assert!((390_000.0..400_000.0).contains(&lost), "{lost}");
+}
+
+/// `--cpu-scale` on an experiment whose operation has no think time to scale (fio,
+/// mkfs-overhead) or replays at 1.0 (random-read, large-delete) is refused before any work,
+/// naming the operations that use it, instead of running and printing a result the flag did not
+/// change (it used to exit 0 with the same numbers).
+#[test]
+fn cpu_scale_is_refused_where_the_operation_does_not_use_it() {
+    let dir = scratch("budget", "cpu-scale");
+    for name in [
+        "fio-randread",
+        "mkfs-overhead",
+        "random-read",
+        "large-delete",
+    ] {
+        let out = dir.join(name);
+        let o = layoutlab(&[
+            "reproduce",
+            name,
+            "--cpu-scale",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success(), "{name} accepted --cpu-scale");
+        let err = stderr(&o);
+        assert!(err.contains("--cpu-scale") && err.contains(name), "{err}");
+        assert!(err.contains("fsck, aging, metacluster-io"), "{err}");
+        assert!(
+            !out.exists(),
+            "{name}: the refused run wrote {}",
+            out.display()
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// One metacluster-io cell "A → B s (C%)": ext3-2007's and ext3-metacluster's seconds.
+fn pair(cell: &str) -> (f64, f64) {
+    let mut n = cell
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse::<f64>().unwrap());
+    (n.next().unwrap(), n.next().unwrap())
+}
+
+/// Seconds of `policy` in benchmark `b` (with the patch's read-ahead from benchmark 2 on), from
+/// a metacluster-io JSON or from replays of its traces.
+fn mio_seconds(v: &serde_json::Value, b: u64, policy: &str) -> f64 {
+    v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["benchmark"] == b && r["policy"] == policy && r["ind_readahead"] == (b > 1))
+        .unwrap()["seconds"]
+        .as_f64()
+        .unwrap()
+}
+
+/// metacluster-io's device and CPU rows are replays of the shipped run's own traces: here the
+/// experiment runs again at scale 1 (about 1-2 min), its traces are replayed as the script
+/// replays them, and
+/// - a replay on the shipped preset gives the run's own seconds exactly (the rows made by
+///   replaying are the experiment's pricing, one factor changed);
+/// - each cell of the doc's shipped, another-drive and no-think-time rows is within 1.0 s of this
+///   capture's. Two captures are two samples of the kernel's requests: the doc's earlier runs and
+///   this budget's agreed within 0.3 s (176.1 against 175.8 s, benchmark 3), so 1.0 s leaves room
+///   for a loaded machine while the factors it holds move cells by up to 7 s;
+/// - the prose: another drive moves each change by at most 2.1 points (2.5 here, for the
+///   sample), and this machine's think time adds under 1 s to any benchmark.
+#[test]
+fn metacluster_io_budget_rows_are_replays_of_the_shipped_traces() {
+    if !common::is_root() {
+        eprintln!("skipped: the experiment needs root (loop devices, mount, tracefs)");
+        return;
+    }
+    let rows = budget_rows("budget-metacluster-io");
+    let dir = scratch("budget", "mio");
+    let shipped = json(&[
+        "reproduce",
+        "metacluster-io",
+        "--scale",
+        "1",
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    let traces = dir.join("out/metacluster-io/traces");
+    let replayed = |args: &[&str]| -> serde_json::Value {
+        let mut runs = Vec::new();
+        for b in 1..=4u64 {
+            for policy in ["ext3-2007", "ext3-metacluster"] {
+                let name = if b > 1 {
+                    format!("b{b}-{policy}-readahead.csv")
+                } else {
+                    format!("b{b}-{policy}.csv")
+                };
+                let mut a = vec!["trace", "replay"];
+                let path = traces.join(&name);
+                a.push(path.to_str().unwrap());
+                a.extend(args);
+                let v = json(&a);
+                runs.push(serde_json::json!({
+                    "benchmark": b, "policy": policy, "ind_readahead": b > 1,
+                    "seconds": v["wall_seconds"].as_f64().unwrap(),
+                }));
+            }
+        }
+        serde_json::json!({ "runs": runs })
+    };
+    let same = replayed(&["--device", "sata-400g-2007"]);
+    let alt = replayed(&["--device", "sata-400g-2007-alt-samsung"]);
+    let cpu0 = replayed(&["--device", "sata-400g-2007", "--cpu-scale", "0"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let policies = ["ext3-2007", "ext3-metacluster"];
+    for b in 1..=4u64 {
+        for p in policies {
+            let (run, again) = (mio_seconds(&shipped, b, p), mio_seconds(&same, b, p));
+            assert!((run - again).abs() < 1e-6, "b{b} {p}: {run} vs {again}");
+        }
+    }
+    for (prefix, v) in [
+        ("sata-400g-2007, with", &shipped),
+        ("sata-400g-2007-alt-samsung", &alt),
+        ("no think time", &cpu0),
+    ] {
+        let r = row(&rows, prefix);
+        for b in 1..=4u64 {
+            let (old, meta) = pair(&r[1 + b as usize]);
+            for (doc, p) in [(old, policies[0]), (meta, policies[1])] {
+                let now = mio_seconds(v, b, p);
+                assert!(
+                    (doc - now).abs() <= 1.0,
+                    "{prefix} b{b} {p}: doc {doc}, now {now}"
+                );
+            }
+        }
+    }
+    let change = |v: &serde_json::Value, b: u64| {
+        100.0 * (mio_seconds(v, b, policies[1]) / mio_seconds(v, b, policies[0]) - 1.0)
+    };
+    for b in 1..=4u64 {
+        let moved = (change(&alt, b) - change(&shipped, b)).abs();
+        assert!(
+            moved <= 2.5,
+            "b{b}: another drive moves the change by {moved} points"
+        );
+        for p in policies {
+            let cpu = mio_seconds(&shipped, b, p) - mio_seconds(&cpu0, b, p);
+            assert!(cpu.abs() < 1.0, "b{b} {p}: think time {cpu} s");
+        }
+    }
+}

@@ -80,6 +80,12 @@ def hash_away(path, out):
         os.remove(path)
 
 
+def shrink(path):
+    """An output over 5 MB (ubuntu-32g's inspect JSON is 115 MB) is kept as its SHA-256."""
+    if os.path.getsize(path) > 5 << 20:
+        hash_away(path, path[:-len(".stdout")] + ".sha256")
+
+
 def superblock(img):
     with open(img, "rb") as f:
         f.seek(1024)
@@ -166,6 +172,7 @@ def record_image(b, det, workload, scale, policy, env):
     img = os.path.join(tmp, "img")
     if rc == 0 and os.path.exists(img):
         run([b, "image", "inspect", "img", "--json", "-"], base + ".inspect", cwd=tmp, env=env)
+        shrink(base + ".inspect.stdout")
         p = subprocess.run(["dumpe2fs", "img"], cwd=tmp, stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, text=True)
         text = p.stdout

@@ -6,7 +6,7 @@ BIN := target/release/layoutlab
 # Upstream e2fsprogs tarballs (1.40.2, 1.41.4, 1.41.14) for the period checkers: beside the clone.
 VENDOR ?= $(CURDIR)/../shared/vendor
 
-.PHONY: all deps debs period-e2fsprogs build demo test lint bench clean-work docs-figures docs-budgets
+.PHONY: all deps debs period-e2fsprogs build demo test lint bench clean-work docs-figures docs-budgets equivalence
 
 all: build
 
@@ -73,3 +73,13 @@ docs-figures: build
 # two instant ones (docs/regenerate-budgets.sh says which blocks each name writes).
 docs-budgets: build period-e2fsprogs
 	LAYOUTLAB=$(BIN) docs/regenerate-budgets.sh
+
+# Before/after equivalence (docs/testing.md, "Equivalence"): record this build's outputs in
+# EQUIV_AFTER and compare them with two baseline recordings in EQUIV_BASE/base-1 and base-2
+# (plans, images, goldens, streams and replays byte for byte; every experiment's request counts
+# exactly and results within the baselines' spread). EQUIV_QUICK=1 leaves out the slow experiments.
+EQUIV_BASE ?= /work/equiv
+EQUIV_AFTER ?= $(EQUIV_BASE)/after
+equivalence: build
+	python3 scripts/equivalence.py record $(BIN) $(EQUIV_AFTER) $(if $(EQUIV_QUICK),--quick)
+	python3 scripts/equivalence.py compare $(EQUIV_BASE)/base-1 $(EQUIV_BASE)/base-2 $(EQUIV_AFTER)

@@ -16,20 +16,12 @@ fn reproduce(name: &str) -> (Value, String, PathBuf) {
 
 /// `reproduce NAME EXTRA...`; its JSON and stdout.
 fn reproduce_with(name: &str, extra: &[&str]) -> (Value, String, PathBuf) {
-    let dir = scratch("ext4fsck", &format!("{name}{}", extra.join("")));
-    let json = dir.join("r.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args(["reproduce", name])
-        .args(extra)
-        .arg("--out")
-        .arg(dir.join("out"))
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    (v, String::from_utf8_lossy(&o.stdout).into_owned(), dir)
+    reproduce_in(
+        "ext4fsck",
+        &format!("{name}{}", extra.join("")),
+        name,
+        extra,
+    )
 }
 
 fn pass(run: &Value, n: u64) -> (f64, u64) {

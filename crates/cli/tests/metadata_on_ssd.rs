@@ -20,19 +20,7 @@ fn reproduce(extra: &[&str]) -> Value {
 }
 
 fn reproduce_experiment(name: &str, extra: &[&str]) -> Value {
-    let dir = scratch("metassd", &format!("{name}{}", extra.join("")));
-    let json = dir.join("r.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args(["reproduce", name])
-        .args(extra)
-        .arg("--out")
-        .arg(dir.join("out"))
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (v, _, dir) = reproduce_in("metassd", &format!("{name}{}", extra.join("")), name, extra);
     std::fs::remove_dir_all(&dir).unwrap();
     v
 }

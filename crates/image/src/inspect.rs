@@ -130,9 +130,13 @@ pub struct Inspected {
     pub used_runs: Vec<(u64, u64)>,
 }
 
-/// How many of each kind of object an image (or plan) holds.
+/// How many of each kind of object an image (or plan) holds, counted from its inodes: inode
+/// kinds and mapping blocks. Not a population's declared counts
+/// (`layoutlab_workload::populations::tree::TreeCounts`, the generator's target, which has
+/// large files and no mapping blocks), nor what e2fsck printed ([`crate::FsckVitals`]); the
+/// inode kinds mean the same in all three (e2fsck's terms).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct KindCounts {
+pub struct ImageCounts {
     /// Regular files (inodes, not names).
     pub regular_files: u64,
     /// Directories, the root and lost+found included.
@@ -159,10 +163,10 @@ pub struct KindCounts {
     pub extent_tree_blocks: u64,
 }
 
-impl KindCounts {
+impl ImageCounts {
     /// The counts of a plan (what `inspect` of its image reports).
-    pub fn of_plan(plan: &Plan) -> KindCounts {
-        let mut c = KindCounts {
+    pub fn of_plan(plan: &Plan) -> ImageCounts {
+        let mut c = ImageCounts {
             hard_links: plan.links.len() as u64,
             ..Default::default()
         };
@@ -197,8 +201,8 @@ impl KindCounts {
 
 impl Inspected {
     /// How many of each kind of object the image holds.
-    pub fn counts(&self) -> KindCounts {
-        KindCounts::of_plan(&self.plan(""))
+    pub fn counts(&self) -> ImageCounts {
+        ImageCounts::of_plan(&self.plan(""))
     }
 
     /// The inodes as a Plan (policy name as given), in inode-number order.

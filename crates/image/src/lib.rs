@@ -36,7 +36,7 @@ pub use error::ImageError;
 pub use fsck::{fsck_check, FsckVerdict};
 pub use fsck_vitals::{parse_fsck_vitals, FsckVitals};
 pub use inspect::{
-    inspect, normalize_plan, ExtentBlock, GroupDescriptor, Inspected, InspectedInode, KindCounts,
+    inspect, normalize_plan, ExtentBlock, GroupDescriptor, ImageCounts, Inspected, InspectedInode,
     SpecialInode, SuperSummary,
 };
 pub use materialize::{

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use layoutlab_image::{fsck_check, inspect, materialize, KindCounts};
+use layoutlab_image::{fsck_check, inspect, materialize, ImageCounts};
 use layoutlab_layout::mapping::{extent_entries_per_block, MapFormat, EXTENT_ROOT_ENTRIES};
 use layoutlab_layout::{InodeKind, MapKind, Plan, Special};
 
@@ -80,12 +80,12 @@ fn check_everything(image: &Path, plan: &Plan) {
     assert_eq!(links(12), 3);
     assert_eq!(back.links.len(), 4);
     let c = back.counts();
-    let want = KindCounts::of_plan(plan);
+    let want = ImageCounts::of_plan(plan);
     // the image also holds the root and lost+found (extent-mapped on ext4)
     assert_eq!(c.directories, want.directories + 2);
     assert!([0, 2].contains(&(c.extent_mapped - want.extent_mapped)));
     assert_eq!(
-        KindCounts {
+        ImageCounts {
             directories: want.directories,
             extent_mapped: want.extent_mapped,
             ..c

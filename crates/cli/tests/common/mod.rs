@@ -2,6 +2,7 @@
 //! and what a run left behind.
 #![allow(dead_code)]
 
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -72,4 +73,29 @@ pub fn fsck_json(scale: &str, dir: &Path) -> serde_json::Value {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+/// `layoutlab reproduce NAME EXTRA... --out DIR/out --json DIR/r.json`, DIR being a fresh
+/// `scratch(prefix, tag)`: the result JSON, what the run printed, and DIR (the caller removes
+/// it). Panics with the run's stderr when it fails.
+pub fn reproduce_in(
+    prefix: &str,
+    tag: &str,
+    name: &str,
+    extra: &[&str],
+) -> (Value, String, PathBuf) {
+    let dir = scratch(prefix, tag);
+    let json = dir.join("r.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(["reproduce", name])
+        .args(extra)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (v, String::from_utf8_lossy(&o.stdout).into_owned(), dir)
 }

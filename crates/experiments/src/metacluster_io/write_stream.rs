@@ -44,7 +44,8 @@ use std::collections::BTreeSet;
 /// Tags in a journal descriptor block (4 KiB: 12-byte header, 8-byte tags, one 16-byte UUID).
 const TAGS_PER_DESCRIPTOR: u64 = 508;
 
-/// What the stream holds, by kind of block.
+/// What the stream holds, by kind of block written: blocks and commits of one write stream, not
+/// counts of the file system's objects (`layoutlab_image::ImageCounts`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct WriteCounts {
     /// File data blocks written.

@@ -20,7 +20,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-/// Exact counts of a tree, as e2fsck reports them.
+/// Exact counts a tree population declares, as e2fsck reports them: what the generator must
+/// make (the population file's `[counts]`). An image of the tree inspects to the same inode
+/// kinds (`layoutlab_image::ImageCounts`, which counts from the image's inodes and adds mapping
+/// blocks); large files are counted here only.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TreeCounts {

@@ -756,15 +756,11 @@ fn run_cell(
     aging_operations: u64,
 ) -> Result<AgingRun> {
     let t = Instant::now();
-    let profile = MkfsProfile::by_name(spec.mkfs_profile_of(pname))?;
-    let geo = Geometry::new(&profile, pop.fs_bytes)?;
+    let (profile, geo) = crate::steps::plan::format(spec.mkfs_profile_of(pname), pop.fs_bytes)?;
     let pol = policy::by_name(pname, &PolicyParams::new())?;
     let planning = crate::stages::enter(crate::stages::PLAN);
-    let plan = pol
-        .plan(&geo, pop, exp.seed)
+    let plan = crate::steps::plan::checked(pol.as_ref(), &geo, pop, exp.seed)
         .with_context(|| format!("{pname} planning {} at age {n}", pop.name))?;
-    plan.check(&geo)
-        .map_err(|e| anyhow::anyhow!("policy {pname} made an inconsistent plan: {e}"))?;
     let metrics = LayoutMetrics::of(&plan, &geo);
     drop(planning);
     let image_path = opts.workdir.join(format!("{}-{pname}-{n}.img", exp.name));
@@ -775,7 +771,7 @@ fn run_cell(
         );
     }
     let image = crate::stages::timed(crate::stages::IMAGE, || {
-        crate::fsck::run::make_image(&image_path, &profile, &geo)
+        crate::steps::image::make_image(&image_path, &profile, &geo)
     })?;
     let run = run_one(fsck_spec, opts, &geo, &plan, image.path(), 0.0)?;
     drop(image);

@@ -192,8 +192,8 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let settings = a.settings.clone().unwrap_or_else(|| spec.settings.clone());
     let mut formats = Vec::new();
     for p in &spec.policies {
-        let profile = MkfsProfile::by_name(spec.mkfs_profile_of(p))?;
-        let geometry = Geometry::new(&profile, population.fs_bytes)?;
+        let (profile, geometry) =
+            crate::steps::plan::format(spec.mkfs_profile_of(p), population.fs_bytes)?;
         formats.push((p.clone(), profile, geometry));
     }
     layoutlab_rig::require_root("mounting ext4 images on loop devices and tracing them")?;
@@ -225,10 +225,12 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     for (policy, profile, geometry) in &formats {
         let t = std::time::Instant::now();
         let planning = crate::stages::enter(crate::stages::PLAN);
-        let plan =
-            policy_by_name(policy, &PolicyParams::new())?.plan(geometry, &population, exp.seed)?;
-        plan.check(geometry)
-            .map_err(|e| anyhow::anyhow!("policy {policy} made an inconsistent plan: {e}"))?;
+        let plan = crate::steps::plan::checked(
+            policy_by_name(policy, &PolicyParams::new())?.as_ref(),
+            geometry,
+            &population,
+            exp.seed,
+        )?;
         let itable = InodeTables::new(geometry, &plan);
         drop(planning);
         eprintln!(
@@ -253,8 +255,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
         let t = std::time::Instant::now();
         let image_stage = crate::stages::enter(crate::stages::IMAGE);
         let mut kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
-            layoutlab_image::mkfs_profile(path, fs_bytes, profile).map_err(|e| e.to_string())?;
-            layoutlab_image::materialize(path, &plan).map_err(|e| e.to_string())?;
+            crate::steps::image::write_plan(path, fs_bytes, profile, &plan)?;
             index_directories(path).map_err(|e| format!("{e:#}"))
         })?;
         remount_read_only(kfs.mount_point())?;

@@ -22,6 +22,7 @@
 
 use crate::ext_classes::ExtLayout;
 use crate::output::{write_json, Human};
+use crate::steps::plan::policy_image;
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_device::replay::{replay, ReplayOptions};
@@ -294,18 +295,17 @@ fn one_run(
             eprintln!(
                 "  laid out by the {policy} policy ({} ops, {} mapping blocks), written through libext2fs",
                 population.ops.len(),
-                image.1.mapping_blocks()
+                image.plan.mapping_blocks()
             );
             let opts = &KernelFsOptions {
-                mount_options: image_mount_options(&opts.mount_options, &image.0),
+                mount_options: crate::steps::image::mount_options(
+                    &opts.mount_options,
+                    &image.profile,
+                ),
                 ..opts.clone()
             };
             KernelFs::from_image(opts, &mut |path: &Path| {
-                layoutlab_image::mkfs_profile(path, opts.bytes, &image.0)
-                    .map_err(|e| e.to_string())?;
-                layoutlab_image::materialize(path, &image.1)
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
+                crate::steps::image::write_plan(path, opts.bytes, &image.profile, &image.plan)
             })?
         }
     };
@@ -448,49 +448,6 @@ pub fn write_population(
         fs_bytes,
         ops,
     }
-}
-
-/// Mount options of an image made with mkfs `profile`: `base`, plus `noinit_itable` when the
-/// profile leaves the inode tables to the kernel (`inode_tables_zeroed = false` with
-/// metadata_csum or uninit_bg: mke2fs 1.47 then marks no group ITABLE_ZEROED). Without it
-/// the kernel's ext4lazyinit thread writes every table after the mount (30 GB at random-read's
-/// scale 1), which the experiments' kernel-made file systems (`lazy_itable_init=0`) never do;
-/// the tables are holes of the sparse image, read as zeros either way.
-pub fn image_mount_options(base: &str, profile: &layoutlab_layout::MkfsProfile) -> String {
-    let lazy = !profile.inode_tables_zeroed
-        && (profile.has_feature("metadata_csum") || profile.has_feature("uninit_bg"));
-    if !lazy {
-        return base.to_string();
-    }
-    [base, "noinit_itable"]
-        .iter()
-        .filter(|o| !o.is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// `population` planned by `policy` on its mkfs profile (same name): the profile and the plan.
-pub fn policy_image(
-    policy: &str,
-    population: &layoutlab_workload::Population,
-    seed: u64,
-) -> Result<(layoutlab_layout::MkfsProfile, layoutlab_layout::Plan)> {
-    let profile = layoutlab_layout::MkfsProfile::by_name(policy)?;
-    let geometry = layoutlab_layout::Geometry::new(&profile, population.fs_bytes)?;
-    let plan = layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())?
-        .plan(&geometry, population, seed)?;
-    plan.check(&geometry)
-        .map_err(|e| anyhow::anyhow!("policy {policy} made an inconsistent plan: {e}"))?;
-    if let Some(short) = plan.short_files(population).first() {
-        bail!(
-            "policy {policy}: {} got {} of {} bytes (the file system is full)",
-            short.name,
-            short.planned_bytes,
-            short.requested_bytes
-        );
-    }
-    Ok((profile, plan))
 }
 
 /// Write `bytes` of zeros to each of `files`, `chunk` bytes per write(2). With `turn`, the
@@ -789,7 +746,7 @@ mod tests {
             let fs = ((file as f64 * spec.fs_per_file) as u64).max(512 * MIB) / MIB * MIB;
             let frags = |variant: &str| {
                 let pop = write_population(variant, fs, file, &spec);
-                let (_, plan) = policy_image("ext3-2007", &pop, exp.seed).unwrap();
+                let plan = policy_image("ext3-2007", &pop, exp.seed).unwrap().plan;
                 let big = plan.inodes.iter().find(|i| i.name == "big").unwrap();
                 assert_eq!(big.size_bytes, file);
                 big.fragments()

@@ -36,6 +36,7 @@ pub mod random_file;
 pub mod random_read;
 pub mod request_merging;
 pub mod stages;
+pub mod steps;
 pub mod support;
 pub mod sweep;
 

@@ -27,6 +27,7 @@
 
 use crate::ext_classes::ExtLayout;
 use crate::output::{write_json, Human};
+use crate::steps::phases::{of_tag, TagTable};
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_device::replay::{replay, ReplayOptions};
@@ -400,12 +401,10 @@ pub fn run_target(
             let base = KernelFsOptions {
                 kind: p.fs_kind()?,
                 mkfs_args: p.mkfs_args.clone(),
-                mount_options: [p.mount_options.as_str(), spec.extra_mount_options.as_str()]
-                    .iter()
-                    .filter(|o| !o.is_empty())
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(","),
+                mount_options: crate::steps::image::join_options(&[
+                    &p.mount_options,
+                    &spec.extra_mount_options,
+                ]),
                 bytes: fs_bytes,
                 backing: Backing::Zram,
                 // The file's data pages are zeros (no memory); metadata is under 2%.
@@ -414,52 +413,35 @@ pub fn run_target(
             };
             match &policy {
                 Some(policy) => {
-                    let image = crate::large_delete::policy_image(
+                    let image = crate::steps::plan::policy_image(
                         policy,
-                        &layoutlab_workload::Population {
-                            name: "random-read".into(),
-                            fs_bytes,
-                            ops: vec![layoutlab_workload::NsOp::Create {
-                                path: "big".into(),
-                                bytes: file_bytes,
-                            }],
-                        },
+                        &crate::steps::plan::one_file("random-read", fs_bytes, "big", file_bytes),
                         seed,
                     )?;
-                    // What the sparse image really holds: bitmaps, descriptors (every
-                    // copy counted), the journal and the file's mapping blocks; its data blocks
-                    // stay holes, and so do the inode tables, which mke2fs punches (the
-                    // image crate checks its own need before mke2fs runs).
-                    let g = layoutlab_layout::Geometry::new(&image.0, fs_bytes)?;
-                    // a superblock and descriptor copy only where sparse_super keeps one
-                    let sparse = g.has_feature("sparse_super");
-                    let copies = (0..g.group_count())
-                        .filter(|&group| layoutlab_layout::geometry::group_has_super(group, sparse))
-                        .count() as u64;
-                    let meta_blocks = g.group_count() * 2
-                        + copies * (1 + g.gdt_blocks + g.reserved_gdt_blocks)
-                        + g.journal_total_blocks
-                        + image.1.mapping_blocks();
                     let opts = KernelFsOptions {
                         backing: Backing::SparseFile(workdir.to_path_buf()),
-                        resident_bytes: meta_blocks * u64::from(g.block_size_bytes) + 64 * MIB,
-                        mount_options: crate::large_delete::image_mount_options(
+                        resident_bytes: crate::steps::image::sparse_image_bytes(
+                            &image.geometry,
+                            &image.plan,
+                        ) + 64 * MIB,
+                        mount_options: crate::steps::image::mount_options(
                             &base.mount_options,
-                            &image.0,
+                            &image.profile,
                         ),
                         ..base
                     };
                     eprintln!(
                         "  laid out by the {policy} policy ({} mapping blocks), written through libext2fs",
-                        image.1.mapping_blocks()
+                        image.plan.mapping_blocks()
                     );
                     let t = std::time::Instant::now();
                     let k = KernelFs::from_image(&opts, &mut |path: &Path| {
-                        layoutlab_image::mkfs_profile(path, opts.bytes, &image.0)
-                            .map_err(|e| e.to_string())?;
-                        layoutlab_image::materialize(path, &image.1)
-                            .map(|_| ())
-                            .map_err(|e| e.to_string())
+                        crate::steps::image::write_plan(
+                            path,
+                            opts.bytes,
+                            &image.profile,
+                            &image.plan,
+                        )
                     })?;
                     eprintln!(
                         "  image made and mounted in {:.1} s",
@@ -672,27 +654,17 @@ fn traced_reads(
     let session = TracefsSession::start(loopdev.dev(), &TraceOptions::default())?;
     // The reads run in this thread: its CPU time is the think time between them.
     session.follow(gettid())?;
-    let before = layoutlab_rig::settled_stat_sectors(dev_name)?;
-    session.mark("reads")?;
+    let window = crate::steps::capture::open(&session, dev_name, "reads")?;
     let t = std::time::Instant::now();
     for &o in offs {
         f.read_exact_at(buf.as_mut(), o)
             .with_context(|| format!("read {} at {o}", path.display()))?;
     }
     let seconds_here = t.elapsed().as_secs_f64();
-    // Settled on both sides of the mark, as request_merging::traced_dd does: a late-issued
-    // request falls inside the phase, and each traced one is counted by `after`.
-    layoutlab_rig::settled_stat_sectors(dev_name)?;
-    session.mark("after")?;
-    let after = layoutlab_rig::settled_stat_sectors(dev_name)?;
+    let (before, after) = window.close("after")?;
     let capture = session.stop()?;
-    if capture.lost_events > 0 {
-        bail!(
-            "the kernel lost {} trace events; the trace is incomplete",
-            capture.lost_events
-        );
-    }
-    let trace = crate::request_merging::of_phase(&capture.trace, "reads", None);
+    crate::steps::capture::complete(&capture)?;
+    let trace = of_tag(&capture.trace, "reads", None, TagTable::Own);
     let r: u64 = trace
         .requests
         .iter()

@@ -22,6 +22,7 @@
 //! the request stream as issued.
 
 use crate::output::{write_json, Human};
+use crate::steps::phases::{of_tag, TagTable};
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_device::replay::{replay, ReplayOptions};
@@ -355,31 +356,20 @@ pub fn traced_dd(
             drop_caches(loopdev)?;
         }
         let tag = format!("p{i}-{mode}-{}", op_name(*op));
-        let before = layoutlab_rig::settled_stat_sectors(&dev_name)?;
-        session.mark(&tag)?;
+        let window = crate::steps::capture::open(&session, &dev_name, &tag)?;
         let t = std::time::Instant::now();
         run_dd(path, mode == "direct", *op, mib)?;
         let seconds_here = t.elapsed().as_secs_f64();
-        // The device settles before the mark (a request dd left for kblockd to dispatch is
-        // issued inside the phase) and again after it (a request traced in the phase is
-        // counted by `after`).
-        layoutlab_rig::settled_stat_sectors(&dev_name)?;
-        session.mark("between")?;
-        let after = layoutlab_rig::settled_stat_sectors(&dev_name)?;
+        let (before, after) = window.close("between")?;
         windows.push((tag, mode.clone(), *op, before, after, seconds_here));
     }
     let capture = session.stop()?;
-    if capture.lost_events > 0 {
-        bail!(
-            "the kernel lost {} trace events; the trace is incomplete",
-            capture.lost_events
-        );
-    }
+    crate::steps::capture::complete(&capture)?;
     let bios = capture.bios.expect("bio_queue was asked");
     let bio_events = capture.bio_events.unwrap_or_default();
     let mut phases = Vec::new();
     for (tag, mode, op, before, after, seconds_here) in windows {
-        let requests = of_phase(&capture.trace, &tag, None);
+        let requests = of_tag(&capture.trace, &tag, None, TagTable::Own);
         let (r, w) = sectors(&requests);
         let (sr, sw) = (after.0 - before.0, after.1 - before.1);
         if (r, w) != (sr, sw) {
@@ -388,8 +378,8 @@ pub fn traced_dd(
                  {sr} and {sw}; the trace is incomplete or mis-tagged"
             );
         }
-        let phase_bios = of_phase(&bios, &tag, Some(op));
-        let phase_requests = of_phase(&capture.trace, &tag, Some(op));
+        let phase_bios = of_tag(&bios, &tag, Some(op), TagTable::Own);
+        let phase_requests = of_tag(&capture.trace, &tag, Some(op), TagTable::Own);
         let (b, q) = (total_sectors(&phase_bios), total_sectors(&phase_requests));
         if b != q {
             bail!(
@@ -447,30 +437,6 @@ fn run_dd(path: &Path, direct: bool, op: Op, mib: u64) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The requests of `trace` tagged `tag` (of direction `op`, if given), as a trace of their own.
-pub(crate) fn of_phase(trace: &Trace, tag: &str, op: Option<Op>) -> Trace {
-    let mut out = Trace {
-        // The bios and the requests came through the same queue.
-        queue: trace.queue.clone(),
-        ..Trace::default()
-    };
-    let Some(t) = trace.tags.iter().position(|x| x == tag) else {
-        return out;
-    };
-    let keep = out.tag(tag);
-    out.requests = trace
-        .requests
-        .iter()
-        .filter(|r| r.tag as usize == t && op.is_none_or(|o| r.op == o))
-        .map(|r| {
-            let mut r = *r;
-            r.tag = keep;
-            r
-        })
-        .collect();
-    out
 }
 
 fn sectors(t: &Trace) -> (u64, u64) {

@@ -34,7 +34,7 @@
 //! Not covered: large-delete's fragmented file (two writers' appends): the ext4 policies do not
 //! model appends, so it stays kernel-written. Root only (zram, loop devices, mounts).
 
-use layoutlab_experiments::{kernel_profile, large_delete, random_read};
+use layoutlab_experiments::{kernel_profile, large_delete, random_read, steps};
 use layoutlab_layout::{PlannedInode, Run};
 use layoutlab_rig::{Backing, KernelFs, KernelFsOptions};
 use layoutlab_workload::{NsOp, Population};
@@ -65,7 +65,9 @@ fn kernel_file(
 
 /// The engine's plan of `pop` (ext4-kernel on its mkfs profile), file `name`.
 fn engine_file(pop: &Population, name: &str) -> PlannedInode {
-    let (_, plan) = large_delete::policy_image("ext4-kernel", pop, 1).unwrap();
+    let plan = steps::plan::policy_image("ext4-kernel", pop, 1)
+        .unwrap()
+        .plan;
     plan.inodes.into_iter().find(|i| i.name == name).unwrap()
 }
 

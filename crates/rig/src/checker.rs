@@ -9,13 +9,12 @@
 //! back from the trace ([`crate::ProgressStyle`]). A pipe read by a thread of ours would tag
 //! requests late (see `fsck.rs`). Peak memory is the child's `ru_maxrss` from `wait4`.
 
+use crate::child::{spawn_traced, TracedChild};
 use crate::cleanup;
 use crate::error::{Result, RigError};
-use crate::system::{die_with_parent, require_root};
+use crate::system::require_root;
 use crate::tracefs::{Capture, TraceOptions, TracefsSession};
 use crate::tracefs_text::ProgressStyle;
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -45,10 +44,6 @@ pub fn run_checker_traced(
     let mut session = TracefsSession::start(dev, trace)?;
     session.set_progress_style(style);
     session.mark("setup")?;
-    let marker_fd = session.marker_fd()?;
-    let child_fd = marker_fd.as_raw_fd();
-    let follower = session.cpu_follower();
-    let parent_pid = std::process::id() as libc::pid_t;
     let mut command = Command::new(program);
     command
         .args(args)
@@ -56,35 +51,28 @@ pub fn run_checker_traced(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    unsafe {
-        command.pre_exec(move || {
-            die_with_parent(parent_pid)?;
-            // dup2 clears close-on-exec on the new descriptors.
-            if libc::dup2(child_fd, 1) < 0 || libc::dup2(child_fd, 2) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if let Some(follower) = &follower {
-                follower.follow_self()?;
-            }
-            Ok(())
-        });
-    }
     let shown = format!("{program} {} {}", args.join(" "), device_path.display());
-    let (child, kill_child) = cleanup::creating(|| {
-        let child = command.spawn().map_err(|e| RigError::Command {
-            program: shown.clone(),
-            status: "not started".into(),
-            stderr: e.to_string(),
-        })?;
-        let pid = child.id() as libc::pid_t;
-        let kill_child = cleanup::register(format!("{program} process {pid}"), move || {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            crate::fsck::wait_until_exited(pid);
-        });
-        Ok::<_, RigError>((child, kill_child))
-    })?;
-    drop(marker_fd);
-    session.followed(child.id());
+    // SAFETY: the set-up makes only raw libc calls (dup2).
+    let TracedChild {
+        child,
+        kill: kill_child,
+    } = unsafe {
+        spawn_traced(
+            &session,
+            command,
+            session.marker_fd()?,
+            program,
+            &shown,
+            "",
+            move |marker| {
+                // dup2 clears close-on-exec on the new descriptors.
+                if libc::dup2(marker, 1) < 0 || libc::dup2(marker, 2) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            },
+        )?
+    };
     let pid = child.id() as libc::pid_t;
     // wait4 rather than Child::wait: it also gives the child's peak memory. The Child is
     // dropped afterwards (dropping it neither waits nor kills).

@@ -10,14 +10,13 @@
 //! of pass 1 (and all of pass 2's directory reads) were tagged with the previous pass.
 //! Requests before pass 1 (superblock, group descriptors, journal) carry `setup`.
 
+use crate::child::{spawn_traced, TracedChild};
 use crate::cleanup;
 use crate::error::{Result, RigError};
 use crate::fsck_times::{parse_fsck_times, FsckTimes};
-use crate::system::{die_with_parent, require_root};
+use crate::system::require_root;
 use crate::tracefs::{Capture, TraceOptions, TracefsSession};
 use layoutlab_image::{parse_fsck_vitals, FsckVitals};
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -170,12 +169,8 @@ pub fn run_e2fsck_traced(
     let session = TracefsSession::start(dev, &opts.trace)?;
     session.mark("setup")?;
 
-    let marker_fd = session.marker_fd()?;
-    let child_fd = marker_fd.as_raw_fd();
     let single_cpu = opts.single_cpu;
     let real_time = opts.real_time;
-    let follower = session.cpu_follower();
-    let parent_pid = std::process::id() as libc::pid_t;
     let mut command = Command::new(&opts.e2fsck);
     command
         .args(["-fnv", "-tt", "-C", "3"])
@@ -184,60 +179,47 @@ pub fn run_e2fsck_traced(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    unsafe {
-        command.pre_exec(move || {
-            // Read-only e2fsck loses nothing when it dies with us.
-            die_with_parent(parent_pid)?;
-            // dup2 gives fd 3 without close-on-exec; if the marker already is fd 3, clear it.
-            if child_fd == 3 {
-                let flags = libc::fcntl(3, libc::F_GETFD);
-                if flags < 0 || libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            } else if libc::dup2(child_fd, 3) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if single_cpu {
-                one_cpu_view()?;
-            }
-            if real_time {
-                let param = libc::sched_param { sched_priority: 1 };
-                if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            // Last, so the accounting starts as close to exec as it can.
-            if let Some(follower) = &follower {
-                follower.follow_self()?;
-            }
-            Ok(())
-        });
-    }
     let shown = format!(
         "{} -fnv -tt -C 3 {}",
         opts.e2fsck.display(),
         device_path.display()
     );
-    // Spawned and registered as one step (`cleanup::creating`): a signal in between left
-    // e2fsck running, holding the loop device, until the parent-death signal reached it —
-    // after our exit, so the loop device outlived the run for a moment.
-    let (child, kill_child) = cleanup::creating(|| {
-        let child = command.spawn().map_err(|e| RigError::Command {
-            program: shown.clone(),
-            status: "not started".into(),
-            stderr: format!("{e} (e2fsck comes with the Debian package e2fsprogs)"),
-        })?;
-        // Registered after the session, so on a signal it runs first: a SIGTERM sent to us
-        // alone must not leave e2fsck holding the loop device and the tracing instance.
-        let pid = child.id() as libc::pid_t;
-        let kill_child = cleanup::register(format!("e2fsck process {pid}"), move || {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            wait_until_exited(pid);
-        });
-        Ok::<_, RigError>((child, kill_child))
-    })?;
-    drop(marker_fd);
-    session.followed(child.id());
+    // SAFETY: the set-up makes only raw libc calls (fcntl, dup2, sched_setscheduler) and
+    // `one_cpu_view`, which is async-signal-safe.
+    let TracedChild {
+        child,
+        kill: kill_child,
+    } = unsafe {
+        spawn_traced(
+            &session,
+            command,
+            session.marker_fd()?,
+            "e2fsck",
+            &shown,
+            " (e2fsck comes with the Debian package e2fsprogs)",
+            move |marker| {
+                // dup2 gives fd 3 without close-on-exec; if the marker already is fd 3, clear it.
+                if marker == 3 {
+                    let flags = libc::fcntl(3, libc::F_GETFD);
+                    if flags < 0 || libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else if libc::dup2(marker, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if single_cpu {
+                    one_cpu_view()?;
+                }
+                if real_time {
+                    let param = libc::sched_param { sched_priority: 1 };
+                    if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            },
+        )?
+    };
     let output = child.wait_with_output();
     cleanup::forget(&kill_child);
     let output = output.map_err(|e| RigError::io(format!("wait for {shown}"), e))?;

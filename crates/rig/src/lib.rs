@@ -30,6 +30,7 @@
 mod age;
 mod apply;
 mod checker;
+mod child;
 pub mod cleanup;
 mod emulate;
 mod error;

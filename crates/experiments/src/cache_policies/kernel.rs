@@ -11,6 +11,7 @@
 use crate::ext_classes::ExtLayout;
 use crate::kernel_profile;
 use crate::random_read::{check_fully_written, offsets, sizes, RandomReadSpec};
+use crate::steps::phases::{of_tag, TagTable};
 use anyhow::{bail, Context, Result};
 use layoutlab_layout::plan::{Plan, PlannedInode};
 use layoutlab_rig::{Backing, KernelFs, KernelFsOptions, MemCgroup, TraceOptions, TracefsSession};
@@ -86,32 +87,20 @@ pub fn run(
     let queue =
         crate::support::capture_queue(device, Some(spec.read_ahead_kb), Some(spec.max_sectors_kb))?;
     let (mkfs_profile, g, plan) = super::plan_file(policy, file_bytes, fs_bytes, seed)?;
-    // As random_read::run_target: what the sparse image holds beyond holes.
-    let per_group = g.inode_table_blocks + 2 + 1 + g.gdt_blocks + g.reserved_gdt_blocks;
-    let meta_blocks = g.group_count() * per_group + g.journal_total_blocks + plan.mapping_blocks();
     let opts = KernelFsOptions {
         kind: profile.fs_kind()?,
         mkfs_args: profile.mkfs_args.clone(),
-        mount_options: [
-            profile.mount_options.as_str(),
-            spec.extra_mount_options.as_str(),
-        ]
-        .iter()
-        .filter(|o| !o.is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join(","),
+        mount_options: crate::steps::image::join_options(&[
+            &profile.mount_options,
+            &spec.extra_mount_options,
+        ]),
         bytes: fs_bytes,
         backing: Backing::SparseFile(workdir.to_path_buf()),
-        resident_bytes: meta_blocks * u64::from(g.block_size_bytes) + 64 * MIB,
+        resident_bytes: crate::steps::image::sparse_image_bytes(&g, &plan) + 64 * MIB,
         queue,
     };
     let mut k = KernelFs::from_image(&opts, &mut |path: &Path| {
-        layoutlab_image::mkfs_profile(path, opts.bytes, &mkfs_profile)
-            .map_err(|e| e.to_string())?;
-        layoutlab_image::materialize(path, &plan)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        crate::steps::image::write_plan(path, opts.bytes, &mkfs_profile, &plan)
     })?;
     k.remount()?;
     let file = k.mount_point().join("big");
@@ -176,8 +165,7 @@ fn measure_once(
     let mut buf = vec![0u8; read_bytes as usize];
     let fd = f.as_raw_fd();
     let session = TracefsSession::start(k.device().dev(), &TraceOptions::default())?;
-    let before = layoutlab_rig::settled_stat_sectors(dev_name)?;
-    session.mark("reads")?;
+    let window = crate::steps::capture::open(&session, dev_name, "reads")?;
     // SAFETY: the child only calls pread(2) on a descriptor and a buffer made before.
     let code = unsafe {
         cg.run_in_child(|| {
@@ -202,14 +190,10 @@ fn measure_once(
     if code != 0 {
         bail!("a read of {} failed in the cgroup's child", file.display());
     }
-    layoutlab_rig::settled_stat_sectors(dev_name)?;
-    session.mark("after")?;
-    let after = layoutlab_rig::settled_stat_sectors(dev_name)?;
+    let (before, after) = window.close("after")?;
     let capture = session.stop()?;
-    if capture.lost_events > 0 {
-        bail!("the kernel lost {} trace events", capture.lost_events);
-    }
-    let trace = crate::request_merging::of_phase(&capture.trace, "reads", Some(Op::Read));
+    crate::steps::capture::complete(&capture)?;
+    let trace = of_tag(&capture.trace, "reads", Some(Op::Read), TagTable::Own);
     let sectors: u64 = trace.requests.iter().map(|r| u64::from(r.sectors)).sum();
     if sectors != after.0 - before.0 {
         bail!(

@@ -15,7 +15,7 @@ pub mod kernel;
 
 use crate::output::{write_json, Human};
 use crate::random_read::{offsets, sizes, RandomReadSpec};
-use crate::{large_delete, Experiment, Operation, RunArgs};
+use crate::{Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_cache::{by_name, misses_trace, simulate_stream, stream, Access};
 use layoutlab_device::replay::{replay, ReplayOptions};
@@ -188,17 +188,9 @@ pub fn plan_file(
     layoutlab_layout::Geometry,
     layoutlab_layout::Plan,
 )> {
-    let population = layoutlab_workload::Population {
-        name: "random-read".into(),
-        fs_bytes,
-        ops: vec![layoutlab_workload::NsOp::Create {
-            path: "big".into(),
-            bytes: file_bytes,
-        }],
-    };
-    let (profile, plan) = large_delete::policy_image(policy, &population, seed)?;
-    let geometry = layoutlab_layout::Geometry::new(&profile, fs_bytes)?;
-    Ok((profile, geometry, plan))
+    let population = crate::steps::plan::one_file("random-read", fs_bytes, "big", file_bytes);
+    let image = crate::steps::plan::policy_image(policy, &population, seed)?;
+    Ok((image.profile, image.geometry, image.plan))
 }
 
 /// The planned file `big` of a [`plan_file`] plan.

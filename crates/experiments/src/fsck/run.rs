@@ -13,7 +13,7 @@ use layoutlab_layout::geometry::Geometry;
 use layoutlab_layout::mkfs::MkfsProfile;
 use layoutlab_layout::policy::{self, PolicyParams};
 use layoutlab_layout::{BlockClasses, Plan};
-use layoutlab_rig::{E2fsprogs, FsckOptions, LoopDevice, TempFile};
+use layoutlab_rig::{E2fsprogs, FsckOptions, LoopDevice};
 use layoutlab_trace::{Op, Trace};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -230,9 +230,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         .policies
         .iter()
         .map(|p| -> Result<(MkfsProfile, Geometry)> {
-            let profile = MkfsProfile::by_name(spec.mkfs_profile_of(p))?;
-            let geometry = Geometry::new(&profile, population.fs_bytes)?;
-            Ok((profile, geometry))
+            crate::steps::plan::format(spec.mkfs_profile_of(p), population.fs_bytes)
         })
         .collect::<Result<Vec<_>>>()?;
     // a file system larger than the drive is priced on as many of them as hold it
@@ -265,10 +263,8 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
      -> Result<PolicyRun> {
         let t = Instant::now();
         let planning = crate::stages::enter(crate::stages::PLAN);
-        let plan = pol.plan(geometry, &population, exp.seed)?;
+        let plan = crate::steps::plan::checked(pol, geometry, &population, exp.seed)?;
         let plan_seconds = t.elapsed().as_secs_f64();
-        plan.check(geometry)
-            .map_err(|e| anyhow::anyhow!("policy {} made an inconsistent plan: {e}", pol.name()))?;
         drop(planning);
         progress(
             pol.name(),
@@ -283,7 +279,7 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         // kept only after a successful run with --keep: a half-written image never stays
         let t = Instant::now();
         let image = crate::stages::timed(crate::stages::IMAGE, || {
-            make_image(&image_path, profile, geometry)
+            crate::steps::image::make_image(&image_path, profile, geometry)
         })?;
         let mkfs_seconds = t.elapsed().as_secs_f64();
         let mut run = run_one(spec, opts, geometry, &plan, image.path(), mkfs_seconds)?;
@@ -339,23 +335,6 @@ fn e2fsck_args(extra: &[String], e2fsck: E2fsprogs) -> Vec<String> {
         i += 1;
     }
     out
-}
-
-/// A fresh file system at `path` made by the real mke2fs with `profile`'s options, removed
-/// on error, Ctrl-C or panic through the rig's cleanup (kept only if the caller keeps it).
-/// Registering the removal and making the file are one step: a signal between them removed
-/// nothing and then mke2fs made the file (another policy's image was left behind now and
-/// then); the signal's cleanup waits for this step, and none starts after it.
-pub(crate) fn make_image(path: &Path, profile: &MkfsProfile, geo: &Geometry) -> Result<TempFile> {
-    let fs_bytes = geo.blocks_count * u64::from(geo.block_size_bytes);
-    layoutlab_rig::cleanup::creating(|| {
-        if layoutlab_rig::cleanup::signal_caught() {
-            bail!("interrupted");
-        }
-        let image = TempFile::adopt(path);
-        layoutlab_image::mkfs_profile(image.path(), fs_bytes, profile)?;
-        Ok(image)
-    })
 }
 
 fn image_path(exp: &Experiment, opts: &RunOptions, policy: &str) -> PathBuf {
@@ -444,12 +423,7 @@ pub(crate) fn run_one(
             run.stdout
         );
     }
-    if run.capture.lost_events > 0 {
-        bail!(
-            "the kernel lost {} trace events; the trace is incomplete (raise the tracefs buffer)",
-            run.capture.lost_events
-        );
-    }
+    crate::steps::capture::complete(&run.capture)?;
     stages.traced_check = t.elapsed().as_secs_f64();
     let scheduler_cpu_seconds = run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9);
     let scheduler_cpu_in_trace_seconds = run
@@ -459,14 +433,8 @@ pub(crate) fn run_one(
         .map(|c| c.during_trace_ns() as f64 / 1e9);
     // CPU with no request of the program in flight before its first and after its last
     // request: part of the command's time, outside the replay's window.
-    let (head_seconds, tail_seconds) = match (&run.capture.cpu, ThinkSource::of(&run.capture.trace))
-    {
-        (Some(c), ThinkSource::Cpu) => (
-            c.before_trace_ns as f64 / 1e9 * opts.cpu_scale,
-            c.after_trace_ns as f64 / 1e9 * opts.cpu_scale,
-        ),
-        _ => (0.0, 0.0),
-    };
+    let (head_seconds, tail_seconds) =
+        crate::steps::phases::head_tail_cpu_seconds(&run.capture, opts.cpu_scale);
     let tt_sections = run.times.sections.clone();
     let trace = run.capture.trace;
     let think = think_summary(&trace);
@@ -505,22 +473,16 @@ pub(crate) fn run_one(
             + tail_seconds,
         requests_served: served.len() as u64,
     });
-    let mut passes: Vec<PassResult> = replayed
-        .tags
-        .iter()
-        .map(|s| PassResult {
-            pass: pass_number(&s.tag),
-            seconds: s.seconds,
-            mb_read: s.bytes_read as f64 / MIB,
-            requests: s.requests,
-        })
-        .collect();
-    if let Some(first) = passes.first_mut() {
-        first.seconds += head_seconds;
-    }
-    if let Some(last) = passes.last_mut() {
-        last.seconds += tail_seconds;
-    }
+    let passes: Vec<PassResult> =
+        crate::steps::phases::tag_phases(&replayed, head_seconds, tail_seconds)
+            .into_iter()
+            .map(|p| PassResult {
+                pass: pass_number(&p.tag),
+                seconds: p.seconds,
+                mb_read: p.mb_read,
+                requests: p.requests,
+            })
+            .collect();
     Ok(PolicyRun {
         policy: plan.policy.clone(),
         e2fsck: opts.e2fsck.name().to_string(),

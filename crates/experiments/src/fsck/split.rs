@@ -281,8 +281,7 @@ pub fn price_runs(
     let mut out = Vec::new();
     for r in runs {
         let Some(fp) = &r.region else { continue };
-        let profile = layoutlab_layout::MkfsProfile::by_name(spec.mkfs_profile_of(&r.policy))?;
-        let geo = layoutlab_layout::Geometry::new(&profile, fs_bytes)?;
+        let (_, geo) = crate::steps::plan::format(spec.mkfs_profile_of(&r.policy), fs_bytes)?;
         let sectors_per_block = u64::from(geo.block_size_bytes) / 512;
         let mut split = split_device(
             fast,

@@ -18,6 +18,7 @@
 //! `kernel_reads_cover_exactly_the_predicted_blocks` holds this.
 
 use super::MetaclusterIoSpec;
+use crate::steps::phases::{of_tag, TagTable};
 use anyhow::{bail, Context, Result};
 use layoutlab_layout::{Geometry, MapBlock, MapKind, MkfsProfile, Plan, PlannedInode};
 use layoutlab_rig::{Backing, FsKind, KernelFs, KernelFsOptions, RigError, TraceOptions};
@@ -84,20 +85,15 @@ pub fn plan_image(
     seed: u64,
 ) -> Result<(MkfsProfile, Geometry, Plan)> {
     let _stage = crate::stages::enter(crate::stages::PLAN);
-    let profile = MkfsProfile::by_name(mkfs_profile)?;
-    let geometry = Geometry::new(&profile, fs_bytes)?;
-    let population = layoutlab_workload::Population {
-        name: "metacluster-io".into(),
-        fs_bytes,
-        ops: vec![layoutlab_workload::NsOp::Create {
-            path: FILE_NAME.into(),
-            bytes: file_bytes,
-        }],
-    };
-    let plan = layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())?
-        .plan(&geometry, &population, seed)?;
-    plan.check(&geometry)
-        .map_err(|e| anyhow::anyhow!("policy {policy} made an inconsistent plan: {e}"))?;
+    let (profile, geometry) = crate::steps::plan::format(mkfs_profile, fs_bytes)?;
+    let population =
+        crate::steps::plan::one_file("metacluster-io", fs_bytes, FILE_NAME, file_bytes);
+    let plan = crate::steps::plan::checked(
+        layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())?.as_ref(),
+        &geometry,
+        &population,
+        seed,
+    )?;
     Ok((profile, geometry, plan))
 }
 
@@ -139,8 +135,7 @@ pub fn mount_image(
         queue: queue.clone(),
     };
     let kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
-        layoutlab_image::mkfs_profile(path, fs_bytes, profile).map_err(|e| e.to_string())?;
-        layoutlab_image::materialize(path, plan).map_err(|e| e.to_string())?;
+        crate::steps::image::write_plan(path, fs_bytes, profile, plan)?;
         let verdict = layoutlab_image::fsck_check(path).map_err(|e| e.to_string())?;
         if !verdict.clean {
             return Err(format!(
@@ -199,28 +194,10 @@ pub fn traced_reads(
     })?;
     let seconds_here = started.elapsed().as_secs_f64();
     let captured = traced.finish()?;
-    Ok((only_tag(&captured.capture.trace, tag), seconds_here))
-}
-
-/// The requests of `trace` tagged `tag` (the tag table kept).
-pub fn only_tag(trace: &Trace, tag: &str) -> Trace {
-    let Some(t) = trace.tags.iter().position(|x| x == tag) else {
-        return Trace {
-            requests: Vec::new(),
-            tags: trace.tags.clone(),
-            queue: trace.queue.clone(),
-        };
-    };
-    Trace {
-        requests: trace
-            .requests
-            .iter()
-            .filter(|r| r.tag as usize == t)
-            .cloned()
-            .collect(),
-        tags: trace.tags.clone(),
-        queue: trace.queue.clone(),
-    }
+    Ok((
+        of_tag(&captured.capture.trace, tag, None, TagTable::Kept),
+        seconds_here,
+    ))
 }
 
 /// Data blocks a mapping block of `kind` covers.

@@ -13,7 +13,7 @@ pub mod relayout;
 pub mod source;
 
 use anyhow::{bail, Context, Result};
-use layoutlab_device::replay::{replay, ReplayOptions, ThinkSource};
+use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_rig::{FsckOptions, LoopDevice, ProgressStyle, TraceOptions};
 use layoutlab_trace::Trace;
 use serde::Serialize;
@@ -291,22 +291,15 @@ fn replay_all(
         }
         let replayed = replay(device.as_mut(), &checked.trace, &ReplayOptions::default());
         let (head, tail) = checked.head_tail_cpu_s;
-        let mut phases: Vec<PhasePrediction> = replayed
-            .tags
-            .iter()
-            .map(|t| PhasePrediction {
-                phase: phase_name(&t.tag),
-                seconds: t.seconds,
-                mb_read: t.bytes_read as f64 / MIB,
-                requests: t.requests,
+        let phases: Vec<PhasePrediction> = crate::steps::phases::tag_phases(&replayed, head, tail)
+            .into_iter()
+            .map(|p| PhasePrediction {
+                phase: phase_name(&p.tag),
+                seconds: p.seconds,
+                mb_read: p.mb_read,
+                requests: p.requests,
             })
             .collect();
-        if let Some(first) = phases.first_mut() {
-            first.seconds += head;
-        }
-        if let Some(last) = phases.last_mut() {
-            last.seconds += tail;
-        }
         predictions.push(DevicePrediction {
             device: name.clone(),
             total_seconds: replayed.wall_ns / 1e9 + head + tail,
@@ -336,11 +329,8 @@ fn relayout_all(image: &Path, fs_bytes: u64, opts: &PredictOptions) -> Result<Ve
             "[{name}] planning {} objects on SOURCE's geometry ...",
             pop.ops.len()
         );
-        let plan = policy
-            .plan(&geometry, &pop, 1)
+        let plan = crate::steps::plan::checked(policy.as_ref(), &geometry, &pop, 1)
             .with_context(|| format!("policy {name} on SOURCE's tree"))?;
-        plan.check(&geometry)
-            .map_err(|e| anyhow::anyhow!("policy {name} made an inconsistent plan: {e}"))?;
         layoutlab_rig::check_free_space(&opts.workdir, meta_bytes + (256 << 20))?;
         let dir = layoutlab_rig::TempDir::new(&opts.workdir, "layoutlab")?;
         let path = dir.path().join(format!("relayout-{name}.img"));
@@ -436,16 +426,6 @@ fn e2fsck_memory_kib(memory: &str) -> Option<u64> {
     Some(a + b)
 }
 
-fn head_tail(capture: &layoutlab_rig::Capture) -> (f64, f64) {
-    match (&capture.cpu, ThinkSource::of(&capture.trace)) {
-        (Some(c), ThinkSource::Cpu) => (
-            c.before_trace_ns as f64 / 1e9,
-            c.after_trace_ns as f64 / 1e9,
-        ),
-        _ => (0.0, 0.0),
-    }
-}
-
 fn check(
     source: &Source,
     loopdev: &LoopDevice,
@@ -463,19 +443,14 @@ fn check_ext(loopdev: &LoopDevice, e2fsck: layoutlab_rig::E2fsprogs) -> Result<C
         ..FsckOptions::default()
     };
     let run = layoutlab_rig::run_e2fsck_traced(loopdev.path(), loopdev.dev(), &opts)?;
-    if run.capture.lost_events > 0 {
-        bail!(
-            "the kernel lost {} trace events; the trace is incomplete",
-            run.capture.lost_events
-        );
-    }
+    crate::steps::capture::complete(&run.capture)?;
     let peak_kib = e2fsck_peak_memory_kib(&run.times.sections).unwrap_or(0);
     Ok(Checked {
         exit_code: run.exit_code,
         clean: run.exit_code == 0,
         peak_memory_mb: peak_kib as f64 / 1024.0,
         peak_memory_source: "e2fsck -tt",
-        head_tail_cpu_s: head_tail(&run.capture),
+        head_tail_cpu_s: crate::steps::phases::head_tail_cpu_seconds(&run.capture, 1.0),
         cpu_seconds: run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9),
         trace: run.capture.trace,
         output: run.stdout,
@@ -500,12 +475,7 @@ fn check_other(family: Family, loopdev: &LoopDevice) -> Result<Checked> {
         style,
         &TraceOptions::default(),
     )?;
-    if run.capture.lost_events > 0 {
-        bail!(
-            "the kernel lost {} trace events; the trace is incomplete",
-            run.capture.lost_events
-        );
-    }
+    crate::steps::capture::complete(&run.capture)?;
     // Both exit 1 for "problems found" and for "could not check at all"; a check that
     // got past its first phase did check.
     let checked = run.capture.marks.iter().any(|(_, t)| t == first_phase);
@@ -522,7 +492,7 @@ fn check_other(family: Family, loopdev: &LoopDevice) -> Result<Checked> {
         clean: run.exit_code == 0,
         peak_memory_mb: run.peak_rss_kib as f64 / 1024.0,
         peak_memory_source: "peak RSS",
-        head_tail_cpu_s: head_tail(&run.capture),
+        head_tail_cpu_s: crate::steps::phases::head_tail_cpu_seconds(&run.capture, 1.0),
         cpu_seconds: run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9),
         output: run.capture.output.clone(),
         trace: run.capture.trace,

@@ -1,0 +1,87 @@
+//! Make an image: the real mke2fs with a profile's options, then a plan written through
+//! libext2fs; and the mount options such an image needs.
+//!
+//! Operations that check an image (fsck, aging) make it with [`make_image`], a file the rig
+//! removes on error or signal; operations that mount it under a kernel hand [`write_plan`] to
+//! `KernelFs::from_image`, which owns that file.
+
+use anyhow::{bail, Result};
+use layoutlab_layout::{Geometry, MkfsProfile, Plan};
+use layoutlab_rig::TempFile;
+use std::path::Path;
+
+/// A fresh file system at `path` made by the real mke2fs with `profile`'s options, removed
+/// on error, Ctrl-C or panic through the rig's cleanup (kept only if the caller keeps it).
+/// Registering the removal and making the file are one step: a signal between them removed
+/// nothing and then mke2fs made the file (another policy's image was left behind now and
+/// then); the signal's cleanup waits for this step, and none starts after it.
+pub fn make_image(path: &Path, profile: &MkfsProfile, geo: &Geometry) -> Result<TempFile> {
+    let fs_bytes = geo.blocks_count * u64::from(geo.block_size_bytes);
+    layoutlab_rig::cleanup::creating(|| {
+        if layoutlab_rig::cleanup::signal_caught() {
+            bail!("interrupted");
+        }
+        let image = TempFile::adopt(path);
+        layoutlab_image::mkfs_profile(image.path(), fs_bytes, profile)?;
+        Ok(image)
+    })
+}
+
+/// Makes the file system at `path` (`fs_bytes`, mke2fs with `profile`) and writes `plan` into
+/// it through libext2fs: the image a kernel then mounts. The error is text, as
+/// `KernelFs::from_image` takes it.
+pub fn write_plan(
+    path: &Path,
+    fs_bytes: u64,
+    profile: &MkfsProfile,
+    plan: &Plan,
+) -> std::result::Result<(), String> {
+    layoutlab_image::mkfs_profile(path, fs_bytes, profile).map_err(|e| e.to_string())?;
+    layoutlab_image::materialize(path, plan)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Bytes a sparse image of `plan` on `geometry` really holds: bitmaps, descriptors (every
+/// copy, and a superblock and descriptor copy only where sparse_super keeps one), the journal
+/// and the files' mapping blocks. Data blocks stay holes, and so do the inode tables, which
+/// mke2fs punches (the image crate checks its own need before mke2fs runs). What the rig's
+/// free-space check asks of the directory an image is made in.
+pub fn sparse_image_bytes(geometry: &Geometry, plan: &Plan) -> u64 {
+    let g = geometry;
+    let sparse = g.has_feature("sparse_super");
+    let copies = (0..g.group_count())
+        .filter(|&group| layoutlab_layout::geometry::group_has_super(group, sparse))
+        .count() as u64;
+    let meta_blocks = g.group_count() * 2
+        + copies * (1 + g.gdt_blocks + g.reserved_gdt_blocks)
+        + g.journal_total_blocks
+        + plan.mapping_blocks();
+    meta_blocks * u64::from(g.block_size_bytes)
+}
+
+/// Mount options of an image made with mkfs `profile`: `base`, plus `noinit_itable` when the
+/// profile leaves the inode tables to the kernel (`inode_tables_zeroed = false` with
+/// metadata_csum or uninit_bg: mke2fs 1.47 then marks no group ITABLE_ZEROED). Without it
+/// the kernel's ext4lazyinit thread writes every table after the mount (30 GB at random-read's
+/// scale 1), which the experiments' kernel-made file systems (`lazy_itable_init=0`) never do;
+/// the tables are holes of the sparse image, read as zeros either way.
+pub fn mount_options(base: &str, profile: &MkfsProfile) -> String {
+    let lazy = !profile.inode_tables_zeroed
+        && (profile.has_feature("metadata_csum") || profile.has_feature("uninit_bg"));
+    if !lazy {
+        return base.to_string();
+    }
+    join_options(&[base, "noinit_itable"])
+}
+
+/// Mount option lists joined with commas, the empty ones left out (`mount -o` refuses an
+/// empty option): a kernel profile's options and an experiment's extra ones.
+pub fn join_options(lists: &[&str]) -> String {
+    lists
+        .iter()
+        .filter(|o| !o.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(",")
+}

@@ -147,6 +147,11 @@ impl Operation for Aging {
         "aging"
     }
 
+    /// It runs e2fsck on a loop device under block tracing.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let spec: AgingSpec = exp.params()?;
         spec.validate()

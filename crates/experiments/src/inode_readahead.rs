@@ -77,6 +77,11 @@ impl Operation for InodeReadahead {
         "inode-readahead"
     }
 
+    /// It mounts ext4 images on loop devices and traces them.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: InodeReadaheadSpec = exp.params()?;
         if !(s.default_scale > 0.0 && s.default_scale <= 1.0) {

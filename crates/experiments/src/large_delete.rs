@@ -84,6 +84,11 @@ impl Operation for LargeDelete {
         "large-delete"
     }
 
+    /// It makes kernel file systems on loop devices and traces the delete.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: LargeDeleteSpec = exp.params()?;
         if !(s.default_scale > 0.0 && s.default_scale <= 1.0) {

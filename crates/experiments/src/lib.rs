@@ -134,6 +134,23 @@ pub trait Operation: Sync {
     /// Its name, as written in `operation = "..."` and as the name of its table.
     fn name(&self) -> &'static str;
 
+    /// Whether running `exp` needs root (loop devices, mounts, tracefs): `layoutlab sweep`
+    /// refuses a local sweep without it and tells a Slurm node so. Per experiment, since one
+    /// operation may capture in one experiment and only price in another.
+    fn needs_root(&self, exp: &Experiment) -> bool;
+
+    /// Whether it honours `--sensitivity` (replaying its captured traces on the variants of
+    /// the preset an experiment's `[[sensitivity]]` lists). Runs of the others refuse the flag.
+    fn supports_sensitivity(&self) -> bool {
+        false
+    }
+
+    /// Whether it honours `--closed-loop` (capturing on the emulated device). Runs of the
+    /// others refuse the flag.
+    fn supports_closed_loop(&self) -> bool {
+        false
+    }
+
     /// Parse and check the experiment's `[NAME]` table, before any work (a bad file is an
     /// error at load time, whatever the command).
     fn check(&self, exp: &Experiment) -> Result<()>;
@@ -160,6 +177,40 @@ pub fn operation(name: &str) -> Result<&'static dyn Operation> {
 /// Names of the registered operations.
 pub fn operation_names() -> Vec<&'static str> {
     OPERATIONS.iter().map(|o| o.name()).collect()
+}
+
+/// Refuses a capture-wide flag that `exp`'s operation does not honour, naming the operations
+/// that do (the run would otherwise ignore it silently).
+pub fn check_capture_flags(exp: &Experiment, args: &RunArgs) -> Result<()> {
+    let op = exp.operation()?;
+    let refuse = |flag: &str, what: &str, supports: fn(&dyn Operation) -> bool| {
+        let with: Vec<&str> = OPERATIONS
+            .iter()
+            .filter(|o| supports(**o))
+            .map(|o| o.name())
+            .collect();
+        anyhow::anyhow!(
+            "{flag} {what} and applies to {} experiments; '{}' is a {} experiment",
+            with.join(", "),
+            exp.name,
+            op.name()
+        )
+    };
+    if args.closed_loop.is_some() && !op.supports_closed_loop() {
+        return Err(refuse(
+            "--closed-loop",
+            "captures on the emulated device",
+            |o| o.supports_closed_loop(),
+        ));
+    }
+    if args.sensitivity && !op.supports_sensitivity() {
+        return Err(refuse(
+            "--sensitivity",
+            "replays captured traces on variants of the preset",
+            |o| o.supports_sensitivity(),
+        ));
+    }
+    Ok(())
 }
 
 /// What the command line asks of a run (`layoutlab reproduce`'s flags); `None` means the
@@ -225,5 +276,38 @@ impl RunArgs {
     /// The directory of this experiment's report files.
     pub fn out_dir(&self, exp: &Experiment) -> PathBuf {
         self.out.join(&exp.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What an operation declares replaces the lists sweep.rs and reproduce.rs kept by name:
+    /// the capture flags are refused for every operation that does not declare them, naming
+    /// the ones that do, and root is what each declares.
+    #[test]
+    fn capture_flags_follow_what_each_operation_declares() {
+        let fio = experiment::load("fio-randread").unwrap();
+        let fsck = experiment::load("metacluster-fsck").unwrap();
+        let sens = RunArgs {
+            sensitivity: true,
+            ..RunArgs::default()
+        };
+        let closed = RunArgs {
+            closed_loop: Some(1.0),
+            ..RunArgs::default()
+        };
+        for args in [&sens, &closed] {
+            check_capture_flags(&fsck, args).unwrap();
+            let err = check_capture_flags(&fio, args).unwrap_err().to_string();
+            assert!(
+                err.contains("applies to fsck experiments") && err.contains("a fio experiment"),
+                "{err}"
+            );
+        }
+        check_capture_flags(&fio, &RunArgs::default()).unwrap();
+        assert!(!fio.operation().unwrap().needs_root(&fio));
+        assert!(fsck.operation().unwrap().needs_root(&fsck));
     }
 }

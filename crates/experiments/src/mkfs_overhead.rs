@@ -47,6 +47,11 @@ impl Operation for MkfsOverhead {
         "mkfs-overhead"
     }
 
+    /// Root kept from the old hand list in sweep.rs.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: MkfsOverheadSpec = exp.params()?;
         crate::support::parse_size(&s.size).map_err(anyhow::Error::msg)?;

@@ -103,6 +103,11 @@ impl Operation for RandomRead {
         "random-read"
     }
 
+    /// It makes loop devices and kernel file systems and traces them.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: RandomReadSpec = exp.params()?;
         check_spec(&s)

@@ -63,6 +63,11 @@ impl Operation for RequestMerging {
         "request-merging"
     }
 
+    /// It makes loop devices on zram and traces them.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: RequestMergingSpec = exp.params()?;
         check_spec(&s)

@@ -59,12 +59,6 @@ pub struct Matrix {
     pub specs: Vec<String>,
 }
 
-/// Whether cells of this operation need root: every operation that runs a real checker or
-/// kernel file system on a loop device does; `fio` only prices jobs on a device model.
-pub fn needs_root(operation: &str) -> bool {
-    operation != "fio"
-}
-
 /// The keys a sweep of `exp` can set: `device`, `policy` and `scale` where the operation has
 /// them, and every key of the operation's own table.
 pub fn valid_keys(exp: &Experiment) -> Vec<String> {
@@ -187,7 +181,7 @@ pub fn expand(name_or_path: &str, sets: &[String]) -> Result<Matrix> {
         manifest: Manifest {
             experiment: exp.name.clone(),
             operation: exp.operation.clone(),
-            needs_root: needs_root(&exp.operation),
+            needs_root: exp.operation()?.needs_root(&exp),
             axes,
             cells,
         },
@@ -292,7 +286,7 @@ pub fn expand_all(sets: &[String]) -> Result<Matrix> {
         let id = cell_id(ALL, &a);
         let spec = cell_spec(&base, &exp, &id, &own)?;
         experiment::parse(&spec, &format!("cell {id} ({})", describe(&a)))?;
-        needs |= needs_root(&exp.operation);
+        needs |= exp.operation()?.needs_root(&exp);
         cells.push(Cell { index, id, axes: a });
         specs.push(spec);
     }

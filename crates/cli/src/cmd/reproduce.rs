@@ -140,20 +140,6 @@ pub fn run(a: Args) -> Result<()> {
     } else {
         layoutlab_experiments::sweep::with_sets(&a.name, &a.set)?
     };
-    if a.closed_loop.is_some() && exp.operation != "fsck" {
-        anyhow::bail!(
-            "--closed-loop captures e2fsck on the emulated device and applies to fsck experiments; '{}' is a {} experiment",
-            exp.name,
-            exp.operation
-        );
-    }
-    if a.sensitivity && exp.operation != "fsck" {
-        anyhow::bail!(
-            "--sensitivity replays captured traces and applies to fsck experiments; '{}' is a {} experiment",
-            exp.name,
-            exp.operation
-        );
-    }
     let args = RunArgs {
         scale: a.scale,
         device: a.device,
@@ -171,6 +157,7 @@ pub fn run(a: Args) -> Result<()> {
         e2fsck: a.e2fsck,
         closed_loop: a.closed_loop,
     };
+    layoutlab_experiments::check_capture_flags(&exp, &args)?;
     exp.operation()?.run(&exp, &args)?;
     if let Some(path) = &a.stage_times {
         write_json(path, &layoutlab_experiments::stages::snapshot())?;

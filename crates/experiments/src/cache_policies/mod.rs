@@ -77,6 +77,11 @@ impl Operation for CachePolicies {
         "cache-policies"
     }
 
+    /// Root kept from the old hand list in sweep.rs.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         check_spec(&exp.params()?)
     }

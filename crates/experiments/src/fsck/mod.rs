@@ -69,6 +69,21 @@ impl Operation for Fsck {
         "fsck"
     }
 
+    /// It runs e2fsck on a loop device under block tracing.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
+    /// `--sensitivity` replays the captured traces on the preset's variants (`sensitivity.rs`).
+    fn supports_sensitivity(&self) -> bool {
+        true
+    }
+
+    /// `--closed-loop` runs e2fsck on the emulated device (`run.rs`).
+    fn supports_closed_loop(&self) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let f: FsckSpec = exp.params()?;
         if f.policies.is_empty() {

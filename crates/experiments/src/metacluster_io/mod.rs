@@ -138,6 +138,11 @@ impl Operation for MetaclusterIo {
         "metacluster-io"
     }
 
+    /// It mounts images on loop devices and traces the kernel's reads.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: MetaclusterIoSpec = exp.params()?;
         s.validate()?;

@@ -77,9 +77,10 @@ impl Operation for CachePolicies {
         "cache-policies"
     }
 
-    /// Root kept from the old hand list in sweep.rs.
+    /// Plans (no image) and a page-cache model: no device, mount or trace; the kernel check
+    /// that needs root is a test (`tests/cache_kernel.rs`), not this run.
     fn needs_root(&self, _exp: &Experiment) -> bool {
-        true
+        false
     }
 
     fn check(&self, exp: &Experiment) -> Result<()> {

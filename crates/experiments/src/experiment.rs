@@ -191,11 +191,30 @@ pub fn parse(text: &str, origin: &str) -> Result<Experiment> {
 mod tests {
     use super::*;
 
+    /// `SHIPPED` is generated from the directory: every file there is shipped under its stem,
+    /// in file-name order, and loads (its `name` is its stem, its table checks).
     #[test]
-    fn shipped_experiments_parse() {
-        for n in names() {
-            let e = load(n).unwrap();
-            assert_eq!(e.name, n);
+    fn every_file_in_experiments_is_shipped_and_loads() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .map(|p| p.file_stem().unwrap().to_str().unwrap().to_string())
+            .collect();
+        files.sort();
+        assert!(!files.is_empty());
+        assert_eq!(names(), files);
+        for n in &files {
+            let text = std::fs::read_to_string(dir.join(format!("{n}.toml"))).unwrap();
+            let shipped = SHIPPED.iter().find(|(k, _)| k == n).unwrap().1;
+            assert_eq!(shipped, text, "{n}: the embedded text is not the file's");
+            assert_eq!(
+                &load(n).unwrap().name,
+                n,
+                "{n}: its name is not its file's stem"
+            );
         }
     }
 

@@ -84,9 +84,6 @@ impl Operation for InodeReadahead {
 
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: InodeReadaheadSpec = exp.params()?;
-        if !(s.default_scale > 0.0 && s.default_scale <= 1.0) {
-            bail!("default_scale must be in (0, 1], got {}", s.default_scale);
-        }
         if s.policies.is_empty() || s.settings.is_empty() || s.orders.is_empty() {
             bail!("policies, settings and orders must not be empty");
         }
@@ -172,10 +169,7 @@ const MB: f64 = 1e6;
 fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let spec: InodeReadaheadSpec = exp.params()?;
     let h = Human::new(a.json.as_deref());
-    let scale = a.scale.unwrap_or(spec.default_scale);
-    if !(scale > 0.0 && scale <= 1.0) {
-        bail!("--scale must be in (0, 1], got {scale}");
-    }
+    let scale = a.run_scale(exp)?;
     // Resolve every name before any work: a typo fails at once and makes nothing.
     let tree = a.tree.clone().unwrap_or_else(|| spec.tree.clone());
     // At scale 1 this is the tree itself (population_by_name); below it, the same shape at

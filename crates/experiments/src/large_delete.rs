@@ -91,9 +91,6 @@ impl Operation for LargeDelete {
 
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: LargeDeleteSpec = exp.params()?;
-        if !(s.default_scale > 0.0 && s.default_scale <= 1.0) {
-            bail!("default_scale must be in (0, 1], got {}", s.default_scale);
-        }
         if !(s.file_gb > 0.0 && s.fs_per_file >= 2.2) {
             bail!("file_gb must be > 0 and fs_per_file at least 2.2 (two writers and slack)");
         }
@@ -182,10 +179,7 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let device = a.device_or(exp);
     let out_dir = a.out_dir(exp);
     let h = Human::new(a.json.as_deref());
-    let scale = a.scale.unwrap_or(spec.default_scale);
-    if !(scale > 0.0 && scale <= 1.0) {
-        bail!("--scale must be in (0, 1], got {scale}");
-    }
+    let scale = a.run_scale(exp)?;
     // Resolve every name before any work.
     let names: Vec<String> = match &a.fs {
         Some(list) => list.clone(),

@@ -209,6 +209,24 @@ impl RunArgs {
         Ok(layoutlab_rig::E2fsprogs::by_name(name)?)
     }
 
+    /// The scale of this run of `exp`: `--scale`, else the experiment's `default_scale`, in
+    /// (0, 1] (the one place a run's scale is resolved and checked). An error for an
+    /// experiment without a scale.
+    pub fn run_scale(&self, exp: &Experiment) -> Result<f64> {
+        let scale = match self.scale {
+            Some(s) => s,
+            None => exp.default_scale()?.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "'{}' (a {} experiment) has no default_scale",
+                    exp.name,
+                    exp.operation
+                )
+            })?,
+        };
+        experiment::check_scale("--scale", scale)?;
+        Ok(scale)
+    }
+
     /// The directory of this experiment's report files.
     pub fn out_dir(&self, exp: &Experiment) -> PathBuf {
         self.out.join(&exp.name)

@@ -120,7 +120,6 @@ impl Operation for RandomRead {
 
 fn check_spec(s: &RandomReadSpec) -> Result<()> {
     crate::random_file::check(
-        s.default_scale,
         s.file_gb,
         s.fs_per_file,
         s.reads,
@@ -265,10 +264,7 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
     check_spec(&spec)?;
     let device = a.device_or(exp);
     let h = Human::new(a.json.as_deref());
-    let scale = a.scale.unwrap_or(spec.default_scale);
-    if !(scale > 0.0 && scale <= 1.0) {
-        bail!("--scale must be in (0, 1], got {scale}");
-    }
+    let scale = a.run_scale(exp)?;
     let modes: Vec<String> = match a.mode.as_deref() {
         None | Some("both") => spec.modes.clone(),
         Some(m) => {

@@ -97,9 +97,6 @@ impl Operation for Fsck {
         if let Some(v) = &f.period_e2fsprogs {
             layoutlab_rig::E2fsprogs::by_name(v)?;
         }
-        if !(f.default_scale > 0.0 && f.default_scale <= 1.0) {
-            bail!("default_scale must be in (0, 1], got {}", f.default_scale);
-        }
         Ok(())
     }
 

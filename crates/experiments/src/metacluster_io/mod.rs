@@ -87,12 +87,6 @@ pub fn benchmark_name(b: u32) -> &'static str {
 impl MetaclusterIoSpec {
     /// Checks the values (names are resolved by [`MetaclusterIo::check`]).
     pub fn validate(&self) -> Result<()> {
-        if !(self.default_scale > 0.0 && self.default_scale <= 1.0) {
-            bail!(
-                "default_scale must be in (0, 1], got {}",
-                self.default_scale
-            );
-        }
         if !(self.seq_file_gb > 0.0
             && self.random_file_gb > 0.0
             && self.fs_gb > self.seq_file_gb.max(self.random_file_gb) * 1.05)

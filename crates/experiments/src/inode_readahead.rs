@@ -77,6 +77,23 @@ impl Operation for InodeReadahead {
         "inode-readahead"
     }
 
+    fn options(&self) -> &'static [crate::OpOption] {
+        &[
+            crate::OpOption {
+                key: "tree",
+                help: "the tree walked: a population name or a population .toml file",
+                flag: Some("tree"),
+                flag_aliases: &[],
+            },
+            crate::OpOption {
+                key: "settings",
+                help: "inode_readahead_blks values swept, a list (e.g. 0,8,32 for a quicker run)",
+                flag: Some("settings"),
+                flag_aliases: &[],
+            },
+        ]
+    }
+
     /// It mounts ext4 images on loop devices and traces them.
     fn needs_root(&self, _exp: &Experiment) -> bool {
         true
@@ -171,7 +188,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let h = Human::new(a.json.as_deref());
     let scale = a.run_scale(exp)?;
     // Resolve every name before any work: a typo fails at once and makes nothing.
-    let tree = a.tree.clone().unwrap_or_else(|| spec.tree.clone());
+    let tree = spec.tree.clone();
     // At scale 1 this is the tree itself (population_by_name); below it, the same shape at
     // fewer entries (a population of sized files, bench5, shrinks its sizes instead).
     let population = crate::stages::timed(crate::stages::PLAN, || {
@@ -188,7 +205,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     // One capture is priced on every device: it presents the first one's queue (docs/rig.md).
     let first = devices.first().context("no device presets to price on")?;
     let queue = crate::support::capture_queue(first, Some(spec.os_read_ahead_kb), None)?;
-    let settings = a.settings.clone().unwrap_or_else(|| spec.settings.clone());
+    let settings = spec.settings.clone();
     let mut formats = Vec::new();
     for p in &spec.policies {
         let profile = MkfsProfile::by_name(spec.mkfs_profile_of(p))?;

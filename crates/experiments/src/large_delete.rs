@@ -84,6 +84,23 @@ impl Operation for LargeDelete {
         "large-delete"
     }
 
+    fn options(&self) -> &'static [crate::OpOption] {
+        &[
+            crate::OpOption {
+                key: "file_systems",
+                help: "file systems (kernel profiles) the file is deleted on, a list: ext3, ext4-2007, ext4, xfs, btrfs",
+                flag: Some("fs"),
+                flag_aliases: &[],
+            },
+            crate::OpOption {
+                key: "layout",
+                help: "who lays out the ext4 files: engine (planned) or kernel (today's kernel writes them)",
+                flag: None,
+                flag_aliases: &[],
+            },
+        ]
+    }
+
     /// It makes kernel file systems on loop devices and traces the delete.
     fn needs_root(&self, _exp: &Experiment) -> bool {
         true
@@ -181,10 +198,7 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let h = Human::new(a.json.as_deref());
     let scale = a.run_scale(exp)?;
     // Resolve every name before any work.
-    let names: Vec<String> = match &a.fs {
-        Some(list) => list.clone(),
-        None => spec.file_systems.clone(),
-    };
+    let names: Vec<String> = spec.file_systems.clone();
     let profiles = names
         .iter()
         .map(|n| kernel_profile::by_name(n))

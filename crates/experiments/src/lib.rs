@@ -87,6 +87,13 @@ pub trait Operation: Sync {
         false
     }
 
+    /// The keys of its table a run is expected to change (`--set KEY=VALUE`), each with its
+    /// help and, where an old flag is its shorthand, that flag. Every other key of the table
+    /// may be set too; these are the ones `layoutlab experiments --json` explains.
+    fn options(&self) -> &'static [OpOption] {
+        &[]
+    }
+
     /// Parse and check the experiment's `[NAME]` table, before any work (a bad file is an
     /// error at load time, whatever the command).
     fn check(&self, exp: &Experiment) -> Result<()>;
@@ -94,6 +101,51 @@ pub trait Operation: Sync {
     /// Run the experiment and report: tables on stdout (stderr with `--json -`), report files
     /// under `args.out/NAME/`, and the JSON contract to `args.json`.
     fn run(&self, exp: &Experiment, args: &RunArgs) -> Result<()>;
+}
+
+/// One option of an operation: a key of its experiment table that a run sets with
+/// `--set KEY=VALUE` (`reproduce`: one value, or a list for a key whose value is a list;
+/// `sweep`: one cell per value). Its default is the experiment file's value.
+#[derive(Clone, Copy, Debug)]
+pub struct OpOption {
+    /// The key, as in the table.
+    pub key: &'static str,
+    /// One line saying what it sets and which values it takes.
+    pub help: &'static str,
+    /// The older `reproduce` flag that is its shorthand (`--fs`, `--tree`, `--settings`,
+    /// `--mode`), if any.
+    pub flag: Option<&'static str>,
+    /// Values of that flag that stand for another (`--mode both` is `modes=buffered,direct`).
+    pub flag_aliases: &'static [(&'static str, &'static str)],
+}
+
+/// The `--set KEY=VALUE` that the shorthand flag `--FLAG VALUE` stands for in `exp`, or an
+/// error naming the operations that take the flag (it would otherwise be ignored).
+pub fn shorthand_set(exp: &Experiment, flag: &str, value: &str) -> Result<String> {
+    let op = exp.operation()?;
+    if let Some(o) = op.options().iter().find(|o| o.flag == Some(flag)) {
+        let value = o
+            .flag_aliases
+            .iter()
+            .find(|(alias, _)| *alias == value)
+            .map_or(value, |(_, v)| v);
+        return Ok(format!("{}={value}", o.key));
+    }
+    let takers: Vec<String> = OPERATIONS
+        .iter()
+        .flat_map(|o| {
+            o.options()
+                .iter()
+                .filter(|x| x.flag == Some(flag))
+                .map(|x| format!("{} (--set {})", o.name(), x.key))
+        })
+        .collect();
+    anyhow::bail!(
+        "--{flag} applies to {} experiments; '{}' is a {} experiment",
+        takers.join(", "),
+        exp.name,
+        op.name()
+    )
 }
 
 /// The operation named `name`, or an error listing the valid ones.
@@ -149,8 +201,9 @@ pub fn check_capture_flags(exp: &Experiment, args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// What the command line asks of a run (`layoutlab reproduce`'s flags); `None` means the
-/// experiment's own default.
+/// What the command line asks of every capture (`layoutlab reproduce`'s shared flags); `None`
+/// means the experiment's own default. An operation's own knobs are keys of its table, set
+/// through `--set` ([`sweep::with_sets`]), not fields here.
 #[derive(Clone, Debug, Default)]
 pub struct RunArgs {
     /// Shrink the disk and every file together (1.0 = as published).
@@ -168,18 +221,10 @@ pub struct RunArgs {
     pub out: PathBuf,
     /// Multiplier of the CPU time measured between requests.
     pub cpu_scale: Option<f64>,
-    /// File systems (kernel profiles) to run, for operations that run several.
-    pub fs: Option<Vec<String>>,
     /// Units of work run at once (fsck: policies); `None`: one per CPU.
     pub jobs: Option<u32>,
     /// Also replay the captured traces on variants of the device preset (fsck experiments).
     pub sensitivity: bool,
-    /// The population walked, for operations that walk a tree (inode-readahead).
-    pub tree: Option<String>,
-    /// The settings swept, for operations that sweep one (inode-readahead).
-    pub settings: Option<Vec<u64>>,
-    /// I/O mode, for operations that run several ("buffered", "direct", "both").
-    pub mode: Option<String>,
     /// Which e2fsprogs' e2fsck checks the images, for operations that run e2fsck: "today"
     /// (the system's, the default), a release ("1.40.2", "1.41.4", "1.41.14", built by
     /// `make deps`) or "period" (the release the experiment names as its own).
@@ -261,6 +306,7 @@ mod tests {
             );
         }
         check_capture_flags(&fio, &RunArgs::default()).unwrap();
+        assert!(RunArgs::default().run_scale(&fsck).is_ok());
         assert!(!fio.operation().unwrap().needs_root(&fio));
         assert!(fsck.operation().unwrap().needs_root(&fsck));
         // mke2fs's arithmetic and the page-cache model run as any user (both ran as `nobody`
@@ -269,5 +315,36 @@ mod tests {
             let e = experiment::load(n).unwrap();
             assert!(!e.operation().unwrap().needs_root(&e), "{n}");
         }
+    }
+
+    /// A shorthand flag resolves to the same experiment as the `--set` entry it stands for:
+    /// the same table, key for key.
+    #[test]
+    fn shorthand_flags_resolve_as_their_set_entries() {
+        for (name, flag, value, set) in [
+            ("inode-readahead", "tree", "bench5", "tree=bench5"),
+            ("inode-readahead", "settings", "0,8,32", "settings=0,8,32"),
+            ("random-read", "mode", "direct", "modes=direct"),
+            ("random-read", "mode", "both", "modes=buffered,direct"),
+            ("random-read", "fs", "ext4,raw", "targets=ext4,raw"),
+            ("large-delete", "fs", "xfs", "file_systems=xfs"),
+        ] {
+            let exp = experiment::load(name).unwrap();
+            let short = shorthand_set(&exp, flag, value).unwrap();
+            let a = sweep::with_sets(name, &[short]).unwrap();
+            let b = sweep::with_sets(name, &[set.to_string()]).unwrap();
+            assert_eq!(a.params, b.params, "{name} --{flag} {value}");
+            // `--mode both` is the shipped file's own modes; the others change it
+            if value != "both" {
+                assert_ne!(a.params, exp.params, "{name} --{flag} {value} did nothing");
+            }
+        }
+        let rr = sweep::with_sets("random-read", &["modes=both".into()]);
+        assert!(rr.is_err(), "'both' is the flag's alias, not a mode");
+        let fsck = experiment::load("metacluster-fsck").unwrap();
+        let err = shorthand_set(&fsck, "mode", "direct")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("random-read (--set modes)"), "{err}");
     }
 }

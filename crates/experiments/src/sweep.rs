@@ -77,6 +77,29 @@ pub fn valid_keys(exp: &Experiment) -> Vec<String> {
     keys
 }
 
+/// The error for `--set KEY` when `KEY` is not in `keys` (`what`: "an axis", "a key"): the
+/// valid keys, and the operation's options with their help.
+fn unknown_key(exp: &Experiment, key: &str, what: &str, keys: &[String]) -> anyhow::Error {
+    let op = crate::operation(&exp.operation);
+    let options: Vec<String> = op
+        .map(|o| o.options())
+        .unwrap_or_default()
+        .iter()
+        .map(|o| format!("\n  {}: {}", o.key, o.help))
+        .collect();
+    anyhow::anyhow!(
+        "--set {key}: not {what} of {} (a {} experiment); valid: {}{}",
+        exp.name,
+        exp.operation,
+        keys.join(", "),
+        if options.is_empty() {
+            String::new()
+        } else {
+            format!("\n{}'s options:{}", exp.operation, options.concat())
+        }
+    )
+}
+
 /// Parse `KEY=V1,V2,...` into the key and its values (TOML literals where they parse as
 /// one, e.g. numbers and booleans; otherwise strings).
 pub fn parse_set(s: &str) -> Result<(String, Vec<toml::Value>)> {
@@ -140,12 +163,7 @@ pub fn expand(name_or_path: &str, sets: &[String]) -> Result<Matrix> {
     for s in sets {
         let (key, values) = parse_set(s)?;
         if !keys.contains(&key) {
-            bail!(
-                "--set {key}: not an axis of {} (a {} experiment); valid: {}",
-                exp.name,
-                exp.operation,
-                keys.join(", ")
-            );
+            return Err(unknown_key(&exp, &key, "an axis", &keys));
         }
         check_values(&key, &values)?;
         axes.insert(key, values);
@@ -189,33 +207,31 @@ pub fn expand(name_or_path: &str, sets: &[String]) -> Result<Matrix> {
     })
 }
 
-/// The experiment `name_or_path` with `sets` applied (`KEY=VALUE`, one value each, the keys
-/// a sweep's `--set` takes): what `layoutlab reproduce NAME --set KEY=VALUE` runs, e.g.
-/// `--set layout=kernel`. Nothing else of the matrix (no policy axis) is added.
+/// The experiment `name_or_path` with `sets` applied (`KEY=VALUE`, the keys a sweep's `--set`
+/// takes): what `layoutlab reproduce NAME --set KEY=VALUE` runs, e.g. `--set layout=kernel`.
+/// A key whose value is a list in the file takes a list (`--set settings=0,8,32`); any other
+/// takes one value. The operation's check validates the result, so a bad value is refused
+/// before anything runs. Nothing else of the matrix (no policy axis) is added.
 pub fn with_sets(name_or_path: &str, sets: &[String]) -> Result<Experiment> {
     let exp = experiment::load(name_or_path)?;
     let keys = valid_keys(&exp);
-    let mut axes: Axes = BTreeMap::new();
+    let mut one: BTreeMap<String, toml::Value> = BTreeMap::new();
     for s in sets {
         let (key, mut values) = parse_set(s)?;
         if !keys.contains(&key) {
-            bail!(
-                "--set {key}: not a key of {} (a {} experiment); valid: {}",
-                exp.name,
-                exp.operation,
-                keys.join(", ")
-            );
-        }
-        if values.len() != 1 {
-            bail!("--set {s}: reproduce runs one value (`layoutlab sweep` runs several)");
+            return Err(unknown_key(&exp, &key, "a key", &keys));
         }
         check_values(&key, &values)?;
-        axes.insert(key, vec![values.remove(0)]);
+        let is_list = matches!(exp.params.get(&key), Some(toml::Value::Array(_)));
+        let value = if is_list {
+            toml::Value::Array(values)
+        } else if values.len() == 1 {
+            values.remove(0)
+        } else {
+            bail!("--set {s}: reproduce runs one value (`layoutlab sweep` runs several)");
+        };
+        one.insert(key, value);
     }
-    let one: BTreeMap<String, toml::Value> = axes
-        .into_iter()
-        .map(|(k, mut v)| (k, v.remove(0)))
-        .collect();
     let base: toml::Table =
         toml::from_str(&experiment_text(name_or_path)?).context("parsing the experiment")?;
     let spec = cell_spec(&base, &exp, &cell_id(&exp.name, &one), &one)?;

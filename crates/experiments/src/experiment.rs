@@ -2,7 +2,9 @@
 //!
 //! An experiment is data: the operation, its parameters, the device preset, and the published
 //! numbers it is judged against. Adding one needs no Rust change unless it needs a new
-//! operation (the modules listed in [`crate::OPERATIONS`]).
+//! operation (the modules listed in [`crate::OPERATIONS`]): `build.rs` embeds every file of
+//! `experiments/` in [`SHIPPED`]. Loading checks what every experiment shares (its operation,
+//! its `default_scale`) and hands the operation's table to the operation's own check.
 
 use crate::{Operation, SHIPPED};
 use anyhow::{bail, Context, Result};

@@ -135,7 +135,7 @@ fn bench_experiment_refuses_bad_input_before_any_run() {
         ),
         (
             &["bench", "experiment", "all", "--only", "no-such"][..],
-            "valid: metacluster-fsck",
+            "valid: cache-policies, ext3-vs-ext4-fsck",
         ),
         (
             &[

@@ -1293,6 +1293,16 @@ fn reproduce_set_refuses_bad_layouts_keys_and_lists() {
         ("large-delete", "layout=disk", "valid: engine, kernel"),
         ("random-read", "nosuch=1", "layout"),
         ("random-read", "layout=engine,kernel", "layoutlab sweep"),
+        // an unknown key lists the operation's options with their help
+        (
+            "random-read",
+            "nosuch=1",
+            "layout: who lays out the ext4 file",
+        ),
+        ("large-delete", "nosuch=1", "file_systems: file systems"),
+        // a bad value of a list is refused by the operation's check
+        ("random-read", "modes=sideways", "unknown mode 'sideways'"),
+        ("inode-readahead", "settings=0,8,x", "settings"),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
             .args([
@@ -1311,6 +1321,64 @@ fn reproduce_set_refuses_bad_layouts_keys_and_lists() {
         assert!(e.contains(want), "{exp} --set {set}: {e}");
         assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The old flags are shorthands of `--set`: each gives what its `--set` entry gives (here the
+/// same refusal of the same bad value, before anything is made), and a flag the experiment's
+/// operation does not take is refused, naming the operations that take it.
+#[test]
+fn shorthand_flags_are_their_set_entries() {
+    let dir = scratch("shorthand");
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+            .args(["reproduce"])
+            .args(args)
+            .args(["--out", dir.join("out").to_str().unwrap()])
+            .env("TMPDIR", &dir)
+            .output()
+            .unwrap();
+        assert!(entries(&dir).is_empty(), "{args:?}: {:?}", entries(&dir));
+        (o.status.code(), stderr(&o))
+    };
+    for (exp, flag, value, set, says) in [
+        (
+            "inode-readahead",
+            "--tree",
+            "nope",
+            "tree=nope",
+            "unknown population 'nope'",
+        ),
+        (
+            "random-read",
+            "--mode",
+            "sideways",
+            "modes=sideways",
+            "unknown mode 'sideways'",
+        ),
+        ("random-read", "--fs", "ext9", "targets=ext9", "ext9"),
+        ("large-delete", "--fs", "ext9", "file_systems=ext9", "ext9"),
+        (
+            "inode-readahead",
+            "--settings",
+            "0,x",
+            "settings=0,x",
+            "settings",
+        ),
+    ] {
+        let short = run(&[exp, flag, value]);
+        assert_eq!(short.0, Some(2), "{exp} {flag} {value}: {}", short.1);
+        assert!(short.1.contains(says), "{exp} {flag} {value}: {}", short.1);
+        assert_eq!(short, run(&[exp, "--set", set]), "{exp} {flag} {value}");
+    }
+    let (code, e) = run(&["fio-randread", "--fs", "ext3"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        e.contains(
+            "--fs applies to large-delete (--set file_systems), random-read (--set targets)"
+        ),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

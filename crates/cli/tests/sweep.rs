@@ -206,6 +206,28 @@ fn unknown_axes_and_values_are_refused_and_nothing_is_written() {
         }
         assert!(!dir.exists(), "--set {set} wrote {}", dir.display());
     }
+    // the same validation as `reproduce --set`: the operation's options with their help, and
+    // its check of each cell's values
+    for (set, wanted) in [
+        ("nosuch=1", "layout: who lays out the ext4 file"),
+        ("modes=buffered,sideways", "unknown mode 'sideways'"),
+    ] {
+        let o = layoutlab(&[
+            "sweep",
+            "random-read",
+            "--set",
+            set,
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success(), "--set {set} was accepted");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(wanted),
+            "--set {set}: {err} does not say {wanted}"
+        );
+        assert!(!dir.exists(), "--set {set} wrote {}", dir.display());
+    }
 }
 
 #[test]

@@ -120,12 +120,6 @@ impl AgingSpec {
                 .with_context(|| format!("period_e2fsprogs names policy '{p}'"))?;
             layoutlab_rig::E2fsprogs::by_name(v)?;
         }
-        if !(self.default_scale > 0.0 && self.default_scale <= 1.0) {
-            bail!(
-                "[aging] default_scale must be in (0, 1], got {}",
-                self.default_scale
-            );
-        }
         if !(self.fullness > 0.0 && self.fullness < 1.0) {
             bail!("[aging] fullness must be in (0, 1), got {}", self.fullness);
         }
@@ -145,6 +139,15 @@ impl AgingSpec {
 impl Operation for Aging {
     fn name(&self) -> &'static str {
         "aging"
+    }
+
+    /// It runs e2fsck on a loop device under block tracing.
+    fn supports_cpu_scale(&self) -> bool {
+        true
+    }
+
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
     }
 
     fn check(&self, exp: &Experiment) -> Result<()> {
@@ -480,10 +483,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let out_dir = a.out_dir(exp);
     let h = Human::new(a.json.as_deref());
     crate::support::warn_if_leftovers();
-    let scale = a.scale.unwrap_or(spec.default_scale);
-    if !(scale > 0.0 && scale <= 1.0) {
-        bail!("--scale must be in (0, 1], got {scale}");
-    }
+    let scale = a.run_scale(exp)?;
     let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
     // every name resolved before any work
     let pops = spec

@@ -2,7 +2,9 @@
 //!
 //! An experiment is data: the operation, its parameters, the device preset, and the published
 //! numbers it is judged against. Adding one needs no Rust change unless it needs a new
-//! operation (the modules listed in [`crate::OPERATIONS`]).
+//! operation (the modules listed in [`crate::OPERATIONS`]): `build.rs` embeds every file of
+//! `experiments/` in [`SHIPPED`]. Loading checks what every experiment shares (its operation,
+//! its `default_scale`) and hands the operation's table to the operation's own check.
 
 use crate::{Operation, SHIPPED};
 use anyhow::{bail, Context, Result};
@@ -99,11 +101,36 @@ impl Experiment {
         crate::operation(&self.operation)
     }
 
+    /// The experiment's `default_scale` (a key of its operation's table), checked at load;
+    /// `None` for an experiment without a scale (fio-randread, mkfs-overhead and
+    /// request-merging run at scale 1 only).
+    pub fn default_scale(&self) -> Result<Option<f64>> {
+        let Some(v) = self.params.get("default_scale") else {
+            return Ok(None);
+        };
+        let scale = v
+            .as_float()
+            .or(v.as_integer().map(|i| i as f64))
+            .with_context(|| format!("default_scale must be a number, got {v}"))?;
+        check_scale("default_scale", scale)?;
+        Ok(Some(scale))
+    }
+
     /// The operation's table, parsed as its module's parameter type `T`.
     pub fn params<T: DeserializeOwned>(&self) -> Result<T> {
         T::deserialize(toml::Value::Table(self.params.clone()))
             .with_context(|| format!("parsing the [{}] table", self.operation))
     }
+}
+
+/// Refuses a scale outside (0, 1] (`what` names it: `--scale`, `default_scale`): the one check
+/// of every experiment's scale, at load ([`Experiment::default_scale`]) and at run
+/// ([`crate::RunArgs::run_scale`]).
+pub fn check_scale(what: &str, scale: f64) -> Result<()> {
+    if !(scale > 0.0 && scale <= 1.0) {
+        bail!("{what} must be in (0, 1], got {scale}");
+    }
+    Ok(())
 }
 
 /// The mkfs profile `policy` is formatted with: its entry in `per_policy`, else `default`
@@ -183,6 +210,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Experiment> {
         );
     };
     exp.params = params;
+    exp.default_scale().with_context(|| origin.to_string())?;
     op.check(&exp).with_context(|| origin.to_string())?;
     Ok(exp)
 }
@@ -191,12 +219,66 @@ pub fn parse(text: &str, origin: &str) -> Result<Experiment> {
 mod tests {
     use super::*;
 
+    /// `SHIPPED` is generated from the directory: every file there is shipped under its stem,
+    /// in file-name order, and loads (its `name` is its stem, its table checks).
     #[test]
-    fn shipped_experiments_parse() {
-        for n in names() {
-            let e = load(n).unwrap();
-            assert_eq!(e.name, n);
+    fn every_file_in_experiments_is_shipped_and_loads() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .map(|p| p.file_stem().unwrap().to_str().unwrap().to_string())
+            .collect();
+        files.sort();
+        assert!(!files.is_empty());
+        assert_eq!(names(), files);
+        for n in &files {
+            let text = std::fs::read_to_string(dir.join(format!("{n}.toml"))).unwrap();
+            let shipped = SHIPPED.iter().find(|(k, _)| k == n).unwrap().1;
+            assert_eq!(shipped, text, "{n}: the embedded text is not the file's");
+            assert_eq!(
+                &load(n).unwrap().name,
+                n,
+                "{n}: its name is not its file's stem"
+            );
         }
+    }
+
+    /// Every experiment's scale is resolved and checked by one function: `--scale` over the
+    /// file's `default_scale`, both in (0, 1], whatever the operation.
+    #[test]
+    fn the_scale_is_checked_once_for_every_operation() {
+        for n in names() {
+            let exp = load(n).unwrap();
+            let Some(default) = exp.default_scale().unwrap() else {
+                continue;
+            };
+            let args = |scale| crate::RunArgs {
+                scale,
+                ..crate::RunArgs::default()
+            };
+            assert_eq!(args(None).run_scale(&exp).unwrap(), default, "{n}");
+            assert_eq!(args(Some(0.5)).run_scale(&exp).unwrap(), 0.5, "{n}");
+            for bad in [0.0, -0.1, 1.5, f64::NAN] {
+                let err = args(Some(bad)).run_scale(&exp).unwrap_err().to_string();
+                assert!(err.contains("--scale must be in (0, 1]"), "{n}: {err}");
+            }
+            let text = SHIPPED.iter().find(|(k, _)| *k == n).unwrap().1;
+            let line = format!("default_scale = {default}");
+            assert!(text.contains(&line), "{n}: no '{line}' in the file");
+            let err = format!(
+                "{:#}",
+                parse(&text.replace(&line, "default_scale = 0"), "s.toml").unwrap_err()
+            );
+            assert!(
+                err.contains("default_scale must be in (0, 1]"),
+                "{n}: {err}"
+            );
+        }
+        let fio = load("fio-randread").unwrap();
+        assert!(crate::RunArgs::default().run_scale(&fio).is_err());
     }
 
     #[test]

@@ -77,11 +77,30 @@ impl Operation for InodeReadahead {
         "inode-readahead"
     }
 
+    fn options(&self) -> &'static [crate::OpOption] {
+        &[
+            crate::OpOption {
+                key: "tree",
+                help: "the tree walked: a population name or a population .toml file",
+                flag: Some("tree"),
+                flag_aliases: &[],
+            },
+            crate::OpOption {
+                key: "settings",
+                help: "inode_readahead_blks values swept, a list (e.g. 0,8,32 for a quicker run)",
+                flag: Some("settings"),
+                flag_aliases: &[],
+            },
+        ]
+    }
+
+    /// It mounts ext4 images on loop devices and traces them.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: InodeReadaheadSpec = exp.params()?;
-        if !(s.default_scale > 0.0 && s.default_scale <= 1.0) {
-            bail!("default_scale must be in (0, 1], got {}", s.default_scale);
-        }
         if s.policies.is_empty() || s.settings.is_empty() || s.orders.is_empty() {
             bail!("policies, settings and orders must not be empty");
         }
@@ -167,12 +186,9 @@ const MB: f64 = 1e6;
 fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let spec: InodeReadaheadSpec = exp.params()?;
     let h = Human::new(a.json.as_deref());
-    let scale = a.scale.unwrap_or(spec.default_scale);
-    if !(scale > 0.0 && scale <= 1.0) {
-        bail!("--scale must be in (0, 1], got {scale}");
-    }
+    let scale = a.run_scale(exp)?;
     // Resolve every name before any work: a typo fails at once and makes nothing.
-    let tree = a.tree.clone().unwrap_or_else(|| spec.tree.clone());
+    let tree = spec.tree.clone();
     // At scale 1 this is the tree itself (population_by_name); below it, the same shape at
     // fewer entries (a population of sized files, bench5, shrinks its sizes instead).
     let population = crate::stages::timed(crate::stages::PLAN, || {
@@ -189,7 +205,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     // One capture is priced on every device: it presents the first one's queue (docs/rig.md).
     let first = devices.first().context("no device presets to price on")?;
     let queue = crate::support::capture_queue(first, Some(spec.os_read_ahead_kb), None)?;
-    let settings = a.settings.clone().unwrap_or_else(|| spec.settings.clone());
+    let settings = spec.settings.clone();
     let mut formats = Vec::new();
     for p in &spec.policies {
         let (profile, geometry) =

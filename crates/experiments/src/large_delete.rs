@@ -85,11 +85,30 @@ impl Operation for LargeDelete {
         "large-delete"
     }
 
+    fn options(&self) -> &'static [crate::OpOption] {
+        &[
+            crate::OpOption {
+                key: "file_systems",
+                help: "file systems (kernel profiles) the file is deleted on, a list: ext3, ext4-2007, ext4, xfs, btrfs",
+                flag: Some("fs"),
+                flag_aliases: &[],
+            },
+            crate::OpOption {
+                key: "layout",
+                help: "who lays out the ext4 files: engine (planned) or kernel (today's kernel writes them)",
+                flag: None,
+                flag_aliases: &[],
+            },
+        ]
+    }
+
+    /// It makes kernel file systems on loop devices and traces the delete.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: LargeDeleteSpec = exp.params()?;
-        if !(s.default_scale > 0.0 && s.default_scale <= 1.0) {
-            bail!("default_scale must be in (0, 1], got {}", s.default_scale);
-        }
         if !(s.file_gb > 0.0 && s.fs_per_file >= 2.2) {
             bail!("file_gb must be > 0 and fs_per_file at least 2.2 (two writers and slack)");
         }
@@ -178,15 +197,9 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let device = a.device_or(exp);
     let out_dir = a.out_dir(exp);
     let h = Human::new(a.json.as_deref());
-    let scale = a.scale.unwrap_or(spec.default_scale);
-    if !(scale > 0.0 && scale <= 1.0) {
-        bail!("--scale must be in (0, 1], got {scale}");
-    }
+    let scale = a.run_scale(exp)?;
     // Resolve every name before any work.
-    let names: Vec<String> = match &a.fs {
-        Some(list) => list.clone(),
-        None => spec.file_systems.clone(),
-    };
+    let names: Vec<String> = spec.file_systems.clone();
     let profiles = names
         .iter()
         .map(|n| kernel_profile::by_name(n))

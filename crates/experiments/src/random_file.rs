@@ -5,12 +5,11 @@
 
 use anyhow::{bail, Result};
 
-/// Checks the file and reads of an experiment's spec: `default_scale` in (0, 1], a file of
-/// `file_gb` > 0 in a file system `fs_per_file` ≥ 1.01 times it, at least one read, and
+/// Checks the file and reads of an experiment's spec (its `default_scale` is checked at load,
+/// as every experiment's is: [`crate::experiment::check_scale`]): a file of `file_gb` > 0 in a file system `fs_per_file` ≥ 1.01 times it, at least one read, and
 /// `read_bytes` a multiple of 512 up to `max_read_bytes` (`max_read_name` says it in the
 /// message: "1 MiB", "4096 (one page)").
 pub fn check(
-    default_scale: f64,
     file_gb: f64,
     fs_per_file: f64,
     reads: u64,
@@ -18,9 +17,6 @@ pub fn check(
     max_read_bytes: u64,
     max_read_name: &str,
 ) -> Result<()> {
-    if !(default_scale > 0.0 && default_scale <= 1.0) {
-        bail!("default_scale must be in (0, 1], got {default_scale}");
-    }
     if !(file_gb > 0.0 && fs_per_file >= 1.01) {
         bail!("file_gb must be > 0 and fs_per_file at least 1.01");
     }
@@ -40,15 +36,13 @@ mod tests {
 
     #[test]
     fn refuses_each_bad_value_and_names_it() {
-        let ok = |s, g, f, n, b| check(s, g, f, n, b, 4096, "4096 (one page)");
-        assert!(ok(0.005, 1900.0, 1.03, 100_000, 512).is_ok());
+        let ok = |g, f, n, b| check(g, f, n, b, 4096, "4096 (one page)");
+        assert!(ok(1900.0, 1.03, 100_000, 512).is_ok());
         let e = |r: Result<()>| r.unwrap_err().to_string();
-        assert!(e(ok(0.0, 1900.0, 1.03, 1, 512)).contains("default_scale"));
-        assert!(e(ok(1.5, 1900.0, 1.03, 1, 512)).contains("got 1.5"));
-        assert!(e(ok(0.5, 0.0, 1.03, 1, 512)).contains("file_gb"));
-        assert!(e(ok(0.5, 10.0, 1.0, 1, 512)).contains("fs_per_file"));
-        assert!(e(ok(0.5, 10.0, 1.03, 0, 512)).contains("reads must be"));
-        assert!(e(ok(0.5, 10.0, 1.03, 1, 700)).contains("multiple of 512"));
-        assert!(e(ok(0.5, 10.0, 1.03, 1, 8192)).contains("up to 4096 (one page)"));
+        assert!(e(ok(0.0, 1.03, 1, 512)).contains("file_gb"));
+        assert!(e(ok(10.0, 1.0, 1, 512)).contains("fs_per_file"));
+        assert!(e(ok(10.0, 1.03, 0, 512)).contains("reads must be"));
+        assert!(e(ok(10.0, 1.03, 1, 700)).contains("multiple of 512"));
+        assert!(e(ok(10.0, 1.03, 1, 8192)).contains("up to 4096 (one page)"));
     }
 }

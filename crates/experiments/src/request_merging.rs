@@ -64,6 +64,11 @@ impl Operation for RequestMerging {
         "request-merging"
     }
 
+    /// It makes loop devices on zram and traces them.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: RequestMergingSpec = exp.params()?;
         check_spec(&s)
@@ -174,8 +179,8 @@ fn run_request_merging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let h = Human::new(a.json.as_deref());
     // It runs as published only; `--scale 1` says just that (as `reproduce all --scale 1` and
     // `bench experiment all --scale 1` pass it to every experiment).
-    if a.scale.is_some_and(|s| s != 1.0) || a.fs.is_some() {
-        bail!("request-merging takes no --scale other than 1, and no --fs (the dd size is the experiment's `mib`; targets are raw, ext3, ext4)");
+    if a.scale.is_some_and(|s| s != 1.0) {
+        bail!("request-merging takes no --scale other than 1 (the dd size is the experiment's `mib`; targets are raw, ext3, ext4)");
     }
     let devices: Vec<String> = match &a.device {
         Some(d) => d.split(',').map(|s| s.trim().to_string()).collect(),

@@ -59,12 +59,6 @@ pub struct Matrix {
     pub specs: Vec<String>,
 }
 
-/// Whether cells of this operation need root: every operation that runs a real checker or
-/// kernel file system on a loop device does; `fio` only prices jobs on a device model.
-pub fn needs_root(operation: &str) -> bool {
-    operation != "fio"
-}
-
 /// The keys a sweep of `exp` can set: `device`, `policy` and `scale` where the operation has
 /// them, and every key of the operation's own table.
 pub fn valid_keys(exp: &Experiment) -> Vec<String> {
@@ -81,6 +75,29 @@ pub fn valid_keys(exp: &Experiment) -> Vec<String> {
         }
     }
     keys
+}
+
+/// The error for `--set KEY` when `KEY` is not in `keys` (`what`: "an axis", "a key"): the
+/// valid keys, and the operation's options with their help.
+fn unknown_key(exp: &Experiment, key: &str, what: &str, keys: &[String]) -> anyhow::Error {
+    let op = crate::operation(&exp.operation);
+    let options: Vec<String> = op
+        .map(|o| o.options())
+        .unwrap_or_default()
+        .iter()
+        .map(|o| format!("\n  {}: {}", o.key, o.help))
+        .collect();
+    anyhow::anyhow!(
+        "--set {key}: not {what} of {} (a {} experiment); valid: {}{}",
+        exp.name,
+        exp.operation,
+        keys.join(", "),
+        if options.is_empty() {
+            String::new()
+        } else {
+            format!("\n{}'s options:{}", exp.operation, options.concat())
+        }
+    )
 }
 
 /// Parse `KEY=V1,V2,...` into the key and its values (TOML literals where they parse as
@@ -146,12 +163,7 @@ pub fn expand(name_or_path: &str, sets: &[String]) -> Result<Matrix> {
     for s in sets {
         let (key, values) = parse_set(s)?;
         if !keys.contains(&key) {
-            bail!(
-                "--set {key}: not an axis of {} (a {} experiment); valid: {}",
-                exp.name,
-                exp.operation,
-                keys.join(", ")
-            );
+            return Err(unknown_key(&exp, &key, "an axis", &keys));
         }
         check_values(&key, &values)?;
         axes.insert(key, values);
@@ -187,7 +199,7 @@ pub fn expand(name_or_path: &str, sets: &[String]) -> Result<Matrix> {
         manifest: Manifest {
             experiment: exp.name.clone(),
             operation: exp.operation.clone(),
-            needs_root: needs_root(&exp.operation),
+            needs_root: exp.operation()?.needs_root(&exp),
             axes,
             cells,
         },
@@ -195,33 +207,31 @@ pub fn expand(name_or_path: &str, sets: &[String]) -> Result<Matrix> {
     })
 }
 
-/// The experiment `name_or_path` with `sets` applied (`KEY=VALUE`, one value each, the keys
-/// a sweep's `--set` takes): what `layoutlab reproduce NAME --set KEY=VALUE` runs, e.g.
-/// `--set layout=kernel`. Nothing else of the matrix (no policy axis) is added.
+/// The experiment `name_or_path` with `sets` applied (`KEY=VALUE`, the keys a sweep's `--set`
+/// takes): what `layoutlab reproduce NAME --set KEY=VALUE` runs, e.g. `--set layout=kernel`.
+/// A key whose value is a list in the file takes a list (`--set settings=0,8,32`); any other
+/// takes one value. The operation's check validates the result, so a bad value is refused
+/// before anything runs. Nothing else of the matrix (no policy axis) is added.
 pub fn with_sets(name_or_path: &str, sets: &[String]) -> Result<Experiment> {
     let exp = experiment::load(name_or_path)?;
     let keys = valid_keys(&exp);
-    let mut axes: Axes = BTreeMap::new();
+    let mut one: BTreeMap<String, toml::Value> = BTreeMap::new();
     for s in sets {
         let (key, mut values) = parse_set(s)?;
         if !keys.contains(&key) {
-            bail!(
-                "--set {key}: not a key of {} (a {} experiment); valid: {}",
-                exp.name,
-                exp.operation,
-                keys.join(", ")
-            );
-        }
-        if values.len() != 1 {
-            bail!("--set {s}: reproduce runs one value (`layoutlab sweep` runs several)");
+            return Err(unknown_key(&exp, &key, "a key", &keys));
         }
         check_values(&key, &values)?;
-        axes.insert(key, vec![values.remove(0)]);
+        let is_list = matches!(exp.params.get(&key), Some(toml::Value::Array(_)));
+        let value = if is_list {
+            toml::Value::Array(values)
+        } else if values.len() == 1 {
+            values.remove(0)
+        } else {
+            bail!("--set {s}: reproduce runs one value (`layoutlab sweep` runs several)");
+        };
+        one.insert(key, value);
     }
-    let one: BTreeMap<String, toml::Value> = axes
-        .into_iter()
-        .map(|(k, mut v)| (k, v.remove(0)))
-        .collect();
     let base: toml::Table =
         toml::from_str(&experiment_text(name_or_path)?).context("parsing the experiment")?;
     let spec = cell_spec(&base, &exp, &cell_id(&exp.name, &one), &one)?;
@@ -292,7 +302,7 @@ pub fn expand_all(sets: &[String]) -> Result<Matrix> {
         let id = cell_id(ALL, &a);
         let spec = cell_spec(&base, &exp, &id, &own)?;
         experiment::parse(&spec, &format!("cell {id} ({})", describe(&a)))?;
-        needs |= needs_root(&exp.operation);
+        needs |= exp.operation()?.needs_root(&exp);
         cells.push(Cell { index, id, axes: a });
         specs.push(spec);
     }
@@ -684,7 +694,8 @@ mod tests {
             .iter()
             .map(|c| c.axes["experiment"].as_str().unwrap())
             .collect();
-        assert_eq!(picked, ["metacluster-fsck", "fio-randread"]);
+        // the shipped order (by file name), whatever the order of --set
+        assert_eq!(picked, ["fio-randread", "metacluster-fsck"]);
         assert!(m.manifest.needs_root);
         let only_fio = expand(ALL, &sets(&["experiment=fio-randread"])).unwrap();
         assert!(!only_fio.manifest.needs_root);
@@ -692,7 +703,10 @@ mod tests {
             ("scale=0.5,1", "one scale"),
             ("scale=2", "not a scale"),
             ("policy=ext3-2007", "valid: experiment, scale"),
-            ("experiment=nope", "valid: metacluster-fsck"),
+            (
+                "experiment=nope",
+                "valid: cache-policies, ext3-vs-ext4-fsck",
+            ),
         ] {
             let e = expand(ALL, &sets(&[bad])).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");

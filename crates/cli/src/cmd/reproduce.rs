@@ -48,10 +48,11 @@ pub struct Args {
     /// or name a CPU preset in cpus/ whose factor F = here / period is used.
     #[arg(long, value_parser = cpu_scale_arg)]
     cpu_scale: Option<f64>,
-    /// File systems to run, comma-separated (large-delete: ext3, ext4-2007, ext4, xfs, btrfs).
-    /// Default: the experiment's.
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
-    fs: Option<Vec<String>>,
+    /// File systems to run, comma-separated: shorthand for `--set file_systems=LIST`
+    /// (large-delete: ext3, ext4-2007, ext4, xfs, btrfs) and `--set targets=LIST`
+    /// (random-read). Default: the experiment's.
+    #[arg(long, value_name = "LIST")]
+    fs: Option<String>,
     /// Policies run at once, each with its own image, loop device and traced e2fsck (fsck
     /// experiments; metacluster-aging: the policies of one age). Default: as many as this
     /// machine has CPUs. Predictions do not depend on it (think times come
@@ -69,15 +70,17 @@ pub struct Args {
     /// stream (docs/emulate.md). K defaults to 1.
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "1")]
     closed_loop: Option<f64>,
-    /// The tree walked (inode-readahead): a population name or a population .toml file.
-    /// Default: the experiment's.
+    /// The tree walked: shorthand for `--set tree=NAME` (inode-readahead: a population name
+    /// or a population .toml file). Default: the experiment's.
     #[arg(long, value_name = "NAME")]
     tree: Option<String>,
-    /// The settings swept, comma-separated (inode-readahead: inode_readahead_blks values,
-    /// e.g. 0,8,32 for a quicker run). Default: the experiment's.
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
-    settings: Option<Vec<u64>>,
-    /// I/O mode (random-read: buffered, direct or both). Default: the experiment's.
+    /// The settings swept, comma-separated: shorthand for `--set settings=LIST`
+    /// (inode-readahead: inode_readahead_blks values, e.g. 0,8,32 for a quicker run).
+    /// Default: the experiment's.
+    #[arg(long, value_name = "LIST")]
+    settings: Option<String>,
+    /// I/O mode: shorthand for `--set modes=MODE` (random-read: buffered, direct, or both:
+    /// `modes=buffered,direct`). Default: the experiment's.
     #[arg(long, value_name = "MODE")]
     mode: Option<String>,
     /// Whose e2fsck checks the images (fsck experiments): today (the system's), 1.40.2,
@@ -85,9 +88,12 @@ pub struct Args {
     /// published runs used).
     #[arg(long, value_name = "VERSION", value_parser = ["today", "1.40.2", "1.41.4", "1.41.14", "period"])]
     e2fsck: Option<String>,
-    /// Set a key of the experiment's table for this run, as a sweep's `--set` does (one value
-    /// each; repeatable). E.g. random-read and large-delete `--set layout=kernel`: today's
-    /// kernel writes the ext4 files the engine otherwise plans (the engine's proof).
+    /// Set a key of the experiment's table for this run, as a sweep's `--set` does (repeatable;
+    /// one value, or a comma-separated list for a key whose value is a list), checked by the
+    /// experiment's operation before anything runs. `layoutlab experiments --json` lists each
+    /// operation's options with their help. E.g. random-read and large-delete
+    /// `--set layout=kernel`: today's kernel writes the ext4 files the engine otherwise plans
+    /// (the engine's proof).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Write where this run's wall time went as JSON to PATH: `{"wall_seconds",
@@ -111,7 +117,32 @@ pub fn list(a: ListArgs) -> Result<()> {
     let mut rows = Vec::new();
     for n in experiment::names() {
         let e = experiment::load(n)?;
-        rows.push(serde_json::json!({"name": e.name, "operation": e.operation, "device": e.device, "title": e.title}));
+        let op = e.operation()?;
+        // What the operation declares: its options (each with this experiment's value, the
+        // run's default) and the capture flags it honours.
+        let options: Vec<serde_json::Value> = op
+            .options()
+            .iter()
+            .map(|o| {
+                serde_json::json!({
+                    "key": o.key,
+                    "help": o.help,
+                    "flag": o.flag.map(|f| format!("--{f}")),
+                    "value": e.params.get(o.key),
+                })
+            })
+            .collect();
+        rows.push(serde_json::json!({
+            "name": e.name,
+            "operation": e.operation,
+            "device": e.device,
+            "title": e.title,
+            "needs_root": op.needs_root(&e),
+            "sensitivity": op.supports_sensitivity(),
+            "closed_loop": op.supports_closed_loop(),
+            "cpu_scale": op.supports_cpu_scale(),
+            "options": options,
+        }));
         if a.json.is_none() {
             super::emit(&format!("{:<20} {}\n", e.name, e.title), false);
         }
@@ -135,36 +166,7 @@ pub fn run(a: Args) -> Result<()> {
     if a.only.is_some() {
         anyhow::bail!("--only goes with `reproduce all`");
     }
-    let exp = if a.set.is_empty() {
-        experiment::load(&a.name)?
-    } else {
-        layoutlab_experiments::sweep::with_sets(&a.name, &a.set)?
-    };
-    if a.closed_loop.is_some() && exp.operation != "fsck" {
-        anyhow::bail!(
-            "--closed-loop captures e2fsck on the emulated device and applies to fsck experiments; '{}' is a {} experiment",
-            exp.name,
-            exp.operation
-        );
-    }
-    // Only these operations replay think time with the factor; the others price a stream
-    // with no CPU time in it (fio, mkfs-overhead) or replay at 1.0 (random-read,
-    // large-delete), so the flag would change nothing and the run would be mislabelled.
-    if a.cpu_scale.is_some() && !CPU_SCALED_OPERATIONS.contains(&exp.operation.as_str()) {
-        anyhow::bail!(
-            "--cpu-scale scales the think time of replayed traces and applies to {} experiments; '{}' is a {} experiment, which does not use it",
-            CPU_SCALED_OPERATIONS.join(", "),
-            exp.name,
-            exp.operation
-        );
-    }
-    if a.sensitivity && exp.operation != "fsck" {
-        anyhow::bail!(
-            "--sensitivity replays captured traces and applies to fsck experiments; '{}' is a {} experiment",
-            exp.name,
-            exp.operation
-        );
-    }
+    let exp = resolve(&a)?;
     let args = RunArgs {
         scale: a.scale,
         device: a.device,
@@ -173,20 +175,40 @@ pub fn run(a: Args) -> Result<()> {
         keep: a.keep,
         out: a.out,
         cpu_scale: a.cpu_scale,
-        fs: a.fs,
         jobs: a.jobs,
         sensitivity: a.sensitivity,
-        tree: a.tree,
-        settings: a.settings,
-        mode: a.mode,
         e2fsck: a.e2fsck,
         closed_loop: a.closed_loop,
     };
+    layoutlab_experiments::check_capture_flags(&exp, &args)?;
     exp.operation()?.run(&exp, &args)?;
     if let Some(path) = &a.stage_times {
         write_json(path, &layoutlab_experiments::stages::snapshot())?;
     }
     Ok(())
+}
+
+/// The experiment `a` runs: the file with every `--set`, the shorthand flags (`--fs`, `--tree`,
+/// `--settings`, `--mode`) first as the `--set` entries they stand for, all checked by the
+/// experiment's operation before anything runs.
+fn resolve(a: &Args) -> Result<layoutlab_experiments::Experiment> {
+    let plain = experiment::load(&a.name)?;
+    let mut sets = Vec::new();
+    for (flag, value) in [
+        ("fs", &a.fs),
+        ("tree", &a.tree),
+        ("settings", &a.settings),
+        ("mode", &a.mode),
+    ] {
+        if let Some(v) = value {
+            sets.push(layoutlab_experiments::shorthand_set(&plain, flag, v)?);
+        }
+    }
+    sets.extend(a.set.iter().cloned());
+    if sets.is_empty() {
+        return Ok(plain);
+    }
+    layoutlab_experiments::sweep::with_sets(&a.name, &sets)
 }
 
 /// `reproduce all`: each experiment as its own `layoutlab reproduce NAME` process (its output
@@ -217,6 +239,8 @@ fn run_all(a: &Args) -> Result<()> {
         || a.sensitivity
         || a.keep
         || a.mode.is_some()
+        || a.tree.is_some()
+        || a.settings.is_some()
         || !a.set.is_empty()
     {
         anyhow::bail!("reproduce all runs each experiment as shipped: only --scale, --out, --only, --json and --workdir apply");
@@ -448,10 +472,6 @@ fn run_all(a: &Args) -> Result<()> {
     }
     Ok(())
 }
-
-/// Operations whose replay multiplies think time by `--cpu-scale` (`RunArgs::cpu_scale` is read
-/// by crates/experiments/src/fsck, aging.rs and metacluster_io; no other operation reads it).
-const CPU_SCALED_OPERATIONS: &[&str] = &["fsck", "aging", "metacluster-io"];
 
 /// `--cpu-scale`: a positive number, or a CPU preset's factor (see `cpus/`).
 fn cpu_scale_arg(arg: &str) -> Result<f64, String> {

@@ -77,6 +77,12 @@ impl Operation for CachePolicies {
         "cache-policies"
     }
 
+    /// Plans (no image) and a page-cache model: no device, mount or trace; the kernel check
+    /// that needs root is a test (`tests/cache_kernel.rs`), not this run.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        false
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         check_spec(&exp.params()?)
     }
@@ -88,7 +94,6 @@ impl Operation for CachePolicies {
 
 fn check_spec(s: &CachePoliciesSpec) -> Result<()> {
     crate::random_file::check(
-        s.default_scale,
         s.file_gb,
         s.fs_per_file,
         s.reads,
@@ -237,10 +242,7 @@ fn run(exp: &Experiment, a: &RunArgs) -> Result<()> {
     check_spec(&spec)?;
     let device = a.device_or(exp);
     let h = Human::new(a.json.as_deref());
-    let scale = a.scale.unwrap_or(spec.default_scale);
-    if !(scale > 0.0 && scale <= 1.0) {
-        bail!("--scale must be in (0, 1], got {scale}");
-    }
+    let scale = a.run_scale(exp)?;
     crate::support::load_device(&device)?;
     eprintln!(
         "{} — scale {scale}: {} random {}-byte reads; priced on {device}",

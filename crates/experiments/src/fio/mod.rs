@@ -65,6 +65,11 @@ impl Operation for Fio {
         "fio"
     }
 
+    /// Fio only prices jobs on a device model: nothing is mounted or traced.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        false
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let f: FioSpec = exp.params()?;
         if f.bs.is_empty() {

@@ -69,6 +69,25 @@ impl Operation for Fsck {
         "fsck"
     }
 
+    /// It runs e2fsck on a loop device under block tracing.
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
+    /// `--sensitivity` replays the captured traces on the preset's variants (`sensitivity.rs`).
+    fn supports_sensitivity(&self) -> bool {
+        true
+    }
+
+    /// `--closed-loop` runs e2fsck on the emulated device (`run.rs`).
+    fn supports_cpu_scale(&self) -> bool {
+        true
+    }
+
+    fn supports_closed_loop(&self) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let f: FsckSpec = exp.params()?;
         if f.policies.is_empty() {
@@ -81,9 +100,6 @@ impl Operation for Fsck {
         }
         if let Some(v) = &f.period_e2fsprogs {
             layoutlab_rig::E2fsprogs::by_name(v)?;
-        }
-        if !(f.default_scale > 0.0 && f.default_scale <= 1.0) {
-            bail!("default_scale must be in (0, 1], got {}", f.default_scale);
         }
         Ok(())
     }

@@ -75,7 +75,7 @@ pub fn run_fsck(exp: &Experiment, a: &RunArgs) -> Result<()> {
     // A period e2fsck that is not built fails here, before any image is made.
     let e2fsprogs = a.e2fsprogs(spec.period_e2fsprogs.as_deref())?;
     e2fsprogs.program("e2fsck")?;
-    let scale = a.scale.unwrap_or(spec.default_scale);
+    let scale = a.run_scale(exp)?;
     let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
     if a.sensitivity {
         sensitivity::check(device, &exp.sensitivity, alternatives(exp, device))?;

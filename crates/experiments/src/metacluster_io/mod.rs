@@ -87,12 +87,6 @@ pub fn benchmark_name(b: u32) -> &'static str {
 impl MetaclusterIoSpec {
     /// Checks the values (names are resolved by [`MetaclusterIo::check`]).
     pub fn validate(&self) -> Result<()> {
-        if !(self.default_scale > 0.0 && self.default_scale <= 1.0) {
-            bail!(
-                "default_scale must be in (0, 1], got {}",
-                self.default_scale
-            );
-        }
         if !(self.seq_file_gb > 0.0
             && self.random_file_gb > 0.0
             && self.fs_gb > self.seq_file_gb.max(self.random_file_gb) * 1.05)
@@ -136,6 +130,15 @@ impl MetaclusterIoSpec {
 impl Operation for MetaclusterIo {
     fn name(&self) -> &'static str {
         "metacluster-io"
+    }
+
+    /// It mounts images on loop devices and traces the kernel's reads.
+    fn supports_cpu_scale(&self) -> bool {
+        true
+    }
+
+    fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
     }
 
     fn check(&self, exp: &Experiment) -> Result<()> {

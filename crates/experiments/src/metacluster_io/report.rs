@@ -192,10 +192,7 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let device = a.device_or(exp);
     let out_dir = a.out_dir(exp);
     let h = Human::new(a.json.as_deref());
-    let scale = a.scale.unwrap_or(spec.default_scale);
-    if !(scale > 0.0 && scale <= 1.0) {
-        bail!("--scale must be in (0, 1], got {scale}");
-    }
+    let scale = a.run_scale(exp)?;
     let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
     // Every name resolved before any work: a typo fails at once and changes nothing.
     for p in &spec.policies {

@@ -238,7 +238,10 @@ def record_det(b, out, src):
               os.path.join(src, "crates/trace/tests/data/hp_c2247a.head40.trace")]
     for t in traces:
         tn = os.path.basename(t)
-        run([b, "trace", "stats", t], os.path.join(det, "replay", "stats-" + tn), env=env)
+        # Run beside the trace with its bare name: `trace stats` prints the path it was given,
+        # and two recordings made from two checkouts must not differ by where they were made.
+        run([b, "trace", "stats", tn], os.path.join(det, "replay", "stats-" + tn),
+            cwd=os.path.dirname(t), env=env)
         for dev in presets:
             for sched in ("fcfs", "sptf"):
                 run([b, "trace", "replay", t, "--device", dev, "--scheduler", sched,

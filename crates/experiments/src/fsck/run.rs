@@ -217,7 +217,8 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
     let population = crate::stages::timed(crate::stages::PLAN, || {
         layoutlab_workload::population_by_name(&spec.workload)
             .with_context(|| format!("workload of experiment '{}'", exp.name))?
-            .scale(opts.scale)
+            .scale(opts.scale)?
+            .copies(spec.workload_copies.unwrap_or(1))
             .map_err(anyhow::Error::from)
     })?;
     let policies = spec

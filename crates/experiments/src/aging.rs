@@ -96,6 +96,7 @@ impl AgingSpec {
         FsckSpec {
             default_scale: self.default_scale,
             workload: self.workloads.first().cloned().unwrap_or_default(),
+            workload_copies: None,
             mkfs_profile: self.mkfs_profile.clone(),
             mkfs_profiles: self.mkfs_profiles.clone(),
             policies: self.policies.clone(),

@@ -43,5 +43,6 @@ pub use materialize::{
     materialize, materialize_with, materialize_with_dirs, DirWriter, MapWriter, MaterializeStats,
 };
 pub use mkfs::{
-    add_journal, allocated_bytes, default_journal_blocks, mkfs, mkfs_profile, MkfsReport,
+    add_journal, allocated_bytes, default_journal_blocks, estimate_mkfs_bytes, mkfs, mkfs_profile,
+    plan_written_bytes, HostZeroing, MkfsReport,
 };

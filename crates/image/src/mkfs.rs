@@ -43,10 +43,79 @@ pub fn default_journal_blocks(blocks: u64) -> u64 {
     layoutlab_layout::geometry::default_journal_blocks_147(blocks).unwrap_or(0)
 }
 
-/// Upper bound of what mke2fs writes into a sparse image made with `args`, and how it was
-/// reckoned. Inode tables count only when the host file system cannot punch holes: mke2fs
-/// then cannot "discard" the file and must write the tables out.
-fn estimate_written_bytes(bytes: u64, args: &[String], can_punch: bool) -> (u64, String) {
+/// What zeroing a range of an image file does on the host file system that holds it, which
+/// decides whether the blocks mke2fs and libext2fs zero (inode tables, the journal) take host
+/// space. libext2fs zeroes through io_channel_zeroout (e2fsprogs 1.47, lib/ext2fs/unix_io.c
+/// `__unix_zeroout`, called by ext2fs_zero_blocks2 in mkjournal.c): on a regular file it tries
+/// `FALLOC_FL_ZERO_RANGE` first, then `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`, and writes
+/// zeros only when both fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostZeroing {
+    /// `ZERO_RANGE` works (ext4, XFS): the zeroed range stays allocated as unwritten extents,
+    /// so `du` counts it though nothing was written.
+    Allocates,
+    /// Only hole punching works (tmpfs, which refuses `ZERO_RANGE`): zeroed ranges become
+    /// holes and take nothing.
+    Punches,
+    /// Neither: libext2fs writes the zeros out.
+    Writes,
+}
+
+impl HostZeroing {
+    /// Probes the file `fd` (at least 8 KiB long, its first 4 KiB a hole) the way libext2fs's
+    /// zeroout would go, and leaves that first 4 KiB a hole again.
+    fn probe(fd: std::os::unix::io::RawFd) -> Self {
+        // SAFETY: valid fd; zeroing then punching the first 4 KiB of a hole leaves a hole.
+        let zero_range = unsafe { libc::fallocate(fd, libc::FALLOC_FL_ZERO_RANGE, 0, 4096) } == 0;
+        let punch = unsafe {
+            libc::fallocate(
+                fd,
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                0,
+                4096,
+            )
+        } == 0;
+        match (zero_range, punch) {
+            (true, _) => HostZeroing::Allocates,
+            (false, true) => HostZeroing::Punches,
+            (false, false) => HostZeroing::Writes,
+        }
+    }
+
+    /// Probes the file system of the directory `dir` with a throw-away sparse file (nothing is
+    /// written to it; it is removed).
+    pub fn of_dir(dir: &Path) -> Result<Self, ImageError> {
+        let path = dir.join(format!(".layoutlab-zeroing-probe-{}", std::process::id()));
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| ImageError::io(&path, e))?;
+        let probed = file
+            .set_len(8192)
+            .map(|_| Self::probe(file.as_raw_fd()))
+            .map_err(|e| ImageError::io(&path, e));
+        drop(file);
+        let _ = std::fs::remove_file(&path);
+        probed
+    }
+
+    /// Whether the host can punch holes (mke2fs's discard of an image file punches it).
+    fn can_punch(self) -> bool {
+        self != HostZeroing::Writes
+    }
+}
+
+/// Upper bound of the host bytes a sparse image made with `args` holds after mke2fs (`du`),
+/// and how it was reckoned.
+///
+/// The inode tables and the journal are zeroed through libext2fs's zeroout ([`HostZeroing`]),
+/// so they take space only where the host allocates zeroed ranges or cannot punch holes; the
+/// tables are not zeroed at all when `-E assume_storage_prezeroed=1` says so, or when mke2fs
+/// discards the file first (no `-E nodiscard`, a host that punches: e2fsprogs 1.47
+/// misc/mke2fs.c PRS() then sets lazy_itable_init and itable_zeroed). On tmpfs a 10 TB ext3
+/// (156 GB of tables) holds about 0.6 GB after mke2fs; on ext4 it holds the 156 GB.
+fn estimate_written_bytes(bytes: u64, args: &[String], zeroing: HostZeroing) -> (u64, String) {
     let block_size: u64 = option_value(args, "-b")
         .and_then(|v| v.parse().ok())
         .unwrap_or(4096);
@@ -61,7 +130,7 @@ fn estimate_written_bytes(bytes: u64, args: &[String], can_punch: bool) -> (u64,
     let groups = blocks.div_ceil(8 * block_size).max(1);
     let no_journal = args.iter().any(|a| a.contains("^has_journal"))
         || option_value(args, "-t").is_some_and(|t| t == "ext2") && !args.iter().any(|a| a == "-j");
-    let journal_bytes = if no_journal {
+    let journal_size_bytes = if no_journal {
         0
     } else if let Some(mb) = option_value(args, "-J")
         .and_then(|j| j.split(',').find_map(|kv| kv.strip_prefix("size=")))
@@ -71,33 +140,96 @@ fn estimate_written_bytes(bytes: u64, args: &[String], can_punch: bool) -> (u64,
     } else {
         default_journal_blocks(blocks) * block_size
     };
-    // bitmaps and a group-descriptor/superblock copy per group, generously
-    let per_group_bytes = groups * 4 * block_size;
-    // `-E nodiscard` stops mke2fs from punching the file, so it writes the tables out, unless
-    // `-E assume_storage_prezeroed=1` says they are zero already: e2fsprogs 1.47 misc/mke2fs.c
-    // PRS() then sets lazy_itable_init and itable_zeroed and writes no table
+    // bitmaps and a group-descriptor/superblock copy per group, generously; and the primary
+    // copy's reserved GDT blocks, which mke2fs writes (the backups stay holes): at most one
+    // block of addresses (misc/mke2fs.c calc_reserved_gdt_blocks caps them at that)
+    let reserved_gdt_bytes = if args.iter().any(|a| a.contains("^resize_inode")) {
+        0
+    } else {
+        block_size / 4 * block_size
+    };
+    let per_group_bytes = groups * 4 * block_size + reserved_gdt_bytes;
     let nodiscard = args.iter().any(|a| a.contains("nodiscard"));
     let prezeroed = args
         .iter()
         .any(|a| a.contains("assume_storage_prezeroed=1"));
-    let tables_skipped = prezeroed || (can_punch && !nodiscard);
-    let table_bytes = if tables_skipped {
-        0
+    let (tables_take_space, why) = if prezeroed {
+        (false, "not zeroed: -E assume_storage_prezeroed=1")
+    } else if !nodiscard && zeroing.can_punch() {
+        (false, "not zeroed: mke2fs discards the file first")
     } else {
+        match zeroing {
+            HostZeroing::Punches => (false, "zeroed as holes: the host punches, no ZERO_RANGE"),
+            HostZeroing::Allocates => (true, "zeroed as allocated ranges: the host has ZERO_RANGE"),
+            HostZeroing::Writes => (true, "written: the host neither zeroes nor punches"),
+        }
+    };
+    // The journal is zeroed through zeroout too (only its superblock is written where that
+    // punches holes), or not at all under `assume_storage_prezeroed=1`, which also sets
+    // EXT2_MKJOURNAL_LAZYINIT (misc/mke2fs.c PRS(), e2fsprogs 1.47).
+    let journal_bytes = if prezeroed || zeroing == HostZeroing::Punches {
+        journal_size_bytes.min(block_size)
+    } else {
+        journal_size_bytes
+    };
+    let table_bytes = if tables_take_space {
         bytes / inode_ratio * inode_size
+    } else {
+        0
     };
     let margin = 1 << 20;
     let total = journal_bytes + per_group_bytes + table_bytes + margin;
     let detail = format!(
-        "journal {journal_bytes} + per-group metadata {per_group_bytes} + inode tables \
-         {table_bytes}{} + margin {margin}",
-        if tables_skipped {
-            " (not written: mke2fs punches holes or assumes them zeroed)"
-        } else {
-            " (written: no hole punching or -E nodiscard)"
-        }
+        "journal {journal_bytes} + per-group metadata and reserved GDT {per_group_bytes} + inode tables \
+         {table_bytes} ({why}) + margin {margin}"
     );
     (total, detail)
+}
+
+/// The host bytes (`du`) a fresh sparse image of `bytes` made in `dir` with `mke2fs_args`
+/// would hold after mke2fs, at most, and how it was reckoned: what [`mkfs`]'s free-space check
+/// asks, for a caller that checks several images before making any. Probes `dir`'s file
+/// system ([`HostZeroing::of_dir`]); writes nothing.
+pub fn estimate_mkfs_bytes(
+    dir: &Path,
+    bytes: u64,
+    mke2fs_args: &[String],
+) -> Result<(u64, String), ImageError> {
+    Ok(estimate_written_bytes(
+        bytes,
+        mke2fs_args,
+        HostZeroing::of_dir(dir)?,
+    ))
+}
+
+/// Host bytes writing `plan` into its fresh image adds, at most: libext2fs writes every
+/// directory block, slow symlink block and mapping block (indirect or extent-tree) of the plan,
+/// and each inode-table block that holds one of its inodes; regular files' data stay holes
+/// (materialize never writes file data). Add [`estimate_mkfs_bytes`] for the whole image.
+pub fn plan_written_bytes(
+    plan: &layoutlab_layout::Plan,
+    geometry: &layoutlab_layout::Geometry,
+) -> u64 {
+    let bs = u64::from(geometry.block_size_bytes);
+    let ipg = u64::from(geometry.inodes_per_group.max(1));
+    let inode_bytes = (geometry.inode_table_blocks * bs / ipg).max(1);
+    let mut table_blocks: Vec<(u64, u64)> = plan
+        .inodes
+        .iter()
+        .map(|i| {
+            let index = u64::from(i.ino.max(1)) - 1;
+            (index / ipg, (index % ipg) * inode_bytes / bs)
+        })
+        .collect();
+    table_blocks.sort_unstable();
+    table_blocks.dedup();
+    let written_data: u64 = plan
+        .inodes
+        .iter()
+        .filter(|i| i.kind != layoutlab_layout::InodeKind::File)
+        .map(|i| i.data_blocks())
+        .sum();
+    (table_blocks.len() as u64 + written_data + plan.mapping_blocks()) * bs
 }
 
 /// Bytes available to an unprivileged writer in `dir`.
@@ -135,6 +267,17 @@ pub fn allocated_bytes(path: &Path) -> Result<u64, ImageError> {
 /// Refuses to overwrite an existing file. Checks free space before writing anything; removes
 /// the file if mke2fs fails.
 pub fn mkfs(image: &Path, bytes: u64, mke2fs_args: &[String]) -> Result<MkfsReport, ImageError> {
+    mkfs_checked(image, bytes, mke2fs_args, mke2fs_args)
+}
+
+/// [`mkfs`] whose free-space check reckons with `estimate_args`: the options of the whole file
+/// system when a step after mke2fs adds part of it (the journal [`mkfs_profile`] places).
+fn mkfs_checked(
+    image: &Path,
+    bytes: u64,
+    mke2fs_args: &[String],
+    estimate_args: &[String],
+) -> Result<MkfsReport, ImageError> {
     if image.exists() {
         return Err(ImageError::Invalid {
             path: image.to_path_buf(),
@@ -150,7 +293,7 @@ pub fn mkfs(image: &Path, bytes: u64, mke2fs_args: &[String]) -> Result<MkfsRepo
     let dir = parent_dir(image);
     let free = free_bytes(&dir)?;
     // even the best case (holes punched) must fit before we create anything
-    let (best, best_detail) = estimate_written_bytes(bytes, mke2fs_args, true);
+    let (best, best_detail) = estimate_written_bytes(bytes, estimate_args, HostZeroing::Punches);
     if free < best {
         return Err(ImageError::NoSpace {
             dir,
@@ -170,18 +313,10 @@ pub fn mkfs(image: &Path, bytes: u64, mke2fs_args: &[String]) -> Result<MkfsRepo
     };
     file.set_len(bytes)
         .map_err(|e| cleanup(ImageError::io(image, e)))?;
-    // Does the host punch holes? mke2fs relies on it to skip writing inode tables.
-    // SAFETY: valid fd; punching a hole in an all-hole file changes nothing.
-    let can_punch = unsafe {
-        libc::fallocate(
-            file.as_raw_fd(),
-            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-            0,
-            4096,
-        )
-    } == 0;
+    // What zeroing does on this host decides whether the inode tables and journal take space.
+    let zeroing = HostZeroing::probe(file.as_raw_fd());
     drop(file);
-    let (estimated, detail) = estimate_written_bytes(bytes, mke2fs_args, can_punch);
+    let (estimated, detail) = estimate_written_bytes(bytes, estimate_args, zeroing);
     if free < estimated {
         return Err(cleanup(ImageError::NoSpace {
             dir,
@@ -233,6 +368,7 @@ pub fn mkfs_profile(
     profile: &layoutlab_layout::MkfsProfile,
 ) -> Result<MkfsReport, ImageError> {
     let mut args = profile.mke2fs_args(bytes);
+    let whole_args = args.clone();
     // A block-mapped journal away from block 0: today's mke2fs ignores `-J location=` for it
     // (it starts from the inode's group), so make the file system without one and place it
     // through libext2fs at the profile's goal, as 1.41's write_journal_inode() did.
@@ -247,7 +383,7 @@ pub fn mkfs_profile(
             args.drain(i..i + 2);
         }
     }
-    let report = mkfs(image, bytes, &args)?;
+    let report = mkfs_checked(image, bytes, &args, &whole_args)?;
     if place_journal {
         let blocks = u32::try_from(geo.journal_blocks).expect("a journal under 2^32 blocks");
         if let Err(e) = add_journal(image, blocks, geo.journal_goal) {
@@ -407,20 +543,26 @@ mod tests {
 
     #[test]
     fn estimate_reads_options() {
-        let (with, _) = estimate_written_bytes(400 << 30, &args("-t ext3 -b 4096"), true);
+        use HostZeroing::*;
+        let (with, _) = estimate_written_bytes(400 << 30, &args("-t ext3 -b 4096"), Allocates);
         let (without, _) =
-            estimate_written_bytes(400 << 30, &args("-t ext3 -O ^has_journal"), true);
+            estimate_written_bytes(400 << 30, &args("-t ext3 -O ^has_journal"), Allocates);
         assert_eq!(with - without, 1 << 30);
-        let (tables, _) = estimate_written_bytes(400 << 30, &args("-I 128 -i 8192"), false);
+        let (tables, _) = estimate_written_bytes(400 << 30, &args("-I 128 -i 8192"), Writes);
         assert!(tables > (6 << 30), "{tables}");
+        // -E nodiscard: the tables are zeroed, which allocates them where ZERO_RANGE works...
         let (nodiscard, _) =
-            estimate_written_bytes(400 << 30, &args("-I 128 -i 8192 -E nodiscard"), true);
+            estimate_written_bytes(400 << 30, &args("-I 128 -i 8192 -E nodiscard"), Allocates);
         assert_eq!(nodiscard, tables);
-        // a 10 TB ext4-2009 image: 156 GB of inode tables mke2fs does not write
+        // ...and leaves them holes where the host only punches (tmpfs), the journal too
+        let (punched, detail) =
+            estimate_written_bytes(400 << 30, &args("-I 128 -i 8192 -E nodiscard"), Punches);
+        assert!(punched < (1 << 30), "{punched}");
+        assert!(detail.contains("zeroed as holes"), "{detail}");
         let (prezeroed, _) = estimate_written_bytes(
             400 << 30,
             &args("-I 128 -i 8192 -E nodiscard,assume_storage_prezeroed=1"),
-            true,
+            Allocates,
         );
         assert!(prezeroed < (2 << 30), "{prezeroed}");
         assert_eq!(option_value(&args("-b4096"), "-b"), Some("4096"));

@@ -194,8 +194,9 @@ fn mkfs_checks_free_space_before_writing() {
     assert!(ok, "mount tmpfs");
     let _guard = Tmpfs(dir.path().to_path_buf());
     let image = dir.path().join("big.img");
-    // a 10 GiB ext3 needs a 64 MiB journal: cannot fit in 8 MiB
-    let err = mkfs(&image, 10 << 30, &args(EXT3)).unwrap_err();
+    // a 1 TiB ext3 holds 64 MiB of bitmaps (8192 groups), even where its zeroed inode tables
+    // and journal are holes (tmpfs): cannot fit in 8 MiB
+    let err = mkfs(&image, 1 << 40, &args(EXT3)).unwrap_err();
     assert!(matches!(err, ImageError::NoSpace { .. }), "{err}");
     assert!(!image.exists(), "nothing may be written");
     // a small one fits

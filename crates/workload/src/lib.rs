@@ -336,6 +336,85 @@ pub fn population_shrunk(name: &str, factor: f64) -> Result<Population, Error> {
 pub const MIN_FS_BYTES: u64 = 64 << 20;
 
 impl Population {
+    /// `copies` copies of this population side by side on a file system `copies` times as
+    /// large: copy `k` (from 1) is made under its own top directory `copyK`, one copy after the
+    /// other, as `cp -a` of each tree would make them (issue 29's trees filling a large file
+    /// system). Every path, hard-link target and rename target moves under the copy's
+    /// directory; symlink targets are text and stay as they are (their lengths decide fast or
+    /// slow symlinks). One copy is this population unchanged.
+    pub fn copies(&self, copies: u32) -> Result<Population, Error> {
+        let bad = |reason: String| Error::BadPopulation {
+            source_name: self.name.clone(),
+            key: "copies".to_string(),
+            reason,
+        };
+        if copies == 0 {
+            return Err(bad("0 copies: at least 1".to_string()));
+        }
+        if copies == 1 {
+            return Ok(self.clone());
+        }
+        let fs_bytes = self
+            .fs_bytes
+            .checked_mul(u64::from(copies))
+            .ok_or_else(|| bad(format!("{copies} copies overflow the file system size")))?;
+        let mut ops = Vec::with_capacity((self.ops.len() + 1) * copies as usize);
+        for k in 1..=copies {
+            let top = format!("copy{k}");
+            let under = |p: &str| format!("{top}/{p}");
+            ops.push(NsOp::Mkdir { path: top.clone() });
+            ops.extend(self.ops.iter().map(|op| match op {
+                NsOp::Mkdir { path } => NsOp::Mkdir { path: under(path) },
+                NsOp::Create { path, bytes } => NsOp::Create {
+                    path: under(path),
+                    bytes: *bytes,
+                },
+                NsOp::Append { path, bytes } => NsOp::Append {
+                    path: under(path),
+                    bytes: *bytes,
+                },
+                NsOp::Symlink { path, target } => NsOp::Symlink {
+                    path: under(path),
+                    target: target.clone(),
+                },
+                NsOp::Link { path, target } => NsOp::Link {
+                    path: under(path),
+                    target: under(target),
+                },
+                NsOp::Mknod {
+                    path,
+                    node,
+                    major,
+                    minor,
+                } => NsOp::Mknod {
+                    path: under(path),
+                    node: *node,
+                    major: *major,
+                    minor: *minor,
+                },
+                NsOp::Extend { path, bytes } => NsOp::Extend {
+                    path: under(path),
+                    bytes: *bytes,
+                },
+                NsOp::Truncate { path, bytes } => NsOp::Truncate {
+                    path: under(path),
+                    bytes: *bytes,
+                },
+                NsOp::Unlink { path } => NsOp::Unlink { path: under(path) },
+                NsOp::Rename { path, to } => NsOp::Rename {
+                    path: under(path),
+                    to: under(to),
+                },
+                NsOp::Rmdir { path } => NsOp::Rmdir { path: under(path) },
+            }));
+        }
+        Ok(Population {
+            name: format!("{}x{copies}", self.name),
+            fs_bytes,
+            ops,
+        })
+    }
+
     /// Shrinks the file system and every file by `factor` (0 < factor ≤ 1), keeping the
     /// order and the names. Sizes are rounded down to whole bytes; a file never shrinks to
     /// zero unless it was empty.
@@ -850,6 +929,32 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn copies_put_each_tree_under_its_own_directory() {
+        let one = population_shrunk("ubuntu-32g", 0.01).unwrap();
+        let three = one.copies(3).unwrap();
+        assert_eq!(three.fs_bytes, 3 * one.fs_bytes);
+        assert_eq!(three.ops.len(), 3 * (one.ops.len() + 1));
+        let (a, b) = (one.stats(), three.stats());
+        assert_eq!(b.regular_files, 3 * a.regular_files);
+        assert_eq!(b.hard_links, 3 * a.hard_links);
+        assert_eq!(b.symlinks, 3 * a.symlinks);
+        assert_eq!(b.fast_symlinks, 3 * a.fast_symlinks);
+        assert_eq!(b.file_bytes, 3 * a.file_bytes);
+        // the root and lost+found once, each copy's tree and its top directory
+        assert_eq!(b.directories, 3 * (a.directories - 2) + 3 + 2);
+        assert_eq!(b.max_depth, a.max_depth + 1);
+        assert_eq!(
+            three.ops[0],
+            NsOp::Mkdir {
+                path: "copy1".into()
+            }
+        );
+        assert!(three.ops.iter().all(|op| op.path().starts_with("copy")));
+        assert_eq!(one.copies(1).unwrap(), one);
+        assert!(one.copies(0).is_err());
+    }
 
     #[test]
     fn unknown_population_lists_valid_names() {

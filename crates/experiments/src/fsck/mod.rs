@@ -27,6 +27,11 @@ pub struct FsckSpec {
     pub default_scale: f64,
     /// Population name.
     pub workload: String,
+    /// Copies of the population side by side, each under its own top directory, on a file
+    /// system as many times as large (`Population::copies`; issue 29's trees filling a large
+    /// file system). `--scale` shrinks each copy. None: one.
+    #[serde(default)]
+    pub workload_copies: Option<u32>,
     /// mkfs profile name (of every policy not in `mkfs_profiles`).
     pub mkfs_profile: String,
     /// A policy's own mkfs profile, where it differs (ext3 beside ext4 on the same tree).
@@ -77,6 +82,15 @@ impl Operation for Fsck {
     /// `--sensitivity` replays the captured traces on the preset's variants (`sensitivity.rs`).
     fn supports_sensitivity(&self) -> bool {
         true
+    }
+
+    fn options(&self) -> &'static [crate::OpOption] {
+        &[crate::OpOption {
+            key: "workload_copies",
+            help: "copies of the workload side by side, each in its own top directory, on a file system as many times as large (a whole number; default 1)",
+            flag: None,
+            flag_aliases: &[],
+        }]
     }
 
     /// `--closed-loop` runs e2fsck on the emulated device (`run.rs`).

@@ -217,7 +217,8 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
     let population = crate::stages::timed(crate::stages::PLAN, || {
         layoutlab_workload::population_by_name(&spec.workload)
             .with_context(|| format!("workload of experiment '{}'", exp.name))?
-            .scale(opts.scale)
+            .scale(opts.scale)?
+            .copies(spec.workload_copies.unwrap_or(1))
             .map_err(anyhow::Error::from)
     })?;
     let policies = spec
@@ -252,6 +253,14 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
             );
         }
     }
+    // The images share the work directory: each must fit alone before any is made (its plan's
+    // blocks are counted once planned), and at once only as many as fit together.
+    let budget = crate::steps::image::SpaceBudget::new(&opts.workdir)?;
+    for (pol, (profile, geometry)) in policies.iter().zip(&formats) {
+        let (need, detail) =
+            crate::steps::image::image_need(&opts.workdir, profile, geometry, None)?;
+        budget.check(&format!("the {} image", pol.name()), need, &detail)?;
+    }
     let jobs = opts.jobs.clamp(1, policies.len().max(1));
     eprintln!(
         "{} policies, {jobs} at a time: {}",
@@ -276,6 +285,19 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
             ),
         );
         let image_path = image_path(exp, opts, pol.name());
+        let (need, detail) =
+            crate::steps::image::image_need(&opts.workdir, profile, geometry, Some(&plan))?;
+        progress(
+            pol.name(),
+            &format!(
+                "its image needs about {:.2} GB in {} (of {:.2} GB free)",
+                need as f64 / 1e9,
+                opts.workdir.display(),
+                budget.free_bytes() as f64 / 1e9
+            ),
+        );
+        // declared before the image, so given back only after the image is removed
+        let held = budget.hold(&format!("the {} image", pol.name()), need, &detail)?;
         // kept only after a successful run with --keep: a half-written image never stays
         let t = Instant::now();
         let image = crate::stages::timed(crate::stages::IMAGE, || {
@@ -298,6 +320,9 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
                 );
             }
             run.region = Some(fp);
+        }
+        if opts.keep {
+            held.keep();
         }
         Ok(PolicyRun {
             image: opts.keep.then(|| image.keep()),

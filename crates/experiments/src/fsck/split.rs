@@ -277,6 +277,7 @@ pub fn price_runs(
 ) -> Result<Vec<SplitRun>> {
     let fs_bytes = layoutlab_workload::population_by_name(&spec.workload)?
         .scale(scale)?
+        .copies(spec.workload_copies.unwrap_or(1))?
         .fs_bytes;
     let mut out = Vec::new();
     for r in runs {

@@ -85,3 +85,112 @@ pub fn join_options(lists: &[&str]) -> String {
         .collect::<Vec<_>>()
         .join(",")
 }
+
+/// The free space of a work directory shared by the images an operation makes at once: each
+/// image holds its estimate ([`image_need`]) from before mke2fs until it is removed, and an
+/// image that would not fit beside those being made waits for one of them to go. Without it
+/// two jobs each saw the whole free space, and two images that fit alone could start together
+/// and fail midway. Free space is read once, before any image (others' writes to a shared disk
+/// after that are caught by mke2fs's own check).
+pub struct SpaceBudget {
+    dir: std::path::PathBuf,
+    free_bytes: u64,
+    held_bytes: std::sync::Mutex<u64>,
+    freed: std::sync::Condvar,
+}
+
+/// An image's share of a [`SpaceBudget`], given back when dropped (when the image is removed);
+/// [`Held::keep`] keeps it for an image that stays.
+pub struct Held<'a> {
+    budget: &'a SpaceBudget,
+    bytes: u64,
+}
+
+impl SpaceBudget {
+    /// The free space of `dir` now.
+    pub fn new(dir: &Path) -> Result<Self> {
+        Ok(SpaceBudget {
+            dir: dir.to_path_buf(),
+            free_bytes: layoutlab_rig::free_space_bytes(dir)?,
+            held_bytes: std::sync::Mutex::new(0),
+            freed: std::sync::Condvar::new(),
+        })
+    }
+
+    /// Free bytes when the budget was made.
+    pub fn free_bytes(&self) -> u64 {
+        self.free_bytes
+    }
+
+    /// Refuses `what` (with its need and how it was reckoned) when it cannot fit even alone.
+    pub fn check(&self, what: &str, need_bytes: u64, detail: &str) -> Result<()> {
+        if need_bytes > self.free_bytes {
+            bail!(
+                "not enough free space in {} for {what}: it needs about {need_bytes} bytes \
+                 ({detail}), only {} are free; choose another --workdir or a smaller --scale",
+                self.dir.display(),
+                self.free_bytes
+            );
+        }
+        Ok(())
+    }
+
+    /// Holds `need_bytes` for `what`, waiting while the images being made leave too little;
+    /// refuses at once what cannot fit alone.
+    pub fn hold(&self, what: &str, need_bytes: u64, detail: &str) -> Result<Held<'_>> {
+        self.check(what, need_bytes, detail)?;
+        let mut held = self.held_bytes.lock().unwrap_or_else(|p| p.into_inner());
+        while *held + need_bytes > self.free_bytes {
+            held = self.freed.wait(held).unwrap_or_else(|p| p.into_inner());
+        }
+        *held += need_bytes;
+        Ok(Held {
+            budget: self,
+            bytes: need_bytes,
+        })
+    }
+}
+
+impl Held<'_> {
+    /// The image stays (`--keep`): its share is never given back.
+    pub fn keep(mut self) {
+        self.bytes = 0;
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if self.bytes == 0 {
+            return;
+        }
+        let mut held = self
+            .budget
+            .held_bytes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        *held -= self.bytes;
+        self.budget.freed.notify_all();
+    }
+}
+
+/// Host bytes an image of `plan` made with `profile` on `geometry` in `dir` holds, at most,
+/// and how it was reckoned: mke2fs's part (which probes how `dir`'s file system zeroes a
+/// range: on tmpfs the inode tables are holes) plus the blocks libext2fs writes for the plan.
+/// The image crate's test holds it against `du` of made images.
+pub fn image_need(
+    dir: &Path,
+    profile: &MkfsProfile,
+    geometry: &Geometry,
+    plan: Option<&Plan>,
+) -> Result<(u64, String)> {
+    let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
+    let (mkfs_bytes, detail) =
+        layoutlab_image::estimate_mkfs_bytes(dir, fs_bytes, &profile.mke2fs_args(fs_bytes))?;
+    let plan_bytes = plan.map_or(0, |p| layoutlab_image::plan_written_bytes(p, geometry));
+    Ok((
+        mkfs_bytes + plan_bytes,
+        format!(
+            "mke2fs: {detail}; the plan's directory, mapping and inode-table blocks {plan_bytes}"
+        ),
+    ))
+}

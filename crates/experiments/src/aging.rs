@@ -754,15 +754,17 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Memory one cell may take per operation of its population, bytes: the full matrix's peak,
-/// 13.4 GB, over the 36 million operations of ubuntu-32g's 25 capacities, run one cell at a
-/// time (docs/experiments/metacluster-aging.md), rounded up. An upper bound for the cell's
-/// own share: the stream, which all cells of an age share, is inside that peak.
+/// Memory one policy's pass may take per operation of the oldest stream, bytes: the full
+/// matrix's peak, 13.4 GB, over the 36 million operations of ubuntu-32g's 25 capacities, run
+/// one cell at a time (docs/experiments/metacluster-aging.md), rounded up (at scale 0.25 the
+/// code before the one-pass cut peaked at 3.28 GB over 9.0 million operations, 364 bytes
+/// each). An upper bound for the pass's own share: the stream, which all passes share, is
+/// inside that peak.
 const CELL_BYTES_PER_OP: u64 = 400;
 
-/// Cells of one age run at once: `jobs`, unless the user did not ask for a number and that
-/// many cells of `ops` operations each would not fit in half the memory available now (the
-/// full scale's oldest streams: there cells run one at a time, as before).
+/// Policies' passes run at once: `jobs`, unless the user did not ask for a number and that
+/// many passes over `ops` operations each would not fit in half the memory available now
+/// (the full scale's ubuntu-32g: there the passes run one at a time, as the cells did).
 fn cell_jobs(jobs: usize, asked: bool, ops: usize) -> Result<usize> {
     if asked || jobs <= 1 {
         return Ok(jobs.max(1));

@@ -26,7 +26,7 @@ use layoutlab_layout::policy::{self, PolicyParams};
 use layoutlab_layout::{Geometry, InodeKind, MapKind, MkfsProfile, Plan, PlannedInode};
 use layoutlab_report::{Cell, Column, HtmlBundle, SweepChart, SweepSeries, Table};
 use layoutlab_trace::{Flags, Op, Request, Trace};
-use layoutlab_workload::aging::{age, AgingSpec as StreamSpec};
+use layoutlab_workload::aging::{age_prefixes, AgingSpec as StreamSpec};
 use layoutlab_workload::{NsOp, Population};
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -548,11 +548,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         spec.ages.len()
     );
     let mut runs = Vec::new();
-    let mut cell = 0;
-    // Each policy's wall seconds at the previous age of the current workload.
-    let mut last_seconds: BTreeMap<String, f64> = BTreeMap::new();
-    for pop in &pops {
-        last_seconds.clear();
+    for (w, pop) in pops.iter().enumerate() {
         let budget = (pop.fs_bytes as f64 * spec.fullness) as u64;
         let (tree, left_out) = trim_to(pop, budget);
         if left_out > 0 {
@@ -562,75 +558,107 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 spec.fullness * 100.0
             );
         }
-        for &n in &spec.ages {
-            let t = Instant::now();
-            let generating = crate::stages::enter(crate::stages::PLAN);
-            let aged = if n == 0.0 {
-                tree.clone()
-            } else {
-                age(
-                    &tree,
-                    &StreamSpec {
-                        fullness: Some(spec.fullness),
-                        ..StreamSpec::new(n, exp.seed)
-                    },
-                )
-                .with_context(|| format!("aging {} by {n} capacities", pop.name))?
+        // One stream, the oldest age's, for every age: a younger age's stream is its prefix
+        // (`age_prefixes`), so `ends[i]` operations of it are the tree aged `ages[i]`.
+        let t = Instant::now();
+        let generating = crate::stages::enter(crate::stages::PLAN);
+        let oldest = spec.ages.iter().copied().fold(0.0, f64::max);
+        let (aged, ends) = if oldest == 0.0 {
+            (tree.clone(), vec![tree.ops.len(); spec.ages.len()])
+        } else {
+            age_prefixes(
+                &tree,
+                &StreamSpec {
+                    fullness: Some(spec.fullness),
+                    ..StreamSpec::new(oldest, exp.seed)
+                },
+                &spec.ages,
+            )
+            .with_context(|| format!("aging {} by {oldest} capacities", pop.name))?
+        };
+        drop(generating);
+        let tree_ops = tree.ops.len();
+        drop(tree);
+        eprintln!(
+            "{}: {} aging operations made in {:.1} s for ages {}",
+            pop.name,
+            aged.ops.len() - tree_ops,
+            t.elapsed().as_secs_f64(),
+            spec.ages
+                .iter()
+                .map(|a| format!("{a}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        // The ages in the order their prefixes end, for the one pass of each policy.
+        let mut by_end: Vec<usize> = (0..spec.ages.len()).collect();
+        by_end.sort_by_key(|&i| ends[i]);
+        // Each policy plans every age in one pass over the stream and checks each age's plan
+        // as it comes (issue 28): its own image, loop device and traced e2fsck, as
+        // metacluster-fsck's policies do; the policies at once, one per CPU, within memory.
+        // Predictions take e2fsck's think time from its CPU time, not the wall clock
+        // (docs/replay.md), so running them together changes no number.
+        let jobs_here = cell_jobs(jobs, a.jobs.is_some(), aged.ops.len())?;
+        let first = w * spec.policies.len() * spec.ages.len();
+        let got = crate::support::run_queue(spec.policies.len(), jobs_here, |k| {
+            let pname = &spec.policies[k];
+            let opts = RunOptions {
+                e2fsck: e2fsck_of[pname],
+                ..opts.clone()
             };
-            drop(generating);
-            let aging_operations = (aged.ops.len() - tree.ops.len()) as u64;
-            eprintln!(
-                "{} age {n}: {aging_operations} aging operations made in {:.1} s",
-                pop.name,
-                t.elapsed().as_secs_f64()
-            );
-            // The policies' cells of this age at once (issue 32: the default run within two
-            // minutes): each plans, writes its own image and checks it with its own e2fsck on
-            // its own loop device, as metacluster-fsck's policies do, and nothing drops a
-            // cache; predictions take e2fsck's think time from its CPU time, not the wall
-            // clock (docs/replay.md), so running them together changes no number.
-            let jobs_here = cell_jobs(jobs, a.jobs.is_some(), aged.ops.len())?;
-            // The slowest policy of the previous age starts first, so that the others run
-            // beside it rather than after it (at the default, ext4-2009's plan of ubuntu-32g's
-            // oldest stream takes longer than the other three cells together).
-            let mut order: Vec<usize> = (0..spec.policies.len()).collect();
-            order.sort_by(|&x, &y| {
-                let took = |i: usize| last_seconds.get(&spec.policies[i]).copied().unwrap_or(0.0);
-                took(y).total_cmp(&took(x))
-            });
-            let first = cell;
-            cell += spec.policies.len();
-            let got = crate::support::run_queue(order.len(), jobs_here, |k| {
-                let i = order[k];
-                let pname = &spec.policies[i];
-                eprintln!("[{}/{cells}] {} {pname} age {n}", first + i + 1, pop.name);
-                let opts = RunOptions {
-                    e2fsck: e2fsck_of[pname],
-                    ..opts.clone()
-                };
-                run_cell(
-                    exp,
-                    &spec,
-                    &fsck_spec,
-                    &opts,
-                    &aged,
-                    pname,
-                    n,
-                    aging_operations,
-                )
-                .with_context(|| format!("{} {pname} age {n}", pop.name))
-            })?;
-            // back in the policies' order
-            let mut got: Vec<(usize, AgingRun)> = order.into_iter().zip(got).collect();
-            got.sort_by_key(|(i, _)| *i);
-            let got: Vec<AgingRun> = got.into_iter().map(|(_, r)| r).collect();
-            for r in &got {
-                last_seconds.insert(r.policy.clone(), r.seconds_here);
+            let cell = |i: usize| first + k * spec.ages.len() + i + 1;
+            let pass = PolicyPass {
+                exp,
+                spec: &spec,
+                fsck_spec: &fsck_spec,
+                opts: &opts,
+                pop: &aged,
+                pname,
+            };
+            let mut made: Vec<Option<AgingRun>> = vec![None; spec.ages.len()];
+            let mut failed: Option<anyhow::Error> = None;
+            let mut since = Instant::now();
+            let ends_in_order: Vec<usize> = by_end.iter().map(|&i| ends[i]).collect();
+            let (profile, geo) =
+                crate::steps::plan::format(spec.mkfs_profile_of(pname), aged.fs_bytes)?;
+            let pol = policy::by_name(pname, &PolicyParams::new())?;
+            let planning = crate::stages::enter(crate::stages::PLAN);
+            pol.plan_prefixes(&geo, &aged, exp.seed, &ends_in_order, &mut |j, plan| {
+                let i = by_end[j];
+                let n = spec.ages[i];
+                eprintln!("[{}/{cells}] {} {pname} age {n}", cell(i), pop.name);
+                let aging_operations = (ends[i] - tree_ops) as u64;
+                match pass.cell(&profile, &geo, plan, n, aging_operations) {
+                    Ok(mut run) => {
+                        // this cell's share of the pass since the previous age's, and its check
+                        run.seconds_here = since.elapsed().as_secs_f64();
+                        since = Instant::now();
+                        // the aged population's name says how it was aged; tables group by
+                        // the tree
+                        run.population = pop.name.clone();
+                        made[i] = Some(run);
+                        std::ops::ControlFlow::Continue(())
+                    }
+                    Err(e) => {
+                        failed = Some(e.context(format!("{} {pname} age {n}", pop.name)));
+                        std::ops::ControlFlow::Break(())
+                    }
+                }
+            })
+            .with_context(|| format!("{pname} planning {} aged up to {oldest}", pop.name))?;
+            drop(planning);
+            if let Some(e) = failed {
+                return Err(e);
             }
-            for mut run in got {
-                // the aged population's name says how it was aged; tables group by the tree
-                run.population = pop.name.clone();
-                runs.push(run);
+            Ok(made
+                .into_iter()
+                .map(|r| r.expect("the pass gave every age's plan"))
+                .collect::<Vec<AgingRun>>())
+        })?;
+        // back in the experiment's order: per age, the policies
+        for i in 0..spec.ages.len() {
+            for policy_runs in &got {
+                runs.push(policy_runs[i].clone());
             }
         }
     }
@@ -727,15 +755,17 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Memory one cell may take per operation of its population, bytes: the full matrix's peak,
-/// 13.4 GB, over the 36 million operations of ubuntu-32g's 25 capacities, run one cell at a
-/// time (docs/experiments/metacluster-aging.md), rounded up. An upper bound for the cell's
-/// own share: the stream, which all cells of an age share, is inside that peak.
+/// Memory one policy's pass may take per operation of the oldest stream, bytes: the full
+/// matrix's peak, 13.4 GB, over the 36 million operations of ubuntu-32g's 25 capacities, run
+/// one cell at a time (docs/experiments/metacluster-aging.md), rounded up (at scale 0.25,
+/// 9.0 million operations, the code before the one-pass cut peaked at 3.28 GB, 364 bytes
+/// each, and the one pass at 3.37 GB, 374 bytes each). An upper bound for the pass's own share: the stream, which all passes share, is
+/// inside that peak.
 const CELL_BYTES_PER_OP: u64 = 400;
 
-/// Cells of one age run at once: `jobs`, unless the user did not ask for a number and that
-/// many cells of `ops` operations each would not fit in half the memory available now (the
-/// full scale's oldest streams: there cells run one at a time, as before).
+/// Policies' passes run at once: `jobs`, unless the user did not ask for a number and that
+/// many passes over `ops` operations each would not fit in half the memory available now
+/// (the full scale's ubuntu-32g: there the passes run one at a time, as the cells did).
 fn cell_jobs(jobs: usize, asked: bool, ops: usize) -> Result<usize> {
     if asked || jobs <= 1 {
         return Ok(jobs.max(1));
@@ -745,95 +775,115 @@ fn cell_jobs(jobs: usize, asked: bool, ops: usize) -> Result<usize> {
     Ok(jobs.min((budget / per_cell).max(1) as usize))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_cell(
-    exp: &Experiment,
-    spec: &AgingSpec,
-    fsck_spec: &FsckSpec,
-    opts: &RunOptions,
-    pop: &Population,
-    pname: &str,
-    n: f64,
-    aging_operations: u64,
-) -> Result<AgingRun> {
-    let t = Instant::now();
-    let (profile, geo) = crate::steps::plan::format(spec.mkfs_profile_of(pname), pop.fs_bytes)?;
-    let pol = policy::by_name(pname, &PolicyParams::new())?;
-    let planning = crate::stages::enter(crate::stages::PLAN);
-    let plan = crate::steps::plan::checked(pol.as_ref(), &geo, pop, exp.seed)
-        .with_context(|| format!("{pname} planning {} at age {n}", pop.name))?;
-    let metrics = LayoutMetrics::of(&plan, &geo);
-    drop(planning);
-    let image_path = opts.workdir.join(format!("{}-{pname}-{n}.img", exp.name));
-    if image_path.exists() {
-        bail!(
-            "{} already exists; remove it or choose another --workdir",
-            image_path.display()
-        );
-    }
-    let image = crate::stages::timed(crate::stages::IMAGE, || {
-        crate::steps::image::make_image(&image_path, &profile, &geo)
-    })?;
-    let run = run_one(fsck_spec, opts, &geo, &plan, image.path(), 0.0)?;
-    drop(image);
-    let bs = u64::from(geo.block_size_bytes);
-    let traces = read_traces(
-        &plan,
-        bs,
-        (spec.read_files, spec.random_reads, spec.os_max_sectors_kb),
-        exp.seed,
-    );
-    // the disks alone: as many of the preset as hold the file system, as the check's replay
-    let fs_sectors = geo.blocks_count * bs / 512;
-    let reads = read_cost(&traces, &|| {
-        crate::fsck::split::linear_device(&opts.device, fs_sectors)
-    })?;
-    let split = match (
-        &spec.fast_device,
-        policy::metadata_region_end(pname, &PolicyParams::new(), &geo)?,
-    ) {
-        (Some(fast), Some(end)) => Some(split_cell(
-            &run,
+/// One policy's pass over a workload's oldest stream: what every age's cell of it shares.
+struct PolicyPass<'a> {
+    exp: &'a Experiment,
+    spec: &'a AgingSpec,
+    fsck_spec: &'a FsckSpec,
+    opts: &'a RunOptions,
+    /// The tree and the oldest stream.
+    pop: &'a Population,
+    pname: &'a str,
+}
+
+impl PolicyPass<'_> {
+    /// The cell of age `n`, whose plan the pass just made: the plan checked, its image
+    /// written, checked by the traced e2fsck and priced, its reads priced.
+    fn cell(
+        &self,
+        profile: &MkfsProfile,
+        geo: &Geometry,
+        plan: Plan,
+        n: f64,
+        aging_operations: u64,
+    ) -> Result<AgingRun> {
+        let &PolicyPass {
+            exp,
+            spec,
+            fsck_spec,
+            opts,
+            pop,
+            pname,
+        } = self;
+        let geo = geo.clone();
+        plan.check(&geo).map_err(|e| {
+            anyhow::anyhow!("policy {pname} made an inconsistent plan at age {n}: {e}")
+        })?;
+        let metrics = LayoutMetrics::of(&plan, &geo);
+        let image_path = opts.workdir.join(format!("{}-{pname}-{n}.img", exp.name));
+        if image_path.exists() {
+            bail!(
+                "{} already exists; remove it or choose another --workdir",
+                image_path.display()
+            );
+        }
+        let image = crate::stages::timed(crate::stages::IMAGE, || {
+            crate::steps::image::make_image(&image_path, profile, &geo)
+        })?;
+        let run = run_one(fsck_spec, opts, &geo, &plan, image.path(), 0.0)?;
+        drop(image);
+        // the read-cost model: priced in memory (inside the pass's plan stage otherwise)
+        let _pricing = crate::stages::enter(crate::stages::PRICE);
+        let bs = u64::from(geo.block_size_bytes);
+        let traces = read_traces(
             &plan,
-            &geo,
-            &traces,
-            fast,
-            &opts.device,
-            end,
-            opts.cpu_scale,
-        )?),
-        _ => None,
-    };
-    let outside =
-        policy::overflowed_mapping_blocks(pname, &PolicyParams::new(), &plan, &geo)?.unwrap_or(0);
-    Ok(AgingRun {
-        policy: pname.to_string(),
-        population: pop.name.clone(),
-        age: n,
-        fsck_clean: run.fsck_clean,
-        layout_score: metrics.layout_score.score,
-        passes: run.passes,
-        total_seconds: run.total_seconds,
-        requests: run.requests,
-        mapping_blocks: plan.mapping_blocks(),
-        mapping_blocks_outside: outside,
-        aging_operations,
-        files: plan
-            .inodes
-            .iter()
-            .filter(|i| i.kind == InodeKind::File)
-            .count() as u64,
-        file_bytes: plan
-            .inodes
-            .iter()
-            .filter(|i| i.kind == InodeKind::File)
-            .map(|i| i.size_bytes)
-            .sum(),
-        reads,
-        split,
-        metrics,
-        seconds_here: t.elapsed().as_secs_f64(),
-    })
+            bs,
+            (spec.read_files, spec.random_reads, spec.os_max_sectors_kb),
+            exp.seed,
+        );
+        // the disks alone: as many of the preset as hold the file system, as the check's replay
+        let fs_sectors = geo.blocks_count * bs / 512;
+        let reads = read_cost(&traces, &|| {
+            crate::fsck::split::linear_device(&opts.device, fs_sectors)
+        })?;
+        let split = match (
+            &spec.fast_device,
+            policy::metadata_region_end(pname, &PolicyParams::new(), &geo)?,
+        ) {
+            (Some(fast), Some(end)) => Some(split_cell(
+                &run,
+                &plan,
+                &geo,
+                &traces,
+                fast,
+                &opts.device,
+                end,
+                opts.cpu_scale,
+            )?),
+            _ => None,
+        };
+        let outside = policy::overflowed_mapping_blocks(pname, &PolicyParams::new(), &plan, &geo)?
+            .unwrap_or(0);
+        Ok(AgingRun {
+            policy: pname.to_string(),
+            population: pop.name.clone(),
+            age: n,
+            fsck_clean: run.fsck_clean,
+            layout_score: metrics.layout_score.score,
+            passes: run.passes,
+            total_seconds: run.total_seconds,
+            requests: run.requests,
+            mapping_blocks: plan.mapping_blocks(),
+            mapping_blocks_outside: outside,
+            aging_operations,
+            files: plan
+                .inodes
+                .iter()
+                .filter(|i| i.kind == InodeKind::File)
+                .count() as u64,
+            file_bytes: plan
+                .inodes
+                .iter()
+                .filter(|i| i.kind == InodeKind::File)
+                .map(|i| i.size_bytes)
+                .sum(),
+            reads,
+            split,
+            metrics,
+            // the pass sets it: the cell's share of the pass and its check
+            seconds_here: 0.0,
+        })
+    }
 }
 
 /// `run`'s check and `traces`' reads priced with the metadata region (blocks `0..end`) on

@@ -4,7 +4,8 @@
 //! bad parameter.
 
 use layoutlab_workload::aging::{
-    age, age_with_stats, max_fullness, AgingSpec, DepthWeight, SizeWeight, StreamStats,
+    age, age_prefixes, age_with_stats, max_fullness, AgingSpec, DepthWeight, SizeWeight,
+    StreamStats,
 };
 use layoutlab_workload::populations::tree::{TreeCounts, TreePopulation, TreeShape};
 use layoutlab_workload::{population_by_name, Error, NsOp, Population};
@@ -270,6 +271,38 @@ proptest! {
         prop_assert_eq!(age(&pop, &spec).unwrap(), age(&pop, &spec).unwrap());
         // bench5 has no directory: the stream makes none that stays
         prop_assert_eq!(st.directories_final, 0);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// `age_prefixes` (one stream for every age, metacluster-aging's cut of issue 28): each
+    /// age's operations are exactly the prefix of the oldest stream it reports, whatever the
+    /// order of the ages.
+    #[test]
+    fn younger_streams_are_prefixes(
+        tree_seed in 0u64..1000,
+        seed in any::<u64>(),
+        files in 20u64..150,
+        mut ages in prop::collection::vec(0.0f64..3.0, 1..5),
+        with_zero in any::<bool>(),
+        steer in any::<bool>(),
+    ) {
+        let pop = small_tree(tree_seed, 12, files, 1, 64, 0.4);
+        if with_zero {
+            ages.push(0.0);
+        }
+        let spec = AgingSpec { fullness: Some(0.8), steer, ..AgingSpec::new(1.0, seed) };
+        let (oldest, ends) = age_prefixes(&pop, &spec, &ages).unwrap();
+        prop_assert_eq!(ends.len(), ages.len());
+        for (&a, &end) in ages.iter().zip(&ends) {
+            let alone = age(&pop, &AgingSpec { age: a, ..spec.clone() }).unwrap();
+            prop_assert_eq!(alone.ops.len(), end, "age {}", a);
+            prop_assert!(alone.ops[..] == oldest.ops[..end], "age {}", a);
+        }
+        let top = ages.iter().copied().fold(0.0, f64::max);
+        prop_assert_eq!(age(&pop, &AgingSpec { age: top, ..spec }).unwrap().ops, oldest.ops);
     }
 }
 

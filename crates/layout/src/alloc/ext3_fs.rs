@@ -15,6 +15,7 @@ use crate::mapping::MapFormat;
 use crate::plan::{
     HardLink, InodeKind, MapBlock, Plan, PlannedInode, Run, Special, FAST_SYMLINK_MAX_BYTES,
 };
+use crate::policy::Prefixes;
 use crate::LayoutError;
 use layoutlab_workload::{NodeKind, NsOp, Population};
 use rand::{Rng, SeedableRng};
@@ -206,10 +207,30 @@ pub fn plan_ext3(
     geo: &Geometry,
     pop: &Population,
     seed: u64,
-    mut alloc: Ext3Alloc,
+    alloc: Ext3Alloc,
     placer: &mut dyn IndirectPlacer,
     dir_index: bool,
 ) -> Result<Plan, LayoutError> {
+    let plan = plan_ext3_in(policy, geo, pop, seed, alloc, placer, dir_index, None)?;
+    Ok(plan.expect("without prefixes the planner runs to the end"))
+}
+
+/// [`plan_ext3`], also giving `prefixes` the plan of each of their prefixes of `pop` as it
+/// passes their ends (then None once no prefix is owed; [`crate::Policy::plan_prefixes`]).
+/// The planner reads its operations in order but for one look ahead, each file's last write
+/// (when its writer closes it): a prefix that ends while a file is open for appends is
+/// refused, since that prefix's plan alone would have closed it.
+#[allow(clippy::too_many_arguments)]
+pub fn plan_ext3_in(
+    policy: &str,
+    geo: &Geometry,
+    pop: &Population,
+    seed: u64,
+    mut alloc: Ext3Alloc,
+    placer: &mut dyn IndirectPlacer,
+    dir_index: bool,
+    mut prefixes: Option<&mut Prefixes>,
+) -> Result<Option<Plan>, LayoutError> {
     let bs = u64::from(geo.block_size_bytes);
     let addr = addr_per_block(geo.block_size_bytes);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -249,7 +270,31 @@ pub fn plan_ext3(
     // regular files open for writing (by file number): their index in `out` and writer
     let mut open: HashMap<usize, (usize, OpenFile)> = HashMap::new();
     let mut names = Names::new(out.len());
+    // the plan so far, as the end of the loop below makes it
+    let so_far = |open: &HashMap<usize, (usize, OpenFile)>,
+                  names: &Names,
+                  out: &[PlannedInode],
+                  links: &[HardLink]| {
+        if !open.is_empty() {
+            return Err(LayoutError::Unsupported(format!(
+                "a prefix of the population that ends while {} file(s) are open for appends",
+                open.len()
+            )));
+        }
+        let (inodes, links) = names.finished(out, links);
+        Ok(Plan {
+            policy: policy.to_string(),
+            inodes,
+            links,
+        })
+    };
     for (op_index, op) in pop.ops.iter().enumerate() {
+        if let Some(p) = prefixes.as_deref_mut() {
+            p.give(op_index, || so_far(&open, &names, &out, &links))?;
+            if p.finished() {
+                return Ok(None);
+            }
+        }
         let path = op.path();
         if let NsOp::Append { bytes, .. } = op {
             // Not open: its create failed (ENOSPC), and so does every write to it.
@@ -513,12 +558,16 @@ pub fn plan_ext3(
         }
     }
     debug_assert!(open.is_empty(), "every file is closed after its last write");
+    if let Some(p) = prefixes {
+        p.give(pop.ops.len(), || so_far(&open, &names, &out, &links))?;
+        return Ok(None);
+    }
     let (inodes, links) = names.finish(out, links);
-    Ok(Plan {
+    Ok(Some(Plan {
         policy: policy.to_string(),
         inodes,
         links,
-    })
+    }))
 }
 
 /// Where an ext3 plan's aging operations free blocks and grow directories: the policy's

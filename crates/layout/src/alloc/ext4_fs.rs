@@ -18,6 +18,7 @@ use crate::plan::{
     push_run, HardLink, InodeKind, MapBlock, Plan, PlannedInode, Run, Special,
     FAST_SYMLINK_MAX_BYTES,
 };
+use crate::policy::Prefixes;
 use crate::LayoutError;
 use layoutlab_workload::{NodeKind, NsOp, Population};
 use rand::{Rng, SeedableRng};
@@ -73,11 +74,15 @@ pub fn plan_ext4(
     chooser: &dyn InodeChooser,
     rules: Ext4Rules,
 ) -> Result<Plan, LayoutError> {
-    let space = Ext4SpaceRules {
-        flex_size: geo.flex_bg_size.max(1),
-        meta_region_end: None,
-    };
-    plan_ext4_with(policy, geo, pop, seed, chooser, rules, space)
+    plan_ext4_with(
+        policy,
+        geo,
+        pop,
+        seed,
+        chooser,
+        rules,
+        Ext4SpaceRules::of(geo),
+    )
 }
 
 /// How an ext4 plan sees the file system's space, where it differs from the geometry's.
@@ -91,6 +96,16 @@ pub struct Ext4SpaceRules {
     pub meta_region_end: Option<u64>,
 }
 
+impl Ext4SpaceRules {
+    /// The space as the geometry has it: its flex groups, no metadata region.
+    pub fn of(geo: &Geometry) -> Ext4SpaceRules {
+        Ext4SpaceRules {
+            flex_size: geo.flex_bg_size.max(1),
+            meta_region_end: None,
+        }
+    }
+}
+
 /// [`plan_ext4`] with the space seen as `space` says.
 pub fn plan_ext4_with(
     policy: &str,
@@ -101,6 +116,26 @@ pub fn plan_ext4_with(
     rules: Ext4Rules,
     space: Ext4SpaceRules,
 ) -> Result<Plan, LayoutError> {
+    let plan = plan_ext4_in(policy, geo, pop, seed, chooser, rules, space, None)?;
+    Ok(plan.expect("without prefixes the planner runs to the end"))
+}
+
+/// [`plan_ext4_with`], also giving `prefixes` the plan of each of their prefixes of `pop` as
+/// it passes their ends (then None once no prefix is owed; [`crate::Policy::plan_prefixes`]).
+/// The planner reads its operations strictly in order; a prefix's plan is the state so far
+/// finished as the end of the plan finishes it (files still waiting for writeback written
+/// back, on copies, so that the pass goes on from the state before).
+#[allow(clippy::too_many_arguments)]
+pub fn plan_ext4_in(
+    policy: &str,
+    geo: &Geometry,
+    pop: &Population,
+    seed: u64,
+    chooser: &dyn InodeChooser,
+    rules: Ext4Rules,
+    space: Ext4SpaceRules,
+    mut prefixes: Option<&mut Prefixes>,
+) -> Result<Option<Plan>, LayoutError> {
     if !geo.has_feature("extent") {
         return Err(LayoutError::Unsupported(format!(
             "{policy} needs an ext4 mkfs profile (with the extent feature), not {}; use {p} (layoutlab plan --mkfs-profile {p})",
@@ -194,7 +229,38 @@ pub fn plan_ext4_with(
         let span = geo.blocks_per_group.min(geo.blocks_count - start);
         start + (pid % 16) * (span / 16)
     };
+    // the plan so far, as the end of this function makes it: `mb.finish()` there only gives
+    // preallocations back to the free map, which no plan holds
+    let so_far = |pending: &[(usize, u64)],
+                  mb: &Mballoc,
+                  counters: &Option<SbCounters>,
+                  names: &Names,
+                  out: &[PlannedInode],
+                  links: &[HardLink]| {
+        let (inodes, links) = if pending.is_empty() {
+            names.finished(out, links)
+        } else {
+            let (mut pending, mut mb, mut counters) =
+                (pending.to_vec(), mb.clone(), counters.clone());
+            let mut out = out.to_vec();
+            writeback(&mut pending, &mut out, names, &mut mb, bs, &mut counters)?;
+            names.finished(&out, links)
+        };
+        Ok(Plan {
+            policy: policy.to_string(),
+            inodes,
+            links,
+        })
+    };
     for (op_index, op) in pop.ops.iter().enumerate() {
+        if let Some(p) = prefixes.as_deref_mut() {
+            p.give(op_index, || {
+                so_far(&pending, &mb, &counters, &names, &out, &links)
+            })?;
+            if p.finished() {
+                return Ok(None);
+            }
+        }
         let path = op.path();
         if op.is_aging() {
             let written = match op {
@@ -424,14 +490,20 @@ pub fn plan_ext4_with(
             pending_bytes = 0;
         }
     }
+    if let Some(p) = prefixes {
+        p.give(pop.ops.len(), || {
+            so_far(&pending, &mb, &counters, &names, &out, &links)
+        })?;
+        return Ok(None);
+    }
     writeback(&mut pending, &mut out, &names, &mut mb, bs, &mut counters)?;
     mb.finish();
     let (inodes, links) = names.finish(out, links);
-    Ok(Plan {
+    Ok(Some(Plan {
         policy: policy.to_string(),
         inodes,
         links,
-    })
+    }))
 }
 
 /// Where an ext4 plan's aging operations free blocks and grow directories: mballoc, and

@@ -137,6 +137,34 @@ impl Names {
         self.link_key[j] = op_index + 1;
     }
 
+    /// [`Names::finish`] of copies, leaving the plan being made as it is: the plan of the
+    /// operations done so far ([`crate::policy::Prefixes`]).
+    pub fn finished(
+        &self,
+        out: &[PlannedInode],
+        links: &[HardLink],
+    ) -> (Vec<PlannedInode>, Vec<HardLink>) {
+        // the same filter and stable sort as `finish`, on references
+        let mut live: Vec<(usize, &PlannedInode)> = out
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.alive[*i])
+            .map(|(i, node)| (self.key[i], node))
+            .collect();
+        live.sort_by_key(|(key, _)| *key);
+        let mut kept: Vec<(usize, &HardLink)> = links
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| self.link_alive[*j])
+            .map(|(j, l)| (self.link_key[j], l))
+            .collect();
+        kept.sort_by_key(|(key, _)| *key);
+        (
+            live.into_iter().map(|(_, n)| n.clone()).collect(),
+            kept.into_iter().map(|(_, l)| l.clone()).collect(),
+        )
+    }
+
     /// The living inodes, each listed where the operation that last named it ran, and the
     /// living hard links.
     pub fn finish(

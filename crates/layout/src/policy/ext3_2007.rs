@@ -12,11 +12,11 @@
 //!   leads to, just before it — this file's [`IndirectPlacer`].
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
-use crate::alloc::ext3_fs::plan_ext3;
+use crate::alloc::ext3_fs::plan_ext3_in;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{check_known, PolicyEntry, Policy, PolicyParams};
+use crate::policy::{Prefixes, check_known, PolicyEntry, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
@@ -60,9 +60,21 @@ impl Policy for Ext3_2007 {
         ENTRY.name
     }
 
-    fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
+    crate::policy::one_pass_planner!();
+}
+
+impl Ext3_2007 {
+    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
+    /// ([`Policy::plan_prefixes`]).
+    fn plan_in(
+        &self,
+        geo: &Geometry,
+        pop: &Population,
+        seed: u64,
+        prefixes: Option<&mut Prefixes>,
+    ) -> Result<Option<Plan>, LayoutError> {
         let alloc = Ext3Alloc::new(geo.free_map());
-        plan_ext3(
+        plan_ext3_in(
             self.name(),
             geo,
             pop,
@@ -70,6 +82,7 @@ impl Policy for Ext3_2007 {
             alloc,
             &mut InlineIndirect,
             geo.has_feature("dir_index"),
+            prefixes,
         )
     }
 }

@@ -21,12 +21,12 @@
 //! default 1/32).
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
-use crate::alloc::ext3_fs::plan_ext3;
+use crate::alloc::ext3_fs::plan_ext3_in;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
 use crate::policy::ext4_meta_ssd::{footprint, MetadataFootprint};
-use crate::policy::{check_known, parse_fraction, Policy, PolicyEntry, PolicyParams};
+use crate::policy::{Prefixes, check_known, parse_fraction, Policy, PolicyEntry, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
@@ -158,7 +158,19 @@ impl Policy for Ext3MetaSsd {
         NAME
     }
 
-    fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
+    crate::policy::one_pass_planner!();
+}
+
+impl Ext3MetaSsd {
+    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
+    /// ([`Policy::plan_prefixes`]).
+    fn plan_in(
+        &self,
+        geo: &Geometry,
+        pop: &Population,
+        seed: u64,
+        prefixes: Option<&mut Prefixes>,
+    ) -> Result<Option<Plan>, LayoutError> {
         if geo.has_feature("flex_bg") {
             return Err(LayoutError::Unsupported(format!(
                 "{NAME} is ext3's allocator: format with an ext3 mkfs profile (ext3-2007), not {}; \
@@ -183,7 +195,7 @@ impl Policy for Ext3MetaSsd {
             end,
             cursor: geo.first_data_block,
         };
-        plan_ext3(
+        plan_ext3_in(
             self.name(),
             geo,
             pop,
@@ -191,6 +203,7 @@ impl Policy for Ext3MetaSsd {
             alloc,
             &mut placer,
             geo.has_feature("dir_index"),
+            prefixes,
         )
     }
 }

@@ -12,11 +12,11 @@
 //! `wrap`).
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
-use crate::alloc::ext3_fs::plan_ext3;
+use crate::alloc::ext3_fs::plan_ext3_in;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{check_known, PolicyEntry, parse_fraction, Policy, PolicyParams};
+use crate::policy::{Prefixes, check_known, PolicyEntry, parse_fraction, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
@@ -182,7 +182,19 @@ impl Policy for Ext3Metacluster {
         NAME
     }
 
-    fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
+    crate::policy::one_pass_planner!();
+}
+
+impl Ext3Metacluster {
+    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
+    /// ([`Policy::plan_prefixes`]).
+    fn plan_in(
+        &self,
+        geo: &Geometry,
+        pop: &Population,
+        seed: u64,
+        prefixes: Option<&mut Prefixes>,
+    ) -> Result<Option<Plan>, LayoutError> {
         let mut alloc = Ext3Alloc::new(geo.free_map());
         for (group, g) in geo.groups.iter().enumerate() {
             let (start, end) = self.region(g.first_block, g.blocks);
@@ -191,7 +203,7 @@ impl Policy for Ext3Metacluster {
         let mut placer = MetaclusterPlacer {
             overflow: self.overflow,
         };
-        plan_ext3(
+        plan_ext3_in(
             self.name(),
             geo,
             pop,
@@ -199,6 +211,7 @@ impl Policy for Ext3Metacluster {
             alloc,
             &mut placer,
             geo.has_feature("dir_index"),
+            prefixes,
         )
     }
 }

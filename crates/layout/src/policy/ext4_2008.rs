@@ -12,14 +12,14 @@
 //!
 //! docs/policies.md says what is simplified.
 
-use crate::alloc::ext4_fs::{plan_ext4, Ext4Rules};
+use crate::alloc::ext4_fs::{plan_ext4_in, Ext4Rules, Ext4SpaceRules};
 use crate::alloc::ext4_ialloc::InodeChooser;
 use crate::alloc::ext4_ialloc::{find_group_flex, SbTotals};
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::FreeMap;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{check_known, PolicyEntry, Policy, PolicyParams};
+use crate::policy::{Prefixes, check_known, PolicyEntry, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
@@ -70,7 +70,19 @@ impl Policy for Ext4_2008 {
         ENTRY.name
     }
 
-    fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
+    crate::policy::one_pass_planner!();
+}
+
+impl Ext4_2008 {
+    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
+    /// ([`Policy::plan_prefixes`]).
+    fn plan_in(
+        &self,
+        geo: &Geometry,
+        pop: &Population,
+        seed: u64,
+        prefixes: Option<&mut Prefixes>,
+    ) -> Result<Option<Plan>, LayoutError> {
         let chooser = FlexChooser {
             flex_size: geo.flex_bg_size.max(1),
         };
@@ -82,6 +94,15 @@ impl Policy for Ext4_2008 {
             writeback_window_bytes: None,
             percpu_counters: false,
         };
-        plan_ext4(self.name(), geo, pop, seed, &chooser, rules)
+        plan_ext4_in(
+            self.name(),
+            geo,
+            pop,
+            seed,
+            &chooser,
+            rules,
+            Ext4SpaceRules::of(geo),
+            prefixes,
+        )
     }
 }

@@ -35,11 +35,11 @@
 //! docs/policies.md ("ext4-kernel vs the kernel") reports how close this comes to the
 //! kernel itself and what is simplified.
 
-use crate::alloc::ext4_fs::{plan_ext4, Ext4Rules};
+use crate::alloc::ext4_fs::{plan_ext4_in, Ext4Rules, Ext4SpaceRules};
 use crate::alloc::ext4_ialloc::OrlovFlex;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{check_known, PolicyEntry, Policy, PolicyParams};
+use crate::policy::{Prefixes, check_known, PolicyEntry, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
@@ -99,7 +99,19 @@ impl Policy for Ext4Kernel {
         ENTRY.name
     }
 
-    fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
+    crate::policy::one_pass_planner!();
+}
+
+impl Ext4Kernel {
+    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
+    /// ([`Policy::plan_prefixes`]).
+    fn plan_in(
+        &self,
+        geo: &Geometry,
+        pop: &Population,
+        seed: u64,
+        prefixes: Option<&mut Prefixes>,
+    ) -> Result<Option<Plan>, LayoutError> {
         let chooser = OrlovFlex {
             flex_size: geo.flex_bg_size.max(1),
             whole_flex_max_dirs: true,
@@ -112,6 +124,15 @@ impl Policy for Ext4Kernel {
             writeback_window_bytes: (self.writeback_bytes > 0).then_some(self.writeback_bytes),
             percpu_counters: true,
         };
-        plan_ext4(self.name(), geo, pop, seed, &chooser, rules)
+        plan_ext4_in(
+            self.name(),
+            geo,
+            pop,
+            seed,
+            &chooser,
+            rules,
+            Ext4SpaceRules::of(geo),
+            prefixes,
+        )
     }
 }

@@ -23,11 +23,11 @@
 //! Parameter: `region` (fraction of the file system's blocks, from its first data block;
 //! default: the tables and journal plus 1/32 of the file system, [`DEFAULT_HEADROOM`]).
 
-use crate::alloc::ext4_fs::{plan_ext4_with, Ext4Rules, Ext4SpaceRules};
+use crate::alloc::ext4_fs::{plan_ext4_in, Ext4Rules, Ext4SpaceRules};
 use crate::alloc::ext4_ialloc::OrlovFlex;
 use crate::geometry::{Geometry, MetaKind};
 use crate::plan::{InodeKind, Plan};
-use crate::policy::{check_known, parse_fraction, Policy, PolicyEntry, PolicyParams};
+use crate::policy::{Prefixes, check_known, parse_fraction, Policy, PolicyEntry, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
@@ -199,7 +199,19 @@ impl Policy for Ext4MetaSsd {
         NAME
     }
 
-    fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
+    crate::policy::one_pass_planner!();
+}
+
+impl Ext4MetaSsd {
+    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
+    /// ([`Policy::plan_prefixes`]).
+    fn plan_in(
+        &self,
+        geo: &Geometry,
+        pop: &Population,
+        seed: u64,
+        prefixes: Option<&mut Prefixes>,
+    ) -> Result<Option<Plan>, LayoutError> {
         let region_end = self.region_end_block(geo);
         let static_end = static_metadata_end(geo);
         if static_end > region_end {
@@ -252,7 +264,16 @@ impl Policy for Ext4MetaSsd {
             flex_size: ALLOCATOR_FLEX_GROUPS,
             meta_region_end: Some(region_end),
         };
-        plan_ext4_with(self.name(), geo, pop, seed, &chooser, rules, space)
+        plan_ext4_in(
+            self.name(),
+            geo,
+            pop,
+            seed,
+            &chooser,
+            rules,
+            space,
+            prefixes,
+        )
     }
 }
 

@@ -5,6 +5,7 @@ use crate::plan::Plan;
 use crate::LayoutError;
 use layoutlab_workload::Population;
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 /// Policy parameters as `name -> value` text (from a command line or a TOML table).
 pub type PolicyParams = BTreeMap<String, String>;
@@ -18,6 +19,131 @@ pub trait Policy: Send + Sync {
     fn name(&self) -> &str;
     /// Lays out `pop` on `geo`; `seed` drives every random choice.
     fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError>;
+
+    /// The plans of `pop`'s first `ends[i]` operations, for each `i` in order (`ends`
+    /// non-decreasing, each at most `pop.ops.len()`), each given to `sink` with its `i` as
+    /// soon as it is made; a sink that answers `Break` stops the planning there. Each plan is
+    /// the one [`Policy::plan`] makes of that prefix alone (an aging stream's younger ages are
+    /// prefixes of its oldest: metacluster-aging plans every age of a policy in one pass).
+    /// By default each prefix is planned from the start; the policies whose planners read
+    /// their operations strictly in order (the ext3 and ext4 planners) make them all in one
+    /// pass, held equal to the default by `tests/prefixes.rs`.
+    fn plan_prefixes(
+        &self,
+        geo: &Geometry,
+        pop: &Population,
+        seed: u64,
+        ends: &[usize],
+        sink: &mut dyn FnMut(usize, Plan) -> ControlFlow<()>,
+    ) -> Result<(), LayoutError> {
+        check_ends(pop, ends)?;
+        for (i, &end) in ends.iter().enumerate() {
+            let prefix = Population {
+                name: pop.name.clone(),
+                fs_bytes: pop.fs_bytes,
+                ops: pop.ops[..end].to_vec(),
+            };
+            if sink(i, self.plan(geo, &prefix, seed)?).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `plan` and `plan_prefixes` of a policy whose inherent `plan_in(geo, pop, seed, prefixes)`
+/// plans in one pass (the ext3 and ext4 planners' `plan_*_in`).
+macro_rules! one_pass_planner {
+    () => {
+        fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
+            let plan = self.plan_in(geo, pop, seed, None)?;
+            Ok(plan.expect("without prefixes the planner runs to the end"))
+        }
+
+        fn plan_prefixes(
+            &self,
+            geo: &Geometry,
+            pop: &Population,
+            seed: u64,
+            ends: &[usize],
+            sink: &mut dyn FnMut(usize, Plan) -> std::ops::ControlFlow<()>,
+        ) -> Result<(), LayoutError> {
+            let mut prefixes = crate::policy::Prefixes::new(pop, ends, sink)?;
+            self.plan_in(geo, pop, seed, Some(&mut prefixes))
+                .map(|_| ())
+        }
+    };
+}
+use one_pass_planner;
+
+/// Refuses prefix ends that are not non-decreasing or pass the population's end.
+fn check_ends(pop: &Population, ends: &[usize]) -> Result<(), LayoutError> {
+    if let Some(w) = ends.windows(2).find(|w| w[0] > w[1]) {
+        return Err(LayoutError::BadPopulation(format!(
+            "prefix ends must not decrease ({} before {})",
+            w[0], w[1]
+        )));
+    }
+    if let Some(&e) = ends.iter().find(|&&e| e > pop.ops.len()) {
+        return Err(LayoutError::BadPopulation(format!(
+            "a prefix of {e} operations of a population of {}",
+            pop.ops.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A planner's stops in one pass over a population ([`Policy::plan_prefixes`]): before
+/// operation `ends[next]` it hands the plan of what it has done so far to the sink.
+pub struct Prefixes<'s> {
+    ends: &'s [usize],
+    next: usize,
+    sink: &'s mut dyn FnMut(usize, Plan) -> ControlFlow<()>,
+    stopped: bool,
+}
+
+impl<'s> Prefixes<'s> {
+    /// Stops at `ends` (checked against `pop`), giving each plan to `sink`.
+    pub fn new(
+        pop: &Population,
+        ends: &'s [usize],
+        sink: &'s mut dyn FnMut(usize, Plan) -> ControlFlow<()>,
+    ) -> Result<Prefixes<'s>, LayoutError> {
+        check_ends(pop, ends)?;
+        Ok(Prefixes {
+            ends,
+            next: 0,
+            sink,
+            stopped: false,
+        })
+    }
+
+    /// Whether the planner, about to run operation `op_index` (or at the end, with the
+    /// population's length), owes the sink a plan first.
+    pub(crate) fn due(&self, op_index: usize) -> bool {
+        !self.stopped && self.ends.get(self.next) == Some(&op_index)
+    }
+
+    /// Gives the sink the plan `make` builds, once for each end at this operation.
+    pub(crate) fn give(
+        &mut self,
+        op_index: usize,
+        mut make: impl FnMut() -> Result<Plan, LayoutError>,
+    ) -> Result<(), LayoutError> {
+        while self.due(op_index) {
+            let plan = make()?;
+            if (self.sink)(self.next, plan).is_break() {
+                self.stopped = true;
+            }
+            self.next += 1;
+        }
+        Ok(())
+    }
+
+    /// No plan is owed any more: the planner may stop.
+    pub(crate) fn finished(&self) -> bool {
+        self.stopped || self.next == self.ends.len()
+    }
 }
 
 /// What the registry knows of a built-in policy. Each policy's file defines its own as

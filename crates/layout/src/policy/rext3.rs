@@ -36,11 +36,11 @@
 //! puts it — an exploration, not a claim about the paper).
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
-use crate::alloc::ext3_fs::plan_ext3;
+use crate::alloc::ext3_fs::plan_ext3_in;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{check_known, PolicyEntry, parse_fraction, Policy, PolicyParams};
+use crate::policy::{Prefixes, check_known, PolicyEntry, parse_fraction, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
@@ -202,12 +202,24 @@ impl Policy for Rext3 {
         NAME
     }
 
-    fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
+    crate::policy::one_pass_planner!();
+}
+
+impl Rext3 {
+    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
+    /// ([`Policy::plan_prefixes`]).
+    fn plan_in(
+        &self,
+        geo: &Geometry,
+        pop: &Population,
+        seed: u64,
+        prefixes: Option<&mut Prefixes>,
+    ) -> Result<Option<Plan>, LayoutError> {
         let mut alloc = Ext3Alloc::new(geo.free_map());
         for (group, (start, end)) in self.regions(geo).into_iter().enumerate() {
             alloc.set_hole(group as u64, start, end);
         }
-        plan_ext3(
+        plan_ext3_in(
             self.name(),
             geo,
             pop,
@@ -217,6 +229,7 @@ impl Policy for Rext3 {
                 dirs: self.dirs_in_region,
             },
             geo.has_feature("dir_index"),
+            prefixes,
         )
     }
 }

@@ -217,11 +217,45 @@ impl<'a> Ager<'a> {
     }
 
     pub(super) fn run(&mut self, sink: &mut dyn FnMut(NsOp)) -> Result<(), Error> {
+        self.run_marked(&[], sink).map(|_| ())
+    }
+
+    /// [`Ager::run`], also counting, for each of `goals` (bytes written, each at most this
+    /// stream's goal), the operations made when the loop first found that many bytes
+    /// written: where a stream with that goal would have stopped, since the goal is read
+    /// nowhere but in this loop's test. One count per goal, in the goals' order.
+    pub(super) fn run_marked(
+        &mut self,
+        goals: &[u64],
+        sink: &mut dyn FnMut(NsOp),
+    ) -> Result<Vec<u64>, Error> {
+        let mut marks: Vec<Option<u64>> = vec![None; goals.len()];
+        // operations given to the sink so far (read by `mark` while the sink holds it)
+        let made = std::cell::Cell::new(0u64);
+        let mut mark = |written: u64, made: u64| {
+            for (m, &g) in marks.iter_mut().zip(goals) {
+                if m.is_none() && written >= g {
+                    *m = Some(made);
+                }
+            }
+        };
+        mark(self.st.bytes_written, 0);
+        let done = |marks: Vec<Option<u64>>| {
+            marks
+                .into_iter()
+                .map(|m| m.expect("each goal is at most the stream's, so it was reached"))
+                .collect()
+        };
         if self.goal_bytes == 0 {
-            return Ok(());
+            return Ok(done(marks));
         }
+        let mut sink = |op: NsOp| {
+            made.set(made.get() + 1);
+            sink(op)
+        };
         while self.st.bytes_written < self.goal_bytes {
-            if !self.step(sink) {
+            mark(self.st.bytes_written, made.get());
+            if !self.step(&mut sink) {
                 return Err(Error::BadAging {
                     source_name: "aging spec".into(),
                     key: "fullness".into(),
@@ -244,7 +278,8 @@ impl<'a> Ager<'a> {
                 s.highest_fullness_after_settling = s.highest_fullness_after_settling.max(f);
             }
         }
-        Ok(())
+        mark(self.st.bytes_written, made.get());
+        Ok(done(marks))
     }
 
     /// One operation; false when none was possible.

@@ -104,6 +104,48 @@ pub fn age_with_stats(
     ))
 }
 
+/// The population [`age`] makes with `spec` and the oldest of `ages`, and for each of `ages`
+/// (capacities written, in their order) the number of its operations that [`age`] with that
+/// age would make: every younger stream is a prefix of the oldest one, since the stream's
+/// goal decides only when it stops (`Ager::run_marked`). One stream then serves every age:
+/// `aged.ops[..ends[i]]` is `age(pop, spec with ages[i]).ops`, which
+/// `younger_streams_are_prefixes` in `tests/aging.rs` holds. `spec.age` is ignored.
+pub fn age_prefixes(
+    pop: &Population,
+    spec: &AgingSpec,
+    ages: &[f64],
+) -> Result<(Population, Vec<usize>), Error> {
+    let oldest = ages.iter().copied().fold(0.0, f64::max);
+    let spec = AgingSpec {
+        age: oldest,
+        ..spec.clone()
+    };
+    spec.validate()?;
+    pop.check_tree()?;
+    for &a in ages {
+        AgingSpec {
+            age: a,
+            ..spec.clone()
+        }
+        .validate()?;
+    }
+    let fs = pop.fs_bytes as f64;
+    // the goal as Ager::new computes it from each age
+    let goals: Vec<u64> = ages.iter().map(|&a| (a * fs) as u64).collect();
+    let mut ops = pop.ops.clone();
+    let mut ager = Ager::new(pop, &spec)?;
+    let marks = ager.run_marked(&goals, &mut |op| ops.push(op))?;
+    let tree = pop.ops.len();
+    Ok((
+        Population {
+            name: format!("{} aged {}x (seed {})", pop.name, spec.age, spec.seed),
+            fs_bytes: pop.fs_bytes,
+            ops,
+        },
+        marks.into_iter().map(|m| tree + m as usize).collect(),
+    ))
+}
+
 /// The statistics of the stream [`age`] would append, without keeping its operations
 /// (a stream of tens of millions of operations needs gigabytes as a [`Population`]).
 pub fn stream_stats(pop: &Population, spec: &AgingSpec) -> Result<StreamStats, Error> {

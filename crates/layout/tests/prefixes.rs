@@ -1,0 +1,181 @@
+//! `Policy::plan_prefixes` in one pass (issue 28's cut of metacluster-aging: every age of a
+//! policy planned in one pass over the oldest stream) gives, for every prefix, exactly the
+//! plan that planning that prefix alone gives: the same inodes, blocks, mapping blocks and
+//! links, in the same order, or the same error at the same prefix. Every policy, over random
+//! trees and random aging streams (hard links, renames, rmdirs, ENOSPC) and over the aging
+//! generator's own streams, whose younger ages are prefixes of the oldest.
+
+mod common;
+
+use common::{random_aging, random_population};
+use layoutlab_layout::{policy, Geometry, LayoutError, MkfsProfile, Plan, PolicyParams};
+use layoutlab_workload::aging::{age_prefixes, AgingSpec};
+use layoutlab_workload::{population_shrunk, NsOp, Population};
+use proptest::prelude::*;
+use std::ops::ControlFlow;
+
+fn geometry(name: &str, pop: &Population) -> Geometry {
+    let profile = MkfsProfile::by_name(policy::default_mkfs_profile(name).unwrap()).unwrap();
+    Geometry::new(&profile, pop.fs_bytes).unwrap()
+}
+
+/// Each prefix planned alone, up to the first that fails (every longer one fails the same way,
+/// at the same operation).
+fn alone(name: &str, geo: &Geometry, pop: &Population, seed: u64, ends: &[usize]) -> Outcome {
+    let p = policy::by_name(name, &PolicyParams::new()).unwrap();
+    let mut plans = Vec::new();
+    for &end in ends {
+        let prefix = Population {
+            ops: pop.ops[..end].to_vec(),
+            ..pop.clone()
+        };
+        match p.plan(geo, &prefix, seed) {
+            Ok(plan) => plans.push(plan),
+            Err(e) => return (plans, Some(e)),
+        }
+    }
+    (plans, None)
+}
+
+/// The plans one pass gave, and its error.
+type Outcome = (Vec<Plan>, Option<LayoutError>);
+
+fn one_pass(name: &str, geo: &Geometry, pop: &Population, seed: u64, ends: &[usize]) -> Outcome {
+    let p = policy::by_name(name, &PolicyParams::new()).unwrap();
+    let mut plans = Vec::new();
+    let r = p.plan_prefixes(geo, pop, seed, ends, &mut |i, plan| {
+        assert_eq!(i, plans.len(), "{name}: prefixes in order");
+        plans.push(plan);
+        ControlFlow::Continue(())
+    });
+    (plans, r.err())
+}
+
+fn assert_same(name: &str, seed: u64, got: Outcome, want: Outcome) {
+    assert_eq!(got.0.len(), want.0.len(), "{name} seed {seed}: plans made");
+    for (i, (g, w)) in got.0.iter().zip(&want.0).enumerate() {
+        assert!(g == w, "{name} seed {seed}: prefix {i} differs");
+    }
+    assert_eq!(got.1, want.1, "{name} seed {seed}: error");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn one_pass_equals_each_prefix_alone(
+        pop in random_population(),
+        seed in any::<u64>(),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 1..5),
+    ) {
+        let aged = random_aging(&pop, seed, 300, 0.5);
+        let n = aged.ops.len();
+        let mut ends: Vec<usize> = cuts.iter().map(|c| c.index(n + 1)).collect();
+        ends.push(n);
+        ends.sort();
+        for &name in policy::POLICY_NAMES {
+            let geo = geometry(name, &aged);
+            assert_same(
+                name,
+                seed,
+                one_pass(name, &geo, &aged, seed, &ends),
+                alone(name, &geo, &aged, seed, &ends),
+            );
+        }
+    }
+}
+
+/// metacluster-aging's own case: the aging generator's streams of ages 0, 1, 2 and 3 over a
+/// small tree of the ubuntu-32g shape and over bench5 (trimmed below its fullness), every
+/// policy the experiment compares and the ext4 ones with writeback (`ext4-kernel`, whose
+/// files wait for writeback across a prefix's end) and a metadata region.
+#[test]
+fn the_aging_generators_ages_plan_as_alone() {
+    let ubuntu = population_shrunk("ubuntu-32g", 0.002).unwrap();
+    let bench5 = population_shrunk("bench5", 0.005).unwrap();
+    let bench5 = Population {
+        ops: bench5.ops[..bench5.ops.len() * 3 / 4].to_vec(),
+        ..bench5
+    };
+    for tree in [ubuntu, bench5] {
+        let spec = AgingSpec {
+            fullness: Some(0.8),
+            ..AgingSpec::new(1.0, 2007)
+        };
+        let (aged, ends) = age_prefixes(&tree, &spec, &[0.0, 1.0, 2.0, 3.0]).unwrap();
+        assert!(ends.windows(2).all(|w| w[0] < w[1]), "{ends:?}");
+        for name in [
+            "ext3-2007",
+            "ext3-metacluster",
+            "rext3",
+            "ext4-2009",
+            "ext4-kernel",
+            "ext4-meta-ssd",
+        ] {
+            let geo = geometry(name, &aged);
+            let got = one_pass(name, &geo, &aged, 2007, &ends);
+            assert!(got.1.is_none(), "{name} on {}: {:?}", tree.name, got.1);
+            assert_same(name, 2007, got, alone(name, &geo, &aged, 2007, &ends));
+        }
+    }
+}
+
+/// A sink that breaks stops the pass: no later prefix is planned or given.
+#[test]
+fn a_sink_that_breaks_stops_the_pass() {
+    let tree = population_shrunk("ubuntu-32g", 0.002).unwrap();
+    let (aged, ends) = age_prefixes(&tree, &AgingSpec::new(1.0, 1), &[0.0, 0.5, 1.0]).unwrap();
+    for name in ["ext3-2007", "ext4-2009"] {
+        let geo = geometry(name, &aged);
+        let p = policy::by_name(name, &PolicyParams::new()).unwrap();
+        let mut given = Vec::new();
+        p.plan_prefixes(&geo, &aged, 1, &ends, &mut |i, _| {
+            given.push(i);
+            if i == 1 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+        assert_eq!(given, [0, 1], "{name}");
+    }
+}
+
+/// Bad ends are refused before any planning, and an ext3 prefix that ends while a file is
+/// still open for appends (its writer closes it at its last write, after the end) is refused
+/// with that reason rather than planned unlike the prefix alone.
+#[test]
+fn bad_ends_and_open_files_are_refused() {
+    let pop = Population {
+        name: "t".into(),
+        fs_bytes: 64 << 20,
+        ops: vec![
+            NsOp::Create {
+                path: "f".into(),
+                bytes: 8192,
+            },
+            NsOp::Append {
+                path: "f".into(),
+                bytes: 8192,
+            },
+        ],
+    };
+    let geo = geometry("ext3-2007", &pop);
+    let p = policy::by_name("ext3-2007", &PolicyParams::new()).unwrap();
+    let mut sink = |_: usize, _: Plan| -> ControlFlow<()> { panic!("no plan is given") };
+    for (ends, why) in [
+        (&[2usize, 1][..], "must not decrease"),
+        (&[3][..], "a prefix of 3 operations of a population of 2"),
+        (&[1][..], "open for appends"),
+    ] {
+        let e = p
+            .plan_prefixes(&geo, &pop, 1, ends, &mut sink)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(why), "{ends:?}: {e}");
+    }
+    // the prefix's own plan, made alone, is what the default path gives
+    let (plans, err) = alone("ext3-2007", &geo, &pop, 1, &[1, 2]);
+    assert!(err.is_none() && plans.len() == 2);
+}

@@ -293,6 +293,8 @@ pub fn exit(code: i32) -> ! {
     std::process::exit(code)
 }
 
+/// Installs both: the signal handlers and the panic hook. For programs (the CLI), as
+/// [`install_panic_hook`] says; a library wants [`install_signal_handlers`] alone.
 pub fn install() {
     install_signal_handlers();
     install_panic_hook();

@@ -49,3 +49,16 @@ pub fn parse_toml<T: DeserializeOwned>(text: &str, path: &str) -> Result<T, Devi
         reason: e.message().to_string(),
     })
 }
+
+/// Refuses a preset whose `kind` is not `expected`: each reader takes one kind, and a preset
+/// read by the wrong one would have its fields misread or refused one by one.
+pub(crate) fn check_kind(kind: &str, expected: &str, path: &str) -> Result<(), DeviceError> {
+    if kind != expected {
+        return Err(DeviceError::Parse {
+            path: path.to_string(),
+            line: 1,
+            reason: format!("kind is '{kind}', expected '{expected}'"),
+        });
+    }
+    Ok(())
+}

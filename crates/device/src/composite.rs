@@ -8,7 +8,7 @@
 use layoutlab_trace::Op;
 use serde::Deserialize;
 
-use crate::cited::{parse_toml, Cited};
+use crate::cited::{check_kind, parse_toml, Cited};
 use crate::{Device, DeviceError, IoRequest};
 
 /// Resolves a member's preset name to a device (see [`Composite::from_toml_str`]).
@@ -133,13 +133,7 @@ impl Composite {
         load: &mut MemberLoader<'_>,
     ) -> Result<Composite, DeviceError> {
         let f: CompositeFile = parse_toml(text, path)?;
-        if f.kind != "composite" {
-            return Err(DeviceError::Parse {
-                path: path.to_string(),
-                line: 1,
-                reason: format!("kind is '{}', expected 'composite'", f.kind),
-            });
-        }
+        check_kind(&f.kind, "composite", path)?;
         let mut members = Vec::with_capacity(f.members.len());
         for m in &f.members {
             members.push(load(&m.preset)?);

@@ -478,31 +478,39 @@ mod tests {
     fn bad_jobs_are_refused() {
         let d = fixed(1.0);
         let cap = d.capacity_sectors();
-        assert!(JobSpec {
-            bs_bytes: 1000,
-            ..JobSpec::default()
+        for (what, bad) in [
+            (
+                "a block size not a multiple of 512",
+                JobSpec {
+                    bs_bytes: 1000,
+                    ..JobSpec::default()
+                },
+            ),
+            (
+                "a span past the device",
+                JobSpec {
+                    span_bytes: 1 << 50,
+                    ..JobSpec::default()
+                },
+            ),
+            (
+                "no request in flight",
+                JobSpec {
+                    iodepth: 0,
+                    ..JobSpec::default()
+                },
+            ),
+            (
+                "no end",
+                JobSpec {
+                    number: None,
+                    runtime_s: None,
+                    ..JobSpec::default()
+                },
+            ),
+        ] {
+            assert!(bad.validate(cap).is_err(), "{what}");
         }
-        .validate(cap)
-        .is_err());
-        assert!(JobSpec {
-            span_bytes: 1 << 50,
-            ..JobSpec::default()
-        }
-        .validate(cap)
-        .is_err());
-        assert!(JobSpec {
-            iodepth: 0,
-            ..JobSpec::default()
-        }
-        .validate(cap)
-        .is_err());
-        assert!(JobSpec {
-            number: None,
-            runtime_s: None,
-            ..JobSpec::default()
-        }
-        .validate(cap)
-        .is_err());
         assert!("randrw".parse::<Rw>().is_err());
         assert_eq!("randread".parse::<Rw>().unwrap(), Rw::RandRead);
     }

@@ -174,6 +174,38 @@ fn dirent_bytes(name_len: usize) -> u64 {
     ((8 + name_len + 3) & !3) as u64
 }
 
+/// Files `name`, an entry the plan puts in directory `parent` (inode names and hard links
+/// alike), among the entries checked so far: `names` by directory, and `dir_names` their
+/// lengths for the overflow check. A name ext2 cannot hold, or one the directory (or, for the
+/// root, the image's own root) already has, is refused, calling it `what`.
+fn file_entry<'a>(
+    names: &mut HashMap<u32, HashSet<&'a str>>,
+    dir_names: &mut HashMap<u32, Vec<usize>>,
+    root_existing_names: &HashSet<String>,
+    parent: u32,
+    name: &'a str,
+    what: &str,
+) -> Result<(), String> {
+    if name.is_empty()
+        || name.len() > 255
+        || name.contains('/')
+        || name.contains('\0')
+        || name == "."
+        || name == ".."
+    {
+        return Err(format!("invalid {what} {name:?}"));
+    }
+    let clash = !names.entry(parent).or_default().insert(name)
+        || (parent == ROOT_INO && root_existing_names.contains(name));
+    if clash {
+        return Err(format!(
+            "{what} {name:?} is used twice in directory {parent}"
+        ));
+    }
+    dir_names.entry(parent).or_default().push(name.len());
+    Ok(())
+}
+
 /// First-fit placement of entries into directory blocks, as ext2fs_link does it.
 /// Returns the index of the first entry that does not fit.
 fn dir_overflow(blocks: u64, block_bytes: u64, tail_bytes: u64, names: &[usize]) -> Option<usize> {
@@ -298,28 +330,15 @@ fn check_plan<'a>(
             if let Err(reason) = parent {
                 return Err(bad(reason));
             }
-            if node.name.is_empty()
-                || node.name.len() > 255
-                || node.name.contains('/')
-                || node.name.contains('\0')
-                || node.name == "."
-                || node.name == ".."
-            {
-                return Err(bad(format!("invalid name {:?}", node.name)));
-            }
-            let siblings = names.entry(node.parent).or_default();
-            let clash = !siblings.insert(node.name.as_str())
-                || (node.parent == ROOT_INO && root_existing_names.contains(&node.name));
-            if clash {
-                return Err(bad(format!(
-                    "name {:?} is used twice in directory {}",
-                    node.name, node.parent
-                )));
-            }
-            dir_names
-                .entry(node.parent)
-                .or_default()
-                .push(node.name.len());
+            file_entry(
+                &mut names,
+                &mut dir_names,
+                &root_existing_names,
+                node.parent,
+                &node.name,
+                "name",
+            )
+            .map_err(&bad)?;
         }
 
         // data runs: in logical order, not overlapping, addressable, inside the fs
@@ -513,30 +532,15 @@ fn check_plan<'a>(
                 link.name, link.parent
             )));
         }
-        if link.name.is_empty()
-            || link.name.len() > 255
-            || link.name.contains('/')
-            || link.name.contains('\0')
-            || link.name == "."
-            || link.name == ".."
-        {
-            return Err(bad(format!("invalid hard-link name {:?}", link.name)));
-        }
-        let clash = !names
-            .entry(link.parent)
-            .or_default()
-            .insert(link.name.as_str())
-            || (link.parent == ROOT_INO && root_existing_names.contains(&link.name));
-        if clash {
-            return Err(bad(format!(
-                "hard link name {:?} is used twice in directory {}",
-                link.name, link.parent
-            )));
-        }
-        dir_names
-            .entry(link.parent)
-            .or_default()
-            .push(link.name.len());
+        file_entry(
+            &mut names,
+            &mut dir_names,
+            &root_existing_names,
+            link.parent,
+            &link.name,
+            "hard link name",
+        )
+        .map_err(&bad)?;
     }
 
     // every directory can hold its entries (ext2fs_link does not grow directories)

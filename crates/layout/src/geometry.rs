@@ -637,14 +637,8 @@ impl Geometry {
     /// same blocks (checked against 1.41.4's mke2fs: crates/rig/tests/period_mke2fs.rs); see
     /// docs/mkfs-profiles.md.
     fn place_flex_tables(&mut self, short_packed_as_whole: bool) -> Result<(), String> {
-        let mut map = crate::alloc::FreeMap::new(
-            self.blocks_count,
-            self.first_data_block,
-            self.blocks_per_group,
-        );
-        for m in &self.meta {
-            map.mark_used(m.start, m.blocks);
-        }
+        // the blocks placed so far (superblocks, descriptors, reserved GDT)
+        let mut map = self.free_map();
         let flex = self.flex_bg_size;
         let groups = self.group_count();
         let itb = self.inode_table_blocks;
@@ -723,14 +717,7 @@ impl Geometry {
     /// taking the first free blocks after its goal, in mke2fs's order (misc/mke2fs.c main()).
     fn add_mke2fs_allocations(&mut self, p: &GeometryParams) -> Result<(), LayoutError> {
         let bs = u64::from(self.block_size_bytes);
-        let mut used = crate::alloc::FreeMap::new(
-            self.blocks_count,
-            self.first_data_block,
-            self.blocks_per_group,
-        );
-        for m in &self.meta {
-            used.mark_used(m.start, m.blocks);
-        }
+        let mut used = self.free_map();
         let fs_bytes = self.blocks_count * bs;
         let take = |geo: &mut Geometry,
                     used: &mut crate::alloc::FreeMap,

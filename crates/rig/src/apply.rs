@@ -25,7 +25,7 @@
 //! what was made stays for the caller (a [`crate::KernelFs`] tears it all down).
 
 use crate::error::{Result, RigError};
-use crate::system::free_space_bytes;
+use crate::system::{free_space_bytes, statvfs};
 use layoutlab_workload::{NodeKind, NsOp, Population};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -189,13 +189,7 @@ pub fn peak_live_inodes(pop: &Population) -> (u64, usize) {
 /// Inodes free to an unprivileged writer under `dir` (`statvfs` f_favail), or `None` where
 /// the file system has no fixed inode count (btrfs reports 0 inodes in all).
 fn free_inodes(dir: &Path) -> Result<Option<u64>> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-        .map_err(|_| RigError::InvalidArgument(format!("path {} has a NUL byte", dir.display())))?;
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: c is a valid path, st a statvfs.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(RigError::last_os(format!("statvfs {}", dir.display())));
-    }
+    let st = statvfs(dir)?;
     Ok((st.f_files > 0).then_some(st.f_favail as u64))
 }
 

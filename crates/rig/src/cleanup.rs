@@ -125,17 +125,7 @@ pub fn forget(id: &CleanupId) -> bool {
 /// Runs every registered action, last registered first; returns how many ran.
 pub fn run_all() -> usize {
     let entries: Vec<Entry> = std::mem::take(&mut *registry());
-    let count = entries.len();
-    for entry in entries.into_iter().rev() {
-        // One action that panics must not stop the others, nor (after a signal) change the
-        // exit status: the panic hook leaves a panic during a signal's cleanup to us.
-        let label = entry.label;
-        let action = entry.action;
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(action)).is_err() {
-            eprintln!("layoutlab: the cleanup of {label} panicked; continuing with the rest");
-        }
-    }
-    count
+    run_entries(entries)
 }
 
 /// Runs every registered action before the process exits (a signal or a panic): from now on
@@ -146,6 +136,11 @@ fn run_all_for_exit() -> usize {
         CLEANING.store(true, Ordering::SeqCst);
         std::mem::take(&mut *reg)
     };
+    run_entries(entries)
+}
+
+/// Runs `entries` last registered first, and returns how many there were.
+fn run_entries(entries: Vec<Entry>) -> usize {
     let count = entries.len();
     for entry in entries.into_iter().rev() {
         // One action that panics must not stop the others, nor (after a signal) change the
@@ -298,6 +293,8 @@ pub fn exit(code: i32) -> ! {
     std::process::exit(code)
 }
 
+/// Installs both: the signal handlers and the panic hook. For programs (the CLI), as
+/// [`install_panic_hook`] says; a library wants [`install_signal_handlers`] alone.
 pub fn install() {
     install_signal_handlers();
     install_panic_hook();

@@ -256,14 +256,7 @@ impl FileLayout {
 
 /// The block size the file system under `dir` reports (`statvfs` f_bsize).
 pub fn block_size(dir: &Path) -> Result<u64> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-        .map_err(|_| RigError::InvalidArgument(format!("path {} has a NUL byte", dir.display())))?;
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: c is a valid path, st a statvfs.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(RigError::last_os(format!("statvfs {}", dir.display())));
-    }
-    Ok(st.f_bsize as u64)
+    Ok(crate::system::statvfs(dir)?.f_bsize as u64)
 }
 
 /// The layout of every regular file under `root` (once per inode, whatever its number of

@@ -8,9 +8,8 @@
 
 use crate::cleanup::{self, CleanupId};
 use crate::error::{Result, RigError};
-use crate::system::{read_attr, require_root, write_attr};
+use crate::system::{c_path, read_attr, require_root, write_attr};
 use layoutlab_trace::DeviceQueue;
-use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -98,9 +97,7 @@ pub struct LoopDevice {
 }
 
 fn open_raw(path: &Path, flags: libc::c_int) -> Result<libc::c_int> {
-    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|_| {
-        RigError::InvalidArgument(format!("path {} has a NUL byte", path.display()))
-    })?;
+    let c_path = c_path(path)?;
     let fd = unsafe { libc::open(c_path.as_ptr(), flags | libc::O_CLOEXEC) };
     if fd < 0 {
         return Err(RigError::last_os(format!("open {}", path.display())));
@@ -379,13 +376,19 @@ impl LoopDevice {
     /// be: the loop driver copies the backing file's device's flag, which says nothing about
     /// the drive the capture models.
     pub fn set_rotational(&self, rotational: bool) -> Result<()> {
-        let want = if rotational { "1" } else { "0" };
-        let path = self.queue_attr("rotational");
+        self.set_queue_attr("rotational", if rotational { "1" } else { "0" })
+    }
+
+    /// Writes `want` to `queue/NAME` and reads it back: a kernel that keeps another value
+    /// (a limit it clamps to, a flag it does not let go) is refused, since the capture would
+    /// then model a queue other than the one asked for.
+    fn set_queue_attr(&self, name: &str, want: &str) -> Result<()> {
+        let path = self.queue_attr(name);
         write_attr(&path, want)?;
         let now = read_attr(&path)?;
         if now != want {
             return Err(RigError::Unsupported(format!(
-                "{}: rotational is {now} after writing {want}",
+                "{}: {name} is {now} after writing {want}",
                 self.path.display()
             )));
         }
@@ -400,15 +403,7 @@ impl LoopDevice {
     /// Sets the block layer's readahead for this device (`queue/read_ahead_kb`) to the modelled
     /// disk's; a loop device's default is large and would hide the disk's behaviour.
     pub fn set_read_ahead_kb(&self, kb: u32) -> Result<()> {
-        write_attr(&self.queue_attr("read_ahead_kb"), &kb.to_string())?;
-        let now = self.read_ahead_kb()?;
-        if now != kb {
-            return Err(RigError::Unsupported(format!(
-                "{}: read_ahead_kb is {now} after writing {kb}",
-                self.path.display()
-            )));
-        }
-        Ok(())
+        self.set_queue_attr("read_ahead_kb", &kb.to_string())
     }
 
     /// The current readahead in KiB.
@@ -426,16 +421,7 @@ impl LoopDevice {
     /// device accepts 1280 KiB, so e2fsck's inode-table reads reach it as 1.25 MiB requests
     /// where a 2007 SATA disk's queue (512 KiB by default) split them.
     pub fn set_max_sectors_kb(&self, kb: u32) -> Result<()> {
-        write_attr(&self.queue_attr("max_sectors_kb"), &kb.to_string())?;
-        let path = self.queue_attr("max_sectors_kb");
-        let now = read_attr(&path)?;
-        if now != kb.to_string() {
-            return Err(RigError::Unsupported(format!(
-                "{}: max_sectors_kb is {now} after writing {kb}",
-                self.path.display()
-            )));
-        }
-        Ok(())
+        self.set_queue_attr("max_sectors_kb", &kb.to_string())
     }
 
     /// Selects the `none` I/O scheduler when offered, so requests reach the loop driver in the

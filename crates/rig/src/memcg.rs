@@ -312,10 +312,19 @@ impl Drop for MemCgroup {
 mod tests {
     use super::*;
 
+    /// Whether these tests can make a cgroup here; says so on stderr when they cannot, so a
+    /// skipped test is never silent.
+    fn can_make_cgroups() -> bool {
+        let can = crate::is_root() && v1_memory_root().is_ok();
+        if !can {
+            eprintln!("skipped: needs root and a cgroup v1 memory controller");
+        }
+        can
+    }
+
     #[test]
     fn a_limit_holds_the_page_cache_of_the_child_inside_and_cleanup_removes_it() {
-        if !crate::is_root() || v1_memory_root().is_err() {
-            eprintln!("skipped: needs root and a cgroup v1 memory controller");
+        if !can_make_cgroups() {
             return;
         }
         let dir = crate::TempDir::new(&std::env::temp_dir(), "layoutlab-memcg-test").unwrap();
@@ -357,8 +366,7 @@ mod tests {
     /// error of `run_in_child` (killed, not exited), and `oom_kills` counts it.
     #[test]
     fn an_oom_killed_child_is_an_error_and_counted() {
-        if !crate::is_root() || v1_memory_root().is_err() {
-            eprintln!("skipped: needs root and a cgroup v1 memory controller");
+        if !can_make_cgroups() {
             return;
         }
         let cg = MemCgroup::create(4 << 20).unwrap();
@@ -392,8 +400,7 @@ mod tests {
 
     #[test]
     fn a_dead_runs_cgroup_is_found_and_removed_and_a_live_ones_is_not() {
-        if !crate::is_root() || v1_memory_root().is_err() {
-            eprintln!("skipped: needs root and a cgroup v1 memory controller");
+        if !can_make_cgroups() {
             return;
         }
         // As a SIGKILLed run leaves it: a cgroup named for a PID, nobody to remove it.

@@ -24,21 +24,33 @@ pub fn require_root(what: &str) -> Result<()> {
     }
 }
 
-/// Bytes available to a writer in the file system holding `dir`.
-pub fn free_space_bytes(dir: &Path) -> Result<u64> {
-    let c_dir = CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| RigError::InvalidArgument(format!("path {} has a NUL byte", dir.display())))?;
+/// `path` as the C string a system call takes; a path with a NUL byte (which no system call
+/// can name) is refused as an invalid argument.
+pub(crate) fn c_path(path: &Path) -> Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| RigError::InvalidArgument(format!("path {} has a NUL byte", path.display())))
+}
+
+/// `statvfs(2)` of the file system holding `dir`.
+pub(crate) fn statvfs(dir: &Path) -> Result<libc::statvfs> {
+    let c_dir = c_path(dir)?;
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c_dir is a valid C string, st a statvfs the call fills.
     if unsafe { libc::statvfs(c_dir.as_ptr(), &mut st) } != 0 {
         return Err(RigError::last_os(format!("statvfs {}", dir.display())));
     }
+    Ok(st)
+}
+
+/// Bytes available to a writer in the file system holding `dir`.
+pub fn free_space_bytes(dir: &Path) -> Result<u64> {
+    let st = statvfs(dir)?;
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 /// Whether `dir` lies on a memory file system (tmpfs/ramfs), where reads cost no device time.
 pub fn is_memory_fs(dir: &Path) -> Result<bool> {
-    let c_dir = CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| RigError::InvalidArgument(format!("path {} has a NUL byte", dir.display())))?;
+    let c_dir = c_path(dir)?;
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statfs(c_dir.as_ptr(), &mut st) } != 0 {
         return Err(RigError::last_os(format!("statfs {}", dir.display())));

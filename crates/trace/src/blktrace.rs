@@ -114,30 +114,20 @@ pub fn records(bytes: &[u8], file: &str) -> Result<Vec<Record>, TraceError> {
             "no blktrace magic 0x65617400 in either byte order: not a blktrace file",
         )
     })?;
-    let u16_at = |o: usize| {
-        let b = [bytes[o], bytes[o + 1]];
+    // one reader for the three widths: the field's bytes, most significant first in the
+    // file's own order
+    let uint_at = |o: usize, width: usize| -> u64 {
+        let field = &bytes[o..o + width];
+        let push = |v: u64, b: &u8| (v << 8) | u64::from(*b);
         if little {
-            u16::from_le_bytes(b)
+            field.iter().rev().fold(0, push)
         } else {
-            u16::from_be_bytes(b)
+            field.iter().fold(0, push)
         }
     };
-    let u32_at = |o: usize| {
-        let b: [u8; 4] = bytes[o..o + 4].try_into().unwrap_or_default();
-        if little {
-            u32::from_le_bytes(b)
-        } else {
-            u32::from_be_bytes(b)
-        }
-    };
-    let u64_at = |o: usize| {
-        let b: [u8; 8] = bytes[o..o + 8].try_into().unwrap_or_default();
-        if little {
-            u64::from_le_bytes(b)
-        } else {
-            u64::from_be_bytes(b)
-        }
-    };
+    let u16_at = |o: usize| uint_at(o, 2) as u16;
+    let u32_at = |o: usize| uint_at(o, 4) as u32;
+    let u64_at = |o: usize| uint_at(o, 8);
     let mut out = Vec::new();
     let mut o = 0usize;
     while o < bytes.len() {

@@ -20,11 +20,19 @@ pub mod populations;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum NsOp {
     /// Make a directory.
-    Mkdir { path: String },
+    Mkdir {
+        /// The directory's path.
+        path: String,
+    },
     /// Create a regular file and write `bytes` to it sequentially. The writer keeps the file
     /// open while later [`NsOp::Append`]s write to it and closes it after the file's last
     /// write (at once when no append follows).
-    Create { path: String, bytes: u64 },
+    Create {
+        /// The file's path.
+        path: String,
+        /// Bytes written.
+        bytes: u64,
+    },
     /// Write `bytes` more at the end of the existing regular file `path` (made by an earlier
     /// [`NsOp::Create`], or a hard link to one), as write(2) on a descriptor opened with
     /// O_APPEND: the size grows by `bytes`, filling the last partial block first.
@@ -37,18 +45,37 @@ pub enum NsOp {
     /// change the namespace (fsync, fdatasync) is not an operation: a policy whose file
     /// system allocates at write time is not affected by it, and one that delays
     /// allocation must say what it assumes.
-    Append { path: String, bytes: u64 },
+    Append {
+        /// The file written to.
+        path: String,
+        /// Bytes added at its end.
+        bytes: u64,
+    },
     /// Make a symbolic link `path` whose target is the text `target` (symlink(2): the
     /// target need not exist).
-    Symlink { path: String, target: String },
+    Symlink {
+        /// The link's path.
+        path: String,
+        /// The text it holds.
+        target: String,
+    },
     /// Make `path` another name (a hard link, link(2)) of the existing non-directory
     /// `target`, a path made by an earlier operation.
-    Link { path: String, target: String },
+    Link {
+        /// The new name.
+        path: String,
+        /// The existing name it joins.
+        target: String,
+    },
     /// Make a device node, fifo or socket (mknod(2)).
     Mknod {
+        /// The node's path.
         path: String,
+        /// What kind of node.
         node: NodeKind,
+        /// Device major number (what a character or block device names; a fifo or socket has none).
         major: u32,
+        /// Device minor number (likewise).
         minor: u32,
     },
     /// Open the existing regular file `path` with O_APPEND, write `bytes` at its end and
@@ -56,19 +83,40 @@ pub enum NsOp {
     /// earlier writes but what its inode holds (its blocks: a file system's goal continues
     /// from the last one); what a file system keeps per open file starts afresh. The
     /// operation of an aging stream that grows a file.
-    Extend { path: String, bytes: u64 },
+    Extend {
+        /// The file written to.
+        path: String,
+        /// Bytes added at its end.
+        bytes: u64,
+    },
     /// truncate(2) the regular file `path` to `bytes` (at most its size: holes are not
     /// modelled), freeing the blocks beyond the new end.
-    Truncate { path: String, bytes: u64 },
+    Truncate {
+        /// The file cut.
+        path: String,
+        /// Its new size.
+        bytes: u64,
+    },
     /// unlink(2) the non-directory name `path`; the inode and its blocks are freed with its
     /// last name.
-    Unlink { path: String },
+    Unlink {
+        /// The name removed.
+        path: String,
+    },
     /// rename(2) the non-directory `path` to `to`, a name that does not exist yet, in any
     /// existing directory. Directories are not renamed (a directory rename moves no blocks,
     /// only the entry; it is not modelled).
-    Rename { path: String, to: String },
+    Rename {
+        /// The name moved.
+        path: String,
+        /// Its new name.
+        to: String,
+    },
     /// rmdir(2) the empty directory `path`; its inode and blocks are freed.
-    Rmdir { path: String },
+    Rmdir {
+        /// The directory removed.
+        path: String,
+    },
 }
 
 impl NsOp {

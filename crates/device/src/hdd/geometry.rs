@@ -123,6 +123,25 @@ pub struct ZoneSpec {
     pub slips: Vec<u64>,
 }
 
+#[cfg(test)]
+impl ZoneSpec {
+    /// Cylinders `first..=last` at `sectors_per_track`, with no offset, reserve, skew,
+    /// spares or slips: the zone tests build on when only the numbering is under test.
+    pub(crate) fn plain(first: u32, last: u32, sectors_per_track: u32) -> ZoneSpec {
+        ZoneSpec {
+            first_cylinder: first,
+            last_cylinder: last,
+            sectors_per_track,
+            first_block_offset_sectors: 0.0,
+            reserved_front_sectors: 0,
+            track_skew_sectors: 0.0,
+            cylinder_skew_sectors: 0.0,
+            spares: 0,
+            slips: vec![],
+        }
+    }
+}
+
 /// A physical block address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pbn {
@@ -490,24 +509,16 @@ impl DiskGeometry {
 mod tests {
     use super::*;
 
-    fn zone(first: u32, last: u32, spt: u32) -> ZoneSpec {
-        ZoneSpec {
-            first_cylinder: first,
-            last_cylinder: last,
-            sectors_per_track: spt,
-            first_block_offset_sectors: 0.0,
-            reserved_front_sectors: 0,
-            track_skew_sectors: 0.0,
-            cylinder_skew_sectors: 0.0,
-            spares: 0,
-            slips: vec![],
-        }
-    }
-
     #[test]
     fn conventional_mapping_fills_surfaces_then_cylinders() {
-        let g = DiskGeometry::new(2, Sparing::None, 1, 0, &[zone(0, 9, 100), zone(10, 19, 50)])
-            .unwrap();
+        let g = DiskGeometry::new(
+            2,
+            Sparing::None,
+            1,
+            0,
+            &[ZoneSpec::plain(0, 9, 100), ZoneSpec::plain(10, 19, 50)],
+        )
+        .unwrap();
         assert_eq!(g.capacity_sectors(), 10 * 2 * 100 + 10 * 2 * 50);
         assert_eq!(
             g.lbn_to_pbn(0),
@@ -550,7 +561,7 @@ mod tests {
     #[test]
     fn spares_per_range_and_slips_push_blocks() {
         // 1 surface, 10 sectors per track, range of 2 cylinders = 20 physical, 2 spares.
-        let mut z = zone(0, 3, 10);
+        let mut z = ZoneSpec::plain(0, 3, 10);
         z.spares = 2;
         z.slips = vec![5];
         let g = DiskGeometry::new(1, Sparing::SectorsPerRange, 2, 0, &[z]).unwrap();
@@ -578,7 +589,7 @@ mod tests {
 
     #[test]
     fn track_sparing_skips_slipped_tracks() {
-        let mut z = zone(0, 4, 10);
+        let mut z = ZoneSpec::plain(0, 4, 10);
         z.spares = 2;
         z.slips = vec![1];
         let g = DiskGeometry::new(1, Sparing::TracksAtZoneEnd, 1, 0, &[z]).unwrap();
@@ -588,7 +599,7 @@ mod tests {
 
     #[test]
     fn skew_advances_angle_per_track_and_cylinder() {
-        let mut z = zone(0, 9, 100);
+        let mut z = ZoneSpec::plain(0, 9, 100);
         z.track_skew_sectors = 10.0;
         z.cylinder_skew_sectors = 20.0;
         let g = DiskGeometry::new(2, Sparing::None, 1, 0, &[z]).unwrap();
@@ -603,7 +614,7 @@ mod tests {
 
     #[test]
     fn serpentine_reverses_heads_on_odd_cylinders() {
-        let g = DiskGeometry::new(2, Sparing::None, 1, 1, &[zone(0, 9, 10)]).unwrap();
+        let g = DiskGeometry::new(2, Sparing::None, 1, 1, &[ZoneSpec::plain(0, 9, 10)]).unwrap();
         assert_eq!(g.lbn_to_pbn(20).head, 1);
         assert_eq!(g.lbn_to_pbn(30).head, 0);
     }
@@ -611,9 +622,14 @@ mod tests {
     #[test]
     fn bad_zones_are_errors() {
         assert!(DiskGeometry::new(1, Sparing::None, 1, 0, &[]).is_err());
-        assert!(DiskGeometry::new(1, Sparing::None, 1, 0, &[zone(5, 4, 10)]).is_err());
-        assert!(
-            DiskGeometry::new(1, Sparing::None, 1, 0, &[zone(0, 4, 10), zone(4, 8, 10)]).is_err()
-        );
+        assert!(DiskGeometry::new(1, Sparing::None, 1, 0, &[ZoneSpec::plain(5, 4, 10)]).is_err());
+        assert!(DiskGeometry::new(
+            1,
+            Sparing::None,
+            1,
+            0,
+            &[ZoneSpec::plain(0, 4, 10), ZoneSpec::plain(4, 8, 10)]
+        )
+        .is_err());
     }
 }

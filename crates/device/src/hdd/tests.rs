@@ -24,17 +24,7 @@ fn simple_spec() -> HddSpec {
         sparing: Sparing::None,
         sparing_range_cylinders: 1,
         lbn_mapping: 0,
-        zones: vec![ZoneSpec {
-            first_cylinder: 0,
-            last_cylinder: 999,
-            sectors_per_track: 100,
-            first_block_offset_sectors: 0.0,
-            reserved_front_sectors: 0,
-            track_skew_sectors: 0.0,
-            cylinder_skew_sectors: 0.0,
-            spares: 0,
-            slips: vec![],
-        }],
+        zones: vec![ZoneSpec::plain(0, 999, 100)],
         seek: SeekModel::Table {
             distances_cylinders: vec![1, 1000],
             times_ms: vec![1.0, 10.99],

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::{Precondition, Ssd, SsdParams};
-use crate::cited::{parse_toml, Cited};
+use crate::cited::{check_kind, parse_toml, Cited};
 use crate::DeviceError;
 
 /// The same parameters as they appear in a preset: each with its source.
@@ -47,13 +47,7 @@ impl Ssd {
     /// `path` names the file in errors.
     pub fn from_toml_str(text: &str, path: &str) -> Result<Ssd, DeviceError> {
         let f: SsdPresetFile = parse_toml(text, path)?;
-        if f.kind != "ssd" {
-            return Err(DeviceError::Parse {
-                path: path.to_string(),
-                line: 1,
-                reason: format!("kind is '{}', expected 'ssd'", f.kind),
-            });
-        }
+        check_kind(&f.kind, "ssd", path)?;
         let c = f.params;
         let params = SsdParams {
             capacity_bytes: c.capacity_bytes.get("capacity_bytes", path)?,

@@ -646,20 +646,30 @@ mod tests {
 
     use crate::policy::ext3_2007::InlineIndirect as Inline;
 
-    #[test]
-    fn directories_are_planned_and_checked() {
+    /// ext3-2007's geometry of the 2 GB file system these tests plan on.
+    fn geo_2007() -> Geometry {
         let p = MkfsProfile::by_name("ext3-2007").unwrap();
-        let geo = Geometry::new(&p, 2_000_000_000).unwrap();
-        let plan = plan_ext3(
+        Geometry::new(&p, 2_000_000_000).unwrap()
+    }
+
+    /// `pop` planned on `geo` as ext3-2007 plans (inline indirect blocks, htree directories),
+    /// seed 3.
+    fn plan_2007(geo: &Geometry, pop: &Population) -> Result<Plan, LayoutError> {
+        plan_ext3(
             "t",
-            &geo,
-            &tree(),
+            geo,
+            pop,
             3,
             Ext3Alloc::new(geo.free_map()),
             &mut Inline,
             true,
         )
-        .unwrap();
+    }
+
+    #[test]
+    fn directories_are_planned_and_checked() {
+        let geo = geo_2007();
+        let plan = plan_2007(&geo, &tree()).unwrap();
         plan.check(&geo).unwrap();
         let by_name = |n: &str| plan.inodes.iter().find(|i| i.name == n).unwrap();
         let (a, c, x) = (by_name("a"), by_name("c"), by_name("x"));
@@ -679,23 +689,14 @@ mod tests {
 
     #[test]
     fn bad_populations_are_errors() {
-        let p = MkfsProfile::by_name("ext3-2007").unwrap();
-        let geo = Geometry::new(&p, 2_000_000_000).unwrap();
+        let geo = geo_2007();
         let run = |ops: Vec<NsOp>| {
             let pop = Population {
                 name: "bad".into(),
                 fs_bytes: 2_000_000_000,
                 ops,
             };
-            plan_ext3(
-                "t",
-                &geo,
-                &pop,
-                3,
-                Ext3Alloc::new(geo.free_map()),
-                &mut Inline,
-                true,
-            )
+            plan_2007(&geo, &pop)
         };
         let e = run(vec![NsOp::Create {
             path: "nodir/f".into(),
@@ -723,8 +724,7 @@ mod tests {
 
     #[test]
     fn every_kind_of_object_is_planned() {
-        let p = MkfsProfile::by_name("ext3-2007").unwrap();
-        let geo = Geometry::new(&p, 2_000_000_000).unwrap();
+        let geo = geo_2007();
         let long = "t/".repeat(40);
         let node = |path: &str, node: NodeKind| NsOp::Mknod {
             path: path.into(),
@@ -763,16 +763,7 @@ mod tests {
                 node("d/sock", NodeKind::Socket),
             ],
         };
-        let plan = plan_ext3(
-            "t",
-            &geo,
-            &pop,
-            3,
-            Ext3Alloc::new(geo.free_map()),
-            &mut Inline,
-            true,
-        )
-        .unwrap();
+        let plan = plan_2007(&geo, &pop).unwrap();
         plan.check(&geo).unwrap();
         let by_name = |n: &str| plan.inodes.iter().find(|i| i.name == n).unwrap();
         assert_eq!(by_name("fast").data_blocks(), 0);
@@ -816,17 +807,7 @@ mod tests {
             path: "x".into(),
             target: "d/nope".into(),
         });
-        let e = plan_ext3(
-            "t",
-            &geo,
-            &pop2,
-            3,
-            Ext3Alloc::new(geo.free_map()),
-            &mut Inline,
-            true,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = plan_2007(&geo, &pop2).unwrap_err().to_string();
         assert!(
             e.contains("ops[10]") && e.contains("'d/nope' does not exist"),
             "{e}"

@@ -97,6 +97,29 @@ fn unquote(v: &str) -> String {
     out
 }
 
+/// Adds a relation (a value, or a subsection just closed) where the parser stands: to the
+/// innermost open subsection on `stack`, else to the current `section`; outside any section
+/// it is refused, with why.
+fn add_node(
+    stack: &mut [(String, Table)],
+    conf: &mut Mke2fsConf,
+    section: &Option<String>,
+    node: (String, Node),
+) -> Result<(), &'static str> {
+    match stack.last_mut() {
+        Some((_, table)) => table.0.push(node),
+        None => {
+            let name = section.as_ref().ok_or("relation outside a section")?;
+            conf.sections
+                .get_mut(name)
+                .expect("section made at its header")
+                .0
+                .push(node);
+        }
+    }
+    Ok(())
+}
+
 impl Mke2fsConf {
     /// Parses mke2fs.conf text; `source` names it in errors.
     pub fn parse(text: &str, source: &str) -> Result<Mke2fsConf, String> {
@@ -130,19 +153,8 @@ impl Mke2fsConf {
                 let (tag, table) = stack
                     .pop()
                     .ok_or_else(|| at("'}' with no open subsection"))?;
-                match stack.last_mut() {
-                    Some((_, parent)) => parent.0.push((tag, Node::Section(table))),
-                    None => {
-                        let name = section
-                            .as_ref()
-                            .ok_or_else(|| at("relation outside a section"))?;
-                        conf.sections
-                            .get_mut(name)
-                            .expect("section made at its header")
-                            .0
-                            .push((tag, Node::Section(table)));
-                    }
-                }
+                add_node(&mut stack, &mut conf, &section, (tag, Node::Section(table)))
+                    .map_err(at)?;
                 continue;
             }
             let eq = line
@@ -165,20 +177,13 @@ impl Mke2fsConf {
             } else {
                 value.to_string()
             };
-            let node = (tag.to_string(), Node::Value(value));
-            match stack.last_mut() {
-                Some((_, t)) => t.0.push(node),
-                None => {
-                    let name = section
-                        .as_ref()
-                        .ok_or_else(|| at("relation outside a section"))?;
-                    conf.sections
-                        .get_mut(name)
-                        .expect("section made at its header")
-                        .0
-                        .push(node);
-                }
-            }
+            add_node(
+                &mut stack,
+                &mut conf,
+                &section,
+                (tag.to_string(), Node::Value(value)),
+            )
+            .map_err(at)?;
         }
         if !stack.is_empty() {
             return Err(format!("{source}: a subsection is not closed with '}}'"));
@@ -276,30 +281,12 @@ impl Mke2fsConf {
     /// `get_int_from_profile(types, opt, def)`: `[defaults]`, then each type in order
     /// overriding. A value that is no number is an error, as in mke2fs.
     pub fn int(&self, types: &[String], opt: &str, def: i64) -> Result<i64, String> {
-        let mut v = def;
-        if let Some(s) = self.get("defaults", opt, None) {
-            v = parse_int(s).ok_or_else(|| self.bad(opt, s))?;
-        }
-        for t in types {
-            if let Some(s) = self.get("fs_types", t, Some(opt)) {
-                v = parse_int(s).ok_or_else(|| self.bad(opt, s))?;
-            }
-        }
-        Ok(v)
+        self.overridden(types, opt, def, parse_int)
     }
 
     /// `get_double_from_profile()`.
     pub fn double(&self, types: &[String], opt: &str, def: f64) -> Result<f64, String> {
-        let mut v = def;
-        if let Some(s) = self.get("defaults", opt, None) {
-            v = s.trim().parse().map_err(|_| self.bad(opt, s))?;
-        }
-        for t in types {
-            if let Some(s) = self.get("fs_types", t, Some(opt)) {
-                v = s.trim().parse().map_err(|_| self.bad(opt, s))?;
-            }
-        }
-        Ok(v)
+        self.overridden(types, opt, def, |s| s.trim().parse().ok())
     }
 
     /// `get_bool_from_profile()`.
@@ -311,6 +298,19 @@ impl Mke2fsConf {
                 _ => None,
             }
         };
+        self.overridden(types, opt, def, parse)
+    }
+
+    /// The rule `get_{int,double,bool}_from_profile()` share (misc/mke2fs.c): `def`, then
+    /// `[defaults]`, then each type in order overriding; a value `parse` refuses is an error,
+    /// wherever it stands. (Strings take the last type alone: [`Mke2fsConf::string`].)
+    fn overridden<T>(
+        &self,
+        types: &[String],
+        opt: &str,
+        def: T,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<T, String> {
         let mut v = def;
         if let Some(s) = self.get("defaults", opt, None) {
             v = parse(s).ok_or_else(|| self.bad(opt, s))?;

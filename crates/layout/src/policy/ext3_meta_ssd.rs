@@ -26,7 +26,8 @@ use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
 use crate::policy::ext4_meta_ssd::{footprint, MetadataFootprint};
-use crate::policy::{Prefixes, check_known, parse_fraction, Policy, PolicyEntry, PolicyParams};
+use crate::policy::{
+    Prefixes, check_known, parse_region_fraction, Policy, PolicyEntry, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
@@ -63,14 +64,7 @@ impl Ext3MetaSsd {
         check_known(NAME, params, &["region"])?;
         let mut p = Ext3MetaSsd::default();
         if let Some(v) = params.get("region") {
-            p.region = parse_fraction(NAME, "region", v)?;
-            if p.region == 0.0 {
-                return Err(LayoutError::BadParam {
-                    policy: NAME.into(),
-                    param: "region".into(),
-                    reason: "must be above 0".into(),
-                });
-            }
+            p.region = parse_region_fraction(NAME, "region", v)?;
         }
         Ok(p)
     }

@@ -16,7 +16,10 @@ use crate::alloc::ext3_fs::plan_ext3_in;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{Prefixes, check_known, PolicyEntry, parse_fraction, Policy, PolicyParams};
+use crate::policy::{
+    Prefixes,
+    check_known, parse_fraction, parse_region_fraction, Policy, PolicyEntry, PolicyParams,
+};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
@@ -72,14 +75,7 @@ impl Ext3Metacluster {
             p.position = parse_fraction(NAME, "position", v)?;
         }
         if let Some(v) = params.get("size") {
-            p.size = parse_fraction(NAME, "size", v)?;
-            if p.size == 0.0 {
-                return Err(LayoutError::BadParam {
-                    policy: NAME.into(),
-                    param: "size".into(),
-                    reason: "must be above 0".into(),
-                });
-            }
+            p.size = parse_region_fraction(NAME, "size", v)?;
         }
         if let Some(v) = params.get("overflow") {
             p.overflow = match v.as_str() {

@@ -27,7 +27,8 @@ use crate::alloc::ext4_fs::{plan_ext4_in, Ext4Rules, Ext4SpaceRules};
 use crate::alloc::ext4_ialloc::OrlovFlex;
 use crate::geometry::{Geometry, MetaKind};
 use crate::plan::{InodeKind, Plan};
-use crate::policy::{Prefixes, check_known, parse_fraction, Policy, PolicyEntry, PolicyParams};
+use crate::policy::{
+    Prefixes, check_known, parse_region_fraction, Policy, PolicyEntry, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
@@ -86,15 +87,7 @@ impl Ext4MetaSsd {
         check_known(NAME, params, &["region"])?;
         let mut p = Ext4MetaSsd::default();
         if let Some(v) = params.get("region") {
-            let region = parse_fraction(NAME, "region", v)?;
-            p.region = Some(region);
-            if region == 0.0 {
-                return Err(LayoutError::BadParam {
-                    policy: NAME.into(),
-                    param: "region".into(),
-                    reason: "must be above 0".into(),
-                });
-            }
+            p.region = Some(parse_region_fraction(NAME, "region", v)?);
         }
         Ok(p)
     }

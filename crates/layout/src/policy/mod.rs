@@ -319,6 +319,25 @@ pub(crate) fn parse_fraction(policy: &str, param: &str, text: &str) -> Result<f6
     Ok(value)
 }
 
+/// A region's size as a fraction of what it is carved from, in (0, 1): [`parse_fraction`],
+/// and 0 refused too, since a region of no blocks would leave the policy's metadata nowhere
+/// to go.
+pub(crate) fn parse_region_fraction(
+    policy: &str,
+    param: &str,
+    text: &str,
+) -> Result<f64, LayoutError> {
+    let value = parse_fraction(policy, param, text)?;
+    if value == 0.0 {
+        return Err(LayoutError::BadParam {
+            policy: policy.to_string(),
+            param: param.to_string(),
+            reason: "must be above 0".into(),
+        });
+    }
+    Ok(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,7 +40,8 @@ use crate::alloc::ext3_fs::plan_ext3_in;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{Prefixes, check_known, PolicyEntry, parse_fraction, Policy, PolicyParams};
+use crate::policy::{
+    Prefixes, check_known, PolicyEntry, parse_region_fraction, Policy, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::Population;
 
@@ -95,14 +96,7 @@ impl Rext3 {
             };
         }
         if let Some(v) = params.get("size") {
-            p.size = parse_fraction(NAME, "size", v)?;
-            if p.size == 0.0 {
-                return Err(LayoutError::BadParam {
-                    policy: NAME.into(),
-                    param: "size".into(),
-                    reason: "must be above 0".into(),
-                });
-            }
+            p.size = parse_region_fraction(NAME, "size", v)?;
         }
         Ok(p)
     }

@@ -194,41 +194,13 @@ impl AgingSpec {
             );
         }
         if let Some(sizes) = &self.sizes {
-            if sizes.is_empty() {
-                return bad(
-                    "sizes",
-                    "an empty distribution (leave it out to use the tree's own)".into(),
-                );
-            }
-            let mut seen = HashSet::new();
-            for (i, s) in sizes.iter().enumerate() {
-                let key = format!("sizes[{i}]");
-                if !(s.below_bytes == 1 || (s.below_bytes >= 2 && s.below_bytes.is_power_of_two()))
-                {
-                    return bad(
-                        &format!("{key}.below_bytes"),
-                        format!("{} is not 1 (empty files) or a power of two", s.below_bytes),
-                    );
-                }
-                if !seen.insert(s.below_bytes) {
-                    return bad(
-                        &format!("{key}.below_bytes"),
-                        format!("{} appears twice", s.below_bytes),
-                    );
-                }
-                if !(s.weight.is_finite() && s.weight >= 0.0) {
-                    return bad(
-                        &format!("{key}.weight"),
-                        format!("{} is not a weight ≥ 0", s.weight),
-                    );
-                }
-            }
-            if sizes.iter().all(|s| s.weight == 0.0) {
-                return bad("sizes", "every weight is 0".into());
-            }
-            if !sizes.iter().map(|s| s.weight).sum::<f64>().is_finite() {
-                return bad("sizes", "the weights' sum is not a finite number".into());
-            }
+            let buckets: Vec<(u64, f64)> =
+                sizes.iter().map(|s| (s.below_bytes, s.weight)).collect();
+            check_distribution("sizes", "below_bytes", &buckets, |below_bytes| {
+                (!(below_bytes == 1 || (below_bytes >= 2 && below_bytes.is_power_of_two())))
+                    .then(|| format!("{below_bytes} is not 1 (empty files) or a power of two"))
+            })
+            .or_else(|(key, reason)| bad(&key, reason))?;
             if sizes.iter().all(|s| s.weight == 0.0 || s.below_bytes == 1) {
                 return bad(
                     "sizes",
@@ -237,44 +209,67 @@ impl AgingSpec {
             }
         }
         if let Some(depths) = &self.depths {
-            if depths.is_empty() {
-                return bad(
-                    "depths",
-                    "an empty distribution (leave it out to use the tree's own)".into(),
-                );
-            }
-            let mut seen = HashSet::new();
-            for (i, d) in depths.iter().enumerate() {
-                let key = format!("depths[{i}]");
-                if !(1..=MAX_DEPTH).contains(&d.depth) {
-                    return bad(
-                        &format!("{key}.depth"),
-                        format!(
-                            "{} is not in 1..={MAX_DEPTH} (1 = in the root directory)",
-                            d.depth
-                        ),
-                    );
-                }
-                if !seen.insert(d.depth) {
-                    return bad(
-                        &format!("{key}.depth"),
-                        format!("{} appears twice", d.depth),
-                    );
-                }
-                if !(d.weight.is_finite() && d.weight >= 0.0) {
-                    return bad(
-                        &format!("{key}.weight"),
-                        format!("{} is not a weight ≥ 0", d.weight),
-                    );
-                }
-            }
-            if depths.iter().all(|d| d.weight == 0.0) {
-                return bad("depths", "every weight is 0".into());
-            }
-            if !depths.iter().map(|d| d.weight).sum::<f64>().is_finite() {
-                return bad("depths", "the weights' sum is not a finite number".into());
-            }
+            let buckets: Vec<(u64, f64)> = depths
+                .iter()
+                .map(|d| (u64::from(d.depth), d.weight))
+                .collect();
+            check_distribution("depths", "depth", &buckets, |depth| {
+                (!(1..=u64::from(MAX_DEPTH)).contains(&depth)).then(|| {
+                    format!("{depth} is not in 1..={MAX_DEPTH} (1 = in the root directory)")
+                })
+            })
+            .or_else(|(key, reason)| bad(&key, reason))?;
         }
         Ok(())
     }
+}
+
+/// Checks one target distribution, `name` (`sizes` or `depths`), given as (key, weight) per
+/// bucket: not empty; each bucket's key valid (`key_problem` says why not) and given once;
+/// each weight finite and ≥ 0; not every weight 0; a finite sum. Sizes and depths are drawn
+/// the same way from their weights, so they are held to the same rules. Returns the key of the
+/// first problem (`depths[2].weight`) and why.
+fn check_distribution(
+    name: &str,
+    key_field: &str,
+    buckets: &[(u64, f64)],
+    key_problem: impl Fn(u64) -> Option<String>,
+) -> Result<(), (String, String)> {
+    if buckets.is_empty() {
+        return Err((
+            name.into(),
+            "an empty distribution (leave it out to use the tree's own)".into(),
+        ));
+    }
+    let mut seen = HashSet::new();
+    for (i, &(key, weight)) in buckets.iter().enumerate() {
+        let at = format!("{name}[{i}]");
+        if let Some(reason) = key_problem(key) {
+            return Err((format!("{at}.{key_field}"), reason));
+        }
+        if !seen.insert(key) {
+            return Err((format!("{at}.{key_field}"), format!("{key} appears twice")));
+        }
+        if !(weight.is_finite() && weight >= 0.0) {
+            return Err((
+                format!("{at}.weight"),
+                format!("{weight} is not a weight ≥ 0"),
+            ));
+        }
+    }
+    if buckets.iter().all(|&(_, weight)| weight == 0.0) {
+        return Err((name.into(), "every weight is 0".into()));
+    }
+    if !buckets
+        .iter()
+        .map(|&(_, weight)| weight)
+        .sum::<f64>()
+        .is_finite()
+    {
+        return Err((
+            name.into(),
+            "the weights' sum is not a finite number".into(),
+        ));
+    }
+    Ok(())
 }

@@ -27,20 +27,26 @@ pub const CLASSES: [(u32, u64); 4] = [(200, GB / 2), (100, GB), (40, GB * 5 / 2)
 /// The full-scale bench5 population. File names are `f000` ... `f349` in creation order,
 /// so every name has the same length (directory entry size does not vary with the index).
 pub fn bench5() -> Population {
+    classes_times("bench5", DRIVE_SECTORS * 512, 1, 3)
+}
+
+/// [`CLASSES`] `times` over, each class in turn, on a `fs_bytes` file system: files named
+/// `f` and their creation index in `name_digits` digits, so every name has the same length.
+fn classes_times(name: &str, fs_bytes: u64, times: u32, name_digits: usize) -> Population {
     let mut ops = Vec::new();
     let mut index = 0u32;
     for (count, bytes) in CLASSES {
-        for _ in 0..count {
+        for _ in 0..count * times {
             ops.push(NsOp::Create {
-                path: format!("f{index:03}"),
+                path: format!("f{index:0name_digits$}"),
                 bytes,
             });
             index += 1;
         }
     }
     Population {
-        name: "bench5".to_string(),
-        fs_bytes: DRIVE_SECTORS * 512,
+        name: name.to_string(),
+        fs_bytes,
         ops,
     }
 }
@@ -52,22 +58,7 @@ pub const DRIVE_10TB_SECTORS: u64 = 97_696_368 + 1_953_504 * (10_000 - 50);
 /// 200×10 GB, 8 TB) on a 10 TB file system: 80% full, the file system Coly Li asked about at
 /// CLSF 2010 (issue 29). Names `f0000` ... `f6999`, each class in turn as in bench5.
 pub fn bench5_10tb() -> Population {
-    let mut ops = Vec::new();
-    let mut index = 0u32;
-    for (count, bytes) in CLASSES {
-        for _ in 0..count * 20 {
-            ops.push(NsOp::Create {
-                path: format!("f{index:04}"),
-                bytes,
-            });
-            index += 1;
-        }
-    }
-    Population {
-        name: "bench5-10tb".to_string(),
-        fs_bytes: DRIVE_10TB_SECTORS * 512,
-        ops,
-    }
+    classes_times("bench5-10tb", DRIVE_10TB_SECTORS * 512, 20, 4)
 }
 
 #[cfg(test)]
@@ -79,6 +70,14 @@ mod tests {
         assert_eq!(pop.file_bytes(), 8000 * GB);
         let full = pop.file_bytes() as f64 / pop.fs_bytes as f64;
         assert!((0.799..0.800).contains(&full), "{full}");
+        // the names the header promises: one width, in creation order
+        match (&pop.ops[0], &pop.ops[6999]) {
+            (NsOp::Create { path: first, .. }, NsOp::Create { path: last, bytes }) => {
+                assert_eq!((first.as_str(), last.as_str()), ("f0000", "f6999"));
+                assert_eq!(*bytes, 10 * GB);
+            }
+            _ => panic!("bench5-10tb must only create files"),
+        }
     }
 
     use super::*;

@@ -258,6 +258,9 @@ impl TreePopulation {
         Ok(t)
     }
 
+    /// The tree's operations, drawn from `seed`: its directories, then each directory's
+    /// names with their sizes, so that the counts come out exactly as declared. The same spec
+    /// gives the same population.
     pub fn generate(&self) -> Population {
         let c = &self.counts;
         let s = &self.shape;

@@ -6,7 +6,7 @@
 //! `layoutlab_workload::aging`): the tree, then the stream, is planned by the policy (which
 //! frees and reuses space as its kernel does), written through libext2fs, checked by the real
 //! `e2fsck -fn` under block tracing and the trace priced on the experiment's device (the
-//! metacluster-fsck machinery, [`crate::fsck::run`]); the plan's layout metrics
+//! e2fsck check step, [`crate::steps::check`]); the plan's layout metrics
 //! ([`layoutlab_layout::metrics`]) and the modelled cost of reading its largest files
 //! sequentially and at random ([`read_cost`]) go beside it.
 //!
@@ -14,9 +14,8 @@
 //! take the live data past it are left out, in creation order): bench5 fills its disk, and
 //! a stream cannot hold a file system fuller than it is. Age 0 is that trimmed tree.
 
-use crate::fsck::run::{run_one, RunOptions};
-use crate::fsck::FsckSpec;
 use crate::output::{write_json, Human};
+use crate::steps::check::{traced_e2fsck, CheckSpec, RunOptions};
 use crate::{Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_device::replay::{replay, ReplayOptions};
@@ -91,21 +90,13 @@ impl AgingSpec {
         crate::experiment::mkfs_profile_for(policy, &self.mkfs_profile, &self.mkfs_profiles)
     }
 
-    /// The fsck machinery's view of these parameters.
-    fn fsck_spec(&self) -> FsckSpec {
-        FsckSpec {
-            default_scale: self.default_scale,
-            workload: self.workloads.first().cloned().unwrap_or_default(),
-            mkfs_profile: self.mkfs_profile.clone(),
-            mkfs_profiles: self.mkfs_profiles.clone(),
-            policies: self.policies.clone(),
+    /// What the e2fsck check under trace takes from this table.
+    fn check_spec(&self) -> CheckSpec {
+        CheckSpec {
             os_read_ahead_kb: self.os_read_ahead_kb,
             os_max_sectors_kb: Some(self.os_max_sectors_kb),
-            cpu_scale: self.cpu_scale,
             e2fsck_extra_args: self.e2fsck_extra_args.clone(),
             e2fsck_single_cpu: self.e2fsck_single_cpu,
-            period_e2fsprogs: None,
-            fast_device: None,
         }
     }
 
@@ -193,7 +184,7 @@ pub struct AgingRun {
     /// Layout score (block-weighted, Conway et al.).
     pub layout_score: f64,
     /// e2fsck per pass on the device model.
-    pub passes: Vec<crate::fsck::PassResult>,
+    pub passes: Vec<crate::steps::check::PassResult>,
     /// Predicted e2fsck seconds.
     pub total_seconds: f64,
     /// Requests e2fsck issued.
@@ -535,7 +526,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         e2fsck: layoutlab_rig::E2fsprogs::Today,
         closed_loop: None,
     };
-    let fsck_spec = spec.fsck_spec();
+    let check_spec = spec.check_spec();
     let started = Instant::now();
     let cells = pops.len() * spec.policies.len() * spec.ages.len();
     let jobs = crate::support::jobs(a.jobs).clamp(1, spec.policies.len());
@@ -610,7 +601,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 run_cell(
                     exp,
                     &spec,
-                    &fsck_spec,
+                    &check_spec,
                     &opts,
                     &aged,
                     pname,
@@ -748,7 +739,7 @@ fn cell_jobs(jobs: usize, asked: bool, ops: usize) -> Result<usize> {
 fn run_cell(
     exp: &Experiment,
     spec: &AgingSpec,
-    fsck_spec: &FsckSpec,
+    check_spec: &CheckSpec,
     opts: &RunOptions,
     pop: &Population,
     pname: &str,
@@ -773,7 +764,7 @@ fn run_cell(
     let image = crate::stages::timed(crate::stages::IMAGE, || {
         crate::steps::image::make_image(&image_path, &profile, &geo)
     })?;
-    let run = run_one(fsck_spec, opts, &geo, &plan, image.path(), 0.0)?;
+    let run = traced_e2fsck(check_spec, opts, &geo, &plan, image.path(), 0.0)?;
     drop(image);
     let bs = u64::from(geo.block_size_bytes);
     let traces = read_traces(
@@ -839,7 +830,7 @@ fn run_cell(
 /// `fast` and the rest on `slow`'s disks, and where the plan's metadata lies against it.
 #[allow(clippy::too_many_arguments)]
 fn split_cell(
-    run: &crate::fsck::PolicyRun,
+    run: &crate::steps::check::PolicyRun,
     plan: &Plan,
     geo: &Geometry,
     traces: &ReadTraces,

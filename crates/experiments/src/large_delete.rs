@@ -123,13 +123,7 @@ impl Operation for LargeDelete {
                 bail!("unknown variant '{v}'; valid: {}", VARIANTS.join(", "));
             }
         }
-        if !crate::random_read::LAYOUTS.contains(&s.layout.as_str()) {
-            bail!(
-                "unknown layout '{}'; valid: {}",
-                s.layout,
-                crate::random_read::LAYOUTS.join(", ")
-            );
-        }
+        crate::random_file::check_layout(&s.layout)?;
         for (fs, policy) in s.policy_images.iter().chain(&s.engine_images) {
             kernel_profile::by_name(fs)?;
             layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())?;

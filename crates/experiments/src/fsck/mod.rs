@@ -58,6 +58,16 @@ pub struct FsckSpec {
 }
 
 impl FsckSpec {
+    /// What the e2fsck check under trace takes from this table.
+    pub fn check_spec(&self) -> crate::steps::check::CheckSpec {
+        crate::steps::check::CheckSpec {
+            os_read_ahead_kb: self.os_read_ahead_kb,
+            os_max_sectors_kb: self.os_max_sectors_kb,
+            e2fsck_extra_args: self.e2fsck_extra_args.clone(),
+            e2fsck_single_cpu: self.e2fsck_single_cpu,
+        }
+    }
+
     /// The mkfs profile `policy` is formatted with.
     pub fn mkfs_profile_of(&self, policy: &str) -> &str {
         crate::experiment::mkfs_profile_for(policy, &self.mkfs_profile, &self.mkfs_profiles)

@@ -10,9 +10,9 @@
 //!
 //! It owns the device's construction, the check that the fast device is faster, the replay of
 //! the fsck operation's captured traces and their attribution; it does not capture anything
-//! (the fsck operation's [`super::run`] does).
+//! ([`crate::steps::check`] does).
 
-use super::run::{pass_number, PolicyRun, MIB};
+use crate::steps::check::{pass_number, PolicyRun, MIB};
 use anyhow::{bail, Result};
 use layoutlab_device::composite::Composite;
 use layoutlab_device::replay::{replay, ReplayOptions};

@@ -1,5 +1,5 @@
 //! The steps every operation composes, one owner each: plan an image ([`plan`]), make it
-//! ([`image`]), and turn a captured trace's tags into phases, with the CPU time before and after
+//! ([`image`]), check it with the real e2fsck under trace ([`check`]), and turn a captured trace's tags into phases, with the CPU time before and after
 //! the trace ([`phases`]).
 //!
 //! The model is fio's ioengines: the core owns the loop, the engines own only what differs. An
@@ -8,11 +8,12 @@
 //! requests are selected by tag is written once, in these modules, and no operation calls
 //! another operation for it.
 //!
-//! What these steps do not own: running a checker or a kernel phase under trace (still in
-//! `fsck::run::run_one`, `request_merging::traced_dd` and each kernel operation's run body) and
-//! pricing a trace on a device (`layoutlab_device::replay` itself, called by each operation).
+//! What these steps do not own: running a kernel phase under trace (`request_merging::traced_dd`
+//! and each kernel operation's run body, around [`capture`]'s window) and pricing a trace on a
+//! device (`layoutlab_device::replay` itself, called by each operation).
 
 pub mod capture;
+pub mod check;
 pub mod image;
 pub mod phases;
 pub mod plan;

@@ -18,7 +18,6 @@ use crate::output::{write_json, Human};
 use crate::steps::check::{traced_e2fsck, CheckSpec, RunOptions};
 use crate::{Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
-use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_device::Device;
 use layoutlab_layout::metrics::LayoutMetrics;
 use layoutlab_layout::policy::{self, PolicyParams};
@@ -218,7 +217,7 @@ pub struct AgingSplit {
     /// Where the plan's metadata lies relative to the region: the SSD it needs, the overflow.
     pub region: layoutlab_layout::policy::ext4_meta_ssd::MetadataFootprint,
     /// The cell's e2fsck trace priced on the split device, per pass and device.
-    pub fsck: crate::fsck::split::SplitRun,
+    pub fsck: crate::steps::price::SplitRun,
     /// The read cost on the split device.
     pub reads: ReadCost,
     /// Of the sequential read's bytes, those the SSD served (mapping blocks; file data that
@@ -448,7 +447,7 @@ pub fn read_cost(
 ) -> Result<ReadCost> {
     let priced = |t: &Trace| -> Result<f64> {
         let mut dev = device()?;
-        Ok(replay(dev.as_mut(), t, &ReplayOptions::default()).wall_ns / 1e9)
+        Ok(crate::steps::price::on(dev.as_mut(), t, 1.0).wall_ns / 1e9)
     };
     let sequential_seconds = priced(&reads.sequential)?;
     Ok(ReadCost {
@@ -501,7 +500,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     }
     crate::support::load_device(&device)?;
     if let Some(fast) = &spec.fast_device {
-        crate::fsck::split::check_faster(fast, &device)?;
+        crate::steps::price::check_faster(fast, &device)?;
     }
     layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
     let memory;
@@ -776,7 +775,7 @@ fn run_cell(
     // the disks alone: as many of the preset as hold the file system, as the check's replay
     let fs_sectors = geo.blocks_count * bs / 512;
     let reads = read_cost(&traces, &|| {
-        crate::fsck::split::linear_device(&opts.device, fs_sectors)
+        crate::steps::price::linear_device(&opts.device, fs_sectors)
     })?;
     let split = match (
         &spec.fast_device,
@@ -839,11 +838,11 @@ fn split_cell(
     end: u64,
     cpu_scale: f64,
 ) -> Result<AgingSplit> {
-    use crate::fsck::split;
+    use crate::steps::price;
     let spb = u64::from(geo.block_size_bytes) / 512;
     let region = layoutlab_layout::policy::ext4_meta_ssd::footprint(plan, geo, end);
-    let make = || split::split_device(fast, slow, end * spb, geo.blocks_count * spb);
-    let fsck = split::price(run, &mut make()?, cpu_scale);
+    let make = || price::split_device(fast, slow, end * spb, geo.blocks_count * spb);
+    let fsck = price::split(run, &mut make()?, cpu_scale);
     let reads = read_cost(traces, &|| Ok(Box::new(make()?.device) as Box<dyn Device>))?;
     let sequential_ssd_bytes = traces
         .sequential

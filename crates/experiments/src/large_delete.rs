@@ -25,7 +25,6 @@ use crate::output::{write_json, Human};
 use crate::steps::plan::policy_image;
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
-use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, OffsetSeries, Table};
 use layoutlab_rig::{Backing, FsKind, KernelFs, KernelFsOptions, TraceOptions};
 use serde::{Deserialize, Serialize};
@@ -365,8 +364,7 @@ fn one_run(
     let trace = captured.capture.trace;
     drop(capture_stage);
     let _pricing = crate::stages::enter(crate::stages::PRICE);
-    let mut dev = crate::support::load_device(device)?;
-    let replayed = replay(dev.as_mut(), &trace, &ReplayOptions::default());
+    let replayed = crate::steps::price::on_preset(device, &trace, 1.0)?;
     Ok(DeleteRun {
         capture_queue: trace.queue.clone(),
         fs: fs.to_string(),

@@ -32,7 +32,6 @@ pub use crate::random_file::{offsets, SplitMix64};
 use crate::steps::phases::{of_tag, TagTable};
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
-use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, Table};
 use layoutlab_rig::{
     check_free_space, Backing, KernelFs, KernelFsOptions, LoopDevice, RigLock, TempFile,
@@ -491,8 +490,7 @@ pub fn run_target(
         )?;
         drop(capture_stage);
         let _pricing = crate::stages::enter(crate::stages::PRICE);
-        let mut dev = crate::support::load_device(device)?;
-        let replayed = replay(dev.as_mut(), &trace, &ReplayOptions::default());
+        let replayed = crate::steps::price::on_preset(device, &trace, 1.0)?;
         let request_class: Vec<&'static str> = trace
             .requests
             .iter()

@@ -18,7 +18,6 @@ use crate::random_file::{offsets, sizes};
 use crate::{Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_cache::{by_name, misses_trace, simulate_stream, stream, Access};
-use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_report::{Cell, Column, HtmlBundle, SweepChart, SweepSeries, Table};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -217,8 +216,7 @@ fn price(policy: &str, pages: usize, accesses: &[Access], device: &str) -> Resul
     let mapping = outcome.mapping_misses(accesses);
     let data = outcome.misses() - mapping;
     let trace = misses_trace(accesses, &outcome.hit, 4096);
-    let mut dev = crate::support::load_device(device)?;
-    let seconds = replay(dev.as_mut(), &trace, &ReplayOptions::default()).wall_ns / 1e9;
+    let seconds = crate::steps::price::on_preset(device, &trace, 1.0)?.wall_ns / 1e9;
     Ok((seconds, mapping, data))
 }
 

@@ -46,9 +46,9 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
         })
         .collect::<Result<Vec<_>>>()?;
     // a file system larger than the drive is priced on as many of them as hold it
-    super::split::linear_device(&opts.device, population.fs_bytes.div_ceil(512))?;
+    crate::steps::price::linear_device(&opts.device, population.fs_bytes.div_ceil(512))?;
     if let Some(fast) = &spec.fast_device {
-        super::split::check_faster(fast, &opts.device)?;
+        crate::steps::price::check_faster(fast, &opts.device)?;
     }
     layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
     std::fs::create_dir_all(&opts.workdir)

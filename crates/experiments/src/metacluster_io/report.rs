@@ -9,7 +9,7 @@ use super::{benchmark_name, MetaclusterIoSpec};
 use crate::output::{write_json, Human};
 use crate::{Experiment, RunArgs};
 use anyhow::{bail, Context, Result};
-use layoutlab_device::replay::{replay, ReplayOptions, Replayed};
+use layoutlab_device::replay::Replayed;
 use layoutlab_layout::PlannedInode;
 use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, OffsetSeries, Table};
 use layoutlab_trace::{Op, Trace};
@@ -152,15 +152,9 @@ fn price_reads(
     let _stage = crate::stages::enter(crate::stages::PRICE);
     let spb = block_size / 512;
     let mapping: HashSet<u64> = inode.mapping.iter().map(|m| m.physical).collect();
-    let opts = ReplayOptions {
-        cpu_scale,
-        ..ReplayOptions::default()
-    };
     let applied = ind_readahead::apply(&trace, inode, block_size, spec.ind_readahead_blocks);
-    let mut dev = crate::support::load_device(device)?;
-    let plain = replay(dev.as_mut(), &trace, &opts);
-    let mut dev = crate::support::load_device(device)?;
-    let ahead = replay(dev.as_mut(), &applied.trace, &opts);
+    let plain = crate::steps::price::on_preset(device, &trace, cpu_scale)?;
+    let ahead = crate::steps::price::on_preset(device, &applied.trace, cpu_scale)?;
     let without = summarize(
         benchmark,
         policy,
@@ -271,8 +265,7 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
                     dev.as_mut(),
                     "b1",
                 );
-                let mut dev = crate::support::load_device(&device)?;
-                let replayed = replay(dev.as_mut(), &trace, &ReplayOptions::default());
+                let replayed = crate::steps::price::on_preset(&device, &trace, 1.0)?;
                 let mapping = inode.mapping.iter().map(|m| m.physical).collect();
                 let r = summarize(
                     1,

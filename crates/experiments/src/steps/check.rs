@@ -9,7 +9,7 @@
 //! [`crate::steps::image`]). Every number comes from the replay of a real e2fsck trace.
 
 use anyhow::{bail, Result};
-use layoutlab_device::replay::{replay, think_summary, ReplayOptions, Replayed, ThinkSource};
+use layoutlab_device::replay::{think_summary, Replayed, ThinkSource};
 use layoutlab_layout::geometry::Geometry;
 use layoutlab_layout::{BlockClasses, Plan};
 use layoutlab_rig::{E2fsprogs, FsckOptions, LoopDevice};
@@ -363,15 +363,8 @@ pub fn traced_e2fsck(
     let t = Instant::now();
     let fs_sectors = geometry.blocks_count * u64::from(geometry.block_size_bytes) / 512;
     let _pricing = crate::stages::enter(crate::stages::PRICE);
-    let mut device = crate::fsck::split::linear_device(&opts.device, fs_sectors)?;
-    let replayed = replay(
-        device.as_mut(),
-        &trace,
-        &ReplayOptions {
-            cpu_scale: opts.cpu_scale,
-            ..ReplayOptions::default()
-        },
-    );
+    let mut device = crate::steps::price::linear_device(&opts.device, fs_sectors)?;
+    let replayed = crate::steps::price::on(device.as_mut(), &trace, opts.cpu_scale);
     stages.replay = t.elapsed().as_secs_f64();
     let closed_loop = served.map(|(time_scale, served)| ClosedLoopRun {
         time_scale,

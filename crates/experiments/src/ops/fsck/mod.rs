@@ -1,7 +1,7 @@
 //! The "fsck" operation: for every layout policy, write the workload's image through
 //! libext2fs, run the real `e2fsck -fn` on it under block tracing, and price the trace on the
-//! experiment's device model ([`run`]); then print the per-pass tables, write the report and
-//! the JSON ([`report`]).
+//! experiment's device model ([`run`], whose [`run::run_fsck`] is the whole pipeline); then
+//! print the per-pass tables, write the report and the JSON ([`report`], rendering only).
 
 pub mod breakdown;
 pub mod report;
@@ -115,7 +115,7 @@ impl Operation for Fsck {
     }
 
     fn run(&self, exp: &Experiment, args: &RunArgs) -> Result<()> {
-        report::run_fsck(exp, args)
+        run::run_fsck(exp, args)
     }
 }
 

@@ -1324,6 +1324,45 @@ fn reproduce_set_refuses_bad_layouts_keys_and_lists() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `bench experiment --set` goes through reproduce's check: the same bad keys and values get
+/// the same refusal, exit 2, before any run; and `--set` with `all` is refused (its keys are
+/// one operation's).
+#[test]
+fn bench_experiment_set_is_checked_as_reproduce_checks_it() {
+    let dir = scratch("bench-set");
+    let run = |cmd: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+            .args(cmd)
+            .env("TMPDIR", &dir)
+            .output()
+            .unwrap();
+        assert!(entries(&dir).is_empty(), "{cmd:?}: {:?}", entries(&dir));
+        (o.status.code(), stderr(&o))
+    };
+    for (exp, set) in [
+        ("random-read", "layout=disk"),
+        ("large-delete", "nosuch=1"),
+        ("random-read", "modes=sideways"),
+    ] {
+        let out = dir.join("out");
+        let reproduce = run(&[
+            "reproduce",
+            exp,
+            "--set",
+            set,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let bench = run(&["bench", "experiment", exp, "--set", set]);
+        assert_eq!(reproduce.0, Some(2), "{exp} --set {set}: {}", reproduce.1);
+        assert_eq!(bench, reproduce, "{exp} --set {set}");
+    }
+    let (code, e) = run(&["bench", "experiment", "all", "--set", "policies=ext3-2007"]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("--set goes with one experiment"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The old flags are shorthands of `--set`: each gives what its `--set` entry gives (here the
 /// same refusal of the same bad value, before anything is made), and a flag the experiment's
 /// operation does not take is refused, naming the operations that take it.

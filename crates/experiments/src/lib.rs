@@ -1,13 +1,15 @@
 //! Named experiments: what `layoutlab reproduce NAME` runs.
 //!
 //! It owns the experiment files (one TOML each under `experiments/`, every one embedded in
-//! [`SHIPPED`] by `build.rs`), their loading and checking ([`experiment::load`]), and the
-//! operations they name: one module per operation behind the [`Operation`] trait (declare
-//! what it needs — root, `--sensitivity`, `--closed-loop` —, parse and check its TOML table,
-//! run, print tables, write the report files and the JSON), all listed in [`OPERATIONS`]. A
-//! new experiment on an existing operation is one TOML file and no Rust change; a new
-//! operation is one module and one line in [`OPERATIONS`]. It does not own the command line (the `layoutlab` binary maps its flags onto
-//! [`RunArgs`]), device models, images, the rig or the tables' rendering (the other crates).
+//! [`SHIPPED`] by `build.rs`), their loading and checking ([`experiment::load`]), the steps
+//! every operation composes ([`steps`]), and the operations they name: one folder per
+//! operation under [`ops`], behind the [`Operation`] trait (declare what it needs — root,
+//! `--sensitivity`, `--closed-loop` —, parse and check its TOML table, run, print tables, write
+//! the report files and the JSON), all listed in [`OPERATIONS`]. A new experiment on an
+//! existing operation is one TOML file and no Rust change; a new operation is one folder under
+//! `ops/` and one line in [`OPERATIONS`]. It does not own the command line (the `layoutlab`
+//! binary maps its flags onto [`RunArgs`]), device models, images, the rig or the tables'
+//! rendering (the other crates).
 //!
 //! ```no_run
 //! use layoutlab_experiments::{experiment, RunArgs};
@@ -18,30 +20,26 @@
 //! # Ok(()) }
 //! ```
 
-pub mod aging;
 pub mod all_page;
-pub mod cache_policies;
 pub mod experiment;
 pub mod ext_classes;
-pub mod fio;
 pub mod fs_classes;
-pub mod fsck;
-pub mod inode_readahead;
 pub mod kernel_profile;
-pub mod large_delete;
-pub mod metacluster_io;
-pub mod mkfs_overhead;
+pub mod ops;
 pub mod output;
 pub mod predict;
 pub mod random_file;
-pub mod random_read;
-pub mod request_merging;
 pub mod stages;
 pub mod steps;
 pub mod support;
 pub mod sweep;
 
 pub use experiment::{Experiment, Published};
+// Each operation at the crate's root too, where callers and tests have always found it.
+pub use ops::{
+    aging, cache_policies, fio, fsck, inode_readahead, large_delete, metacluster_io, mkfs_overhead,
+    random_read, request_merging,
+};
 
 use anyhow::Result;
 use std::path::PathBuf;

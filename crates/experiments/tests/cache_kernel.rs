@@ -17,6 +17,8 @@
 //! rejects LRU and the period's 2.6.3x lists, which miss the kernel at one limit at least:
 //! the check tells policies apart. Root only: loop devices, mounts, tracefs, memory cgroups.
 
+mod common;
+
 use layoutlab_cache::{by_name, simulate_stream, stream, Access};
 use layoutlab_experiments::cache_policies::kernel;
 use layoutlab_experiments::random_read::RandomReadSpec;
@@ -34,11 +36,12 @@ fn mapping_misses(policy: &str, pages: usize, s: &[Access]) -> f64 {
 
 #[test]
 fn linux_6_model_predicts_the_kernels_indirect_block_reads_under_three_memory_limits() {
-    if !layoutlab_rig::is_root() {
-        eprintln!("skipped: needs root (loop devices, kernel mounts, tracefs, memory cgroups)");
+    if !common::root_or_skip(
+        "linux_6_model_predicts_the_kernels_indirect_block_reads_under_three_memory_limits",
+        "loop devices, kernel mounts, tracefs, memory cgroups",
+    ) {
         return;
     }
-    layoutlab_rig::cleanup::install();
     let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
     let spec: RandomReadSpec = exp.params().unwrap();
     let limits: Vec<u64> = (0..RUNS)

@@ -34,6 +34,8 @@
 //! Not covered: large-delete's fragmented file (two writers' appends): the ext4 policies do not
 //! model appends, so it stays kernel-written. Root only (zram, loop devices, mounts).
 
+mod common;
+
 use layoutlab_experiments::{kernel_profile, large_delete, random_read, steps};
 use layoutlab_layout::{PlannedInode, Run};
 use layoutlab_rig::{Backing, KernelFs, KernelFsOptions};
@@ -215,15 +217,6 @@ fn options(
     }
 }
 
-fn root_or_skip(test: &str) -> bool {
-    if layoutlab_rig::is_root() {
-        layoutlab_rig::cleanup::install();
-        return true;
-    }
-    eprintln!("SKIP {test}: needs root (zram, loop devices, mount)");
-    false
-}
-
 fn one_file(fs_bytes: u64, name: &str, bytes: u64) -> Population {
     Population {
         name: name.into(),
@@ -240,7 +233,10 @@ fn one_file(fs_bytes: u64, name: &str, bytes: u64) -> Population {
 /// sizes, profile, mount options and queue are the experiment's own.
 #[test]
 fn random_read_dd_file_is_the_engines() {
-    if !root_or_skip("random_read_dd_file_is_the_engines") {
+    if !common::root_or_skip(
+        "random_read_dd_file_is_the_engines",
+        "zram, loop devices, mount",
+    ) {
         return;
     }
     let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
@@ -273,7 +269,10 @@ fn random_read_dd_file_is_the_engines() {
 /// large-delete's contiguous file at its default scale (2 GB on 5 GB: 1 MiB writes, fsync).
 #[test]
 fn large_delete_contiguous_file_is_the_engines() {
-    if !root_or_skip("large_delete_contiguous_file_is_the_engines") {
+    if !common::root_or_skip(
+        "large_delete_contiguous_file_is_the_engines",
+        "zram, loop devices, mount",
+    ) {
         return;
     }
     let exp = layoutlab_experiments::experiment::load("large-delete").unwrap();
@@ -298,7 +297,10 @@ fn large_delete_contiguous_file_is_the_engines() {
 /// stands in for them.
 #[test]
 fn request_merging_buffered_file_is_the_engines() {
-    if !root_or_skip("request_merging_buffered_file_is_the_engines") {
+    if !common::root_or_skip(
+        "request_merging_buffered_file_is_the_engines",
+        "zram, loop devices, mount",
+    ) {
         return;
     }
     let exp = layoutlab_experiments::experiment::load("request-merging").unwrap();

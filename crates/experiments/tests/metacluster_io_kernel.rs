@@ -2,21 +2,12 @@
 //! the benchmark file that today's kernel reads for each access pattern are exactly the data
 //! and indirect blocks the layout predicts (root: loop devices, mount, tracefs).
 
+mod common;
+
 use layoutlab_experiments::metacluster_io::run::{
     accesses, file_blocks_read, file_inode, mount_image, plan_image, predicted_blocks, traced_reads,
 };
 use layoutlab_experiments::metacluster_io::MetaclusterIoSpec;
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 fn spec() -> MetaclusterIoSpec {
     let exp = layoutlab_experiments::experiment::load("metacluster-io").unwrap();
@@ -25,8 +16,10 @@ fn spec() -> MetaclusterIoSpec {
 
 #[test]
 fn kernel_reads_cover_exactly_the_predicted_blocks() {
-    if !is_root() {
-        eprintln!("skipped: needs root (loop devices, mount, tracefs)");
+    if !common::root_or_skip(
+        "kernel_reads_cover_exactly_the_predicted_blocks",
+        "loop devices, mount, tracefs",
+    ) {
         return;
     }
     let mut spec = spec();

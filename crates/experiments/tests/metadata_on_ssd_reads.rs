@@ -6,7 +6,7 @@
 //! deterministic, so the test compares them at the precision the doc prints.
 
 use layoutlab_experiments::aging::{read_cost, read_traces, trim_to, ReadCost};
-use layoutlab_experiments::fsck::split::{linear_device, split_device};
+use layoutlab_experiments::steps::price::{linear_device, split_device};
 use layoutlab_layout::metrics::LayoutMetrics;
 use layoutlab_layout::policy::ext4_meta_ssd::{footprint, MetadataFootprint};
 use layoutlab_layout::policy::{self, PolicyParams};

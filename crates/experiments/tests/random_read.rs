@@ -7,6 +7,8 @@
 //! `layout = "kernel"`) read the extent tree's leaf once, if the extents did not fit in the
 //! inode (and none if they did). Root only.
 
+mod common;
+
 use layoutlab_experiments::random_read::{run_target, sizes, RandomReadSpec};
 use std::collections::BTreeSet;
 
@@ -28,11 +30,12 @@ fn mapping_path(b: u64) -> Vec<String> {
 
 #[test]
 fn mapping_reads_are_the_distinct_mapping_blocks_the_reads_walk_through() {
-    if !layoutlab_rig::is_root() {
-        eprintln!("skipped: needs root (loop devices, kernel mounts, tracefs)");
+    if !common::root_or_skip(
+        "mapping_reads_are_the_distinct_mapping_blocks_the_reads_walk_through",
+        "loop devices, kernel mounts, tracefs",
+    ) {
         return;
     }
-    layoutlab_rig::cleanup::install();
     let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
     let mut spec: RandomReadSpec = exp.params().unwrap();
     spec.file_gb = 64.0 * 1048576.0 / 1e9;
@@ -131,11 +134,12 @@ fn both_modes(
 /// one per mapping block, at most 5% more).
 #[test]
 fn ext3_costs_about_one_read_per_mapping_block_over_raw_at_the_default_scale() {
-    if !layoutlab_rig::is_root() {
-        eprintln!("SKIP ext3_costs_about_one_read_per_mapping_block_over_raw_at_the_default_scale: needs root (loop devices, kernel mounts, tracefs)");
+    if !common::root_or_skip(
+        "ext3_costs_about_one_read_per_mapping_block_over_raw_at_the_default_scale",
+        "loop devices, kernel mounts, tracefs",
+    ) {
         return;
     }
-    layoutlab_rig::cleanup::install();
     let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
     let spec: RandomReadSpec = exp.params().unwrap();
     let ext3 = both_modes(&spec, "ext3", spec.reads, exp.seed);
@@ -175,11 +179,12 @@ fn ext3_costs_about_one_read_per_mapping_block_over_raw_at_the_default_scale() {
 /// the first 4 MiB needs, and reads in the direct blocks, which need none).
 #[test]
 fn mapping_reads_per_read_follow_the_occupancy_law() {
-    if !layoutlab_rig::is_root() {
-        eprintln!("SKIP mapping_reads_per_read_follow_the_occupancy_law: needs root (loop devices, kernel mounts, tracefs)");
+    if !common::root_or_skip(
+        "mapping_reads_per_read_follow_the_occupancy_law",
+        "loop devices, kernel mounts, tracefs",
+    ) {
         return;
     }
-    layoutlab_rig::cleanup::install();
     let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
     let spec: RandomReadSpec = exp.params().unwrap();
     let m = 2269.0_f64;

@@ -3,16 +3,19 @@
 //! four 256 KiB requests; buffered writes submit 4 KiB bios that the queue merges into
 //! requests no larger than 256 KiB. Root only (zram, loop devices, tracefs).
 
+mod common;
+
 use layoutlab_experiments::request_merging::{capture_target, histogram, RequestMergingSpec};
 use layoutlab_trace::Op;
 
 #[test]
 fn known_bio_and_request_sizes_on_a_raw_loop_device() {
-    if !layoutlab_rig::is_root() {
-        eprintln!("skipped: needs root (zram, loop devices, tracefs)");
+    if !common::root_or_skip(
+        "known_bio_and_request_sizes_on_a_raw_loop_device",
+        "zram, loop devices, tracefs",
+    ) {
         return;
     }
-    layoutlab_rig::cleanup::install();
     let spec = RequestMergingSpec {
         mib: 8,
         targets: vec!["raw".into()],

@@ -4,6 +4,8 @@
 //! and a directory with an indirect block lists all its entries. Through the rig's
 //! `KernelFs::from_image` (sparse file, loop device, mount; all torn down on drop). Needs root.
 
+mod common;
+
 use layoutlab_layout::{policy_by_name, Geometry, InodeKind, MkfsProfile, Plan, PolicyParams};
 use layoutlab_rig::{Backing, FsKind, KernelFs, KernelFsOptions};
 use layoutlab_workload::{NsOp, Population};
@@ -67,8 +69,7 @@ fn path_of(plan: &Plan, root: &Path, ino: u32) -> PathBuf {
 
 #[test]
 fn rext3_images_mount_and_read_back() {
-    if !layoutlab_rig::is_root() {
-        eprintln!("SKIPPED rext3 kernel mount check: needs root (loop device and mount)");
+    if !common::root_or_skip("rext3_images_mount_and_read_back", "loop device and mount") {
         return;
     }
     let profile = MkfsProfile::by_name("ext3-2007").unwrap();

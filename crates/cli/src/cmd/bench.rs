@@ -137,6 +137,11 @@ pub enum Command {
         /// Policies at once (passed to reproduce --jobs; default: one per CPU).
         #[arg(long)]
         jobs: Option<u32>,
+        /// Set a key of the experiment's table for the runs, as `reproduce --set` does
+        /// (repeatable; checked by the same path before any run; one experiment only, since
+        /// the keys are its operation's). Example: --set policies=ext3-2007
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
         /// Write the results as JSON to PATH ("-" for stdout): one object per run,
         /// `{"experiment", "scale", "status", "error", "wall_seconds", "stage_seconds",
         /// "budget_seconds", "within_budget", "jobs", "policy_stage_seconds"}`.
@@ -186,7 +191,12 @@ fn budget(scale: &str) -> Option<(f64, f64)> {
     }
 }
 
-fn bench_experiment(name: &str, scale: &str, jobs: Option<u32>) -> Result<ExperimentBench> {
+fn bench_experiment(
+    name: &str,
+    scale: &str,
+    jobs: Option<u32>,
+    sets: &[String],
+) -> Result<ExperimentBench> {
     let dir = std::env::temp_dir().join(format!(
         "layoutlab-bench-{}-{}-{}",
         std::process::id(),
@@ -212,7 +222,15 @@ fn bench_experiment(name: &str, scale: &str, jobs: Option<u32>) -> Result<Experi
     if let Some(j) = jobs {
         cmd.args(["--jobs", &j.to_string()]);
     }
-    eprintln!("bench: layoutlab reproduce {name} --scale {scale}");
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    eprintln!(
+        "bench: layoutlab reproduce {name} --scale {scale}{}",
+        sets.iter()
+            .map(|s| format!(" --set {s}"))
+            .collect::<String>()
+    );
     let t = std::time::Instant::now();
     let status = cmd.status().context("running layoutlab reproduce")?;
     let wall_seconds = t.elapsed().as_secs_f64();
@@ -293,12 +311,13 @@ fn bench_experiments(
     names: &[String],
     scales: &[String],
     jobs: Option<u32>,
+    sets: &[String],
     json: Option<PathBuf>,
 ) -> Result<()> {
     let mut results = Vec::new();
     for scale in scales {
         for name in names {
-            results.push(bench_experiment(name, scale.trim(), jobs)?);
+            results.push(bench_experiment(name, scale.trim(), jobs, sets)?);
         }
     }
     let title = match names {
@@ -490,8 +509,20 @@ pub fn run(cmd: Command) -> Result<()> {
             scale,
             only,
             jobs,
+            set,
             json,
         } => {
+            // `--set` is checked as `reproduce --set` checks it (the operation's keys and
+            // values), before root is asked for or anything runs.
+            if !set.is_empty() {
+                if name == "all" {
+                    bail!(
+                        "--set goes with one experiment (its keys are its operation's), \
+                         not `bench experiment all`"
+                    );
+                }
+                layoutlab_experiments::sweep::with_sets(&name, &set)?;
+            }
             layoutlab_rig::require_root("running the experiments on loop devices")?;
             let shipped = layoutlab_experiments::experiment::names();
             let names: Vec<String> = if name == "all" {
@@ -529,7 +560,7 @@ pub fn run(cmd: Command) -> Result<()> {
                     bail!("--scale takes \"default\" or numbers in (0, 1], got '{s}'");
                 }
             }
-            bench_experiments(&names, &scales, jobs, json)
+            bench_experiments(&names, &scales, jobs, &set, json)
         }
     }
 }

@@ -13,7 +13,6 @@ pub mod relayout;
 pub mod source;
 
 use anyhow::{bail, Context, Result};
-use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_rig::{FsckOptions, LoopDevice, ProgressStyle, TraceOptions};
 use layoutlab_trace::Trace;
 use serde::Serialize;
@@ -289,7 +288,7 @@ fn replay_all(
             });
             continue;
         }
-        let replayed = replay(device.as_mut(), &checked.trace, &ReplayOptions::default());
+        let replayed = crate::steps::price::on(device.as_mut(), &checked.trace, 1.0);
         let (head, tail) = checked.head_tail_cpu_s;
         let phases: Vec<PhasePrediction> = crate::steps::phases::tag_phases(&replayed, head, tail)
             .into_iter()

@@ -1,6 +1,7 @@
 //! The steps every operation composes, one owner each: plan an image ([`plan`]), make it
-//! ([`image`]), and turn a captured trace's tags into phases, with the CPU time before and after
-//! the trace ([`phases`]).
+//! ([`image`]), check it with the real e2fsck under trace ([`check`]), price a trace on the
+//! run's devices ([`price`]), and turn a captured trace's tags into phases, with the CPU time
+//! before and after the trace ([`phases`]).
 //!
 //! The model is fio's ioengines: the core owns the loop, the engines own only what differs. An
 //! operation here owns its question (which population, which policies, which kernel phase to
@@ -8,11 +9,13 @@
 //! requests are selected by tag is written once, in these modules, and no operation calls
 //! another operation for it.
 //!
-//! What these steps do not own: running a checker or a kernel phase under trace (still in
-//! `fsck::run::run_one`, `request_merging::traced_dd` and each kernel operation's run body) and
-//! pricing a trace on a device (`layoutlab_device::replay` itself, called by each operation).
+//! What these steps do not own: running a kernel phase under trace (`request_merging::traced_dd`
+//! and each kernel operation's run body, around [`capture`]'s window); the replay of a
+//! trace itself (`layoutlab_device::replay`, which [`price`] calls).
 
 pub mod capture;
+pub mod check;
 pub mod image;
 pub mod phases;
 pub mod plan;
+pub mod price;

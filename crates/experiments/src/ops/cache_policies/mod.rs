@@ -14,11 +14,10 @@
 pub mod kernel;
 
 use crate::output::{write_json, Human};
-use crate::random_read::{offsets, sizes, RandomReadSpec};
+use crate::random_file::{offsets, sizes};
 use crate::{Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_cache::{by_name, misses_trace, simulate_stream, stream, Access};
-use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_report::{Cell, Column, HtmlBundle, SweepChart, SweepSeries, Table};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -140,22 +139,7 @@ fn plan_layout(
     scale: f64,
     seed: u64,
 ) -> Result<Layout> {
-    let rr = RandomReadSpec {
-        default_scale: spec.default_scale,
-        file_gb: spec.file_gb,
-        fs_per_file: spec.fs_per_file,
-        reads: spec.reads,
-        read_bytes: spec.read_bytes,
-        targets: vec![],
-        modes: vec![],
-        read_ahead_kb: 0,
-        max_sectors_kb: 0,
-        extra_mount_options: String::new(),
-        policy_images: BTreeMap::new(),
-        engine_images: BTreeMap::new(),
-        layout: "engine".into(),
-    };
-    let (file_bytes, fs_bytes) = sizes(&rr, scale);
+    let (file_bytes, fs_bytes) = sizes(spec.file_gb, spec.fs_per_file, scale);
     let (_, geometry, plan) = plan_file(policy, file_bytes, fs_bytes, seed)?;
     let block_bytes = u64::from(geometry.block_size_bytes);
     if block_bytes != 4096 {
@@ -232,8 +216,7 @@ fn price(policy: &str, pages: usize, accesses: &[Access], device: &str) -> Resul
     let mapping = outcome.mapping_misses(accesses);
     let data = outcome.misses() - mapping;
     let trace = misses_trace(accesses, &outcome.hit, 4096);
-    let mut dev = crate::support::load_device(device)?;
-    let seconds = replay(dev.as_mut(), &trace, &ReplayOptions::default()).wall_ns / 1e9;
+    let seconds = crate::steps::price::on_preset(device, &trace, 1.0)?.wall_ns / 1e9;
     Ok((seconds, mapping, data))
 }
 

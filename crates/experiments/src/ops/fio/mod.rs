@@ -39,7 +39,7 @@ pub struct FioSpec {
 /// (`presets/history/`): (`DEVICE@COMMIT`, TOML text).
 pub const HISTORY: &[(&str, &str)] = &[(
     "sata-500g-2008@0b6ce26",
-    include_str!("../../../../presets/history/sata-500g-2008@0b6ce26.toml"),
+    include_str!("../../../../../presets/history/sata-500g-2008@0b6ce26.toml"),
 )];
 
 /// The text of history entry `name`, or an error listing the valid ones.

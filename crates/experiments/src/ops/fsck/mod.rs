@@ -1,7 +1,7 @@
 //! The "fsck" operation: for every layout policy, write the workload's image through
 //! libext2fs, run the real `e2fsck -fn` on it under block tracing, and price the trace on the
-//! experiment's device model ([`run`]); then print the per-pass tables, write the report and
-//! the JSON ([`report`]).
+//! experiment's device model ([`run`], whose [`run::run_fsck`] is the whole pipeline); then
+//! print the per-pass tables, write the report and the JSON ([`report`], rendering only).
 
 pub mod breakdown;
 pub mod report;
@@ -63,6 +63,16 @@ pub struct FsckSpec {
 }
 
 impl FsckSpec {
+    /// What the e2fsck check under trace takes from this table.
+    pub fn check_spec(&self) -> crate::steps::check::CheckSpec {
+        crate::steps::check::CheckSpec {
+            os_read_ahead_kb: self.os_read_ahead_kb,
+            os_max_sectors_kb: self.os_max_sectors_kb,
+            e2fsck_extra_args: self.e2fsck_extra_args.clone(),
+            e2fsck_single_cpu: self.e2fsck_single_cpu,
+        }
+    }
+
     /// The mkfs profile `policy` is formatted with.
     pub fn mkfs_profile_of(&self, policy: &str) -> &str {
         crate::experiment::mkfs_profile_for(policy, &self.mkfs_profile, &self.mkfs_profiles)
@@ -119,7 +129,7 @@ impl Operation for Fsck {
     }
 
     fn run(&self, exp: &Experiment, args: &RunArgs) -> Result<()> {
-        report::run_fsck(exp, args)
+        run::run_fsck(exp, args)
     }
 }
 

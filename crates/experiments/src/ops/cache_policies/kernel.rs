@@ -10,7 +10,8 @@
 
 use crate::ext_classes::ExtLayout;
 use crate::kernel_profile;
-use crate::random_read::{check_fully_written, offsets, sizes, RandomReadSpec};
+use crate::random_file::{check_fully_written, offsets, sizes};
+use crate::random_read::RandomReadSpec;
 use crate::steps::phases::{of_tag, TagTable};
 use anyhow::{bail, Context, Result};
 use layoutlab_layout::plan::{Plan, PlannedInode};
@@ -83,7 +84,7 @@ pub fn run(
         .get("ext3")
         .context("random-read's experiment lays out no ext3 file by policy")?;
     let profile = kernel_profile::by_name("ext3")?;
-    let (file_bytes, fs_bytes) = sizes(spec, scale);
+    let (file_bytes, fs_bytes) = sizes(spec.file_gb, spec.fs_per_file, scale);
     let queue =
         crate::support::capture_queue(device, Some(spec.read_ahead_kb), Some(spec.max_sectors_kb))?;
     let (mkfs_profile, g, plan) = super::plan_file(policy, file_bytes, fs_bytes, seed)?;

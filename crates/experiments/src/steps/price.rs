@@ -1,25 +1,47 @@
-//! Pricing an e2fsck trace on a device made of two (issue 29, metadata on a faster device):
-//! the layout's leading metadata region on an SSD preset, the rest on a disk preset, joined as
-//! a linear concatenation (md `linear`, LVM linear) joins them, so block `b` of the file system
-//! is sector `8b` of the concatenation. Each request is routed by its address; what reached
-//! each device is counted per e2fsck pass and per class of block.
+//! Pricing a trace, the step every operation that prices composes: a fresh device from a
+//! preset replays the trace ([`on_preset`], [`on`]); a file system larger than one drive is
+//! priced on as many of the preset concatenated as hold it ([`linear_device`]); and an e2fsck
+//! check is priced on a device made of two (issue 29, metadata on a faster device,
+//! [`split_device`], [`split`]).
 //!
-//! A file system larger than one disk (10 TB on 2 TB drives) is priced on as many disks of the
-//! preset concatenated as hold it, and a region larger than one SSD on as many SSDs: no preset
-//! value changes, only how many drives there are.
+//! The split: the layout's leading metadata region on an SSD preset, the rest on a disk preset,
+//! joined as a linear concatenation (md `linear`, LVM linear) joins them, so block `b` of the
+//! file system is sector `8b` of the concatenation. Each request is routed by its address; what
+//! reached each device is counted per e2fsck pass and per class of block. A region larger than
+//! one SSD is on as many SSDs: no preset value changes, only how many drives there are.
 //!
-//! It owns the device's construction, the check that the fast device is faster, the replay of
-//! the fsck operation's captured traces and their attribution; it does not capture anything
-//! (the fsck operation's [`super::run`] does).
+//! It owns the devices' construction, the check that the fast device is faster and the replays;
+//! it does not capture anything ([`crate::steps::check`] and the kernel operations do), and the
+//! replay itself is `layoutlab_device::replay`'s.
 
-use super::run::{pass_number, PolicyRun, MIB};
+use crate::steps::check::{pass_number, PolicyRun, MIB};
 use anyhow::{bail, Result};
 use layoutlab_device::composite::Composite;
-use layoutlab_device::replay::{replay, ReplayOptions};
+use layoutlab_device::replay::{replay, ReplayOptions, Replayed};
 use layoutlab_device::{Device, IoRequest};
 use layoutlab_layout::BlockClass;
-use layoutlab_trace::{Flags, Op};
+use layoutlab_trace::{Flags, Op, Trace};
 use serde::Serialize;
+
+/// `device` replays `trace`, the think time between requests multiplied by `cpu_scale`
+/// (first come, first served, at the device's own queue depth).
+pub fn on(device: &mut dyn Device, trace: &Trace, cpu_scale: f64) -> Replayed {
+    replay(
+        device,
+        trace,
+        &ReplayOptions {
+            cpu_scale,
+            ..ReplayOptions::default()
+        },
+    )
+}
+
+/// A fresh device of `preset` (name or file: idle, empty cache) replays `trace`, think time
+/// times `cpu_scale`.
+pub fn on_preset(preset: &str, trace: &Trace, cpu_scale: f64) -> Result<Replayed> {
+    let mut dev = crate::support::load_device(preset)?;
+    Ok(on(dev.as_mut(), trace, cpu_scale))
+}
 
 /// The device a run is priced on: `fast_members` SSDs holding the region, then disks.
 pub struct SplitDevice {
@@ -200,17 +222,10 @@ pub struct ClassSplit {
     pub hdd_bytes: u64,
 }
 
-/// Prices `run`'s captured trace on `split`, CPU time scaled by `cpu_scale`.
-pub fn price(run: &PolicyRun, split: &mut SplitDevice, cpu_scale: f64) -> SplitRun {
+/// Prices `run`'s captured e2fsck trace on `split`, CPU time scaled by `cpu_scale`.
+pub fn split(run: &PolicyRun, split: &mut SplitDevice, cpu_scale: f64) -> SplitRun {
     let trace = &run.trace;
-    let replayed = replay(
-        &mut split.device,
-        trace,
-        &ReplayOptions {
-            cpu_scale,
-            ..ReplayOptions::default()
-        },
-    );
+    let replayed = on(&mut split.device, trace, cpu_scale);
     let mut passes: Vec<SplitPass> = replayed
         .tags
         .iter()
@@ -263,141 +278,6 @@ pub fn price(run: &PolicyRun, split: &mut SplitDevice, cpu_scale: f64) -> SplitR
         passes,
         classes,
     }
-}
-
-/// Prices every run of a policy with a metadata region on `fast` (the region) and `slow`
-/// (the rest): the fsck experiment's runs of `spec` at `scale`.
-pub fn price_runs(
-    spec: &super::FsckSpec,
-    runs: &[PolicyRun],
-    fast: &str,
-    slow: &str,
-    scale: f64,
-    cpu_scale: f64,
-) -> Result<Vec<SplitRun>> {
-    let fs_bytes = layoutlab_workload::population_by_name(&spec.workload)?
-        .scale(scale)?
-        .copies(spec.workload_copies.unwrap_or(1))?
-        .fs_bytes;
-    let mut out = Vec::new();
-    for r in runs {
-        let Some(fp) = &r.region else { continue };
-        let (_, geo) = crate::steps::plan::format(spec.mkfs_profile_of(&r.policy), fs_bytes)?;
-        let sectors_per_block = u64::from(geo.block_size_bytes) / 512;
-        let mut split = split_device(
-            fast,
-            slow,
-            fp.region_end_block * sectors_per_block,
-            geo.blocks_count * sectors_per_block,
-        )?;
-        out.push(price(r, &mut split, cpu_scale));
-    }
-    Ok(out)
-}
-
-/// The split's tables: e2fsck per pass on the split device with each device's share, the
-/// SSD the metadata needs, and what each device served by class of block.
-pub fn tables(
-    splits: &[SplitRun],
-    runs: &[PolicyRun],
-    block_bytes: u64,
-) -> Result<Vec<layoutlab_report::Table>> {
-    use layoutlab_report::{Cell, Column, Table};
-    let mut out = Vec::new();
-    for s in splits {
-        let mut t = Table::new(
-            &format!(
-                "e2fsck -fn per pass, {} with its metadata region on the SSD ({})",
-                s.policy, s.device
-            ),
-            vec![
-                Column::text("pass"),
-                Column::number("predicted", Some("s")),
-                Column::number("SSD busy", Some("s")),
-                Column::number("disk busy", Some("s")),
-                Column::number("SSD requests", None),
-                Column::number("disk requests", None),
-                Column::number("SSD read", Some("MiB")),
-                Column::number("disk read", Some("MiB")),
-            ],
-        );
-        let row = |label: String, seconds: f64, ssd: &DeviceShare, hdd: &DeviceShare| {
-            vec![
-                Cell::text(label),
-                Cell::num(seconds, 2),
-                Cell::num(ssd.busy_seconds, 2),
-                Cell::num(hdd.busy_seconds, 2),
-                Cell::count(ssd.requests),
-                Cell::count(hdd.requests),
-                Cell::num(ssd.mib, 1),
-                Cell::num(hdd.mib, 1),
-            ]
-        };
-        let (mut ssd, mut hdd) = (DeviceShare::default(), DeviceShare::default());
-        for p in &s.passes {
-            let label = if p.pass == 0 {
-                "setup".to_string()
-            } else {
-                p.pass.to_string()
-            };
-            t.push_row(row(label, p.seconds, &p.ssd, &p.hdd))?;
-            for (sum, one) in [(&mut ssd, &p.ssd), (&mut hdd, &p.hdd)] {
-                sum.requests += one.requests;
-                sum.mib += one.mib;
-                sum.busy_seconds += one.busy_seconds;
-            }
-        }
-        t.push_total(row("total".into(), s.total_seconds, &ssd, &hdd))?;
-        out.push(t);
-    }
-    let mut t = Table::new(
-        "the metadata region: the SSD the metadata needs (measured from the plan)",
-        vec![
-            Column::text("policy"),
-            Column::number("region", Some("GB")),
-            Column::number("mke2fs's metadata in it", Some("GB")),
-            Column::number("metadata needs", Some("GB")),
-            Column::number("metadata blocks in region", None),
-            Column::number("overflowed past it", None),
-            Column::number("file data in region", Some("blocks")),
-        ],
-    );
-    for r in runs {
-        let Some(fp) = &r.region else { continue };
-        let gb = |blocks: u64| blocks as f64 * block_bytes as f64 / 1e9;
-        t.push_row(vec![
-            Cell::text(&r.policy),
-            Cell::num(gb(fp.region_end_block), 2),
-            Cell::num(gb(fp.static_end_block), 2),
-            Cell::num(gb(fp.used_end_block), 2),
-            Cell::count(fp.in_region_blocks),
-            Cell::count(fp.overflow_blocks),
-            Cell::count(fp.data_in_region_blocks),
-        ])?;
-    }
-    out.push(t);
-    for s in splits {
-        let mut t = Table::new(
-            &format!(
-                "{}: what e2fsck read from each device, by class of block",
-                s.policy
-            ),
-            vec![
-                Column::text("class"),
-                Column::number("from the SSD", Some("MiB")),
-                Column::number("from the disk", Some("MiB")),
-            ],
-        );
-        for c in &s.classes {
-            t.push_row(vec![
-                Cell::text(&c.class),
-                Cell::num(c.ssd_bytes as f64 / MIB, 1),
-                Cell::num(c.hdd_bytes as f64 / MIB, 1),
-            ])?;
-        }
-        out.push(t);
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

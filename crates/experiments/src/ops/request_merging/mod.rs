@@ -25,7 +25,6 @@ use crate::output::{write_json, Human};
 use crate::steps::phases::{of_tag, TagTable};
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
-use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_report::{Cell, Column, HtmlBundle, SweepChart, SweepSeries, SweepStyle, Table};
 use layoutlab_rig::{
     check_fits, Backing, BioEvents, FsKind, KernelFs, KernelFsOptions, LoopDevice, RigLock,
@@ -488,8 +487,7 @@ fn price(phases: &[Phase], devices: &[String]) -> Result<Vec<LevelRun>> {
         for (level, t) in [("bio", &p.bios), ("request", &p.requests)] {
             let queued = all_queued(t);
             for d in devices {
-                let mut dev = crate::support::load_device(d)?;
-                let r = replay(dev.as_mut(), &queued, &ReplayOptions::default());
+                let r = crate::steps::price::on_preset(d, &queued, 1.0)?;
                 runs.push(LevelRun {
                     capture_queue: p.requests.queue.clone(),
                     target: p.target.clone(),
@@ -742,10 +740,7 @@ mod tests {
     fn unmerged_stream_costs_more_than_merged() {
         let bios = all_queued(&trace(&[8; 256]));
         let merged = all_queued(&trace(&[2048]));
-        let price = |t: &Trace, d: &str| {
-            let mut dev = crate::support::load_device(d).unwrap();
-            replay(dev.as_mut(), t, &ReplayOptions::default()).wall_ns
-        };
+        let price = |t: &Trace, d: &str| crate::steps::price::on_preset(d, t, 1.0).unwrap().wall_ns;
         for d in ["sata-400g-2007", "sata-500g-2008"] {
             let (b, m) = (price(&bios, d), price(&merged, d));
             assert!(b > m, "{d}: 4 KiB bios {b} ns, 1 MiB request {m} ns");

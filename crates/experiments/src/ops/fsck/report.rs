@@ -2,7 +2,7 @@
 //! class of block, the summary beside the published numbers (at scale 1 only), the offset
 //! plots, the sensitivity table, Markdown and HTML, and the JSON contract of `--json`.
 
-use super::run::{self as fsck_experiment, PolicyRun, RunOptions};
+use super::run::PolicyRun;
 use super::{breakdown, sensitivity, FsckSpec};
 use crate::output::{write_json, Human};
 use crate::{Experiment, RunArgs};
@@ -65,81 +65,8 @@ fn reduction(base: f64, new: f64) -> Option<f64> {
     (base > 0.0).then(|| 1.0 - new / base)
 }
 
-/// Run the experiment (every policy) and report it.
-pub fn run_fsck(exp: &Experiment, a: &RunArgs) -> Result<()> {
-    let device = &a.device_or(exp);
-    let out_dir = &a.out_dir(exp);
-    let spec: FsckSpec = exp.params()?;
-    let h = Human::new(a.json.as_deref());
-    crate::support::warn_if_leftovers();
-    // A period e2fsck that is not built fails here, before any image is made.
-    let e2fsprogs = a.e2fsprogs(spec.period_e2fsprogs.as_deref())?;
-    e2fsprogs.program("e2fsck")?;
-    let scale = a.run_scale(exp)?;
-    let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
-    if a.sensitivity {
-        sensitivity::check(device, &exp.sensitivity, alternatives(exp, device))?;
-    }
-    let memory;
-    let workdir = match &a.workdir {
-        Some(d) => {
-            if d.exists() && !layoutlab_rig::is_memory_fs(d)? {
-                eprintln!(
-                    "note: {} is not in memory: the kernel's read-ahead, and so the requests \
-                     e2fsck issues, depend on how fast this disk answers (docs/replay.md)",
-                    d.display()
-                );
-            }
-            d.clone()
-        }
-        None => {
-            layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
-            let cap = layoutlab_rig::mem_available_bytes()? / 2;
-            memory = layoutlab_rig::Mount::tmpfs(cap)
-                .context("mounting the in-memory work directory (or choose one: --workdir DIR)")?;
-            memory.target().to_path_buf()
-        }
-    };
-    eprintln!(
-        "{} — scale {scale} on {device}; images in {}",
-        exp.title,
-        workdir.display()
-    );
-    let opts = RunOptions {
-        scale,
-        device: device.to_string(),
-        workdir: workdir.clone(),
-        keep: a.keep,
-        cpu_scale,
-        // Closed loop measures time on this machine: one policy at a time, so that the
-        // policies do not slow each other's route.
-        jobs: match (a.closed_loop, a.jobs) {
-            (Some(_), _) => 1,
-            (None, Some(j)) => j as usize,
-            (None, None) => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-        e2fsck: e2fsprogs,
-        closed_loop: a.closed_loop,
-    };
-    let started = std::time::Instant::now();
-    let runs = fsck_experiment::run(exp, &opts)?;
-    let experiment_seconds = started.elapsed().as_secs_f64();
-    let _reporting = crate::stages::enter(crate::stages::REPORT);
-    render(
-        exp,
-        a,
-        device,
-        out_dir,
-        (scale, cpu_scale),
-        &workdir,
-        &runs,
-        &h,
-        Some((opts.jobs, started, experiment_seconds)),
-    )
-}
-
 /// Print and write the report of `runs` (tables on `h`, files under `out_dir`, JSON to
-/// `a.json`): everything [`run_fsck`] shows, from runs already made. `timing` (jobs, when the
+/// `a.json`): everything [`super::run::run_fsck`] shows, from runs already made. `timing` (jobs, when the
 /// run started, seconds the experiment took) goes into the JSON; `None` leaves it out.
 #[allow(clippy::too_many_arguments)]
 pub fn render(
@@ -527,7 +454,7 @@ fn full_size(workload: &str) -> String {
 
 /// The experiment's alternative presets, when the run is on the experiment's own device (they
 /// shadow that preset, not one given with `--device`).
-fn alternatives<'a>(exp: &'a Experiment, device: &str) -> &'a [String] {
+pub(super) fn alternatives<'a>(exp: &'a Experiment, device: &str) -> &'a [String] {
     if device == exp.device {
         &exp.alternatives
     } else {

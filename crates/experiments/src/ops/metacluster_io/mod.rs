@@ -14,7 +14,8 @@
 //!   kernel has, is a replay option that inserts those reads into the captured trace
 //!   ([`ind_readahead`]).
 //!
-//! [`report`] prints the table, writes the SVG of benchmark 3 and the JSON.
+//! [`run`] runs it all ([`run::run_metacluster_io`]); [`report`] prints the table, writes the SVG
+//! of benchmark 3 and the JSON.
 
 pub mod ind_readahead;
 pub mod report;
@@ -152,6 +153,6 @@ impl Operation for MetaclusterIo {
     }
 
     fn run(&self, exp: &Experiment, args: &RunArgs) -> Result<()> {
-        report::run_metacluster_io(exp, args)
+        run::run_metacluster_io(exp, args)
     }
 }

@@ -8,7 +8,6 @@
 use crate::experiment::Sensitivity;
 use anyhow::{Context, Result};
 use layoutlab_device::preset::{load_preset_str, preset_source, preset_value, vary_preset};
-use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_report::{Cell, Column, Table};
 use layoutlab_trace::Trace;
 use serde::Serialize;
@@ -74,17 +73,13 @@ pub fn run(
     cpu_scale: f64,
 ) -> Result<Vec<Row>> {
     let (text, path) = preset_source(device)?;
-    let opts = ReplayOptions {
-        cpu_scale,
-        ..ReplayOptions::default()
-    };
     let totals_on = |text: &str, path: &str| -> Result<BTreeMap<String, f64>> {
         let mut out = BTreeMap::new();
         for (policy, trace, outside) in traces {
             let mut dev = load_preset_str(text, path)?;
             out.insert(
                 policy.clone(),
-                replay(dev.as_mut(), trace, &opts).wall_ns / 1e9 + outside,
+                crate::steps::price::on(dev.as_mut(), trace, cpu_scale).wall_ns / 1e9 + outside,
             );
         }
         Ok(out)

@@ -316,8 +316,10 @@ mod tests {
     use super::*;
 
     fn spec() -> MetaclusterIoSpec {
-        toml::from_str::<toml::Table>(include_str!("../../../../experiments/metacluster-io.toml"))
-            .unwrap()["metacluster-io"]
+        toml::from_str::<toml::Table>(include_str!(
+            "../../../../../experiments/metacluster-io.toml"
+        ))
+        .unwrap()["metacluster-io"]
             .clone()
             .try_into()
             .unwrap()

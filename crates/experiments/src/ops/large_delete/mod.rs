@@ -25,7 +25,6 @@ use crate::output::{write_json, Human};
 use crate::steps::plan::policy_image;
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
-use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, OffsetSeries, Table};
 use layoutlab_rig::{Backing, FsKind, KernelFs, KernelFsOptions, TraceOptions};
 use serde::{Deserialize, Serialize};
@@ -123,13 +122,7 @@ impl Operation for LargeDelete {
                 bail!("unknown variant '{v}'; valid: {}", VARIANTS.join(", "));
             }
         }
-        if !crate::random_read::LAYOUTS.contains(&s.layout.as_str()) {
-            bail!(
-                "unknown layout '{}'; valid: {}",
-                s.layout,
-                crate::random_read::LAYOUTS.join(", ")
-            );
-        }
+        crate::random_file::check_layout(&s.layout)?;
         for (fs, policy) in s.policy_images.iter().chain(&s.engine_images) {
             kernel_profile::by_name(fs)?;
             layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())?;
@@ -371,8 +364,7 @@ fn one_run(
     let trace = captured.capture.trace;
     drop(capture_stage);
     let _pricing = crate::stages::enter(crate::stages::PRICE);
-    let mut dev = crate::support::load_device(device)?;
-    let replayed = replay(dev.as_mut(), &trace, &ReplayOptions::default());
+    let replayed = crate::steps::price::on_preset(device, &trace, 1.0)?;
     Ok(DeleteRun {
         capture_queue: trace.queue.clone(),
         fs: fs.to_string(),

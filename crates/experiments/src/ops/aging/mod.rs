@@ -6,7 +6,7 @@
 //! `layoutlab_workload::aging`): the tree, then the stream, is planned by the policy (which
 //! frees and reuses space as its kernel does), written through libext2fs, checked by the real
 //! `e2fsck -fn` under block tracing and the trace priced on the experiment's device (the
-//! metacluster-fsck machinery, [`crate::fsck::run`]); the plan's layout metrics
+//! e2fsck check step, [`crate::steps::check`]); the plan's layout metrics
 //! ([`layoutlab_layout::metrics`]) and the modelled cost of reading its largest files
 //! sequentially and at random ([`read_cost`]) go beside it.
 //!
@@ -14,12 +14,10 @@
 //! take the live data past it are left out, in creation order): bench5 fills its disk, and
 //! a stream cannot hold a file system fuller than it is. Age 0 is that trimmed tree.
 
-use crate::fsck::run::{run_one, RunOptions};
-use crate::fsck::FsckSpec;
 use crate::output::{write_json, Human};
+use crate::steps::check::{traced_e2fsck, CheckSpec, RunOptions};
 use crate::{Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
-use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_device::Device;
 use layoutlab_layout::metrics::LayoutMetrics;
 use layoutlab_layout::policy::{self, PolicyParams};
@@ -81,7 +79,7 @@ pub struct AgingSpec {
     /// Metadata on a faster device (issue 29): the SSD preset that holds the metadata region
     /// of each policy that keeps one (`ext4-meta-ssd`); those cells' e2fsck traces and read
     /// costs are also priced with the region on it and the rest on the experiment's disks
-    /// ([`crate::fsck::split`]). None: no split.
+    /// ([`crate::steps::price`]). None: no split.
     #[serde(default)]
     pub fast_device: Option<String>,
 }
@@ -91,22 +89,13 @@ impl AgingSpec {
         crate::experiment::mkfs_profile_for(policy, &self.mkfs_profile, &self.mkfs_profiles)
     }
 
-    /// The fsck machinery's view of these parameters.
-    fn fsck_spec(&self) -> FsckSpec {
-        FsckSpec {
-            default_scale: self.default_scale,
-            workload: self.workloads.first().cloned().unwrap_or_default(),
-            workload_copies: None,
-            mkfs_profile: self.mkfs_profile.clone(),
-            mkfs_profiles: self.mkfs_profiles.clone(),
-            policies: self.policies.clone(),
+    /// What the e2fsck check under trace takes from this table.
+    fn check_spec(&self) -> CheckSpec {
+        CheckSpec {
             os_read_ahead_kb: self.os_read_ahead_kb,
             os_max_sectors_kb: Some(self.os_max_sectors_kb),
-            cpu_scale: self.cpu_scale,
             e2fsck_extra_args: self.e2fsck_extra_args.clone(),
             e2fsck_single_cpu: self.e2fsck_single_cpu,
-            period_e2fsprogs: None,
-            fast_device: None,
         }
     }
 
@@ -194,7 +183,7 @@ pub struct AgingRun {
     /// Layout score (block-weighted, Conway et al.).
     pub layout_score: f64,
     /// e2fsck per pass on the device model.
-    pub passes: Vec<crate::fsck::PassResult>,
+    pub passes: Vec<crate::steps::check::PassResult>,
     /// Predicted e2fsck seconds.
     pub total_seconds: f64,
     /// Requests e2fsck issued.
@@ -228,7 +217,7 @@ pub struct AgingSplit {
     /// Where the plan's metadata lies relative to the region: the SSD it needs, the overflow.
     pub region: layoutlab_layout::policy::ext4_meta_ssd::MetadataFootprint,
     /// The cell's e2fsck trace priced on the split device, per pass and device.
-    pub fsck: crate::fsck::split::SplitRun,
+    pub fsck: crate::steps::price::SplitRun,
     /// The read cost on the split device.
     pub reads: ReadCost,
     /// Of the sequential read's bytes, those the SSD served (mapping blocks; file data that
@@ -458,7 +447,7 @@ pub fn read_cost(
 ) -> Result<ReadCost> {
     let priced = |t: &Trace| -> Result<f64> {
         let mut dev = device()?;
-        Ok(replay(dev.as_mut(), t, &ReplayOptions::default()).wall_ns / 1e9)
+        Ok(crate::steps::price::on(dev.as_mut(), t, 1.0).wall_ns / 1e9)
     };
     let sequential_seconds = priced(&reads.sequential)?;
     Ok(ReadCost {
@@ -511,7 +500,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     }
     crate::support::load_device(&device)?;
     if let Some(fast) = &spec.fast_device {
-        crate::fsck::split::check_faster(fast, &device)?;
+        crate::steps::price::check_faster(fast, &device)?;
     }
     layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
     let memory;
@@ -536,7 +525,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         e2fsck: layoutlab_rig::E2fsprogs::Today,
         closed_loop: None,
     };
-    let fsck_spec = spec.fsck_spec();
+    let check_spec = spec.check_spec();
     let started = Instant::now();
     let cells = pops.len() * spec.policies.len() * spec.ages.len();
     let jobs = crate::support::jobs(a.jobs).clamp(1, spec.policies.len());
@@ -610,7 +599,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
             let pass = PolicyPass {
                 exp,
                 spec: &spec,
-                fsck_spec: &fsck_spec,
+                check_spec: &check_spec,
                 opts: &opts,
                 pop: &aged,
                 pname,
@@ -779,7 +768,7 @@ fn cell_jobs(jobs: usize, asked: bool, ops: usize) -> Result<usize> {
 struct PolicyPass<'a> {
     exp: &'a Experiment,
     spec: &'a AgingSpec,
-    fsck_spec: &'a FsckSpec,
+    check_spec: &'a CheckSpec,
     opts: &'a RunOptions,
     /// The tree and the oldest stream.
     pop: &'a Population,
@@ -800,7 +789,7 @@ impl PolicyPass<'_> {
         let &PolicyPass {
             exp,
             spec,
-            fsck_spec,
+            check_spec,
             opts,
             pop,
             pname,
@@ -820,7 +809,7 @@ impl PolicyPass<'_> {
         let image = crate::stages::timed(crate::stages::IMAGE, || {
             crate::steps::image::make_image(&image_path, profile, &geo)
         })?;
-        let run = run_one(fsck_spec, opts, &geo, &plan, image.path(), 0.0)?;
+        let run = traced_e2fsck(check_spec, opts, &geo, &plan, image.path(), 0.0)?;
         drop(image);
         // the read-cost model: priced in memory (inside the pass's plan stage otherwise)
         let _pricing = crate::stages::enter(crate::stages::PRICE);
@@ -834,7 +823,7 @@ impl PolicyPass<'_> {
         // the disks alone: as many of the preset as hold the file system, as the check's replay
         let fs_sectors = geo.blocks_count * bs / 512;
         let reads = read_cost(&traces, &|| {
-            crate::fsck::split::linear_device(&opts.device, fs_sectors)
+            crate::steps::price::linear_device(&opts.device, fs_sectors)
         })?;
         let split = match (
             &spec.fast_device,
@@ -890,7 +879,7 @@ impl PolicyPass<'_> {
 /// `fast` and the rest on `slow`'s disks, and where the plan's metadata lies against it.
 #[allow(clippy::too_many_arguments)]
 fn split_cell(
-    run: &crate::fsck::PolicyRun,
+    run: &crate::steps::check::PolicyRun,
     plan: &Plan,
     geo: &Geometry,
     traces: &ReadTraces,
@@ -899,11 +888,11 @@ fn split_cell(
     end: u64,
     cpu_scale: f64,
 ) -> Result<AgingSplit> {
-    use crate::fsck::split;
+    use crate::steps::price;
     let spb = u64::from(geo.block_size_bytes) / 512;
     let region = layoutlab_layout::policy::ext4_meta_ssd::footprint(plan, geo, end);
-    let make = || split::split_device(fast, slow, end * spb, geo.blocks_count * spb);
-    let fsck = split::price(run, &mut make()?, cpu_scale);
+    let make = || price::split_device(fast, slow, end * spb, geo.blocks_count * spb);
+    let fsck = price::split(run, &mut make()?, cpu_scale);
     let reads = read_cost(traces, &|| Ok(Box::new(make()?.device) as Box<dyn Device>))?;
     let sequential_ssd_bytes = traces
         .sequential

@@ -1,17 +1,16 @@
-//! The "fsck" operation of an experiment: for every policy, plan the workload, write the image
-//! through libext2fs, run the real `e2fsck -fn -tt` on it through a loop device under block
-//! tracing, and replay the trace on the experiment's device model.
+//! The e2fsck check under trace, one step that the fsck and aging operations both compose:
+//! write a plan into its image through libext2fs, run the real `e2fsck -fn -tt` on it through
+//! a loop device (or the emulated device, closed loop) under block tracing, and price the trace
+//! on the run's device ([`crate::steps::price`]), per pass.
 //!
-//! Every number reported comes from the replay of a real e2fsck trace; the published numbers
-//! are carried along only to be printed beside ours.
+//! It owns the check's options, its result ([`PolicyRun`]) and the mapping from e2fsck's
+//! passes to the trace's tags; it does not own which policies, populations or ages are checked
+//! (the operations), nor how a plan or an image is made ([`crate::steps::plan`],
+//! [`crate::steps::image`]). Every number comes from the replay of a real e2fsck trace.
 
-use super::FsckSpec;
-use crate::Experiment;
-use anyhow::{bail, Context, Result};
-use layoutlab_device::replay::{replay, think_summary, ReplayOptions, Replayed, ThinkSource};
+use anyhow::{bail, Result};
+use layoutlab_device::replay::{think_summary, Replayed, ThinkSource};
 use layoutlab_layout::geometry::Geometry;
-use layoutlab_layout::mkfs::MkfsProfile;
-use layoutlab_layout::policy::{self, PolicyParams};
 use layoutlab_layout::{BlockClasses, Plan};
 use layoutlab_rig::{E2fsprogs, FsckOptions, LoopDevice};
 use layoutlab_trace::{Op, Trace};
@@ -20,7 +19,21 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// How to run the experiment (from the command line).
+/// What the operation's table says about the check: the queue the OS of the modelled disk
+/// presented, and how e2fsck is run (the `[fsck]` and `[aging]` tables' fields of these names).
+#[derive(Clone, Debug)]
+pub struct CheckSpec {
+    /// Block-device readahead the OS used with the modelled disk (KiB).
+    pub os_read_ahead_kb: u32,
+    /// Largest request the OS sent the modelled disk (KiB); `None`: leave the loop device's.
+    pub os_max_sectors_kb: Option<u32>,
+    /// Extra arguments to the real e2fsck, after `-fnv -tt -C 3`.
+    pub e2fsck_extra_args: Vec<String>,
+    /// Run e2fsck seeing one CPU, so libext2fs reads bitmaps with one thread (as in 2007).
+    pub e2fsck_single_cpu: bool,
+}
+
+/// How to run the checks (from the command line).
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     /// Scale of disk and files (1.0 = as published).
@@ -194,148 +207,17 @@ pub struct PolicyRun {
 }
 
 /// Bytes of a MiB, as e2fsck -tt counts them.
-pub(crate) const MIB: f64 = (1u64 << 20) as f64;
+pub const MIB: f64 = (1u64 << 20) as f64;
 
 /// Say what is happening on long work (stderr, so --json - stays clean), naming the policy:
 /// policies run at once, so their lines interleave.
-fn progress(policy: &str, msg: &str) {
+pub(crate) fn progress(policy: &str, msg: &str) {
     eprintln!("  [{policy}] {msg}");
 }
 
 /// libext2fs keeps process-wide state (error tables, the default I/O manager); images are
 /// written one at a time, which costs little beside the traced checks that run at once.
 static LIBEXT2FS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Run the fsck operation for every policy of `exp`.
-pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
-    let spec: FsckSpec = exp.params()?;
-    let spec = &spec;
-    if !(opts.scale > 0.0 && opts.scale <= 1.0) {
-        bail!("--scale must be in (0, 1], got {}", opts.scale);
-    }
-    // Resolve every name before any work, so a typo fails at once and changes nothing.
-    let population = crate::stages::timed(crate::stages::PLAN, || {
-        layoutlab_workload::population_by_name(&spec.workload)
-            .with_context(|| format!("workload of experiment '{}'", exp.name))?
-            .scale(opts.scale)?
-            .copies(spec.workload_copies.unwrap_or(1))
-            .map_err(anyhow::Error::from)
-    })?;
-    let policies = spec
-        .policies
-        .iter()
-        .map(|p| policy::by_name(p, &PolicyParams::new()))
-        .collect::<Result<Vec<_>, _>>()?;
-    // Each policy's mkfs profile and the file system it makes (usually one for all).
-    let formats = spec
-        .policies
-        .iter()
-        .map(|p| -> Result<(MkfsProfile, Geometry)> {
-            crate::steps::plan::format(spec.mkfs_profile_of(p), population.fs_bytes)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    // a file system larger than the drive is priced on as many of them as hold it
-    super::split::linear_device(&opts.device, population.fs_bytes.div_ceil(512))?;
-    if let Some(fast) = &spec.fast_device {
-        super::split::check_faster(fast, &opts.device)?;
-    }
-    layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
-    std::fs::create_dir_all(&opts.workdir)
-        .with_context(|| format!("creating work directory {}", opts.workdir.display()))?;
-
-    // Never adopt (and so remove) a file we did not make; refuse before any work.
-    for pol in &policies {
-        let path = image_path(exp, opts, pol.name());
-        if path.exists() {
-            bail!(
-                "{} already exists (from a --keep run?); remove it or choose another --workdir",
-                path.display()
-            );
-        }
-    }
-    // The images share the work directory: each must fit alone before any is made (its plan's
-    // blocks are counted once planned), and at once only as many as fit together.
-    let budget = crate::steps::image::SpaceBudget::new(&opts.workdir)?;
-    for (pol, (profile, geometry)) in policies.iter().zip(&formats) {
-        let (need, detail) =
-            crate::steps::image::image_need(&opts.workdir, profile, geometry, None)?;
-        budget.check(&format!("the {} image", pol.name()), need, &detail)?;
-    }
-    let jobs = opts.jobs.clamp(1, policies.len().max(1));
-    eprintln!(
-        "{} policies, {jobs} at a time: {}",
-        policies.len(),
-        spec.policies.join(", ")
-    );
-    let run_policy = |pol: &dyn policy::Policy,
-                      (profile, geometry): &(MkfsProfile, Geometry)|
-     -> Result<PolicyRun> {
-        let t = Instant::now();
-        let planning = crate::stages::enter(crate::stages::PLAN);
-        let plan = crate::steps::plan::checked(pol, geometry, &population, exp.seed)?;
-        let plan_seconds = t.elapsed().as_secs_f64();
-        drop(planning);
-        progress(
-            pol.name(),
-            &format!(
-                "planned {} inodes, {} indirect blocks in {:.1} s",
-                plan.inodes.len(),
-                plan.mapping_blocks(),
-                t.elapsed().as_secs_f64()
-            ),
-        );
-        let image_path = image_path(exp, opts, pol.name());
-        let (need, detail) =
-            crate::steps::image::image_need(&opts.workdir, profile, geometry, Some(&plan))?;
-        progress(
-            pol.name(),
-            &format!(
-                "its image needs about {:.2} GB in {} (of {:.2} GB free)",
-                need as f64 / 1e9,
-                opts.workdir.display(),
-                budget.free_bytes() as f64 / 1e9
-            ),
-        );
-        // declared before the image, so given back only after the image is removed
-        let held = budget.hold(&format!("the {} image", pol.name()), need, &detail)?;
-        // kept only after a successful run with --keep: a half-written image never stays
-        let t = Instant::now();
-        let image = crate::stages::timed(crate::stages::IMAGE, || {
-            crate::steps::image::make_image(&image_path, profile, geometry)
-        })?;
-        let mkfs_seconds = t.elapsed().as_secs_f64();
-        let mut run = run_one(spec, opts, geometry, &plan, image.path(), mkfs_seconds)?;
-        run.measured_here.stage_seconds.plan = plan_seconds;
-        if let Some(end) = policy::metadata_region_end(pol.name(), &PolicyParams::new(), geometry)?
-        {
-            let fp = policy::ext4_meta_ssd::footprint(&plan, geometry, end);
-            if fp.overflow_blocks > 0 {
-                progress(
-                    pol.name(),
-                    &format!(
-                        "the metadata region (blocks 0..{end}) is full: {} metadata blocks \
-                         overflowed to the data area, next to their goals",
-                        fp.overflow_blocks
-                    ),
-                );
-            }
-            run.region = Some(fp);
-        }
-        if opts.keep {
-            held.keep();
-        }
-        Ok(PolicyRun {
-            image: opts.keep.then(|| image.keep()),
-            ..run
-        })
-    };
-    // Work queue: each worker takes the next policy; results keep the policies' order.
-    crate::support::run_queue(policies.len(), jobs, |i| {
-        let pol = &policies[i];
-        eprintln!("[{}/{}] {}", i + 1, policies.len(), pol.name());
-        run_policy(pol.as_ref(), &formats[i]).with_context(|| format!("policy {}", pol.name()))
-    })
-}
 
 /// The experiment's extra e2fsck arguments for `e2fsck`. A period release before 1.43 has no
 /// metadata prefetch and no `-E readahead_kb=` (e2fsck/unix.c parse_extended_opts() of
@@ -362,12 +244,12 @@ fn e2fsck_args(extra: &[String], e2fsck: E2fsprogs) -> Vec<String> {
     out
 }
 
-fn image_path(exp: &Experiment, opts: &RunOptions, policy: &str) -> PathBuf {
-    opts.workdir.join(format!("{}-{policy}.img", exp.name))
-}
-
-pub(crate) fn run_one(
-    spec: &FsckSpec,
+/// Writes `plan` into `image` (made by mke2fs in `mkfs_seconds`), runs the real e2fsck on it
+/// under block tracing as `spec` and `opts` say, and prices the trace on `opts.device` (as
+/// many of it as hold the file system); an error if e2fsck finds the image unclean or the
+/// kernel lost trace events.
+pub fn traced_e2fsck(
+    spec: &CheckSpec,
     opts: &RunOptions,
     geometry: &Geometry,
     plan: &Plan,
@@ -481,15 +363,8 @@ pub(crate) fn run_one(
     let t = Instant::now();
     let fs_sectors = geometry.blocks_count * u64::from(geometry.block_size_bytes) / 512;
     let _pricing = crate::stages::enter(crate::stages::PRICE);
-    let mut device = super::split::linear_device(&opts.device, fs_sectors)?;
-    let replayed = replay(
-        device.as_mut(),
-        &trace,
-        &ReplayOptions {
-            cpu_scale: opts.cpu_scale,
-            ..ReplayOptions::default()
-        },
-    );
+    let mut device = crate::steps::price::linear_device(&opts.device, fs_sectors)?;
+    let replayed = crate::steps::price::on(device.as_mut(), &trace, opts.cpu_scale);
     stages.replay = t.elapsed().as_secs_f64();
     let closed_loop = served.map(|(time_scale, served)| ClosedLoopRun {
         time_scale,
@@ -563,7 +438,7 @@ pub(crate) fn run_one(
 }
 
 /// "pass3" → 3; "setup" (before pass 1) → 0.
-pub(crate) fn pass_number(tag: &str) -> u32 {
+pub fn pass_number(tag: &str) -> u32 {
     tag.strip_prefix("pass")
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
@@ -589,113 +464,4 @@ pub fn indirect_blocks_read(plan: &Plan, trace: &Trace, block_size_bytes: u32) -
         }
     }
     total - wanted.len() as u64
-}
-/// A fixed pair of runs (no root, no kernel): what the renderer's golden test draws.
-#[cfg(test)]
-pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
-    const CSV: &str = "issue_ns,complete_ns,op,sector,sectors,flags,tag
-0,100000,read,0,8,sync|meta,setup
-200000,300000,read,2048,256,meta,pass1
-400000,500000,read,409600,8,meta,pass1
-600000,700000,write,8192,16,sync,pass1
-800000,900000,read,1638400,64,meta,pass2
-1000000,1100000,read,4096,8,meta,pass5
-";
-    let make = |policy: &str, k: f64| {
-        let trace = layoutlab_trace::csv::read(CSV, "fixture").expect("fixture trace");
-        let requests: Vec<_> = (0..trace.requests.len())
-            .map(|i| layoutlab_device::replay::ReplayedRequest {
-                issue_ns: i as f64 * 3e9 * k,
-                start_ns: i as f64 * 3e9 * k + 1e8,
-                complete_ns: i as f64 * 3e9 * k + 2.5e9 * k,
-            })
-            .collect();
-        let replayed = layoutlab_device::replay::Replayed {
-            requests,
-            wall_ns: 18e9 * k,
-            io_busy_ns: 15e9 * k,
-            cpu_not_overlapped_ns: 3e9 * k,
-            ..Default::default()
-        };
-        let passes = vec![
-            PassResult {
-                pass: 0,
-                seconds: 3.0 * k,
-                mb_read: 12.5,
-                requests: 1,
-            },
-            PassResult {
-                pass: 1,
-                seconds: 9.0 * k,
-                mb_read: 300.25,
-                requests: 3,
-            },
-            PassResult {
-                pass: 2,
-                seconds: 3.0 * k,
-                mb_read: 40.0,
-                requests: 1,
-            },
-            PassResult {
-                pass: 5,
-                seconds: 3.0 * k,
-                mb_read: 1.5,
-                requests: 1,
-            },
-        ];
-        PolicyRun {
-            policy: policy.to_string(),
-            e2fsck: "today".to_string(),
-            fsck_clean: true,
-            indirect_blocks: 1234,
-            extent_mapped: false,
-            indirect_blocks_read: 1234,
-            total_seconds: 18.0 * k,
-            io_seconds: 15.0 * k,
-            cpu_seconds: 3.0 * k,
-            mb_read: passes.iter().map(|p| p.mb_read).sum(),
-            requests: trace.requests.len() as u64,
-            capture_queue: None,
-            measured_here: MeasuredHere {
-                real_seconds: 4.2 * k,
-                user_seconds: 0.1,
-                sys_seconds: 0.2,
-                scheduler_cpu_seconds: Some(0.31),
-                scheduler_cpu_in_trace_seconds: Some(0.25),
-                scheduler_cpu_outside_trace_seconds: Some(0.06),
-                think_source: ThinkSource::Cpu,
-                think_seconds: 0.2,
-                think_wall_seconds: 0.5,
-                stage_seconds: StageSeconds::default(),
-                // one run with e2fsck's -tt "Peak memory" (1.40.2's at the default scale), one
-                // without: the summary prints 3.4 MB and an empty cell
-                e2fsck_tt: if k == 1.0 {
-                    vec![layoutlab_rig::Section {
-                        label: "Peak memory".into(),
-                        real_s: 1.1,
-                        user_s: 0.1,
-                        sys_s: 0.0,
-                        memory: "1549k/1888k (1344k/206k)".into(),
-                        read_mib: None,
-                        write_mib: None,
-                        rate_mib_s: None,
-                    }]
-                } else {
-                    Vec::new()
-                },
-            },
-            fragmented_files: 7,
-            e2fsck_vitals: None,
-            file_data_bytes: 987_654_321,
-            passes,
-            region: None,
-            image: None,
-            closed_loop: None,
-            trace,
-            cpu_outside_trace_seconds: 0.0,
-            replayed,
-            classes: BlockClasses::default(),
-        }
-    };
-    vec![make("ext3-2007", 1.0), make("ext3-metacluster", 0.4)]
 }

@@ -27,10 +27,11 @@
 
 use crate::ext_classes::ExtLayout;
 use crate::output::{write_json, Human};
+use crate::random_file::check_fully_written;
+pub use crate::random_file::{offsets, SplitMix64};
 use crate::steps::phases::{of_tag, TagTable};
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
-use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, Table};
 use layoutlab_rig::{
     check_free_space, Backing, KernelFs, KernelFsOptions, LoopDevice, RigLock, TempFile,
@@ -93,9 +94,6 @@ fn default_layout() -> String {
     "engine".into()
 }
 
-/// Valid values of `layout`.
-pub const LAYOUTS: [&str; 2] = ["engine", "kernel"];
-
 const MODES: [&str; 2] = ["buffered", "direct"];
 const MIB: u64 = 1 << 20;
 
@@ -157,13 +155,7 @@ fn check_spec(s: &RandomReadSpec) -> Result<()> {
     for m in &s.modes {
         mode_is_valid(m)?;
     }
-    if !LAYOUTS.contains(&s.layout.as_str()) {
-        bail!(
-            "unknown layout '{}'; valid: {}",
-            s.layout,
-            LAYOUTS.join(", ")
-        );
-    }
+    crate::random_file::check_layout(&s.layout)?;
     for (fs, policy) in s.policy_images.iter().chain(&s.engine_images) {
         kernel_profile::by_name(fs)?;
         layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())?;
@@ -247,43 +239,10 @@ struct RandomReadJson<'a> {
     runs: &'a [ReadRun],
 }
 
-/// SplitMix64 (Steele, Lea & Flood 2014): one seeded stream of offsets, the same for every
-/// target and mode.
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A stream from `seed`.
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
-/// `n` offsets, multiples of `read_bytes`, uniformly in `[0, file_bytes - read_bytes]`.
-pub fn offsets(seed: u64, n: u64, file_bytes: u64, read_bytes: u64) -> Vec<u64> {
-    let slots = file_bytes / read_bytes;
-    let mut r = SplitMix64::new(seed);
-    // Multiply-shift to a slot (Lemire): unbiased enough for 2^64 / slots ≫ 1.
-    (0..n)
-        .map(|_| ((u128::from(r.next_u64()) * u128::from(slots)) >> 64) as u64 * read_bytes)
-        .collect()
-}
-
-/// Sizes of a run at `scale`: (file bytes, file-system bytes), whole MiB.
+/// Sizes of a run at `scale`: (file bytes, file-system bytes), whole MiB
+/// ([`crate::random_file::sizes`] of its file).
 pub fn sizes(spec: &RandomReadSpec, scale: f64) -> (u64, u64) {
-    let file = ((spec.file_gb * 1e9 * scale) as u64 / MIB).max(16) * MIB;
-    // Plus 256 MiB: the journal (128 MiB in 2007's mke2fs) and slack, which at small scales
-    // are more than the fraction covers.
-    let fs = ((file as f64 * spec.fs_per_file) as u64 / MIB + 256) * MIB;
-    (file, fs)
+    crate::random_file::sizes(spec.file_gb, spec.fs_per_file, scale)
 }
 
 fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
@@ -531,8 +490,7 @@ pub fn run_target(
         )?;
         drop(capture_stage);
         let _pricing = crate::stages::enter(crate::stages::PRICE);
-        let mut dev = crate::support::load_device(device)?;
-        let replayed = replay(dev.as_mut(), &trace, &ReplayOptions::default());
+        let replayed = crate::steps::price::on_preset(device, &trace, 1.0)?;
         let request_class: Vec<&'static str> = trace
             .requests
             .iter()
@@ -589,66 +547,6 @@ pub fn dd_write(file: &Path, bytes: u64) -> Result<()> {
         bail!("dd failed: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(())
-}
-
-/// Every block of `file` is allocated and written (FIEMAP via `filefrag -v`: extents cover
-/// the whole file, none is `unwritten`), so every read of it reaches the device.
-pub fn check_fully_written(file: &Path, bytes: u64) -> Result<()> {
-    let out = std::process::Command::new("filefrag")
-        .arg("-v")
-        .arg(file)
-        .output()
-        .context("running filefrag (Debian package e2fsprogs)")?;
-    if !out.status.success() {
-        bail!("filefrag -v {} failed", file.display());
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let size = std::fs::metadata(file)
-        .with_context(|| format!("stat {}", file.display()))?
-        .len();
-    if size != bytes {
-        bail!(
-            "{} is {size} bytes, not the {bytes} asked (the layout did not fit?)",
-            file.display()
-        );
-    }
-    let (covered, block) = fiemap_coverage(&text)?;
-    if covered * block < bytes {
-        bail!(
-            "{}: extents cover {} of {bytes} bytes: a hole would be answered from memory",
-            file.display(),
-            covered * block
-        );
-    }
-    Ok(())
-}
-
-/// (blocks covered by written extents, block size) of `filefrag -v` output; an `unwritten`
-/// extent is an error (the kernel answers its reads with zeros without reading).
-pub fn fiemap_coverage(text: &str) -> Result<(u64, u64)> {
-    let mut block = 0u64;
-    let mut covered = 0u64;
-    for line in text.lines() {
-        if let Some(i) = line.find("blocks of ") {
-            block = line[i + "blocks of ".len()..]
-                .split_whitespace()
-                .next()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
-        }
-        let fields: Vec<&str> = line.split(':').map(str::trim).collect();
-        if fields.len() < 4 || fields[0].parse::<u64>().is_err() {
-            continue;
-        }
-        if line.contains("unwritten") {
-            bail!("the file has an unwritten (preallocated) extent: {line}");
-        }
-        covered += fields[3].parse::<u64>().context("filefrag length")?;
-    }
-    if block == 0 {
-        bail!("filefrag printed no block size");
-    }
-    Ok((covered, block))
 }
 
 /// The random reads of `path` at `offs`, traced on `loopdev` as one phase: the trace of the
@@ -876,35 +774,6 @@ fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn offsets_are_seeded_aligned_and_in_range() {
-        let a = offsets(7, 1000, 1 << 30, 512);
-        assert_eq!(a, offsets(7, 1000, 1 << 30, 512));
-        assert_ne!(a, offsets(8, 1000, 1 << 30, 512));
-        assert!(a.iter().all(|o| o % 512 == 0 && *o + 512 <= 1 << 30));
-        // Spread over the whole file: every eighth of it gets some.
-        for k in 0..8u64 {
-            let lo = k << 27;
-            assert!(a.iter().any(|o| (lo..lo + (1 << 27)).contains(o)), "{k}");
-        }
-    }
-
-    #[test]
-    fn fiemap_coverage_counts_written_extents_and_refuses_unwritten() {
-        let ok = "Filesystem type is: ef53
-File size of m/big is 20971520 (5120 blocks of 4096 bytes)
- ext:     logical_offset:        physical_offset: length:   expected: flags:
-   0:        0..    4095:        297..      4392:   4096:
-   1:     4096..    5119:      10000..     11023:   1024:       4393: last,eof
-";
-        assert_eq!(fiemap_coverage(ok).unwrap(), (5120, 4096));
-        let bad = ok.replace("last,eof", "last,unwritten,eof");
-        assert!(fiemap_coverage(&bad)
-            .unwrap_err()
-            .to_string()
-            .contains("unwritten"));
-    }
 
     #[test]
     fn unknown_targets_and_modes_list_the_valid_ones() {

@@ -21,7 +21,6 @@ use crate::output::{write_json, Human};
 use crate::{Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_device::job::{run_job, JobSpec, Rw};
-use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_layout::{policy_by_name, Geometry, MkfsProfile, Plan, PolicyParams};
 use layoutlab_report::plot::sweep::{SweepChart, SweepSeries};
 use layoutlab_report::{Cell, Column, HtmlBundle, Table};
@@ -332,8 +331,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
                     t.elapsed().as_secs_f64()
                 );
                 for d in &devices {
-                    let mut dev = crate::support::load_device(d)?;
-                    let replayed = replay(dev.as_mut(), &trace, &ReplayOptions::default());
+                    let replayed = crate::steps::price::on_preset(d, &trace, 1.0)?;
                     runs.push(WalkRun {
                         capture_queue: trace.queue.clone(),
                         policy: policy.clone(),

@@ -121,9 +121,12 @@ fn a_request_reaches_the_daemon_whole_and_completes_no_sooner_than_the_model() {
         }
     );
     assert_eq!(log[0].complete_ns - log[0].arrival_ns, 30e6);
-    // The reply leaves the measured route's latency early, so the kernel sees 30 ms.
+    // The reply leaves the measured route's latency early, so the kernel sees 30 ms. The
+    // route is a measurement of this machine (62-104 µs median quiet, docs/emulate.md; 1.2 ms
+    // once at load 14), so it is bounded only well below the model's 30 ms, which keeps the
+    // check below meaningful: the reply still waited for the model.
     assert!(
-        route < Duration::from_millis(1),
+        route < Duration::from_millis(10),
         "the route measured {route:?}"
     );
     assert!(

@@ -246,10 +246,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
         .clamp(1, formats.len());
     // One lock for the run, so that it may hold `jobs` file systems at once.
     let lock = layoutlab_rig::RigLock::acquire()?;
-    let mut per_policy: Vec<(
-        Vec<WalkRun>,
-        Vec<(String, String, u64, layoutlab_trace::Trace)>,
-    )> = Vec::new();
+    let mut per_policy: Vec<Vec<WalkRun>> = Vec::new();
     for group in formats.chunks(jobs) {
         let mut mounted = Vec::new();
         for (policy, profile, geometry) in group {
@@ -264,8 +261,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 geometry,
             )?);
         }
-        let mut results: Vec<(Vec<WalkRun>, Vec<_>)> =
-            mounted.iter().map(|_| (Vec::new(), Vec::new())).collect();
+        let mut results: Vec<Vec<WalkRun>> = mounted.iter().map(|_| Vec::new()).collect();
         for order in &spec.orders {
             for &k in &settings {
                 let capture_stage = crate::stages::enter(crate::stages::CAPTURE);
@@ -288,9 +284,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
                             .collect()
                     });
                 drop(capture_stage);
-                for ((m, walked), (runs, traces)) in
-                    mounted.iter().zip(walked).zip(results.iter_mut())
-                {
+                for ((m, walked), runs) in mounted.iter().zip(walked).zip(results.iter_mut()) {
                     let (trace, seconds_here) = walked?;
                     let _pricing = crate::stages::enter(crate::stages::PRICE);
                     let policy = &m.policy;
@@ -340,7 +334,6 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
                             fio_implied_seconds: 0.0,
                         });
                     }
-                    traces.push((policy.clone(), order.clone(), k, trace));
                 }
             }
         }
@@ -349,13 +342,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     }
     drop(lock);
     // In the experiment file's order of policies, as walked one at a time.
-    let mut runs = Vec::new();
-    let mut traces = Vec::new();
-    for (r, t) in per_policy {
-        runs.extend(r);
-        traces.extend(t);
-    }
-    drop(traces);
+    let mut runs: Vec<WalkRun> = per_policy.into_iter().flatten().collect();
     drop(memory);
     // Mason's curve: a random read of the window's size, per inode it brings in.
     let block = formats[0].2.block_size_bytes as u64;

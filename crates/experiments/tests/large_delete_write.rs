@@ -20,7 +20,7 @@
 //! checks that it is written buffered. Root only (zram, loop devices, mounts).
 
 use layoutlab_experiments::{experiment, kernel_profile, large_delete};
-use layoutlab_rig::{fiemap, Backing, FsKind, KernelFs, KernelFsOptions};
+use layoutlab_rig::{fiemap, Backing, FsKind, KernelFs, KernelFsOptions, RigLock};
 
 const MIB: u64 = 1 << 20;
 
@@ -46,7 +46,7 @@ struct Written {
     btrfs_items: Vec<String>,
 }
 
-fn write_once(fs: &str, variant: &str, write: &str) -> Written {
+fn write_once(fs: &str, variant: &str, write: &str, lock: &RigLock) -> Written {
     let exp = experiment::load("large-delete").unwrap();
     let mut spec: large_delete::LargeDeleteSpec = exp.params().unwrap();
     spec.write = write.into();
@@ -61,7 +61,7 @@ fn write_once(fs: &str, variant: &str, write: &str) -> Written {
         resident_bytes: fs_bytes / 50 + 64 * MIB,
         queue: layoutlab_experiments::support::capture_queue(&exp.device, Some(128), None).unwrap(),
     };
-    let mut kfs = KernelFs::create(&opts).unwrap();
+    let mut kfs = KernelFs::create_holding(&opts, lock).unwrap();
     let path = large_delete::write_file(&mut kfs, &spec, variant, file_bytes).unwrap();
     // As the experiment: remounted (cold) before the layout is read and the delete traced.
     kfs.remount().unwrap();
@@ -126,9 +126,11 @@ fn write_once(fs: &str, variant: &str, write: &str) -> Written {
 }
 
 fn same_layout_both_ways(fs: &str) {
+    // Held for the whole comparison: the file systems are made one after another.
+    let lock = RigLock::acquire().unwrap();
     for variant in ["contiguous", "fragmented"] {
-        let buffered = write_once(fs, variant, "buffered");
-        let direct = write_once(fs, variant, "direct-loop");
+        let buffered = write_once(fs, variant, "buffered", &lock);
+        let direct = write_once(fs, variant, "direct-loop", &lock);
         assert_eq!(buffered.path, "buffered loop");
         assert_eq!(direct.path, "direct-I/O loop", "{fs} takes the direct path");
         for ((name, b), (_, d)) in buffered.extents.iter().zip(&direct.extents) {
@@ -184,6 +186,11 @@ fn xfs_is_written_buffered() {
     if !root_or_skip("xfs_is_written_buffered") {
         return;
     }
-    let w = write_once("xfs", "contiguous", "direct-loop");
+    let w = write_once(
+        "xfs",
+        "contiguous",
+        "direct-loop",
+        &RigLock::acquire().unwrap(),
+    );
     assert_eq!(w.path, "buffered loop");
 }

@@ -116,6 +116,12 @@ impl KernelFs {
         KernelFs::make(opts, None, None)
     }
 
+    /// [`KernelFs::create`] under a rig lock the caller already holds (e.g. a test that makes
+    /// file systems one after another and must not queue behind other runs between them).
+    pub fn create_holding(opts: &KernelFsOptions, lock: &RigLock) -> Result<KernelFs> {
+        KernelFs::make(opts, None, Some(lock))
+    }
+
     /// Like [`KernelFs::create`], but the file system is an image `write` makes at the path it
     /// is given (e.g. a layout planned by a policy and written through libext2fs) instead of
     /// mkfs: for a layout today's kernel would not make. Sparse-file backing only; the file
@@ -157,9 +163,12 @@ impl KernelFs {
                 (Some(z), None, p)
             }
             Backing::SparseFile(dir) => {
+                // Numbered: one run may hold several file systems at once.
+                static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
                 let path = dir.join(format!(
-                    "layoutlab-kfs-{}-{}.img",
+                    "layoutlab-kfs-{}-{}-{}.img",
                     std::process::id(),
+                    MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                     opts.kind.name()
                 ));
                 let f = match write {

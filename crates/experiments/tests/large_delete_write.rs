@@ -95,20 +95,22 @@ fn write_once(fs: &str, variant: &str, write: &str, lock: &RigLock) -> Written {
                     .unwrap();
                 assert!(out.status.success(), "dump-tree -t {tree}");
                 let text = String::from_utf8_lossy(&out.stdout);
-                let mut take_next = false;
-                for l in text.lines() {
-                    // "item 6 key (257 EXTENT_DATA 0) itemoff ... itemsize 53" then its
-                    // "extent data disk byte B nr N" line; checksum items by key alone.
-                    let key = l.trim().split(" itemoff").next().unwrap_or("");
-                    if l.contains("EXTENT_CSUM") {
-                        lines.push(key.split_once(" key ").map_or(key, |k| k.1).to_string());
-                    }
-                    if take_next && l.contains("extent data disk byte") {
-                        lines.push(l.trim().to_string());
-                    }
-                    take_next = l.contains("EXTENT_DATA");
-                    if take_next {
-                        lines.push(key.split_once(" key ").map_or(key, |k| k.1).to_string());
+                let mut in_extent_data = false;
+                for l in text.lines().map(str::trim) {
+                    // "item 6 key (257 EXTENT_DATA 0) itemoff 15813 itemsize 53", then a few
+                    // lines on, "extent data disk byte B nr N"; checksum items by key; node
+                    // pointers "key (K) block B gen G" by key and block (the generation counts
+                    // transactions, one more for the direct path's extra mount).
+                    if l.starts_with("item ") {
+                        in_extent_data = l.contains("EXTENT_DATA");
+                        if in_extent_data || l.contains("EXTENT_CSUM") {
+                            let key = l.split(" itemoff").next().unwrap_or(l);
+                            lines.push(key.split_once(" key ").map_or(key, |k| k.1).to_string());
+                        }
+                    } else if in_extent_data && l.starts_with("extent data disk byte") {
+                        lines.push(l.to_string());
+                    } else if l.starts_with("key (") {
+                        lines.push(l.split(" gen ").next().unwrap_or(l).to_string());
                     }
                 }
             }

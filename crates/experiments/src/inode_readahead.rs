@@ -245,7 +245,8 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, formats.len());
     // One lock for the run, so that it may hold `jobs` file systems at once.
-    let lock = layoutlab_rig::RigLock::acquire()?;
+    // Its wait for other runs counts as image time, as KernelFs's own wait does.
+    let lock = crate::stages::timed(crate::stages::IMAGE, layoutlab_rig::RigLock::acquire)?;
     let mut per_policy: Vec<Vec<WalkRun>> = Vec::new();
     for group in formats.chunks(jobs) {
         let mut mounted = Vec::new();

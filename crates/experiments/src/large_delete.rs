@@ -73,7 +73,8 @@ pub struct LargeDeleteSpec {
     /// How the kernel-written files' zeros reach zram: "direct-loop" (default: the file
     /// system is remounted through a loop device with direct I/O for the untraced write,
     /// then put back on the traced presentation; XFS, whose 512-byte sectors cannot mount
-    /// on the direct-I/O loop's 4 KiB ones, stays buffered) or "buffered" (`--set
+    /// on the direct-I/O loop's 4 KiB ones, and btrfs's fragmented file stay buffered:
+    /// [`direct_loop_applies`]) or "buffered" (`--set
     /// write=buffered`: every write through the buffered loop device, the path the other is
     /// proven against, tests/large_delete_write.rs).
     #[serde(default = "default_write")]
@@ -458,7 +459,7 @@ pub fn write_file(
             write_zeros(&[&big, &root.join("other")], file_bytes, chunk, Some(turn))
         }
     };
-    if direct_loop_applies(spec, kfs.options().kind) {
+    if direct_loop_applies(spec, kfs.options().kind, variant) {
         kfs.on_direct_loop(write)??;
         Ok("direct-I/O loop")
     } else {
@@ -467,12 +468,15 @@ pub fn write_file(
     }
 }
 
-/// Whether a kernel-written file on a `kind` file system is written through a direct-I/O
-/// loop: `spec.write` is "direct-loop" and the file system is not XFS (mkfs.xfs takes the
-/// traced loop's 512-byte sectors, and XFS refuses to mount on the direct-I/O loop's 4 KiB
-/// ones).
-pub fn direct_loop_applies(spec: &LargeDeleteSpec, kind: FsKind) -> bool {
-    spec.write == "direct-loop" && kind != FsKind::Xfs
+/// Whether a kernel-written `variant` file on a `kind` file system is written through a
+/// direct-I/O loop: `spec.write` is "direct-loop", the file system is not XFS (mkfs.xfs takes
+/// the traced loop's 512-byte sectors, and XFS refuses to mount on the direct-I/O loop's 4 KiB
+/// ones), and it is not btrfs's fragmented file (its data and checksum items were the same,
+/// but 58 of its checksum-tree leaves lay elsewhere, so it stays on the proven path).
+pub fn direct_loop_applies(spec: &LargeDeleteSpec, kind: FsKind, variant: &str) -> bool {
+    spec.write == "direct-loop"
+        && kind != FsKind::Xfs
+        && !(kind == FsKind::Btrfs && variant == "fragmented")
 }
 
 /// What [`write_zeros`] does for `variant`, as a population on a file system of `fs_bytes`:

@@ -1291,6 +1291,7 @@ fn reproduce_set_refuses_bad_layouts_keys_and_lists() {
     for (exp, set, want) in [
         ("random-read", "layout=disk", "valid: engine, kernel"),
         ("large-delete", "layout=disk", "valid: engine, kernel"),
+        ("large-delete", "write=fast", "valid: direct-loop, buffered"),
         ("random-read", "nosuch=1", "layout"),
         ("random-read", "layout=engine,kernel", "layoutlab sweep"),
         // an unknown key lists the operation's options with their help

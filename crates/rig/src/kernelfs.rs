@@ -113,7 +113,13 @@ impl KernelFs {
     /// Checks the size fits, takes the rig lock, creates the backing store and its loop
     /// device, runs mkfs and mounts. Root only; on error nothing is left.
     pub fn create(opts: &KernelFsOptions) -> Result<KernelFs> {
-        KernelFs::make(opts, None)
+        KernelFs::make(opts, None, None)
+    }
+
+    /// [`KernelFs::create`] under a rig lock the caller already holds (e.g. a test that makes
+    /// file systems one after another and must not queue behind other runs between them).
+    pub fn create_holding(opts: &KernelFsOptions, lock: &RigLock) -> Result<KernelFs> {
+        KernelFs::make(opts, None, Some(lock))
     }
 
     /// Like [`KernelFs::create`], but the file system is an image `write` makes at the path it
@@ -121,18 +127,35 @@ impl KernelFs {
     /// mkfs: for a layout today's kernel would not make. Sparse-file backing only; the file
     /// is removed with everything else.
     pub fn from_image(opts: &KernelFsOptions, write: ImageWriter<'_>) -> Result<KernelFs> {
+        KernelFs::from_image_holding(opts, None, write)
+    }
+
+    /// [`KernelFs::from_image`] under a rig lock this run already holds (`Some`), so that it
+    /// can hold several file systems at once; `None` takes the lock as `from_image` does.
+    pub fn from_image_holding(
+        opts: &KernelFsOptions,
+        lock: Option<&RigLock>,
+        write: ImageWriter<'_>,
+    ) -> Result<KernelFs> {
         if !matches!(opts.backing, Backing::SparseFile(_)) {
             return Err(RigError::InvalidArgument(
                 "an image is written into a sparse file: use Backing::SparseFile".into(),
             ));
         }
-        KernelFs::make(opts, Some(write))
+        KernelFs::make(opts, Some(write), lock)
     }
 
-    fn make(opts: &KernelFsOptions, write: Option<ImageWriter<'_>>) -> Result<KernelFs> {
+    fn make(
+        opts: &KernelFsOptions,
+        write: Option<ImageWriter<'_>>,
+        lock: Option<&RigLock>,
+    ) -> Result<KernelFs> {
         require_root("making and mounting a kernel file system")?;
         check_fits(opts)?;
-        let lock = RigLock::acquire()?;
+        let lock = match lock {
+            Some(l) => l.clone(),
+            None => RigLock::acquire()?,
+        };
         let (zram, file, source): (Option<Zram>, Option<TempFile>, PathBuf) = match &opts.backing {
             Backing::Zram => {
                 let z = Zram::create(opts.bytes)?;
@@ -140,9 +163,12 @@ impl KernelFs {
                 (Some(z), None, p)
             }
             Backing::SparseFile(dir) => {
+                // Numbered: one run may hold several file systems at once.
+                static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
                 let path = dir.join(format!(
-                    "layoutlab-kfs-{}-{}.img",
+                    "layoutlab-kfs-{}-{}-{}.img",
                     std::process::id(),
+                    MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                     opts.kind.name()
                 ));
                 let f = match write {
@@ -240,6 +266,64 @@ impl KernelFs {
         Ok(())
     }
 
+    /// Runs `work` (given the mount point) with the file system mounted through a loop device
+    /// whose direct I/O is on, then puts it back on a loop device presenting
+    /// [`KernelFsOptions::queue`] and mounts it as before. zram backing only.
+    ///
+    /// Why: a buffered loop device copies every write into its backing device's page cache
+    /// before zram sees it, so an untraced bulk write (large-delete's 100 GB of zeros) costs
+    /// two page-cache copies; with direct I/O each request reaches zram once (2 GiB of zeros
+    /// through ext4: 8.3 s buffered, 1.7 s direct, docs/experiments/large-delete.md). The
+    /// direct-I/O loop presents zram's logical block size (4 KiB), which the loop driver needs
+    /// for direct I/O; a file system whose sectors are smaller (XFS made on the 512-byte
+    /// presentation) refuses to mount there, and that error is returned. The file system is
+    /// made and traced on the usual presentation; only `work`'s writes take the other path.
+    pub fn on_direct_loop<T>(&mut self, work: impl FnOnce(&Path) -> T) -> Result<T> {
+        if self.options.backing != Backing::Zram {
+            return Err(RigError::InvalidArgument(
+                "writing through a direct-I/O loop device needs a zram backing".into(),
+            ));
+        }
+        let source = self.loopdev.backing_file().to_path_buf();
+        self.sync()?;
+        drop(self.mount.take());
+        self.loopdev.flush_buffers()?;
+        // zram's own page cache holds what the buffered loop wrote: on zram before the
+        // direct-I/O loop reads past it (direct I/O writes it back too; this says so).
+        sync_device(&source)?;
+        let direct = QueueSpec {
+            logical_block_bytes: None,
+            ..self.options.queue.clone()
+        };
+        drop(std::mem::replace(
+            &mut self.loopdev,
+            LoopDevice::attach_direct_presenting(&source, false, &direct)?,
+        ));
+        self.mount = Some(Mount::new(
+            self.loopdev.path(),
+            None,
+            self.options.kind.name(),
+            false,
+            &self.options.mount_options,
+        )?);
+        let out = work(self.mount_point());
+        self.sync()?;
+        drop(self.mount.take());
+        self.loopdev.flush_buffers()?;
+        drop(std::mem::replace(
+            &mut self.loopdev,
+            LoopDevice::attach_presenting(&source, false, &self.options.queue)?,
+        ));
+        self.mount = Some(Mount::new(
+            self.loopdev.path(),
+            None,
+            self.options.kind.name(),
+            false,
+            &self.options.mount_options,
+        )?);
+        Ok(out)
+    }
+
     /// Unmounts (so everything the kernel wrote, its journal checkpointed, is in place on
     /// the device), then hands the unmounted device to `read` (e.g. to read the kernel's
     /// layout back with libext2fs) and tears everything down, whatever `read` returned.
@@ -261,6 +345,15 @@ impl KernelFs {
             followed: Vec::new(),
         })
     }
+}
+
+/// `fsync` of a block device: its page cache written to the driver.
+fn sync_device(path: &Path) -> Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| RigError::io(format!("fsync {}", path.display()), e))
 }
 
 /// How long [`settled_stat_sectors`] waits for a device's requests to complete: a chosen
@@ -495,15 +588,21 @@ impl TracedRun<'_> {
 /// leaves it held.
 /// Held by [`KernelFs`]; take it directly for work on the rig's devices without a file
 /// system (e.g. a raw loop device).
-#[derive(Debug)]
+///
+/// A clone shares the one lock (released when the last clone drops): a run that holds several
+/// file systems at once ([`KernelFs::from_image_holding`]: inode-readahead walks its policies'
+/// images at once, coordinating its own cache drops) takes it once; a second `acquire` in the
+/// same process would wait for the first forever (a new open file, a new `flock`).
+#[derive(Clone, Debug)]
 pub struct RigLock {
-    _file: std::fs::File,
+    _file: std::sync::Arc<std::fs::File>,
 }
 
 const LOCK_PATH: &str = "/run/lock/layoutlab-rig.lock";
 
 impl RigLock {
-    /// Waits for and takes the lock (released when dropped, or when the process dies).
+    /// Waits for and takes the lock (released when it and its clones are dropped, or when
+    /// the process dies).
     pub fn acquire() -> Result<RigLock> {
         let dir = Path::new(LOCK_PATH).parent().expect("has a parent");
         std::fs::create_dir_all(dir)
@@ -526,7 +625,9 @@ impl RigLock {
                 }
             }
         }
-        Ok(RigLock { _file: file })
+        Ok(RigLock {
+            _file: std::sync::Arc::new(file),
+        })
     }
 }
 

@@ -235,123 +235,113 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
         devices.join(", ")
     );
     let inodes = population.ops.len() as u64;
-    let mut runs = Vec::new();
-    let mut traces = Vec::new();
-    for (policy, profile, geometry) in &formats {
-        let t = std::time::Instant::now();
-        let planning = crate::stages::enter(crate::stages::PLAN);
-        let plan = crate::steps::plan::checked(
-            policy_by_name(policy, &PolicyParams::new())?.as_ref(),
-            geometry,
-            &population,
-            exp.seed,
-        )?;
-        let itable = InodeTables::new(geometry, &plan);
-        drop(planning);
-        eprintln!(
-            "[{policy}] planned {} inodes in {:.1} s",
-            plan.inodes.len(),
-            t.elapsed().as_secs_f64()
-        );
-        let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
-        let opts = KernelFsOptions {
-            kind: FsKind::Ext4,
-            mkfs_args: Vec::new(),
-            mount_options: String::new(),
-            bytes: fs_bytes,
-            backing: Backing::SparseFile(workdir.clone()),
-            // The image's data blocks are holes: at most what mke2fs makes plus the plan's
-            // directory, symlink and mapping blocks is ever written.
-            resident_bytes: written_blocks(geometry, &plan) * u64::from(geometry.block_size_bytes),
-            queue: queue.clone(),
-        };
-        // Where a default run's time goes (issue 32): the image and the untraced path walk are
-        // logged apart from the traced walks below.
-        let t = std::time::Instant::now();
-        let image_stage = crate::stages::enter(crate::stages::IMAGE);
-        let mut kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
-            crate::steps::image::write_plan(path, fs_bytes, profile, &plan)?;
-            index_directories(path).map_err(|e| format!("{e:#}"))
-        })?;
-        remount_read_only(kfs.mount_point())?;
-        let sysfs = readahead_tunable(&kfs)?;
-        // The paths in readdir order, from one walk before any traced one.
-        let mut readdir_paths = Vec::new();
-        walk(kfs.mount_point(), &mut |p| {
-            readdir_paths.push(p.to_path_buf())
-        })?;
-        eprintln!(
-            "[{policy}] image written, indexed (e2fsck -fyD), mounted and its {} paths listed in {:.1} s",
-            readdir_paths.len(),
-            t.elapsed().as_secs_f64()
-        );
-        drop(image_stage);
-        let mut random_paths = readdir_paths.clone();
-        random_paths.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(exp.seed));
+    // Policies walked at once (each its own image, loop device, mount and traced walk): the
+    // walks of one setting start together once every image's caches are dropped, so each is
+    // as cold as alone; `--jobs 1` walks one image at a time.
+    let jobs = a
+        .jobs
+        .map(|j| j as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, formats.len());
+    // One lock for the run, so that it may hold `jobs` file systems at once.
+    // Its wait for other runs counts as image time, as KernelFs's own wait does.
+    let lock = crate::stages::timed(crate::stages::IMAGE, layoutlab_rig::RigLock::acquire)?;
+    let mut per_policy: Vec<Vec<WalkRun>> = Vec::new();
+    for group in formats.chunks(jobs) {
+        let mut mounted = Vec::new();
+        for (policy, profile, geometry) in group {
+            mounted.push(mount_policy(
+                exp,
+                &population,
+                &workdir,
+                &queue,
+                &lock,
+                policy,
+                profile,
+                geometry,
+            )?);
+        }
+        let mut results: Vec<Vec<WalkRun>> = mounted.iter().map(|_| Vec::new()).collect();
         for order in &spec.orders {
             for &k in &settings {
                 let capture_stage = crate::stages::enter(crate::stages::CAPTURE);
-                set_tunable(&sysfs, k)?;
-                kfs.drop_caches()?;
-                let t = std::time::Instant::now();
-                let mount = kfs.mount_point().to_path_buf();
-                let mut traced = kfs.trace(&TraceOptions::default())?;
-                traced.phase("walk", |_| {
-                    let stat = |p: &Path| {
-                        std::fs::symlink_metadata(p).map(|_| ()).map_err(|e| {
-                            layoutlab_rig::RigError::Unsupported(format!(
-                                "lstat {}: {e}",
-                                p.display()
-                            ))
-                        })
-                    };
-                    if order == "readdir" {
-                        walk(&mount, &mut |p| {
-                            let _ = std::fs::symlink_metadata(p);
-                        })
-                        .map_err(|e| layoutlab_rig::RigError::Unsupported(e.to_string()))
-                    } else {
-                        random_paths.iter().try_for_each(|p| stat(p))
-                    }
-                })?;
-                let captured = traced.finish()?;
-                drop(capture_stage);
-                let _pricing = crate::stages::enter(crate::stages::PRICE);
-                let trace = captured.capture.trace;
-                let (wasted, itable_blocks) = itable.read_stats(&trace);
-                let reads: Vec<_> = trace
-                    .requests
-                    .iter()
-                    .filter(|r| r.op == layoutlab_trace::Op::Read)
-                    .collect();
-                let mb_read = reads.iter().map(|r| r.bytes() as f64).sum::<f64>() / MB;
-                let requests = reads.len() as u64;
-                eprintln!(
-                    "  [{policy}] {order} readahead {k}: {requests} requests, {mb_read:.1} MB, {wasted} blocks wasted ({:.1} s here)",
-                    t.elapsed().as_secs_f64()
-                );
-                for d in &devices {
-                    let replayed = crate::steps::price::on_preset(d, &trace, 1.0)?;
-                    runs.push(WalkRun {
-                        capture_queue: trace.queue.clone(),
-                        policy: policy.clone(),
-                        device: d.clone(),
-                        order: order.clone(),
-                        readahead_blks: k,
-                        seconds: replayed.wall_ns / 1e9,
-                        io_seconds: replayed.io_busy_ns / 1e9,
-                        mb_read,
-                        requests,
-                        wasted_blocks: wasted,
-                        inode_table_blocks: itable_blocks,
-                        fio_implied_seconds: 0.0,
-                    });
+                for m in &mounted {
+                    set_tunable(&m.sysfs, k)?;
                 }
-                traces.push((policy.clone(), order.clone(), k, trace));
+                // Every image cold before any walk starts (drop_caches is machine-wide).
+                for m in &mounted {
+                    m.kfs.drop_caches()?;
+                }
+                let walked: Vec<Result<(layoutlab_trace::Trace, f64)>> =
+                    std::thread::scope(|scope| {
+                        let handles: Vec<_> = mounted
+                            .iter_mut()
+                            .map(|m| scope.spawn(move || traced_walk(m, order)))
+                            .collect();
+                        handles
+                            .into_iter()
+                            .map(|h| h.join().expect("a walk thread panicked"))
+                            .collect()
+                    });
+                drop(capture_stage);
+                for ((m, walked), runs) in mounted.iter().zip(walked).zip(results.iter_mut()) {
+                    let (trace, seconds_here) = walked?;
+                    let _pricing = crate::stages::enter(crate::stages::PRICE);
+                    let policy = &m.policy;
+                    let (wasted, itable_blocks) = m.itable.read_stats(&trace);
+                    let reads: Vec<_> = trace
+                        .requests
+                        .iter()
+                        .filter(|r| r.op == layoutlab_trace::Op::Read)
+                        .collect();
+                    let mb_read = reads.iter().map(|r| r.bytes() as f64).sum::<f64>() / MB;
+                    let requests = reads.len() as u64;
+                    eprintln!(
+                        "  [{policy}] {order} readahead {k}: {requests} requests, {mb_read:.1} MB, {wasted} blocks wasted ({seconds_here:.1} s here)"
+                    );
+                    // The devices' replays are independent: priced at once, kept in order.
+                    let replays: Vec<Result<_>> = std::thread::scope(|scope| {
+                        let handles: Vec<_> = devices
+                            .iter()
+                            .map(|d| {
+                                let trace = &trace;
+                                scope.spawn(move || -> Result<_> {
+                                    let _pricing = crate::stages::enter(crate::stages::PRICE);
+                                    crate::steps::price::on_preset(d, trace, 1.0)
+                                })
+                            })
+                            .collect();
+                        handles
+                            .into_iter()
+                            .map(|h| h.join().expect("a replay thread panicked"))
+                            .collect()
+                    });
+                    for (d, replayed) in devices.iter().zip(replays) {
+                        let replayed = replayed?;
+                        runs.push(WalkRun {
+                            capture_queue: trace.queue.clone(),
+                            policy: policy.clone(),
+                            device: d.clone(),
+                            order: order.clone(),
+                            readahead_blks: k,
+                            seconds: replayed.wall_ns / 1e9,
+                            io_seconds: replayed.io_busy_ns / 1e9,
+                            mb_read,
+                            requests,
+                            wasted_blocks: wasted,
+                            inode_table_blocks: itable_blocks,
+                            fio_implied_seconds: 0.0,
+                        });
+                    }
+                }
             }
         }
-        drop(kfs);
+        drop(mounted);
+        per_policy.extend(results);
     }
+    drop(lock);
+    // In the experiment file's order of policies, as walked one at a time.
+    let mut runs: Vec<WalkRun> = per_policy.into_iter().flatten().collect();
     drop(memory);
     // Mason's curve: a random read of the window's size, per inode it brings in.
     let block = formats[0].2.block_size_bytes as u64;
@@ -442,6 +432,114 @@ fn index_directories(image: &Path) -> Result<()> {
             String::from_utf8_lossy(&out.stdout)
         ),
     }
+}
+
+/// A policy's image, mounted read-only and ready to walk.
+struct Mounted {
+    policy: String,
+    itable: InodeTables,
+    kfs: KernelFs,
+    sysfs: PathBuf,
+    random_paths: Vec<PathBuf>,
+}
+
+/// Plans `policy`'s image of the tree, writes it through libext2fs, indexes its directories,
+/// mounts it read-only (under the run's `lock`) and lists its paths with one untraced walk.
+#[allow(clippy::too_many_arguments)]
+fn mount_policy(
+    exp: &Experiment,
+    population: &layoutlab_workload::Population,
+    workdir: &Path,
+    queue: &layoutlab_rig::QueueSpec,
+    lock: &layoutlab_rig::RigLock,
+    policy: &str,
+    profile: &MkfsProfile,
+    geometry: &Geometry,
+) -> Result<Mounted> {
+    let t = std::time::Instant::now();
+    let planning = crate::stages::enter(crate::stages::PLAN);
+    let plan = crate::steps::plan::checked(
+        policy_by_name(policy, &PolicyParams::new())?.as_ref(),
+        geometry,
+        population,
+        exp.seed,
+    )?;
+    let itable = InodeTables::new(geometry, &plan);
+    drop(planning);
+    eprintln!(
+        "[{policy}] planned {} inodes in {:.1} s",
+        plan.inodes.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
+    let opts = KernelFsOptions {
+        kind: FsKind::Ext4,
+        mkfs_args: Vec::new(),
+        mount_options: String::new(),
+        bytes: fs_bytes,
+        backing: Backing::SparseFile(workdir.to_path_buf()),
+        // The image's data blocks are holes: at most what mke2fs makes plus the plan's
+        // directory, symlink and mapping blocks is ever written.
+        resident_bytes: written_blocks(geometry, &plan) * u64::from(geometry.block_size_bytes),
+        queue: queue.clone(),
+    };
+    // Where a default run's time goes (issue 32): the image and the untraced path walk are
+    // logged apart from the traced walks.
+    let t = std::time::Instant::now();
+    let image_stage = crate::stages::enter(crate::stages::IMAGE);
+    let kfs = KernelFs::from_image_holding(&opts, Some(lock), &mut |path: &Path| {
+        crate::steps::image::write_plan(path, fs_bytes, profile, &plan)?;
+        index_directories(path).map_err(|e| format!("{e:#}"))
+    })?;
+    remount_read_only(kfs.mount_point())?;
+    let sysfs = readahead_tunable(&kfs)?;
+    // The paths in readdir order, from one walk before any traced one.
+    let mut readdir_paths = Vec::new();
+    walk(kfs.mount_point(), &mut |p| {
+        readdir_paths.push(p.to_path_buf())
+    })?;
+    eprintln!(
+        "[{policy}] image written, indexed (e2fsck -fyD), mounted and its {} paths listed in {:.1} s",
+        readdir_paths.len(),
+        t.elapsed().as_secs_f64()
+    );
+    drop(image_stage);
+    let mut random_paths = readdir_paths.clone();
+    random_paths.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(exp.seed));
+    Ok(Mounted {
+        policy: policy.to_string(),
+        itable,
+        kfs,
+        sysfs,
+        random_paths,
+    })
+}
+
+/// One traced walk of `m` in `order` (its caches already dropped): the trace, and the seconds
+/// it took here.
+fn traced_walk(m: &mut Mounted, order: &str) -> Result<(layoutlab_trace::Trace, f64)> {
+    let _capture = crate::stages::enter(crate::stages::CAPTURE);
+    let t = std::time::Instant::now();
+    let mount = m.kfs.mount_point().to_path_buf();
+    let random_paths = &m.random_paths;
+    let mut traced = m.kfs.trace(&TraceOptions::default())?;
+    traced.phase("walk", |_| {
+        let stat = |p: &Path| {
+            std::fs::symlink_metadata(p).map(|_| ()).map_err(|e| {
+                layoutlab_rig::RigError::Unsupported(format!("lstat {}: {e}", p.display()))
+            })
+        };
+        if order == "readdir" {
+            walk(&mount, &mut |p| {
+                let _ = std::fs::symlink_metadata(p);
+            })
+            .map_err(|e| layoutlab_rig::RigError::Unsupported(e.to_string()))
+        } else {
+            random_paths.iter().try_for_each(|p| stat(p))
+        }
+    })?;
+    let captured = traced.finish()?;
+    Ok((captured.capture.trace, t.elapsed().as_secs_f64()))
 }
 
 /// Blocks the image holds that are not file data: mke2fs's own (bitmaps, inode tables,

@@ -75,12 +75,17 @@ impl Zram {
             reason: format!("expected a device number, got {text:?}"),
         })?;
         let record = record_path(&std::env::temp_dir(), std::process::id(), id);
+        // The record is written before the undo is registered: after a signal, `register`
+        // undoes a late resource at once, and a record written after that would outlive its
+        // device (a CI run left `layoutlab-zram-PID-ID` behind this way, with no zram).
+        if let Err(e) = std::fs::write(&record, format!("{bytes}\n")) {
+            remove(id, &record);
+            return Err(RigError::io(format!("write {}", record.display()), e));
+        }
         let record_for_cleanup = record.clone();
         let cleanup = cleanup::register(format!("zram device /dev/zram{id}"), move || {
             remove(id, &record_for_cleanup)
         });
-        std::fs::write(&record, format!("{bytes}\n"))
-            .map_err(|e| RigError::io(format!("write {}", record.display()), e))?;
         let mut zram = Zram {
             id,
             path: PathBuf::from(format!("/dev/zram{id}")),

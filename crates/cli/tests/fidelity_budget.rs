@@ -30,7 +30,8 @@ fn budget_rows(name: &str) -> Vec<Vec<String>> {
                 .collect()
         })
         .collect();
-    assert!(rows.len() >= 3, "{name}: {block}");
+    // At least the run as shipped and one factor switched.
+    assert!(rows.len() >= 2, "{name}: {block}");
     rows
 }
 
@@ -391,4 +392,56 @@ fn bench5_block_is_the_plans_and_the_prose_follows() {
         (10.0 - kept[0]) / 400.0 * 100.0
     );
     assert!(text.contains(&band), "the prose no longer says: {band}");
+}
+
+/// A generated cell as a number: "≤ 72.6" is 72.6; "—" (no such target) and "not run" are None.
+fn cell(c: &str) -> Option<f64> {
+    c.trim_start_matches("≤ ").parse().ok()
+}
+
+/// random-read at scale 1: the prose beside the generated block follows the block (a 1.9 TB run
+/// of 15-30 min is not rerun here; the block is what the script wrote from it): buffered against
+/// O_DIRECT moves each target by at most 3.8 s (0.24%), and the CPU bound is at most 3.3% (ext3
+/// buffered), 2.7% (ext3 direct), 1.0% (raw) and 0.6% (ext4) of the shipped seconds.
+#[test]
+fn random_read_budget_prose_follows_its_block() {
+    let rows = budget_rows("budget-random-read");
+    let cells = |r: &[String]| -> Vec<f64> {
+        r[2..8]
+            .iter()
+            .map(|c| cell(c).unwrap_or_else(|| panic!("'{c}' in {r:?}")))
+            .collect()
+    };
+    let shipped = cells(row(&rows, "sata-2t-5400-2010"));
+    let bound = cells(row(&rows, "the reads' wall time here"));
+    // Columns: ext3, ext4, raw, each buffered then direct.
+    let (mut moved, mut of) = (0.0f64, 0.0f64);
+    for t in 0..3 {
+        let (b, d) = (shipped[2 * t], shipped[2 * t + 1]);
+        if (b - d).abs() > moved {
+            (moved, of) = ((b - d).abs(), b.min(d));
+        }
+    }
+    let cpu = |i: usize| bound[i] / shipped[i] * 100.0;
+    let text = doc_prose();
+    for claim in [
+        format!(
+            "moves each target by at most {moved:.1} s of {} (",
+            "1,579-2,178 s"
+        ),
+        format!("({:.2}%)", moved / of * 100.0),
+        format!(
+            "This machine's CPU adds at most {:.1}% (ext3 buffered; {:.1}% direct), {:.1}% (raw) and {:.1}% (ext4)",
+            cpu(0),
+            cpu(1),
+            cpu(4).max(cpu(5)),
+            cpu(2).max(cpu(3))
+        ),
+    ] {
+        assert!(text.contains(&claim), "the prose no longer says: {claim}");
+    }
+    let (lo, hi) = shipped
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), &s| (lo.min(s), hi.max(s)));
+    assert_eq!((lo.round(), hi.round()), (1579.0, 2178.0), "{shipped:?}");
 }

@@ -445,3 +445,126 @@ fn random_read_budget_prose_follows_its_block() {
         .fold((f64::MAX, 0.0f64), |(lo, hi), &s| (lo.min(s), hi.max(s)));
     assert_eq!((lo.round(), hi.round()), (1579.0, 2178.0), "{shipped:?}");
 }
+
+/// The cells of a large-delete row (after the factor and the switch), as generated.
+fn ld_cells(r: &[String]) -> Vec<Option<f64>> {
+    r[2..].iter().map(|c| cell(c)).collect()
+}
+
+/// large-delete at scale 1 (ext) and 0.1 (XFS, btrfs): the blocks are filled (every cell of the
+/// run as shipped is a number), a row is either measured in every column its run has or marked
+/// "not run" in all (what `REUSE_ONLY=1` splices), and the prose beside them follows the blocks:
+/// the most this machine's CPU can add to a delete, and how far another drive moves one (or that
+/// it was not run). A block none of whose runs was made says so in its prose.
+#[test]
+fn large_delete_budget_blocks_are_filled_and_the_prose_follows() {
+    let text = doc_prose();
+    for (name, label) in [
+        ("budget-large-delete", "At scale 1"),
+        ("budget-large-delete-xfs-btrfs", "At scale 0.1"),
+    ] {
+        let rows = budget_rows(name);
+        if row(&rows, "sata-400g-2007")[2] == "not run" {
+            // Nothing of this block ran: every row says so, and the prose too.
+            assert!(
+                rows.iter().all(|r| r[2..].iter().all(|c| c == "not run")),
+                "{name}: {rows:?}"
+            );
+            let claim = format!("{label}, nothing was run");
+            assert!(text.contains(&claim), "the prose no longer says: {claim}");
+            continue;
+        }
+        let shipped: Vec<f64> = ld_cells(row(&rows, "sata-400g-2007"))
+            .into_iter()
+            .map(|c| c.unwrap_or_else(|| panic!("{name}: a shipped cell is not a number")))
+            .collect();
+        for r in &rows {
+            let run: Vec<&String> = r[2..].iter().filter(|c| *c != "—").collect();
+            let not_run = run.iter().filter(|c| **c == "not run").count();
+            assert!(not_run == 0 || not_run == run.len(), "{name}: {r:?}");
+            if not_run == 0 {
+                assert!(run.iter().all(|c| cell(c).is_some()), "{name}: {r:?}");
+            }
+        }
+        // Each measured cell of a row against the shipped one, in percent of it.
+        let pct = |prefix: &str| -> Vec<f64> {
+            ld_cells(row(&rows, prefix))
+                .iter()
+                .zip(&shipped)
+                .filter_map(|(c, s)| c.map(|c| c / s * 100.0))
+                .collect()
+        };
+        let cpu = pct("the delete's wall time here")
+            .into_iter()
+            .fold(0.0f64, f64::max);
+        let mut claims = vec![format!(
+            "{label}, this machine's CPU can add at most {cpu:.1}% to a delete"
+        )];
+        let alt = pct("sata-400g-2007-alt-samsung");
+        claims.push(if alt.is_empty() {
+            format!("{label}, another drive was not run")
+        } else {
+            let (lo, hi) = alt
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+            format!(
+                "{label}, another drive moves a delete by {:+.1}% to {:+.1}%",
+                lo - 100.0,
+                hi - 100.0
+            )
+        });
+        for claim in claims {
+            assert!(text.contains(&claim), "the prose no longer says: {claim}");
+        }
+    }
+}
+
+/// large-delete's ext3 cells at scale 1 are what a new capture gives: ext3's file is laid out by
+/// the ext3-2007 policy and written through libext2fs, so a delete reads and writes the same
+/// sectors every time (197,560 and 12,536 for the contiguous file, as the doc says), and its
+/// seconds are within 0.5 s of the block's. Band: two captures of the contiguous delete were
+/// priced 163.00 and 163.06 s (the doc, 0.06 s apart); 0.5 s leaves room for the sample while
+/// the fragmented file alone moves a cell by 27 s.
+#[test]
+#[ignore = "two 100 GB ext3 deletes at scale 1, 10-20 min; run with --ignored"]
+fn large_delete_ext3_cells_are_a_new_captures() {
+    assert!(
+        common::is_root(),
+        "the experiment needs root (loop devices, mount, tracefs)"
+    );
+    let rows = budget_rows("budget-large-delete");
+    let doc = ld_cells(row(&rows, "sata-400g-2007"));
+    let dir = scratch("budget", "ld-ext3");
+    let v = json(&[
+        "reproduce",
+        "large-delete",
+        "--scale",
+        "1",
+        "--fs",
+        "ext3",
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    for (col, variant) in ["contiguous", "fragmented"].iter().enumerate() {
+        let r = runs
+            .iter()
+            .find(|r| r["fs"] == "ext3" && r["variant"] == *variant)
+            .unwrap();
+        let now = r["seconds"].as_f64().unwrap();
+        let was = doc[col].unwrap();
+        assert!(
+            (now - was).abs() <= 0.5,
+            "ext3 {variant}: doc {was}, now {now}"
+        );
+        if *variant == "contiguous" {
+            assert_eq!(r["sectors_read"], 197_560, "{r}");
+            assert_eq!(r["sectors_written"], 12_536, "{r}");
+        }
+    }
+    assert!(
+        doc_prose().contains("read and wrote the same sectors (197,560 and 12,536)"),
+        "the prose no longer gives the sectors this test holds"
+    );
+}

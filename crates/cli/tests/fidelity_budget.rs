@@ -568,3 +568,58 @@ fn large_delete_ext3_cells_are_a_new_captures() {
         "the prose no longer gives the sectors this test holds"
     );
 }
+
+/// ext4-fsck-allocator's tree factor: the typed budget row and the prose of section 1 give the
+/// figures of the generated tree block (`docs/regenerate-figures.sh` writes it from a real
+/// e2fsck -v -tt of our two images): pass 2's and pass 1's MB, the non-contiguous directories
+/// and the depth-1 extent trees, each beside the post's.
+#[test]
+fn ext4_fsck_allocator_tree_prose_follows_the_generated_tree_block() {
+    let rows = budget_rows("ext4-fsck-allocator-tree");
+    // Columns: ext4-2008, published, ext4-2009, published.
+    let cells = |first: &str| -> [f64; 4] {
+        let r = row_named(&rows, first);
+        [num(&r[1]), num(&r[2]), num(&r[3]), num(&r[4])]
+    };
+    let range = |c: [f64; 4]| {
+        let (lo, hi) = (c[0].min(c[2]), c[0].max(c[2]));
+        if lo == hi {
+            format!("{lo}")
+        } else {
+            format!("{lo}-{hi}")
+        }
+    };
+    let pass2 = cells("MB e2fsck read, pass 2");
+    let pass1 = cells("MB e2fsck read, pass 1");
+    let dirs = cells("non-contiguous directories");
+    let depth1 = cells("inodes with extents, depth 1");
+    let text = doc_prose();
+    for claim in [
+        format!(
+            "| tree | e2fsck's own MB, pass 2 (below) | {} MB | {} MB | (post: {} MB) |",
+            pass2[0], pass2[2], pass2[1]
+        ),
+        format!(
+            "Pass 2 reads {} MB by e2fsck's own count; the post's read {} MB.",
+            range(pass2),
+            pass2[1]
+        ),
+        format!(
+            "Pass 1: {} MB here, {} in the post.",
+            range(pass1),
+            pass1[1]
+        ),
+        format!(
+            "Non-contiguous directories: {} here, {} in the post.",
+            range(dirs),
+            dirs[1]
+        ),
+        format!(
+            "Extent depth 1: {} here, {} in the post.",
+            range(depth1),
+            depth1[1]
+        ),
+    ] {
+        assert!(text.contains(&claim), "the doc no longer says: {claim}");
+    }
+}

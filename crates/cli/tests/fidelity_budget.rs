@@ -30,7 +30,8 @@ fn budget_rows(name: &str) -> Vec<Vec<String>> {
                 .collect()
         })
         .collect();
-    assert!(rows.len() >= 3, "{name}: {block}");
+    // At least the run as shipped and one factor switched.
+    assert!(rows.len() >= 2, "{name}: {block}");
     rows
 }
 
@@ -237,7 +238,7 @@ fn mio_seconds(v: &serde_json::Value, b: u64, policy: &str) -> f64 {
 }
 
 /// metacluster-io's device and CPU rows are replays of the shipped run's own traces: here the
-/// experiment runs again at scale 1 (about 1-2 min), its traces are replayed as the script
+/// experiment runs again at scale 1 (4-7 min here, loaded), its traces are replayed as the script
 /// replays them, and
 /// - a replay on the shipped preset gives the run's own seconds exactly (the rows made by
 ///   replaying are the experiment's pricing, one factor changed);
@@ -248,6 +249,7 @@ fn mio_seconds(v: &serde_json::Value, b: u64, policy: &str) -> f64 {
 /// - the prose: another drive moves each change by at most 2.1 points (2.5 here, for the
 ///   sample), and this machine's think time adds under 1 s to any benchmark.
 #[test]
+#[ignore = "a scale-1 capture, 4-7 min here; run with --ignored"]
 fn metacluster_io_budget_rows_are_replays_of_the_shipped_traces() {
     if !common::is_root() {
         eprintln!("skipped: the experiment needs root (loop devices, mount, tracefs)");
@@ -327,5 +329,303 @@ fn metacluster_io_budget_rows_are_replays_of_the_shipped_traces() {
             let cpu = mio_seconds(&shipped, b, p) - mio_seconds(&cpu0, b, p);
             assert!(cpu.abs() < 1.0, "b{b} {p}: think time {cpu} s");
         }
+    }
+}
+
+/// docs/fidelity.md with every run of whitespace one space, so that a sentence the tests look
+/// for does not depend on where the doc's lines break.
+fn doc_prose() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fidelity.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The row of a generated block whose first cell is `first`.
+fn row_named<'a>(rows: &'a [Vec<String>], first: &str) -> &'a [String] {
+    rows.iter()
+        .find(|r| r[0] == first)
+        .unwrap_or_else(|| panic!("no row '{first}' in {rows:?}"))
+}
+
+/// Rounds `x` to `digits` decimals, as the generated tables print it.
+fn round(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+/// metacluster-fsck's tree factor, bench5 against the post's file list: the generated block is
+/// what `layoutlab plan` makes of bench5 now under each policy (plans are deterministic, so to
+/// the printed digit), and the prose beside it follows: the 350th file keeps 3.2 GB (ext3-2007)
+/// and 0.48 GB (metacluster) of its 10 GB, so the band the post's unstated fullness leaves is at
+/// most 6.8 GB, 1.7% of the 400 GB.
+#[test]
+fn bench5_block_is_the_plans_and_the_prose_follows() {
+    let rows = budget_rows("metacluster-fsck-bench5");
+    let mut kept = Vec::new();
+    for policy in ["ext3-2007", "ext3-metacluster"] {
+        let plan = json(&["plan", "--workload", "bench5", "--policy", policy]);
+        let sizes: Vec<f64> = plan["inodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["kind"] == "File")
+            .map(|i| i["size_bytes"].as_f64().unwrap())
+            .collect();
+        let data_gb = sizes.iter().sum::<f64>() / 1e9;
+        let last_gb = sizes.last().unwrap() / 1e9;
+        let r = row_named(&rows, policy);
+        assert_eq!(num(&r[2]), sizes.len() as f64, "{r:?}");
+        assert_eq!(num(&r[3]), round(data_gb, 1), "{r:?}");
+        assert_eq!(num(&r[4]), round(last_gb, 2), "{r:?}");
+        assert_eq!(num(&r[5]), round(400.0 - data_gb, 1), "{r:?}");
+        kept.push(last_gb);
+    }
+    let text = doc_prose();
+    let claim = format!(
+        "the 350th file keeps {:.1} GB of its 10 GB; in the metacluster plan it keeps {:.2} GB",
+        kept[0], kept[1]
+    );
+    assert!(text.contains(&claim), "the prose no longer says: {claim}");
+    let band = format!(
+        "at most {:.1} GB ({:.1}% of the 400 GB)",
+        10.0 - kept[0],
+        (10.0 - kept[0]) / 400.0 * 100.0
+    );
+    assert!(text.contains(&band), "the prose no longer says: {band}");
+}
+
+/// A generated cell as a number: "≤ 72.6" is 72.6; "—" (no such target) and "not run" are None.
+fn cell(c: &str) -> Option<f64> {
+    c.trim_start_matches("≤ ").parse().ok()
+}
+
+/// random-read at scale 1: the prose beside the generated block follows the block (a 1.9 TB run
+/// of 15-30 min is not rerun here; the block is what the script wrote from it): buffered against
+/// O_DIRECT moves each target by at most 3.8 s (0.24%), and the CPU bound is at most 3.3% (ext3
+/// buffered), 2.7% (ext3 direct), 1.0% (raw) and 0.6% (ext4) of the shipped seconds.
+#[test]
+fn random_read_budget_prose_follows_its_block() {
+    let rows = budget_rows("budget-random-read");
+    let cells = |r: &[String]| -> Vec<f64> {
+        r[2..8]
+            .iter()
+            .map(|c| cell(c).unwrap_or_else(|| panic!("'{c}' in {r:?}")))
+            .collect()
+    };
+    let shipped = cells(row(&rows, "sata-2t-5400-2010"));
+    let bound = cells(row(&rows, "the reads' wall time here"));
+    // Columns: ext3, ext4, raw, each buffered then direct.
+    let (mut moved, mut of) = (0.0f64, 0.0f64);
+    for t in 0..3 {
+        let (b, d) = (shipped[2 * t], shipped[2 * t + 1]);
+        if (b - d).abs() > moved {
+            (moved, of) = ((b - d).abs(), b.min(d));
+        }
+    }
+    let cpu = |i: usize| bound[i] / shipped[i] * 100.0;
+    let text = doc_prose();
+    for claim in [
+        format!(
+            "moves each target by at most {moved:.1} s of {} (",
+            "1,579-2,178 s"
+        ),
+        format!("({:.2}%)", moved / of * 100.0),
+        format!(
+            "This machine's CPU adds at most {:.1}% (ext3 buffered; {:.1}% direct), {:.1}% (raw) and {:.1}% (ext4)",
+            cpu(0),
+            cpu(1),
+            cpu(4).max(cpu(5)),
+            cpu(2).max(cpu(3))
+        ),
+    ] {
+        assert!(text.contains(&claim), "the prose no longer says: {claim}");
+    }
+    let (lo, hi) = shipped
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), &s| (lo.min(s), hi.max(s)));
+    assert_eq!((lo.round(), hi.round()), (1579.0, 2178.0), "{shipped:?}");
+}
+
+/// The cells of a large-delete row (after the factor and the switch), as generated.
+fn ld_cells(r: &[String]) -> Vec<Option<f64>> {
+    r[2..].iter().map(|c| cell(c)).collect()
+}
+
+/// large-delete at scale 1 (ext) and 0.1 (XFS, btrfs): the blocks are filled (every cell of the
+/// run as shipped is a number), a row is either measured in every column its run has or marked
+/// "not run" in all (what `REUSE_ONLY=1` splices), and the prose beside them follows the blocks:
+/// the most this machine's CPU can add to a delete, and how far another drive and (at scale 1)
+/// today's kernel writing ext4 move one (or that it was not run). A block none of whose runs was made says so in its prose.
+#[test]
+fn large_delete_budget_blocks_are_filled_and_the_prose_follows() {
+    let text = doc_prose();
+    for (name, label) in [
+        ("budget-large-delete", "At scale 1"),
+        ("budget-large-delete-xfs-btrfs", "At scale 0.1"),
+    ] {
+        let rows = budget_rows(name);
+        if row(&rows, "sata-400g-2007")[2] == "not run" {
+            // Nothing of this block ran: every row says so, and the prose too.
+            assert!(
+                rows.iter().all(|r| r[2..].iter().all(|c| c == "not run")),
+                "{name}: {rows:?}"
+            );
+            let claim = format!("{label}, nothing was run");
+            assert!(text.contains(&claim), "the prose no longer says: {claim}");
+            continue;
+        }
+        let shipped: Vec<f64> = ld_cells(row(&rows, "sata-400g-2007"))
+            .into_iter()
+            .map(|c| c.unwrap_or_else(|| panic!("{name}: a shipped cell is not a number")))
+            .collect();
+        for r in &rows {
+            let run: Vec<&String> = r[2..].iter().filter(|c| *c != "—").collect();
+            let not_run = run.iter().filter(|c| **c == "not run").count();
+            assert!(not_run == 0 || not_run == run.len(), "{name}: {r:?}");
+            if not_run == 0 {
+                assert!(run.iter().all(|c| cell(c).is_some()), "{name}: {r:?}");
+            }
+        }
+        // Each measured cell of a row against the shipped one, in percent of it.
+        let pct = |prefix: &str| -> Vec<f64> {
+            ld_cells(row(&rows, prefix))
+                .iter()
+                .zip(&shipped)
+                .filter_map(|(c, s)| c.map(|c| c / s * 100.0))
+                .collect()
+        };
+        let cpu = pct("the delete's wall time here")
+            .into_iter()
+            .fold(0.0f64, f64::max);
+        let mut claims = vec![format!(
+            "{label}, this machine's CPU can add at most {cpu:.1}% to a delete"
+        )];
+        let mut factors = vec![("sata-400g-2007-alt-samsung", "another drive")];
+        if name == "budget-large-delete" {
+            factors.push(("today's kernel writes", "today's kernel writing ext4"));
+        }
+        for (prefix, factor) in factors {
+            let moved = pct(prefix);
+            claims.push(if moved.is_empty() {
+                format!("{label}, {factor} was not run")
+            } else {
+                let (lo, hi) = moved
+                    .iter()
+                    .fold((f64::MAX, f64::MIN), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+                format!(
+                    "{label}, {factor} moves a delete by {:+.1}% to {:+.1}%",
+                    lo - 100.0,
+                    hi - 100.0
+                )
+            });
+        }
+        for claim in claims {
+            assert!(text.contains(&claim), "the prose no longer says: {claim}");
+        }
+    }
+}
+
+/// large-delete's ext3 cells at scale 1 are what a new capture gives: ext3's file is laid out by
+/// the ext3-2007 policy and written through libext2fs, so a delete reads and writes the same
+/// sectors every time (197,560 and 12,536 for the contiguous file, as the doc says), and its
+/// seconds are within 0.5 s of the block's. Band: two captures of the contiguous delete were
+/// priced 163.00 and 163.06 s (the doc, 0.06 s apart); 0.5 s leaves room for the sample while
+/// the fragmented file alone moves a cell by 27 s.
+#[test]
+#[ignore = "two 100 GB ext3 deletes at scale 1, 10-20 min; run with --ignored"]
+fn large_delete_ext3_cells_are_a_new_captures() {
+    assert!(
+        common::is_root(),
+        "the experiment needs root (loop devices, mount, tracefs)"
+    );
+    let rows = budget_rows("budget-large-delete");
+    let doc = ld_cells(row(&rows, "sata-400g-2007"));
+    let dir = scratch("budget", "ld-ext3");
+    let v = json(&[
+        "reproduce",
+        "large-delete",
+        "--scale",
+        "1",
+        "--fs",
+        "ext3",
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    for (col, variant) in ["contiguous", "fragmented"].iter().enumerate() {
+        let r = runs
+            .iter()
+            .find(|r| r["fs"] == "ext3" && r["variant"] == *variant)
+            .unwrap();
+        let now = r["seconds"].as_f64().unwrap();
+        let was = doc[col].unwrap();
+        assert!(
+            (now - was).abs() <= 0.5,
+            "ext3 {variant}: doc {was}, now {now}"
+        );
+        if *variant == "contiguous" {
+            assert_eq!(r["sectors_read"], 197_560, "{r}");
+            assert_eq!(r["sectors_written"], 12_536, "{r}");
+        }
+    }
+    assert!(
+        doc_prose().contains("read and wrote the same sectors (197,560 and 12,536)"),
+        "the prose no longer gives the sectors this test holds"
+    );
+}
+
+/// ext4-fsck-allocator's tree factor: the typed budget row and the prose of section 1 give the
+/// figures of the generated tree block (`docs/regenerate-figures.sh` writes it from a real
+/// e2fsck -v -tt of our two images): pass 2's and pass 1's MB, the non-contiguous directories
+/// and the depth-1 extent trees, each beside the post's.
+#[test]
+fn ext4_fsck_allocator_tree_prose_follows_the_generated_tree_block() {
+    let rows = budget_rows("ext4-fsck-allocator-tree");
+    // Columns: ext4-2008, published, ext4-2009, published.
+    let cells = |first: &str| -> [f64; 4] {
+        let r = row_named(&rows, first);
+        [num(&r[1]), num(&r[2]), num(&r[3]), num(&r[4])]
+    };
+    let range = |c: [f64; 4]| {
+        let (lo, hi) = (c[0].min(c[2]), c[0].max(c[2]));
+        if lo == hi {
+            format!("{lo}")
+        } else {
+            format!("{lo}-{hi}")
+        }
+    };
+    let pass2 = cells("MB e2fsck read, pass 2");
+    let pass1 = cells("MB e2fsck read, pass 1");
+    let dirs = cells("non-contiguous directories");
+    let depth1 = cells("inodes with extents, depth 1");
+    let text = doc_prose();
+    for claim in [
+        format!(
+            "| tree | e2fsck's own MB, pass 2 (below) | {} MB | {} MB | (post: {} MB) |",
+            pass2[0], pass2[2], pass2[1]
+        ),
+        format!(
+            "Pass 2 reads {} MB by e2fsck's own count; the post's read {} MB.",
+            range(pass2),
+            pass2[1]
+        ),
+        format!(
+            "Pass 1: {} MB here, {} in the post.",
+            range(pass1),
+            pass1[1]
+        ),
+        format!(
+            "Non-contiguous directories: {} here, {} in the post.",
+            range(dirs),
+            dirs[1]
+        ),
+        format!(
+            "Extent depth 1: {} here, {} in the post.",
+            range(depth1),
+            depth1[1]
+        ),
+    ] {
+        assert!(text.contains(&claim), "the doc no longer says: {claim}");
     }
 }

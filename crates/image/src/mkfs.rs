@@ -85,7 +85,15 @@ impl HostZeroing {
     /// Probes the file system of the directory `dir` with a throw-away sparse file (nothing is
     /// written to it; it is removed).
     pub fn of_dir(dir: &Path) -> Result<Self, ImageError> {
-        let path = dir.join(format!(".layoutlab-zeroing-probe-{}", std::process::id()));
+        // One name per call: the fsck operation plans its policies' images on several threads
+        // of one process, and each probes the work directory (a per-process name collided:
+        // EEXIST in a CI run).
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!(
+            ".layoutlab-zeroing-probe-{}-{n}",
+            std::process::id()
+        ));
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)

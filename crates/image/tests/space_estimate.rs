@@ -113,3 +113,22 @@ fn estimate_holds_du_on_a_disk_file_system() {
     check(dir.path(), "bench5-10tb", 0.002, "ext3-2007", "ext3-2009");
     check(dir.path(), "ubuntu-32g", 0.05, "ext4-2009", "ext4-2009");
 }
+
+/// The fsck operation estimates its policies' images on several threads of one process, each
+/// probing the same work directory: the probes must not collide (they shared one file name per
+/// process, and the second failed with EEXIST in a CI run), and none may be left behind.
+#[test]
+fn probes_of_one_directory_at_once_neither_collide_nor_stay() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                for _ in 0..50 {
+                    HostZeroing::of_dir(dir.path()).unwrap();
+                }
+            });
+        }
+    });
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -256,6 +256,12 @@ impl KernelFs {
         drop(self.mount.take());
         drop_caches()?;
         self.loopdev.flush_buffers()?;
+        self.mount_again()?;
+        Ok(())
+    }
+
+    /// Mounts the file system on the current loop device with the options it was made with.
+    fn mount_again(&mut self) -> Result<()> {
         self.mount = Some(Mount::new(
             self.loopdev.path(),
             None,
@@ -299,13 +305,7 @@ impl KernelFs {
             &mut self.loopdev,
             LoopDevice::attach_direct_presenting(&source, false, &direct)?,
         ));
-        self.mount = Some(Mount::new(
-            self.loopdev.path(),
-            None,
-            self.options.kind.name(),
-            false,
-            &self.options.mount_options,
-        )?);
+        self.mount_again()?;
         let out = work(self.mount_point());
         self.sync()?;
         drop(self.mount.take());
@@ -314,13 +314,7 @@ impl KernelFs {
             &mut self.loopdev,
             LoopDevice::attach_presenting(&source, false, &self.options.queue)?,
         ));
-        self.mount = Some(Mount::new(
-            self.loopdev.path(),
-            None,
-            self.options.kind.name(),
-            false,
-            &self.options.mount_options,
-        )?);
+        self.mount_again()?;
         Ok(out)
     }
 

@@ -52,6 +52,17 @@ pub fn names() -> Vec<&'static str> {
     SHIPPED.iter().map(|(n, _)| *n).collect()
 }
 
+/// An experiment's read target: `None` for the raw device ("raw"), else the kernel profile of
+/// the file system the file is on (an unknown name lists the valid ones).
+pub fn target(t: &str) -> Result<Option<KernelProfile>> {
+    if t == "raw" {
+        return Ok(None);
+    }
+    by_name(t)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("target '{t}': not 'raw' and {e}"))
+}
+
 /// A shipped profile by name; an unknown name is an error listing the valid ones.
 pub fn by_name(name: &str) -> Result<KernelProfile> {
     let (_, text) = SHIPPED.iter().find(|(n, _)| *n == name).ok_or_else(|| {

@@ -150,7 +150,7 @@ fn check_spec(s: &RandomReadSpec) -> Result<()> {
         "1 MiB",
     )?;
     for t in &s.targets {
-        target_profile(t)?;
+        kernel_profile::target(t)?;
     }
     for m in &s.modes {
         mode_is_valid(m)?;
@@ -172,16 +172,6 @@ fn mode_is_valid(m: &str) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// `None` for "raw", else the kernel profile (an unknown name lists the valid ones).
-fn target_profile(t: &str) -> Result<Option<kernel_profile::KernelProfile>> {
-    if t == "raw" {
-        return Ok(None);
-    }
-    kernel_profile::by_name(t)
-        .map(Some)
-        .map_err(|e| anyhow::anyhow!("target '{t}': not 'raw' and {e}"))
 }
 
 /// One target and mode (a row of the JSON contract, and more).
@@ -256,7 +246,7 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
         .targets
         .clone()
         .into_iter()
-        .map(|t| Ok((t.clone(), target_profile(&t)?)))
+        .map(|t| Ok((t.clone(), kernel_profile::target(&t)?)))
         .collect::<Result<_>>()?;
     let dev = crate::support::load_device(&device)?;
     let (file_bytes, fs_bytes) = sizes(&spec, scale);
@@ -777,7 +767,7 @@ mod tests {
 
     #[test]
     fn unknown_targets_and_modes_list_the_valid_ones() {
-        let e = target_profile("zfs").unwrap_err().to_string();
+        let e = kernel_profile::target("zfs").unwrap_err().to_string();
         assert!(e.contains("raw") && e.contains("ext3"), "{e}");
         let e = mode_is_valid("mmap").unwrap_err().to_string();
         // a mode of the table; "both" is `--mode`'s alias of the two, not a mode

@@ -83,7 +83,7 @@ fn check_spec(s: &RequestMergingSpec) -> Result<()> {
         bail!("mib must be in 1..=1048576, got {}", s.mib);
     }
     for t in &s.targets {
-        target_kind(t)?;
+        kernel_profile::target(t)?;
     }
     for m in &s.modes {
         if !MODES.contains(&m.as_str()) {
@@ -97,16 +97,6 @@ fn check_spec(s: &RequestMergingSpec) -> Result<()> {
         bail!("read_ahead_kb must be at least 1 and max_sectors_kb at least 4");
     }
     Ok(())
-}
-
-/// `None` for the raw device, else the kernel profile (an unknown name lists the valid ones).
-fn target_kind(t: &str) -> Result<Option<kernel_profile::KernelProfile>> {
-    if t == "raw" {
-        return Ok(None);
-    }
-    kernel_profile::by_name(t)
-        .map(Some)
-        .map_err(|e| anyhow::anyhow!("target '{t}': not 'raw' and {e}"))
 }
 
 /// One level of one phase, priced on one device (a row of the JSON contract).
@@ -192,7 +182,7 @@ fn run_request_merging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let targets = spec
         .targets
         .iter()
-        .map(|t| Ok((t.clone(), target_kind(t)?)))
+        .map(|t| Ok((t.clone(), kernel_profile::target(t)?)))
         .collect::<Result<Vec<_>>>()?;
     layoutlab_rig::require_root("making loop devices on zram and tracing them")?;
     crate::support::warn_if_leftovers();
@@ -753,7 +743,7 @@ mod tests {
 
     #[test]
     fn unknown_targets_and_modes_list_the_valid_ones() {
-        let e = target_kind("ntfs").unwrap_err().to_string();
+        let e = kernel_profile::target("ntfs").unwrap_err().to_string();
         assert!(e.contains("raw") && e.contains("ext4"), "{e}");
         let spec = RequestMergingSpec {
             mib: 1,

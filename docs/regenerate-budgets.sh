@@ -11,7 +11,10 @@
 #                                       (mkfs-overhead), mio (metacluster-io), ld (large-delete),
 #                                       rr (random-read), kernel (ld and rr), cpu (ext4-fsck-allocator and
 #                                       metacluster-fsck without think time), tree (metacluster-fsck's
-#                                       bench5 plans against the post's file list; no root, seconds);
+#                                       bench5 plans against the post's file list; no root, seconds),
+#                                       fsck (the three fsck tables, metacluster-fsck at scale 1, and
+#                                       docs/emulate.md's closed-loop block: 17 runs, 15-20 min here
+#                                       loaded, the closed loop at scale 1 the longest at about 5 min);
 #                                       fio and mkfs take about 2 min
 #
 # `make docs-budgets` runs it (all blocks). Model-priced seconds are what the tables use; wall time here is
@@ -23,8 +26,9 @@
 #   REUSE=1          with OUT: a run of an experiment (not fio-randread's or mkfs-overhead's,
 #                    which take seconds) whose JSON is already in OUT is not run again (to resume after an
 #                    interruption; same build only)
-#   REUSE_ONLY=1     with OUT: run nothing new; a kernel block's row whose run is not in OUT prints
-#                    "not run" in its cells (to splice what finished when a session ran out of time)
+#   REUSE_ONLY=1     with OUT: run nothing new; a kernel or fsck block's row whose run is not in OUT
+#                    prints "not run" in its cells (to splice what finished when a session ran out
+#                    of time); an fsck block whose shipped run is not in OUT is left as it was
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -313,22 +317,48 @@ splice "$fidelity" budget-random-read "$snip"
 
 fi
 
-if want cpu; then
-# ---- The CPU factor where a period CPU preset would apply (fsck experiments): what this
-# machine's think time adds, switched off alone (`--cpu-scale 0`, a new capture each).
+# ---- The fsck experiments' runs, shared by the cpu and fsck blocks: one run per factor, its
+# JSON in OUT as EXPERIMENT-NAME.json and the 1-minute load average at its start and end (and its
+# wall seconds here) in EXPERIMENT-NAME.load, since wall-clock figures of a closed-loop capture
+# depend on the machine's load. Every run of an experiment takes the same scale.
+fsck_scale() { case $1 in metacluster-fsck) echo 1;; *) echo "";; esac; } # "": the default (1)
 fsck_run() { # experiment name [args...]
   local exp=$1 name=$2; shift 2
-  if [ -n "${REUSE:-}" ] && [ -s "$out/$exp-$name.json" ]; then
+  local scale; scale=$(fsck_scale "$exp")
+  if [ -n "$scale" ]; then set -- --scale "$scale" "$@"; fi
+  if [ -n "${REUSE:-}${REUSE_ONLY:-}" ] && [ -s "$out/$exp-$name.json" ]; then
     echo "regenerate-budgets: $exp $*: reusing $out/$exp-$name.json" >&2
     return
   fi
+  if [ -n "${REUSE_ONLY:-}" ]; then
+    echo "regenerate-budgets: $exp $*: not run (REUSE_ONLY)" >&2
+    return
+  fi
   echo "regenerate-budgets: $exp $*" >&2
+  local load0 t0; load0=$(cut -d' ' -f1 /proc/loadavg); t0=$(date +%s)
   "$bin" reproduce "$exp" --out "$out/$exp-$name" --json "$out/$exp-$name.json" "$@" >/dev/null
+  printf '%s %s %s\n' "$load0" "$(cut -d' ' -f1 /proc/loadavg)" "$(($(date +%s) - t0))" >"$out/$exp-$name.load"
 }
-fsck_run ext4-fsck-allocator shipped
-fsck_run ext4-fsck-allocator cpu0 --cpu-scale 0
-fsck_run metacluster-fsck shipped --scale 1
-fsck_run metacluster-fsck cpu0 --scale 1 --cpu-scale 0
+# The time scale of the closed-loop rows: docs/emulate.md ("Time scale") measured K = 1 ... 16
+# keeping e2fsck's requests within 0.1%; 4 makes metacluster-fsck's 17 min of modelled time at
+# scale 1 about 5 min here while stretching e2fsck's unscaled CPU (a few s) only 4 times.
+closed_k=4
+fsck_runs() { # experiment
+  fsck_run "$1" shipped --sensitivity
+  fsck_run "$1" again
+  fsck_run "$1" closed --closed-loop "$closed_k"
+  fsck_run "$1" period --e2fsck period
+  fsck_run "$1" rot0 --set os_rotational=false
+  fsck_run "$1" cpu0 --cpu-scale 0
+}
+
+if want cpu; then
+# ---- The CPU factor where a period CPU preset would apply (fsck experiments): what this
+# machine's think time adds, switched off alone (`--cpu-scale 0`, a new capture each).
+for exp in ext4-fsck-allocator metacluster-fsck; do
+  fsck_run "$exp" shipped --sensitivity
+  fsck_run "$exp" cpu0 --cpu-scale 0
+done
 {
   provenance "one run per cell; seconds are the model's"
   echo '| experiment | policy | as shipped [s] | no think time (`--cpu-scale 0`) [s] | CPU not overlapped with I/O, as shipped [s] |'
@@ -341,6 +371,110 @@ fsck_run metacluster-fsck cpu0 --scale 1 --cpu-scale 0
   done
 } >"$snip"
 splice "$fidelity" budget-cpu-fsck "$snip"
+fi
+
+if want fsck; then
+# ---- The three fsck tables (metacluster-fsck at scale 1, ext4-fsck-allocator and
+# ext3-vs-ext4-fsck at their default, the posts' scale 1): each factor switched alone, every cell
+# from a run's JSON. Rows marked "the shipped run's traces" replay that run's captures on another
+# preset (`--sensitivity`); the others are new captures, each its own sample of e2fsck's requests.
+for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do fsck_runs "$exp"; done
+fsck_table() { # experiment
+  local exp=$1 j="$out/$1-shipped.json"
+  local runs=(shipped again rot0 closed period cpu0) files=() loads=()
+  local n; for n in "${runs[@]}"; do
+    files+=("$out/$exp-$n.json")
+    if [ -s "$out/$exp-$n.load" ]; then loads+=("$(awk '{printf "%s → %s", $1, $2}' "$out/$exp-$n.load")"); else loads+=(""); fi
+  done
+  # One jq program over every run's JSON (a missing run is null): the rows of the table.
+  local args=() i=0
+  for n in "${runs[@]}"; do
+    if [ -s "${files[$i]}" ]; then args+=(--slurpfile "$n" "${files[$i]}"); else args+=(--argjson "$n" '[null]'); fi
+    args+=(--arg "load_$n" "${loads[$i]}")
+    i=$((i + 1))
+  done
+  jq -nr "${args[@]}" --arg k "$closed_k" --arg exp "$exp" "$f1"'
+    def pct: (. * 100 | f1) as $s | if . > 0 then "+\($s)" else $s end;
+    def secs: if . == null then "not run" else "\(f1) s" end;
+    ($shipped[0]) as $s
+    | [$s.runs[].policy] as $p
+    | [$s.runs[].total_seconds] as $base
+    # A row: factor, what it switched to, the two totals (null: not run), the load.
+    | def row($factor; $to; $t; $load):
+        if ($t | length) == 2 and $t[0] != null and $t[1] != null then
+          "| \($factor) | \($to) | \($t[0] | secs) (\($t[0] / $base[0] - 1 | pct)%) | \($t[1] | secs) (\($t[1] / $base[1] - 1 | pct)%) | \(1 - $t[1] / $t[0] | . * 100 | f1)% | \($load) |"
+        else "| \($factor) | \($to) | not run | not run | not run | |" end;
+      def totals($r): if $r == null then [null, null] else [$r.runs[] | .total_seconds] end;
+      def sens($change): [($s.sensitivity // [])[] | select(.change == $change)][0];
+      "| factor | switched to | \($p[0]) | \($p[1]) | reduction (1 − \($p[1]) / \($p[0])) | load (1 min, start → end) |",
+      "|---|---|---:|---:|---:|---|",
+      "| as shipped | \($s.device), today'"'"'s e2fsck, open loop: a loop device presenting the preset'"'"'s queue | \($base[0] | secs) | \($base[1] | secs) | \(1 - $base[1] / $base[0] | . * 100 | f1)% | \($load_shipped) |",
+      row("none (a second capture)"; "the run as shipped captured again: the spread of one capture, against which the other new captures'"'"' rows are read"; totals($again[0]); $load_again),
+      row("request stream: rotational flag"; "the capture device non-rotational (`--set os_rotational=false`; a new capture)"; totals($rot0[0]); $load_rot0),
+      row("request stream: closed loop"; "e2fsck on the emulated disk (`--closed-loop \($k)`; a new capture): the time measured there"; (if $closed[0] == null then [null, null] else [$closed[0].runs[] | .closed_loop.measured_seconds] end); $load_closed),
+      row("request stream: closed loop"; "the same capture'"'"'s stream replayed open loop"; totals($closed[0]); $load_closed),
+      row("checker"; "e2fsck \(if $period[0] == null then "of the period" else $period[0].runs[0].e2fsck end) (`--e2fsck period`; a new capture)"; totals($period[0]); $load_period),
+      (($s.sensitivity // []) | map(select(.change | startswith("another drive: ")))[] as $alt
+        | row("device: another drive"; "\($alt.change | ltrimstr("another drive: ")) (the shipped run'"'"'s traces)"; [$alt.total_seconds[$p[0]], $alt.total_seconds[$p[1]]]; "")),
+      (($s.sensitivity // []) | map(select(.change != "as shipped" and (.change | startswith("another drive: ") | not)))) as $v
+      | (if ($v | length) == 0 then "| device: preset values | `--sensitivity` | not run | not run | not run | |" else
+          def span(f): ([$v[] | f] | min) as $lo | ([$v[] | f] | max) as $hi | "\($lo | pct) … \($hi | pct)";
+          "| device: preset values | `--sensitivity`: \($v | length) variants of the preset, one borrowed or assumed value at a time (the shipped run'"'"'s traces); lowest … highest; the widest, for \($p[0]): `\($v | max_by(.total_seconds[$p[0]] / $base[0] - 1 | fabs) | .change)` | \(span(.total_seconds[$p[0]] / $base[0] - 1))% | \(span(.total_seconds[$p[1]] / $base[1] - 1))% | \(([$v[] | .reduction * 100] | min | f1)) … \(([$v[] | .reduction * 100] | max | f1))% | |" end),
+      row("CPU"; "no think time (`--cpu-scale 0`; a new capture): what this machine'"'"'s CPU adds"; totals($cpu0[0]); $load_cpu0),
+      (if $exp == "ext4-fsck-allocator" then
+        def mb($r; $pass): [$r.measured_here.e2fsck_tt[] | select(.label == "Pass \($pass)")][0].read_mib;
+        "| tree | e2fsck'"'"'s own MB, pass 2 (below) | \(mb($s.runs[0]; 2)) MB | \(mb($s.runs[1]; 2)) MB | (post: \($s.published.pass_mb_read[$p[0]]["2"]) MB) | |"
+      else empty end),
+      (if $exp != "ext3-vs-ext4-fsck" and ($s.published.total_seconds | length) == 2 then
+        "| *published* | | *\($s.published.total_seconds[$p[0]]) s* | *\($s.published.total_seconds[$p[1]]) s* | *\(1 - $s.published.total_seconds[$p[1]] / $s.published.total_seconds[$p[0]] | . * 100 | f1)%* | |"
+      else empty end)
+  '
+}
+for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
+  if [ ! -s "$out/$exp-shipped.json" ]; then
+    echo "regenerate-budgets: $exp: no shipped run in $out; its block is left as it was" >&2
+    continue
+  fi
+  {
+    provenance "$(jq -r '"scale \(.scale), \(.device); each new capture one run, its load beside it; seconds are the model'"'"'s (closed loop: measured on the emulated disk)"' "$out/$exp-shipped.json")"
+    fsck_table "$exp"
+  } >"$snip"
+  splice "$fidelity" "budget-$exp" "$snip"
+done
+# docs/emulate.md: closed loop against open loop per experiment and scale (issue 25), from the
+# same runs, and metacluster-fsck at its default scale (0.05), its own pair of runs.
+fsck_run_default() { # name [args...]: metacluster-fsck at its default scale
+  local name=$1; shift
+  fsck_scale() { echo ""; }
+  fsck_run metacluster-fsck "$name" "$@"
+  fsck_scale() { case $1 in metacluster-fsck) echo 1;; *) echo "";; esac; }
+}
+fsck_run_default default
+fsck_run_default closed-default --closed-loop "$closed_k"
+# K = 1 beside K = 4 where it is affordable: whether the time scale moves the measured time
+# (metacluster-fsck at scale 1 takes about 20 min here at K = 1).
+fsck_run ext4-fsck-allocator closed-k1 --closed-loop 1
+fsck_run metacluster-fsck closed-k1 --closed-loop 1
+{
+  printf 'Generated by `docs/regenerate-budgets.sh` (`ONLY=fsck`) on %s from build `%s`; one run per row; the load is the 1-minute load average at the run'"'"'s start and end, and the wall time is the whole run here (images, both policies).\n\n' "$(date -u +%Y-%m-%d)" "$build"
+  echo '| experiment | scale | K | policy | requests, plain capture | requests, closed loop (served by the emulator) | plain capture, replayed [s] | closed loop: its stream replayed open loop [s] | closed loop: measured [s] | measured against its replay | closed-loop run: load, wall here |'
+  echo '|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|'
+  for pair in metacluster-fsck:default:closed-default metacluster-fsck:shipped:closed metacluster-fsck:shipped:closed-k1 ext4-fsck-allocator:shipped:closed ext4-fsck-allocator:shipped:closed-k1 ext3-vs-ext4-fsck:shipped:closed; do
+    IFS=: read -r exp plain closed <<<"$pair"
+    pj="$out/$exp-$plain.json" cj="$out/$exp-$closed.json" cl="$out/$exp-$closed.load"
+    if [ ! -s "$pj" ] || [ ! -s "$cj" ]; then
+      echo "| $exp | | | | not run | not run | not run | not run | not run | not run | |"
+      continue
+    fi
+    load=""; [ -s "$cl" ] && load=$(awk '{printf "%s → %s, %d s", $1, $2, $3}' "$cl")
+    jq -nr --slurpfile p "$pj" --slurpfile c "$cj" --arg exp "$exp" --arg load "$load" "$f1"'
+      $p[0] as $p | $c[0] as $c
+      | range($p.runs | length) as $i | $p.runs[$i] as $a | $c.runs[$i] as $b
+      | (($b.closed_loop.measured_seconds / $b.total_seconds - 1) * 100 | f1) as $d
+      | "| \($exp) | \($p.scale) | \($b.closed_loop.time_scale) | \($a.policy) | \($a.requests) | \($b.requests) (\($b.closed_loop.requests_served)) | \($a.total_seconds | . * 100 | round / 100) | \($b.total_seconds | . * 100 | round / 100) | \($b.closed_loop.measured_seconds | . * 100 | round / 100) | \(if ($d | startswith("-")) then $d else "+" + $d end)% | \($load) |"'
+  done
+} >"$snip"
+splice "$root/docs/emulate.md" closed-loop-fsck "$snip"
 fi
 
 echo "regenerate-budgets: updated $fidelity (build $build)" >&2

@@ -11,14 +11,22 @@ use std::path::Path;
 /// The rows of the Markdown table in the generated block `name` of docs/fidelity.md, each a list
 /// of its trimmed cells (the header and the separator row left out).
 fn budget_rows(name: &str) -> Vec<Vec<String>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fidelity.md");
+    block_rows("fidelity.md", name)
+}
+
+/// The rows of the Markdown table in the generated block `name` of docs/`doc`, as
+/// [`budget_rows`] gives them.
+fn block_rows(doc: &str, name: &str) -> Vec<Vec<String>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs")
+        .join(doc);
     let text = std::fs::read_to_string(path).unwrap();
     let begin = format!("<!-- BEGIN generated {name} -->");
     let block = text
         .split(&begin)
         .nth(1)
         .and_then(|t| t.split("<!-- END generated").next())
-        .unwrap_or_else(|| panic!("docs/fidelity.md has no generated block {name}"));
+        .unwrap_or_else(|| panic!("docs/{doc} has no generated block {name}"));
     let rows: Vec<Vec<String>> = block
         .lines()
         .filter(|l| l.starts_with('|'))
@@ -628,4 +636,299 @@ fn ext4_fsck_allocator_tree_prose_follows_the_generated_tree_block() {
     ] {
         assert!(text.contains(&claim), "the doc no longer says: {claim}");
     }
+}
+
+/// The experiment file experiments/NAME.toml.
+fn experiment_file(name: &str) -> toml::Table {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../experiments")
+        .join(format!("{name}.toml"));
+    toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A seconds cell of an fsck budget row: "807.8 s" and "811.3 s (+0.4%)" are 807.8 and 811.3,
+/// "not run" is None.
+fn secs(c: &str) -> Option<f64> {
+    if c == "not run" {
+        return None;
+    }
+    let n = c
+        .split(" s")
+        .next()
+        .unwrap_or_else(|| panic!("'{c}' is not seconds"));
+    Some(num(n))
+}
+
+/// The "(+x%)" of a seconds cell.
+fn pct_of(c: &str) -> f64 {
+    let p = c
+        .split('(')
+        .nth(1)
+        .and_then(|t| t.strip_suffix("%)"))
+        .unwrap_or_else(|| panic!("'{c}' has no (x%)"));
+    num(p.trim_start_matches('+'))
+}
+
+/// The rows of `rows` whose factor (first cell) is `factor`, in order.
+fn rows_of<'a>(rows: &'a [Vec<String>], factor: &str) -> Vec<&'a [String]> {
+    rows.iter()
+        .filter(|r| r[0] == factor)
+        .map(|r| r.as_slice())
+        .collect()
+}
+
+/// The three fsck budget blocks (`ONLY=fsck docs/regenerate-budgets.sh`) hold what their
+/// experiment files and runs say, and agree with docs/emulate.md's closed-loop block, which the
+/// same runs write:
+/// - every row either has its three figures or says "not run" in all of them, and each
+///   "(x%)" is the row's seconds against the run as shipped (to the printed rounding);
+/// - the another-drive rows are the file's `alternatives`, the preset-values row replays as
+///   many variants as the file's `[[sensitivity]]` lists, the checker row runs the file's
+///   `period_e2fsprogs`, and the published row is the file's (none for ext3-vs-ext4-fsck,
+///   whose published ext3 column is kept aside);
+/// - the shipped and closed-loop rows equal the emulate.md block's plain-capture, replay and
+///   measured columns, and there the emulator served exactly the requests the kernel traced.
+#[test]
+fn fsck_budget_blocks_follow_their_experiment_files_and_the_closed_loop_block() {
+    let emulate = block_rows("emulate.md", "closed-loop-fsck");
+    for exp in [
+        "metacluster-fsck",
+        "ext4-fsck-allocator",
+        "ext3-vs-ext4-fsck",
+    ] {
+        let rows = budget_rows(&format!("budget-{exp}"));
+        let file = experiment_file(exp);
+        let shipped = row_named(&rows, "as shipped");
+        let base = [secs(&shipped[2]).unwrap(), secs(&shipped[3]).unwrap()];
+        // A reduction printed to 0.1 point from seconds printed to 0.1 s.
+        let reduction = |a: f64, b: f64| 100.0 * (1.0 - b / a);
+        let slack = |a: f64, b: f64| 0.06 + 100.0 * 0.05 * (1.0 / a + b / (a * a));
+        assert!(
+            (num(shipped[4].trim_end_matches('%')) - reduction(base[0], base[1])).abs()
+                <= slack(base[0], base[1]),
+            "{exp}: {shipped:?}"
+        );
+        for r in &rows {
+            if ["as shipped", "device: preset values", "tree", "*published*"]
+                .contains(&r[0].as_str())
+            {
+                continue;
+            }
+            let run = r[2..5].iter().filter(|c| *c != "not run").count();
+            assert!(run == 0 || run == 3, "{exp}: {r:?}");
+            if run == 0 {
+                continue;
+            }
+            for (col, b) in [(2, base[0]), (3, base[1])] {
+                let s = secs(&r[col]).unwrap();
+                // Both printed to 0.1 s: the percentage is exact to within their rounding.
+                let slack = 100.0 * 0.05 * (1.0 / b + s / (b * b)) + 0.06;
+                assert!(
+                    (pct_of(&r[col]) - 100.0 * (s / b - 1.0)).abs() <= slack,
+                    "{exp}: {r:?}"
+                );
+            }
+        }
+        let alternatives: Vec<&str> = file["alternatives"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let drives: Vec<String> = rows_of(&rows, "device: another drive")
+            .iter()
+            .map(|r| r[1].split(' ').next().unwrap().to_string())
+            .collect();
+        assert_eq!(drives, alternatives, "{exp}");
+        let variants: usize = file["sensitivity"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["set"].as_array().unwrap().len())
+            .sum();
+        let preset = row_named(&rows, "device: preset values");
+        assert!(
+            preset[1].starts_with(&format!("`--sensitivity`: {variants} variants")),
+            "{exp}: {preset:?}"
+        );
+        let period = file["fsck"]["period_e2fsprogs"].as_str().unwrap();
+        let checker = row_named(&rows, "checker");
+        assert!(
+            checker[1].starts_with(&format!("e2fsck {period} ")),
+            "{exp}: {checker:?}"
+        );
+        let published = rows_of(&rows, "*published*");
+        if exp == "ext3-vs-ext4-fsck" {
+            assert!(published.is_empty(), "{exp}: {published:?}");
+        } else {
+            let policies = file["fsck"]["policies"].as_array().unwrap();
+            let total = &file["published"]["total_seconds"];
+            let r = published[0];
+            for (i, p) in policies.iter().enumerate() {
+                let want = total[p.as_str().unwrap()].as_float().unwrap();
+                assert_eq!(secs(r[2 + i].trim_matches('*')), Some(want), "{exp}: {r:?}");
+            }
+        }
+        let closed = rows_of(&rows, "request stream: closed loop");
+        assert_eq!(closed.len(), 2, "{exp}");
+        if closed[0][2] == "not run" {
+            continue;
+        }
+        // The closed-loop block's rows of this experiment at the budget's scale (1) and K.
+        let k = closed[0][1]
+            .split("`--closed-loop ")
+            .nth(1)
+            .and_then(|t| t.split('`').next())
+            .unwrap_or_else(|| panic!("{exp}: no K in {:?}", closed[0]));
+        let cl: Vec<&Vec<String>> = emulate
+            .iter()
+            .filter(|r| r[0] == exp && r[1] == "1" && r[2] == k)
+            .collect();
+        assert_eq!(cl.len(), 2, "{exp}: {emulate:?}");
+        for (i, e) in cl.iter().enumerate() {
+            // The same seconds, printed to 0.1 s here and to 0.01 s there.
+            let same = |tenth: f64, hundredth: &str| (tenth - num(hundredth)).abs() <= 0.0501;
+            assert!(same(base[i], &e[6]), "{exp}: {e:?}");
+            assert!(
+                same(secs(&closed[0][2 + i]).unwrap(), &e[8]),
+                "{exp}: {e:?}"
+            );
+            assert!(
+                same(secs(&closed[1][2 + i]).unwrap(), &e[7]),
+                "{exp}: {e:?}"
+            );
+        }
+    }
+    for e in &emulate {
+        if e[4] == "not run" {
+            continue;
+        }
+        // "N (M)": requests the kernel traced on the emulated disk, and the emulator served.
+        let (traced, served) = e[5].split_once(" (").unwrap();
+        assert_eq!(traced, served.trim_end_matches(')'), "{e:?}");
+    }
+}
+
+/// A reduction cell "72.4%" as a number of points.
+fn points(c: &str) -> f64 {
+    num(c.trim_matches('*').trim_end_matches('%'))
+}
+
+/// The prose beside the three fsck blocks follows them:
+/// - for each, which factor switched alone moves the reduction most, by how many points, and how
+///   far every other one moves it at most (the printed reductions), and, where the post gives a
+///   reduction, how far below ours it is;
+/// - docs/emulate.md's closed-loop block: for each experiment, how far closed loop moves the
+///   requests and the open-loop replay against the plain capture, and where the measured time
+///   lies against its own stream's replay; ext3-vs-ext4-fsck's ext4-2008 requests in both.
+#[test]
+fn fsck_budget_prose_follows_the_blocks() {
+    let text = doc_prose();
+    for exp in [
+        "metacluster-fsck",
+        "ext4-fsck-allocator",
+        "ext3-vs-ext4-fsck",
+    ] {
+        let rows = budget_rows(&format!("budget-{exp}"));
+        let shipped = points(&row_named(&rows, "as shipped")[4]);
+        let mut moves: Vec<(f64, &str)> = rows
+            .iter()
+            .filter(|r| {
+                ![
+                    "as shipped",
+                    "none (a second capture)",
+                    "device: preset values",
+                    "tree",
+                    "*published*",
+                ]
+                .contains(&r[0].as_str())
+                    && r[4] != "not run"
+            })
+            .map(|r| ((points(&r[4]) - shipped).abs(), r[0].as_str()))
+            .collect();
+        moves.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let again = points(&row_named(&rows, "none (a second capture)")[4]);
+        let claim = format!(
+            "{exp}: switched alone, the largest move of the reduction is {:.1} points ({}); every other factor moves it by at most {:.1} points; a second capture of the run as shipped moved it by {:.1}",
+            moves[0].0,
+            moves[0].1,
+            moves[1].0,
+            (again - shipped).abs()
+        );
+        assert!(text.contains(&claim), "the prose no longer says: {claim}");
+        if let Some(p) = rows_of(&rows, "*published*").first() {
+            let published = points(&p[4]);
+            let claim = format!(
+                "The post's reduction is {:.1} points below ours",
+                shipped - published
+            );
+            assert!(text.contains(&claim), "the prose no longer says: {claim}");
+            // "33.6 … 77.8%": the lowest and highest reduction of the preset's variants.
+            let span = &row_named(&rows, "device: preset values")[4];
+            let lowest = num(span.split(' ').next().unwrap());
+            let claim = if lowest > published {
+                format!(
+                    "{exp}'s preset-values row: even its lowest reduction stays above the post's"
+                )
+            } else {
+                format!("{exp}'s preset-values row spans the post's reduction")
+            };
+            assert!(text.contains(&claim), "the prose no longer says: {claim}");
+        }
+        if exp == "ext4-fsck-allocator" {
+            let cpu = pct_of(&row_named(&rows, "CPU")[3]);
+            let again = pct_of(&row_named(&rows, "none (a second capture)")[3]);
+            let claim = format!("moves ext4-2009 by {cpu:+.1}%, a second capture by {again:+.1}%");
+            assert!(text.contains(&claim), "the prose no longer says: {claim}");
+        }
+    }
+    let emulate = block_rows("emulate.md", "closed-loop-fsck");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/emulate.md");
+    let emulate_text = std::fs::read_to_string(path)
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for exp in [
+        "metacluster-fsck",
+        "ext4-fsck-allocator",
+        "ext3-vs-ext4-fsck",
+    ] {
+        let rows: Vec<&Vec<String>> = emulate
+            .iter()
+            .filter(|r| r[0] == exp && r[4] != "not run")
+            .collect();
+        let requests = |c: &str| num(c.split(' ').next().unwrap());
+        let most = |f: &dyn Fn(&Vec<String>) -> f64| {
+            rows.iter().map(|r| f(r).abs()).fold(0.0f64, f64::max)
+        };
+        let req = most(&|r| 100.0 * (requests(&r[5]) / num(&r[4]) - 1.0));
+        let rep = most(&|r| 100.0 * (num(&r[7]) / num(&r[6]) - 1.0));
+        let measured: Vec<f64> = rows
+            .iter()
+            .map(|r| num(r[9].trim_start_matches('+').trim_end_matches('%')))
+            .collect();
+        let lo = measured.iter().copied().fold(f64::MAX, f64::min);
+        let hi = measured.iter().copied().fold(f64::MIN, f64::max);
+        let claim = format!(
+            "**{exp}**: closed loop's requests are within {req:.1}% of the plain capture's and the replays of its streams within {rep:.1}%; the measured time lies {lo:+.1}% to {hi:+.1}% from its own stream's replay"
+        );
+        assert!(
+            emulate_text.contains(&claim),
+            "docs/emulate.md no longer says: {claim}"
+        );
+    }
+    let e4 = emulate
+        .iter()
+        .find(|r| r[0] == "ext3-vs-ext4-fsck" && r[3] == "ext4-2008")
+        .unwrap();
+    let claim = format!(
+        "ext4-2008 issued {} requests on the emulated disk against {} on the plain loop device",
+        e4[5].split(' ').next().unwrap(),
+        e4[4]
+    );
+    assert!(
+        emulate_text.contains(&claim),
+        "docs/emulate.md no longer says: {claim}"
+    );
 }

@@ -74,6 +74,15 @@ pub fn valid_keys(exp: &Experiment) -> Vec<String> {
             keys.push(k.clone());
         }
     }
+    // The operation's options may be absent from the file (their default applies): they are
+    // what `experiments --json` tells a user to set, so they must be settable.
+    if let Ok(op) = crate::operation(&exp.operation) {
+        for o in op.options() {
+            if !keys.iter().any(|k| k == o.key) {
+                keys.push(o.key.to_string());
+            }
+        }
+    }
     keys
 }
 
@@ -679,6 +688,26 @@ mod tests {
             expand(ALL, &sets(&["scale=1"])).unwrap().manifest.cells,
             m.manifest.cells
         );
+    }
+
+    /// An operation's option that the experiment file leaves out (its default applies) is
+    /// settable, as `experiments --json` says: `--set os_rotational=false` reaches the fsck
+    /// table (the request-stream row of docs/fidelity.md), and a key that is neither in the
+    /// file nor an option is still refused.
+    #[test]
+    fn an_operations_option_absent_from_the_file_is_settable() {
+        let exp = experiment::load("metacluster-fsck").unwrap();
+        assert!(!exp.params.contains_key("os_rotational"));
+        let set = with_sets("metacluster-fsck", &sets(&["os_rotational=false"])).unwrap();
+        assert_eq!(set.params["os_rotational"].as_bool(), Some(false));
+        let spec: crate::ops::fsck::FsckSpec = set.params().unwrap();
+        assert_eq!(spec.check_spec().os_rotational, Some(false));
+        let shipped: crate::ops::fsck::FsckSpec = exp.params().unwrap();
+        assert_eq!(shipped.check_spec().os_rotational, None);
+        let err = with_sets("metacluster-fsck", &sets(&["no_such_key=1"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a key of metacluster-fsck"), "{err}");
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub struct CheckSpec {
     pub os_read_ahead_kb: u32,
     /// Largest request the OS sent the modelled disk (KiB); `None`: leave the loop device's.
     pub os_max_sectors_kb: Option<u32>,
+    /// The capture device's `queue/rotational`; `None`: the preset's (every hard disk 1).
+    /// Set only to switch the flag alone (issue 27's request-stream factor).
+    pub os_rotational: Option<bool>,
     /// Extra arguments to the real e2fsck, after `-fnv -tt -C 3`.
     pub e2fsck_extra_args: Vec<String>,
     /// Run e2fsck seeing one CPU, so libext2fs reads bitmaps with one thread (as in 2007).
@@ -280,11 +283,14 @@ pub fn traced_e2fsck(
     let t = Instant::now();
     let run = {
         let _stage = crate::stages::enter(crate::stages::CAPTURE);
-        let queue = crate::support::capture_queue(
+        let mut queue = crate::support::capture_queue(
             &opts.device,
             Some(spec.os_read_ahead_kb),
             spec.os_max_sectors_kb,
         )?;
+        if let Some(rotational) = spec.os_rotational {
+            queue.rotational = Some(rotational);
+        }
         let fsck_opts = FsckOptions {
             e2fsck: opts.e2fsck.program("e2fsck")?,
             extra_args: e2fsck_args(&spec.e2fsck_extra_args, opts.e2fsck),

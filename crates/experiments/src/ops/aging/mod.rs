@@ -94,6 +94,7 @@ impl AgingSpec {
         CheckSpec {
             os_read_ahead_kb: self.os_read_ahead_kb,
             os_max_sectors_kb: Some(self.os_max_sectors_kb),
+            os_rotational: None,
             e2fsck_extra_args: self.e2fsck_extra_args.clone(),
             e2fsck_single_cpu: self.e2fsck_single_cpu,
         }

@@ -44,6 +44,11 @@ pub struct FsckSpec {
     /// Largest request the OS sent the modelled disk (KiB); `None`: leave the loop device's.
     #[serde(default)]
     pub os_max_sectors_kb: Option<u32>,
+    /// The capture device's `queue/rotational`; `None`: the preset's (1 for every hard disk).
+    /// A run sets it (`--set os_rotational=false`) to measure the flag alone: the request
+    /// stream's factor of docs/fidelity.md.
+    #[serde(default)]
+    pub os_rotational: Option<bool>,
     /// Scale factor applied to measured CPU time between requests.
     pub cpu_scale: f64,
     /// Extra arguments to the real e2fsck, after `-fnv -tt -C 3`.
@@ -68,6 +73,7 @@ impl FsckSpec {
         crate::steps::check::CheckSpec {
             os_read_ahead_kb: self.os_read_ahead_kb,
             os_max_sectors_kb: self.os_max_sectors_kb,
+            os_rotational: self.os_rotational,
             e2fsck_extra_args: self.e2fsck_extra_args.clone(),
             e2fsck_single_cpu: self.e2fsck_single_cpu,
         }
@@ -95,12 +101,20 @@ impl Operation for Fsck {
     }
 
     fn options(&self) -> &'static [crate::OpOption] {
-        &[crate::OpOption {
-            key: "workload_copies",
-            help: "copies of the workload side by side, each in its own top directory, on a file system as many times as large (a whole number; default 1)",
-            flag: None,
-            flag_aliases: &[],
-        }]
+        &[
+            crate::OpOption {
+                key: "workload_copies",
+                help: "copies of the workload side by side, each in its own top directory, on a file system as many times as large (a whole number; default 1)",
+                flag: None,
+                flag_aliases: &[],
+            },
+            crate::OpOption {
+                key: "os_rotational",
+                help: "the capture device's queue/rotational, true or false (default: the preset's, true for every hard disk); false switches the flag alone",
+                flag: None,
+                flag_aliases: &[],
+            },
+        ]
     }
 
     /// `--closed-loop` runs e2fsck on the emulated device (`run.rs`).

@@ -128,9 +128,12 @@ fn write_ops_saves_the_aged_population_age_kernel_reads() {
         .unwrap()
         .scale(0.01)
         .unwrap();
-    let aged =
-        layoutlab_workload::aging::age(&pop, &layoutlab_workload::aging::AgingSpec::new(2.0, 5))
-            .unwrap();
+    let aged = layoutlab_workload::aging::age(
+        &pop,
+        &layoutlab_workload::aging::AgingSpec::new(2.0, 5),
+        layoutlab_layout::mkfs::metadata_margin_bytes(pop.fs_bytes),
+    )
+    .unwrap();
     assert_eq!(saved, aged);
     assert_eq!(
         saved.ops.len() as u64,

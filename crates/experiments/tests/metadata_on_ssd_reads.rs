@@ -44,6 +44,7 @@ fn cell_at(
                 fullness: Some(0.8),
                 ..AgingSpec::new(capacities, SEED)
             },
+            layoutlab_layout::mkfs::metadata_margin_bytes(tree.fs_bytes),
         )
         .unwrap()
     };

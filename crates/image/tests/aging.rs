@@ -98,7 +98,8 @@ fn aged_images_pass_e2fsck_and_read_back_as_planned() {
     }
     // and the aging generator's own streams: ubuntu-32g at 1/100 and bench5 at 1/100 on a
     // disk a tenth larger, 2 capacities written at the generator's largest fullness
-    use layoutlab_workload::aging::{age, max_fullness, AgingSpec};
+    use layoutlab_layout::mkfs::{max_fullness, metadata_margin_bytes};
+    use layoutlab_workload::aging::{age, AgingSpec};
     let ubuntu = layoutlab_workload::population_shrunk("ubuntu-32g", 0.01).unwrap();
     let mut bench5 = layoutlab_workload::population_by_name("bench5")
         .unwrap()
@@ -110,7 +111,7 @@ fn aged_images_pass_e2fsck_and_read_back_as_planned() {
             fullness: Some(max_fullness(tree.fs_bytes).min(0.9)),
             ..AgingSpec::new(2.0, seed as u64)
         };
-        let pop = age(tree, &spec).unwrap();
+        let pop = age(tree, &spec, metadata_margin_bytes(tree.fs_bytes)).unwrap();
         for name in policy::POLICY_NAMES {
             let profile =
                 MkfsProfile::by_name(policy::default_mkfs_profile(name).unwrap()).unwrap();

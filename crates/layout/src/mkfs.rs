@@ -388,9 +388,55 @@ pub fn default_journal_blocks_147(blocks: u64) -> Option<u64> {
     })
 }
 
+/// Bytes of a `fs_bytes` file system an aging stream leaves to metadata (what
+/// `layoutlab_workload::aging::age` is given): live file data is held below
+/// `fs_bytes − margin`, because the planners do not model ENOSPC. It lives here, with the
+/// profiles and journal tables it bounds, not in the workload crate, which knows no mkfs.
+///
+/// The sum of (docs/aging.md):
+/// - inode tables: 1/64 of the file system (256-byte inodes at 16 KiB per inode, ext4's
+///   mke2fs.conf; 128 at 8 KiB, ext3-2007's: the same fraction);
+/// - the journal: the larger of e2fsprogs 1.40's and 1.47's default sizes (4 MiB to 1 GiB)
+///   in 4 KiB blocks, the two tables the profiles use;
+/// - bitmaps, group descriptors and reserved GDT blocks: 1/256 (what mke2fs takes beyond
+///   inode tables and journal is at most 0.2% with layoutlab's profiles from 64 MiB to
+///   400 GB);
+/// - mapping blocks: 1/128 (one ext3 indirect block maps 1024 data blocks, but the
+///   ext3-metacluster policy keeps 1/128 of every group for them, its `size` default, and
+///   data never takes that space);
+/// - directories: 1/128 (ubuntu-32g's 28,022 directories take 0.3% of its 32 GiB; twice
+///   that, and a margin for the directories an aging stream makes).
+pub fn metadata_margin_bytes(fs_bytes: u64) -> u64 {
+    const BLOCK: u64 = 4096;
+    let blocks = fs_bytes / BLOCK;
+    let journal =
+        default_journal_blocks_140(blocks).max(default_journal_blocks_147(blocks).unwrap_or(0));
+    fs_bytes / 64 + journal * BLOCK + fs_bytes / 256 + fs_bytes / 128 + fs_bytes / 128
+}
+
+/// The largest fullness an aging stream may hold on a `fs_bytes` file system: what the
+/// [`metadata_margin_bytes`] leave.
+pub fn max_fullness(fs_bytes: u64) -> f64 {
+    layoutlab_workload::aging::fullness_cap(fs_bytes, metadata_margin_bytes(fs_bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The margin figures docs/aging.md gives: bench5's 400 GB, ubuntu-32g's 32 GiB (where
+    /// 1.47's 256 MiB journal is the larger), the 64 MiB minimum (a 4 MiB journal).
+    #[test]
+    fn the_documented_margin_figures_hold() {
+        let bench5 = layoutlab_workload::population_by_name("bench5").unwrap();
+        assert!((max_fullness(bench5.fs_bytes) - 0.9622).abs() < 5e-5);
+        assert!((max_fullness(32 << 30) - 0.9570).abs() < 5e-5);
+        assert!((max_fullness(64 << 20) - 0.9023).abs() < 5e-5);
+        // 512 MiB of inode tables, 256 MiB of journal, 128 MiB of bitmaps and descriptors,
+        // 256 MiB each of mapping blocks and directories
+        assert_eq!(metadata_margin_bytes(32 << 30), 1408 << 20);
+        assert_eq!(max_fullness(0), 0.0);
+    }
 
     #[test]
     fn every_listed_profile_loads_under_its_own_name() {

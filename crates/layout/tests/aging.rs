@@ -205,7 +205,8 @@ proptest! {
 /// exactly the stream's tree, no file short. Prints how many were checked.
 #[test]
 fn generated_streams_plan_soundly_under_every_policy() {
-    use layoutlab_workload::aging::{age, max_fullness, AgingSpec};
+    use layoutlab_layout::mkfs::{max_fullness, metadata_margin_bytes};
+    use layoutlab_workload::aging::{age, AgingSpec};
     let ubuntu = layoutlab_workload::population_shrunk("ubuntu-32g", 0.01).unwrap();
     let mut bench5 = layoutlab_workload::population_by_name("bench5")
         .unwrap()
@@ -219,7 +220,7 @@ fn generated_streams_plan_soundly_under_every_policy() {
                 fullness: Some(max_fullness(tree.fs_bytes).min(0.9)),
                 ..AgingSpec::new(2.0, seed)
             };
-            let pop = age(tree, &spec).unwrap();
+            let pop = age(tree, &spec, metadata_margin_bytes(tree.fs_bytes)).unwrap();
             for name in policy::POLICY_NAMES {
                 let (_, plan) = plan(name, &pop, seed);
                 assert_tree(name, &pop, &plan);

@@ -14,6 +14,11 @@ use layoutlab_workload::{population_shrunk, NsOp, Population};
 use proptest::prelude::*;
 use std::ops::ControlFlow;
 
+/// The metadata margin the aging streams leave on `pop`'s file system.
+fn margin(pop: &Population) -> u64 {
+    layoutlab_layout::mkfs::metadata_margin_bytes(pop.fs_bytes)
+}
+
 fn geometry(name: &str, pop: &Population) -> Geometry {
     let profile = MkfsProfile::by_name(policy::default_mkfs_profile(name).unwrap()).unwrap();
     Geometry::new(&profile, pop.fs_bytes).unwrap()
@@ -102,7 +107,8 @@ fn the_aging_generators_ages_plan_as_alone() {
             fullness: Some(0.8),
             ..AgingSpec::new(1.0, 2007)
         };
-        let (aged, ends) = age_prefixes(&tree, &spec, &[0.0, 1.0, 2.0, 3.0]).unwrap();
+        let (aged, ends) =
+            age_prefixes(&tree, &spec, margin(&tree), &[0.0, 1.0, 2.0, 3.0]).unwrap();
         assert!(ends.windows(2).all(|w| w[0] < w[1]), "{ends:?}");
         for name in [
             "ext3-2007",
@@ -124,7 +130,13 @@ fn the_aging_generators_ages_plan_as_alone() {
 #[test]
 fn a_sink_that_breaks_stops_the_pass() {
     let tree = population_shrunk("ubuntu-32g", 0.002).unwrap();
-    let (aged, ends) = age_prefixes(&tree, &AgingSpec::new(1.0, 1), &[0.0, 0.5, 1.0]).unwrap();
+    let (aged, ends) = age_prefixes(
+        &tree,
+        &AgingSpec::new(1.0, 1),
+        margin(&tree),
+        &[0.0, 0.5, 1.0],
+    )
+    .unwrap();
     for name in ["ext3-2007", "ext4-2009"] {
         let geo = geometry(name, &aged);
         let p = policy::by_name(name, &PolicyParams::new()).unwrap();

@@ -140,6 +140,7 @@ pub fn run(a: Args) -> Result<()> {
             fullness: Some(a.fullness),
             ..layoutlab_workload::aging::AgingSpec::new(a.age, a.seed)
         },
+        layoutlab_layout::mkfs::metadata_margin_bytes(tree.fs_bytes),
     )
     .with_context(|| format!("aging {}", tree.name))?;
     layoutlab_rig::require_root("making and mounting a kernel ext4")?;

@@ -608,6 +608,7 @@ fn bench_age(
             fullness: Some(fullness),
             ..layoutlab_workload::aging::AgingSpec::new(age, seed)
         },
+        layoutlab_layout::mkfs::metadata_margin_bytes(tree.fs_bytes),
     )?;
     let operations = (aged.ops.len() - tree.ops.len()) as u64;
     eprintln!(

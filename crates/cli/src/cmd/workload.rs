@@ -140,6 +140,12 @@ pub fn run(c: Command) -> Result<()> {
     }
 }
 
+/// The metadata margin an aging stream leaves on `pop`'s file system: the mkfs profiles'
+/// knowledge, which the workload crate does not have.
+fn margin_bytes(pop: &layoutlab_workload::Population) -> u64 {
+    layoutlab_layout::mkfs::metadata_margin_bytes(pop.fs_bytes)
+}
+
 fn age(a: AgeArgs) -> Result<()> {
     use layoutlab_workload::aging::{stream_stats, AgingSpec};
     let mut spec = match &a.spec {
@@ -179,7 +185,7 @@ fn age(a: AgeArgs) -> Result<()> {
     let pop = layoutlab_workload::population_by_name(&a.name)?.scale(a.scale)?;
     let started = std::time::Instant::now();
     let st = match &a.write_ops {
-        None => stream_stats(&pop, &spec)?,
+        None => stream_stats(&pop, &spec, margin_bytes(&pop))?,
         Some(path) => write_ops(&pop, &spec, path)?,
     };
     let seconds = started.elapsed().as_secs_f64();
@@ -380,7 +386,7 @@ fn write_ops(
     for op in &pop.ops {
         put(&mut w, op)?;
     }
-    let st = layoutlab_workload::aging::generate(pop, spec, &mut |op| {
+    let st = layoutlab_workload::aging::generate(pop, spec, margin_bytes(pop), &mut |op| {
         if failed.is_none() {
             if let Err(e) = put(&mut w, &op) {
                 failed = Some(e);

@@ -12,13 +12,10 @@
 //!   leads to, just before it — this file's [`IndirectPlacer`].
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
-use crate::alloc::ext3_fs::plan_ext3_in;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
-use crate::plan::Plan;
-use crate::policy::{Prefixes, check_known, PolicyEntry, Policy, PolicyParams};
+use crate::policy::{check_known, PolicyEntry, PolicyParams, OnePass};
 use crate::LayoutError;
-use layoutlab_workload::Population;
 
 /// This policy's entry in the registry ([`super::POLICIES`]).
 pub const ENTRY: PolicyEntry = PolicyEntry {
@@ -55,34 +52,11 @@ impl IndirectPlacer for InlineIndirect {
     }
 }
 
-impl Policy for Ext3_2007 {
-    fn name(&self) -> &str {
-        ENTRY.name
-    }
-
-    crate::policy::one_pass_planner!();
-}
+crate::policy::one_pass_policy!(Ext3_2007);
 
 impl Ext3_2007 {
-    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
-    /// ([`Policy::plan_prefixes`]).
-    fn plan_in(
-        &self,
-        geo: &Geometry,
-        pop: &Population,
-        seed: u64,
-        prefixes: Option<&mut Prefixes>,
-    ) -> Result<Option<Plan>, LayoutError> {
-        let alloc = Ext3Alloc::new(geo.free_map());
-        plan_ext3_in(
-            self.name(),
-            geo,
-            pop,
-            seed,
-            alloc,
-            &mut InlineIndirect,
-            geo.has_feature("dir_index"),
-            prefixes,
-        )
+    /// The ext3 planner with 2.6.23's reservation windows and indirect blocks inline.
+    fn one_pass(&self, geo: &Geometry) -> Result<OnePass, LayoutError> {
+        Ok(OnePass::ext3(geo, [], InlineIndirect))
     }
 }

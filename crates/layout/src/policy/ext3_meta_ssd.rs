@@ -21,15 +21,12 @@
 //! default 1/32).
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
-use crate::alloc::ext3_fs::plan_ext3_in;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
 use crate::policy::ext4_meta_ssd::{footprint, MetadataFootprint};
-use crate::policy::{
-    Prefixes, check_known, parse_region_fraction, Policy, PolicyEntry, PolicyParams};
+use crate::policy::{check_known, parse_region_fraction, PolicyEntry, PolicyParams, OnePass};
 use crate::LayoutError;
-use layoutlab_workload::Population;
 
 /// Its entry in the policy registry.
 pub const ENTRY: PolicyEntry = PolicyEntry {
@@ -147,24 +144,12 @@ impl LeadingRegionPlacer {
     }
 }
 
-impl Policy for Ext3MetaSsd {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    crate::policy::one_pass_planner!();
-}
+crate::policy::one_pass_policy!(Ext3MetaSsd);
 
 impl Ext3MetaSsd {
-    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
-    /// ([`Policy::plan_prefixes`]).
-    fn plan_in(
-        &self,
-        geo: &Geometry,
-        pop: &Population,
-        seed: u64,
-        prefixes: Option<&mut Prefixes>,
-    ) -> Result<Option<Plan>, LayoutError> {
+    /// The ext3 planner with the leading region held back for metadata; a flex_bg file
+    /// system refused.
+    fn one_pass(&self, geo: &Geometry) -> Result<OnePass, LayoutError> {
         if geo.has_feature("flex_bg") {
             return Err(LayoutError::Unsupported(format!(
                 "{NAME} is ext3's allocator: format with an ext3 mkfs profile (ext3-2007), not {}; \
@@ -173,38 +158,25 @@ impl Ext3MetaSsd {
             )));
         }
         let end = self.region_end_block(geo);
-        let mut alloc = Ext3Alloc::new(geo.free_map());
-        for (group, g) in geo.groups.iter().enumerate() {
-            if g.first_block >= end {
-                break;
-            }
-            alloc.set_hole(
-                group as u64,
-                g.first_block,
-                end.min(g.first_block + g.blocks),
-            );
-        }
-        let mut placer = LeadingRegionPlacer {
+        // the groups the region covers (wholly, or the last in part)
+        let holes = geo
+            .groups
+            .iter()
+            .take_while(|g| g.first_block < end)
+            .map(|g| (g.first_block, end.min(g.first_block + g.blocks)));
+        let placer = LeadingRegionPlacer {
             first: geo.first_data_block,
             end,
             cursor: geo.first_data_block,
         };
-        plan_ext3_in(
-            self.name(),
-            geo,
-            pop,
-            seed,
-            alloc,
-            &mut placer,
-            geo.has_feature("dir_index"),
-            prefixes,
-        )
+        Ok(OnePass::ext3(geo, holes, placer))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::Policy;
 
     #[test]
     fn params() {

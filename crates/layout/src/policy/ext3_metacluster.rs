@@ -12,16 +12,11 @@
 //! `wrap`).
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
-use crate::alloc::ext3_fs::plan_ext3_in;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{
-    Prefixes,
-    check_known, parse_fraction, parse_region_fraction, Policy, PolicyEntry, PolicyParams,
-};
+use crate::policy::{place_each, take_from_hole, check_known, parse_fraction, parse_region_fraction, PolicyEntry, PolicyParams, OnePass};
 use crate::LayoutError;
-use layoutlab_workload::Population;
 
 /// This policy's entry in the registry ([`super::POLICIES`]).
 pub const ENTRY: PolicyEntry = PolicyEntry {
@@ -127,11 +122,10 @@ struct MetaclusterPlacer {
 
 impl MetaclusterPlacer {
     fn one(&self, alloc: &mut Ext3Alloc, group: u64) -> Option<u64> {
-        let (start, end) = alloc.hole(group);
-        if let Some(b) = alloc.map.next_free(start, end) {
-            alloc.map.mark_used(b, 1);
+        if let Some(b) = take_from_hole(alloc, group) {
             return Some(b);
         }
+        let (start, end) = alloc.hole(group);
         let first = alloc.map.group_first(group);
         if self.overflow == Overflow::Wrap {
             let group_end = alloc.map.group_end(group);
@@ -157,58 +151,23 @@ impl IndirectPlacer for MetaclusterPlacer {
 
     fn place(&mut self, alloc: &mut Ext3Alloc, data_block: u64, count: usize) -> Option<Vec<u64>> {
         let group = alloc.map.group_of(data_block);
-        let mut out = Vec::with_capacity(count);
-        for _ in 0..count {
-            match self.one(alloc, group) {
-                Some(b) => out.push(b),
-                None => {
-                    for b in out {
-                        alloc.map.mark_free(b, 1);
-                    }
-                    return None;
-                }
-            }
-        }
-        Some(out)
+        place_each(alloc, count, |alloc| self.one(alloc, group))
     }
 }
 
-impl Policy for Ext3Metacluster {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    crate::policy::one_pass_planner!();
-}
+crate::policy::one_pass_policy!(Ext3Metacluster);
 
 impl Ext3Metacluster {
-    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
-    /// ([`Policy::plan_prefixes`]).
-    fn plan_in(
-        &self,
-        geo: &Geometry,
-        pop: &Population,
-        seed: u64,
-        prefixes: Option<&mut Prefixes>,
-    ) -> Result<Option<Plan>, LayoutError> {
-        let mut alloc = Ext3Alloc::new(geo.free_map());
-        for (group, g) in geo.groups.iter().enumerate() {
-            let (start, end) = self.region(g.first_block, g.blocks);
-            alloc.set_hole(group as u64, start, end);
-        }
-        let mut placer = MetaclusterPlacer {
+    /// The ext3 planner with each group's metacluster held back for mapping blocks.
+    fn one_pass(&self, geo: &Geometry) -> Result<OnePass, LayoutError> {
+        let holes = geo
+            .groups
+            .iter()
+            .map(|g| self.region(g.first_block, g.blocks));
+        let placer = MetaclusterPlacer {
             overflow: self.overflow,
         };
-        plan_ext3_in(
-            self.name(),
-            geo,
-            pop,
-            seed,
-            alloc,
-            &mut placer,
-            geo.has_feature("dir_index"),
-            prefixes,
-        )
+        Ok(OnePass::ext3(geo, holes, placer))
     }
 }
 

@@ -12,16 +12,14 @@
 //!
 //! docs/policies.md says what is simplified.
 
-use crate::alloc::ext4_fs::{plan_ext4_in, Ext4Rules, Ext4SpaceRules};
+use crate::alloc::ext4_fs::Ext4Rules;
 use crate::alloc::ext4_ialloc::InodeChooser;
 use crate::alloc::ext4_ialloc::{find_group_flex, SbTotals};
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::FreeMap;
 use crate::geometry::Geometry;
-use crate::plan::Plan;
-use crate::policy::{Prefixes, check_known, PolicyEntry, Policy, PolicyParams};
+use crate::policy::{check_known, PolicyEntry, PolicyParams, OnePass};
 use crate::LayoutError;
-use layoutlab_workload::Population;
 
 /// This policy's entry in the registry ([`super::POLICIES`]).
 pub const ENTRY: PolicyEntry = PolicyEntry {
@@ -65,24 +63,11 @@ impl InodeChooser for FlexChooser {
     }
 }
 
-impl Policy for Ext4_2008 {
-    fn name(&self) -> &str {
-        ENTRY.name
-    }
-
-    crate::policy::one_pass_planner!();
-}
+crate::policy::one_pass_policy!(Ext4_2008);
 
 impl Ext4_2008 {
-    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
-    /// ([`Policy::plan_prefixes`]).
-    fn plan_in(
-        &self,
-        geo: &Geometry,
-        pop: &Population,
-        seed: u64,
-        prefixes: Option<&mut Prefixes>,
-    ) -> Result<Option<Plan>, LayoutError> {
+    /// The ext4 planner with `find_group_flex()` and 2.6.28's goals.
+    fn one_pass(&self, geo: &Geometry) -> Result<OnePass, LayoutError> {
         let chooser = FlexChooser {
             flex_size: geo.flex_bg_size.max(1),
         };
@@ -94,15 +79,6 @@ impl Ext4_2008 {
             writeback_window_bytes: None,
             percpu_counters: false,
         };
-        plan_ext4_in(
-            self.name(),
-            geo,
-            pop,
-            seed,
-            &chooser,
-            rules,
-            Ext4SpaceRules::of(geo),
-            prefixes,
-        )
+        Ok(OnePass::ext4(chooser, rules, geo))
     }
 }

@@ -14,13 +14,11 @@
 //!   its first pass, so directory blocks cluster there, data biased away;
 //! - otherwise the mballoc model of `ext4-2008` — [`crate::alloc::mballoc`].
 
-use crate::alloc::ext4_fs::{plan_ext4_in, Ext4Rules, Ext4SpaceRules};
+use crate::alloc::ext4_fs::Ext4Rules;
 use crate::alloc::ext4_ialloc::OrlovFlex;
 use crate::geometry::Geometry;
-use crate::plan::Plan;
-use crate::policy::{Prefixes, check_known, PolicyEntry, Policy, PolicyParams};
+use crate::policy::{check_known, PolicyEntry, PolicyParams, OnePass};
 use crate::LayoutError;
-use layoutlab_workload::Population;
 
 /// This policy's entry in the registry ([`super::POLICIES`]).
 pub const ENTRY: PolicyEntry = PolicyEntry {
@@ -43,45 +41,25 @@ impl Ext4_2009 {
     }
 }
 
-impl Policy for Ext4_2009 {
-    fn name(&self) -> &str {
-        ENTRY.name
-    }
+crate::policy::one_pass_policy!(Ext4_2009);
 
-    crate::policy::one_pass_planner!();
-}
+/// 2.6.30's goal and mballoc rules (ext4-meta-ssd's too: only its metadata's place differs).
+pub(crate) const RULES: Ext4Rules = Ext4Rules {
+    flex_dir_groups: true,
+    pid_colour: false,
+    data_avoids_first_group: true,
+    mballoc_today: false,
+    writeback_window_bytes: None,
+    percpu_counters: false,
+};
 
 impl Ext4_2009 {
-    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
-    /// ([`Policy::plan_prefixes`]).
-    fn plan_in(
-        &self,
-        geo: &Geometry,
-        pop: &Population,
-        seed: u64,
-        prefixes: Option<&mut Prefixes>,
-    ) -> Result<Option<Plan>, LayoutError> {
+    /// The ext4 planner with Orlov on flex groups and [`RULES`].
+    fn one_pass(&self, geo: &Geometry) -> Result<OnePass, LayoutError> {
         let chooser = OrlovFlex {
             flex_size: geo.flex_bg_size.max(1),
             whole_flex_max_dirs: false,
         };
-        let rules = Ext4Rules {
-            flex_dir_groups: true,
-            pid_colour: false,
-            data_avoids_first_group: true,
-            mballoc_today: false,
-            writeback_window_bytes: None,
-            percpu_counters: false,
-        };
-        plan_ext4_in(
-            self.name(),
-            geo,
-            pop,
-            seed,
-            &chooser,
-            rules,
-            Ext4SpaceRules::of(geo),
-            prefixes,
-        )
+        Ok(OnePass::ext4(chooser, RULES, geo))
     }
 }

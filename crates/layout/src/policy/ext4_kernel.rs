@@ -35,13 +35,11 @@
 //! docs/policies.md ("ext4-kernel vs the kernel") reports how close this comes to the
 //! kernel itself and what is simplified.
 
-use crate::alloc::ext4_fs::{plan_ext4_in, Ext4Rules, Ext4SpaceRules};
+use crate::alloc::ext4_fs::Ext4Rules;
 use crate::alloc::ext4_ialloc::OrlovFlex;
 use crate::geometry::Geometry;
-use crate::plan::Plan;
-use crate::policy::{Prefixes, check_known, PolicyEntry, Policy, PolicyParams};
+use crate::policy::{check_known, PolicyEntry, PolicyParams, OnePass};
 use crate::LayoutError;
-use layoutlab_workload::Population;
 
 /// This policy's entry in the registry ([`super::POLICIES`]).
 pub const ENTRY: PolicyEntry = PolicyEntry {
@@ -94,24 +92,12 @@ impl Ext4Kernel {
     }
 }
 
-impl Policy for Ext4Kernel {
-    fn name(&self) -> &str {
-        ENTRY.name
-    }
-
-    crate::policy::one_pass_planner!();
-}
+crate::policy::one_pass_policy!(Ext4Kernel);
 
 impl Ext4Kernel {
-    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
-    /// ([`Policy::plan_prefixes`]).
-    fn plan_in(
-        &self,
-        geo: &Geometry,
-        pop: &Population,
-        seed: u64,
-        prefixes: Option<&mut Prefixes>,
-    ) -> Result<Option<Plan>, LayoutError> {
+    /// The ext4 planner with today's `max_dirs`, mballoc, delayed allocation and percpu
+    /// counters.
+    fn one_pass(&self, geo: &Geometry) -> Result<OnePass, LayoutError> {
         let chooser = OrlovFlex {
             flex_size: geo.flex_bg_size.max(1),
             whole_flex_max_dirs: true,
@@ -124,15 +110,6 @@ impl Ext4Kernel {
             writeback_window_bytes: (self.writeback_bytes > 0).then_some(self.writeback_bytes),
             percpu_counters: true,
         };
-        plan_ext4_in(
-            self.name(),
-            geo,
-            pop,
-            seed,
-            &chooser,
-            rules,
-            Ext4SpaceRules::of(geo),
-            prefixes,
-        )
+        Ok(OnePass::ext4(chooser, rules, geo))
     }
 }

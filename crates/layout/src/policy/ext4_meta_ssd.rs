@@ -23,14 +23,12 @@
 //! Parameter: `region` (fraction of the file system's blocks, from its first data block;
 //! default: the tables and journal plus 1/32 of the file system, [`DEFAULT_HEADROOM`]).
 
-use crate::alloc::ext4_fs::{plan_ext4_in, Ext4Rules, Ext4SpaceRules};
+use crate::alloc::ext4_fs::Ext4SpaceRules;
 use crate::alloc::ext4_ialloc::OrlovFlex;
 use crate::geometry::{Geometry, MetaKind};
 use crate::plan::{InodeKind, Plan};
-use crate::policy::{
-    Prefixes, check_known, parse_region_fraction, Policy, PolicyEntry, PolicyParams};
+use crate::policy::{check_known, parse_region_fraction, PolicyEntry, PolicyParams, OnePass};
 use crate::LayoutError;
-use layoutlab_workload::Population;
 
 /// Its entry in the policy registry.
 pub const ENTRY: PolicyEntry = PolicyEntry {
@@ -187,24 +185,12 @@ fn is_checked_metadata(geo: &Geometry, m: &crate::geometry::MetaExtent) -> bool 
     }
 }
 
-impl Policy for Ext4MetaSsd {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    crate::policy::one_pass_planner!();
-}
+crate::policy::one_pass_policy!(Ext4MetaSsd);
 
 impl Ext4MetaSsd {
-    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
-    /// ([`Policy::plan_prefixes`]).
-    fn plan_in(
-        &self,
-        geo: &Geometry,
-        pop: &Population,
-        seed: u64,
-        prefixes: Option<&mut Prefixes>,
-    ) -> Result<Option<Plan>, LayoutError> {
+    /// The ext4 planner with ext4-2009's rules and metadata in the leading region; a region
+    /// that does not hold mke2fs's tables, or tables not packed at the start, refused.
+    fn one_pass(&self, geo: &Geometry) -> Result<OnePass, LayoutError> {
         let region_end = self.region_end_block(geo);
         let static_end = static_metadata_end(geo);
         if static_end > region_end {
@@ -244,35 +230,22 @@ impl Ext4MetaSsd {
             flex_size: ALLOCATOR_FLEX_GROUPS,
             whole_flex_max_dirs: false,
         };
-        // ext4-2009's rules: only the metadata's place differs
-        let rules = Ext4Rules {
-            flex_dir_groups: true,
-            pid_colour: false,
-            data_avoids_first_group: true,
-            mballoc_today: false,
-            writeback_window_bytes: None,
-            percpu_counters: false,
-        };
         let space = Ext4SpaceRules {
             flex_size: ALLOCATOR_FLEX_GROUPS,
             meta_region_end: Some(region_end),
         };
-        plan_ext4_in(
-            self.name(),
-            geo,
-            pop,
-            seed,
-            &chooser,
-            rules,
+        Ok(OnePass::Ext4 {
+            chooser: Box::new(chooser),
+            rules: crate::policy::ext4_2009::RULES,
             space,
-            prefixes,
-        )
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::Policy;
     use crate::mkfs::MkfsProfile;
 
     fn geo(profile: &str, bytes: u64) -> Geometry {

@@ -1,5 +1,10 @@
 //! Layout policies: one allocator per file, behind the [`Policy`] trait.
 
+use crate::alloc::ext3_alloc::Ext3Alloc;
+use crate::alloc::ext3_fs::plan_ext3_in;
+use crate::alloc::ext4_fs::{plan_ext4_in, Ext4Rules, Ext4SpaceRules};
+use crate::alloc::ext4_ialloc::InodeChooser;
+use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
 use crate::LayoutError;
@@ -51,30 +56,176 @@ pub trait Policy: Send + Sync {
     }
 }
 
-/// `plan` and `plan_prefixes` of a policy whose inherent `plan_in(geo, pop, seed, prefixes)`
-/// plans in one pass (the ext3 and ext4 planners' `plan_*_in`).
-macro_rules! one_pass_planner {
-    () => {
-        fn plan(&self, geo: &Geometry, pop: &Population, seed: u64) -> Result<Plan, LayoutError> {
-            let plan = self.plan_in(geo, pop, seed, None)?;
-            Ok(plan.expect("without prefixes the planner runs to the end"))
-        }
+/// What a policy hands the shared planner that lays a population out in one pass, reading its
+/// operations strictly in order: the ext3 planner's block allocator and indirect-block placer,
+/// or the ext4 planner's inode chooser and rules. A policy's file keeps what makes it itself
+/// (its placer or chooser, its rules, its refusals); the walk over the population is the
+/// planners' ([`plan_ext3_in`], [`plan_ext4_in`]), so it is written once here rather than
+/// in each policy.
+pub(crate) enum OnePass {
+    /// [`plan_ext3_in`]'s parts.
+    Ext3 {
+        /// The block allocator, with the holes a policy keeps for its mapping blocks.
+        alloc: Ext3Alloc,
+        /// Where IND/DIND/TIND (and directory) blocks go.
+        placer: Box<dyn IndirectPlacer>,
+    },
+    /// [`plan_ext4_in`]'s parts.
+    Ext4 {
+        /// Which group a new inode goes to.
+        chooser: Box<dyn InodeChooser>,
+        /// The era's goal and mballoc rules.
+        rules: Ext4Rules,
+        /// How the plan sees the file system's space.
+        space: Ext4SpaceRules,
+    },
+}
 
-        fn plan_prefixes(
-            &self,
-            geo: &Geometry,
-            pop: &Population,
-            seed: u64,
-            ends: &[usize],
-            sink: &mut dyn FnMut(usize, Plan) -> std::ops::ControlFlow<()>,
-        ) -> Result<(), LayoutError> {
-            let mut prefixes = crate::policy::Prefixes::new(pop, ends, sink)?;
-            self.plan_in(geo, pop, seed, Some(&mut prefixes))
-                .map(|_| ())
+impl OnePass {
+    /// ext3's parts: a fresh allocator on `geo` whose group `i` holds back the `i`-th of
+    /// `holes` (absolute `[start, end)`; groups past the list hold back nothing) for the
+    /// policy's mapping blocks, and `placer`.
+    pub(crate) fn ext3(
+        geo: &Geometry,
+        holes: impl IntoIterator<Item = (u64, u64)>,
+        placer: impl IndirectPlacer + 'static,
+    ) -> OnePass {
+        let mut alloc = Ext3Alloc::new(geo.free_map());
+        for (group, (start, end)) in holes.into_iter().enumerate() {
+            alloc.set_hole(group as u64, start, end);
+        }
+        OnePass::Ext3 {
+            alloc,
+            placer: Box::new(placer),
+        }
+    }
+
+    /// ext4's parts on the geometry's own space: its flex groups, no metadata region.
+    pub(crate) fn ext4(
+        chooser: impl InodeChooser + 'static,
+        rules: Ext4Rules,
+        geo: &Geometry,
+    ) -> OnePass {
+        OnePass::Ext4 {
+            chooser: Box::new(chooser),
+            rules,
+            space: Ext4SpaceRules::of(geo),
+        }
+    }
+
+    /// The plan of `pop` by `policy` (its name, for errors), or with `prefixes` the plans of
+    /// its prefixes in one pass ([`Policy::plan_prefixes`]).
+    pub(crate) fn plan_in(
+        self,
+        policy: &str,
+        geo: &Geometry,
+        pop: &Population,
+        seed: u64,
+        prefixes: Option<&mut Prefixes>,
+    ) -> Result<Option<Plan>, LayoutError> {
+        match self {
+            OnePass::Ext3 { alloc, mut placer } => {
+                let dir_index = geo.has_feature("dir_index");
+                plan_ext3_in(
+                    policy,
+                    geo,
+                    pop,
+                    seed,
+                    alloc,
+                    placer.as_mut(),
+                    dir_index,
+                    prefixes,
+                )
+            }
+            OnePass::Ext4 {
+                chooser,
+                rules,
+                space,
+            } => plan_ext4_in(
+                policy,
+                geo,
+                pop,
+                seed,
+                chooser.as_ref(),
+                rules,
+                space,
+                prefixes,
+            ),
+        }
+    }
+}
+
+/// The first free block of `group`'s hole, taken; None when the hole is full. Where the
+/// region policies (ext3-metacluster, rext3) look first for a mapping block.
+pub(crate) fn take_from_hole(alloc: &mut Ext3Alloc, group: u64) -> Option<u64> {
+    let (start, end) = alloc.hole(group);
+    let b = alloc.map.next_free(start, end)?;
+    alloc.map.mark_used(b, 1);
+    Some(b)
+}
+
+/// `count` mapping blocks, each from `one`; when one cannot be had, those already taken are
+/// given back (an ENOSPC unwinding) and None is returned, as [`IndirectPlacer::place`] asks.
+pub(crate) fn place_each(
+    alloc: &mut Ext3Alloc,
+    count: usize,
+    mut one: impl FnMut(&mut Ext3Alloc) -> Option<u64>,
+) -> Option<Vec<u64>> {
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        match one(alloc) {
+            Some(b) => out.push(b),
+            None => {
+                for b in out {
+                    alloc.map.mark_free(b, 1);
+                }
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// [`Policy`] for a policy type with an inherent `one_pass(&self, geo) -> Result<OnePass,
+/// LayoutError>` (its planner's parts, or its refusal of `geo`) in a file whose `ENTRY` names
+/// it: `plan` and `plan_prefixes` both run [`OnePass::plan_in`].
+macro_rules! one_pass_policy {
+    ($policy:ty) => {
+        impl crate::policy::Policy for $policy {
+            fn name(&self) -> &str {
+                ENTRY.name
+            }
+
+            fn plan(
+                &self,
+                geo: &crate::geometry::Geometry,
+                pop: &layoutlab_workload::Population,
+                seed: u64,
+            ) -> Result<crate::plan::Plan, crate::LayoutError> {
+                let plan = self
+                    .one_pass(geo)?
+                    .plan_in(ENTRY.name, geo, pop, seed, None)?;
+                Ok(plan.expect("without prefixes the planner runs to the end"))
+            }
+
+            fn plan_prefixes(
+                &self,
+                geo: &crate::geometry::Geometry,
+                pop: &layoutlab_workload::Population,
+                seed: u64,
+                ends: &[usize],
+                sink: &mut dyn FnMut(usize, crate::plan::Plan) -> std::ops::ControlFlow<()>,
+            ) -> Result<(), crate::LayoutError> {
+                // the ends are checked before the policy looks at the geometry, as before
+                let mut prefixes = crate::policy::Prefixes::new(pop, ends, sink)?;
+                self.one_pass(geo)?
+                    .plan_in(ENTRY.name, geo, pop, seed, Some(&mut prefixes))
+                    .map(|_| ())
+            }
         }
     };
 }
-use one_pass_planner;
+use one_pass_policy;
 
 /// Refuses prefix ends that are not non-decreasing or pass the population's end.
 fn check_ends(pop: &Population, ends: &[usize]) -> Result<(), LayoutError> {

@@ -36,14 +36,11 @@
 //! puts it — an exploration, not a claim about the paper).
 
 use crate::alloc::ext3_alloc::Ext3Alloc;
-use crate::alloc::ext3_fs::plan_ext3_in;
 use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
-use crate::policy::{
-    Prefixes, check_known, PolicyEntry, parse_region_fraction, Policy, PolicyParams};
+use crate::policy::{place_each, take_from_hole, check_known, PolicyEntry, parse_region_fraction, PolicyParams, OnePass};
 use crate::LayoutError;
-use layoutlab_workload::Population;
 
 /// This policy's entry in the registry ([`super::POLICIES`]).
 pub const ENTRY: PolicyEntry = PolicyEntry {
@@ -141,9 +138,7 @@ struct RegionPlacer {
 
 impl RegionPlacer {
     fn one(alloc: &mut Ext3Alloc, group: u64) -> Option<u64> {
-        let (start, end) = alloc.hole(group);
-        if let Some(b) = alloc.map.next_free(start, end) {
-            alloc.map.mark_used(b, 1);
+        if let Some(b) = take_from_hole(alloc, group) {
             return Some(b);
         }
         let first = alloc.map.group_first(group);
@@ -158,19 +153,7 @@ impl IndirectPlacer for RegionPlacer {
 
     fn place(&mut self, alloc: &mut Ext3Alloc, data_block: u64, count: usize) -> Option<Vec<u64>> {
         let group = alloc.map.group_of(data_block);
-        let mut out: Vec<u64> = Vec::with_capacity(count);
-        for _ in 0..count {
-            match Self::one(alloc, group) {
-                Some(b) => out.push(b),
-                None => {
-                    for b in out {
-                        alloc.map.mark_free(b, 1);
-                    }
-                    return None;
-                }
-            }
-        }
-        Some(out)
+        place_each(alloc, count, |alloc| Self::one(alloc, group))
     }
 
     fn dir_block(&mut self, alloc: &mut Ext3Alloc, goal: u64) -> Option<u64> {
@@ -181,9 +164,7 @@ impl IndirectPlacer for RegionPlacer {
             } else {
                 alloc.map.first_data_block()
             };
-            let (start, end) = alloc.hole(alloc.map.group_of(goal));
-            if let Some(b) = alloc.map.next_free(start, end) {
-                alloc.map.mark_used(b, 1);
+            if let Some(b) = take_from_hole(alloc, alloc.map.group_of(goal)) {
                 return Some(b);
             }
         }
@@ -191,40 +172,15 @@ impl IndirectPlacer for RegionPlacer {
     }
 }
 
-impl Policy for Rext3 {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    crate::policy::one_pass_planner!();
-}
+crate::policy::one_pass_policy!(Rext3);
 
 impl Rext3 {
-    /// The plan of `pop`, or with `prefixes` the plans of its prefixes in one pass
-    /// ([`Policy::plan_prefixes`]).
-    fn plan_in(
-        &self,
-        geo: &Geometry,
-        pop: &Population,
-        seed: u64,
-        prefixes: Option<&mut Prefixes>,
-    ) -> Result<Option<Plan>, LayoutError> {
-        let mut alloc = Ext3Alloc::new(geo.free_map());
-        for (group, (start, end)) in self.regions(geo).into_iter().enumerate() {
-            alloc.set_hole(group as u64, start, end);
-        }
-        plan_ext3_in(
-            self.name(),
-            geo,
-            pop,
-            seed,
-            alloc,
-            &mut RegionPlacer {
-                dirs: self.dirs_in_region,
-            },
-            geo.has_feature("dir_index"),
-            prefixes,
-        )
+    /// The ext3 planner with each group's region held back for mapping blocks.
+    fn one_pass(&self, geo: &Geometry) -> Result<OnePass, LayoutError> {
+        let placer = RegionPlacer {
+            dirs: self.dirs_in_region,
+        };
+        Ok(OnePass::ext3(geo, self.regions(geo), placer))
     }
 }
 

@@ -8,10 +8,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::spec::AgingSpec;
 use super::stats::{tv, DepthRow, SizeRow, StreamStats};
-use super::targets::{
-    depth_targets, metadata_margin_bytes, parent_of, size_targets, InitialTree, Measured, Pool,
-    Room,
-};
+use super::targets::{depth_targets, parent_of, size_targets, InitialTree, Measured, Pool, Room};
 use super::{below, blocks_of, bucket_of, BLOCK, NONE, SIZE_BUCKETS};
 use crate::{Error, NsOp, Population};
 
@@ -100,11 +97,16 @@ pub(super) struct Ager<'a> {
 impl<'a> Ager<'a> {
     /// The engine for `pop` and `spec`, built in the steps of `targets` (each checks what it
     /// can and names the key it refuses), then step 6: the stream's own records of the tree.
-    pub(super) fn new(pop: &'a Population, spec: &'a AgingSpec) -> Result<Ager<'a>, Error> {
+    /// `margin` bytes of the file system are left to metadata ([`super::age`]).
+    pub(super) fn new(
+        pop: &'a Population,
+        spec: &'a AgingSpec,
+        margin: u64,
+    ) -> Result<Ager<'a>, Error> {
         let fs = pop.fs_bytes;
         let tree = InitialTree::read(pop);
         let mut measured = Measured::of(&tree, pop);
-        let room = Room::choose(spec, fs, &measured)?;
+        let room = Room::choose(spec, fs, margin, &measured)?;
         let (target, pools) = size_targets(spec, fs, &mut measured, &room)?;
         let (nd, dtarget) = depth_targets(spec, &measured)?;
         let InitialTree {
@@ -198,7 +200,7 @@ impl<'a> Ager<'a> {
         }
         a.st = StreamStats {
             capacity_bytes: fs,
-            metadata_margin_bytes: metadata_margin_bytes(fs),
+            metadata_margin_bytes: margin,
             target_fullness: room.fullness,
             initial_fullness: room.initial_fullness,
             initial_operations: pop.ops.len() as u64,

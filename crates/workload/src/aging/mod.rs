@@ -63,7 +63,7 @@ use ager::Ager;
 
 pub use spec::{AgingSpec, DepthWeight, SizeShape, SizeWeight};
 pub use stats::{DepthRow, SizeRow, StreamStats};
-pub use targets::{agrawal_fast07_sizes, max_fullness, metadata_margin_bytes};
+pub use targets::{agrawal_fast07_sizes, fullness_cap};
 
 /// Block size live data is counted in.
 pub(super) const BLOCK: u64 = 4096;
@@ -83,17 +83,24 @@ pub(super) const NONE: u32 = u32::MAX;
 /// The aged population: `pop`'s operations followed by an aging stream made by `spec`.
 /// Errors with [`Error::BadAging`] when the spec is out of range or the tree cannot reach
 /// its targets (naming the parameter), or with `pop`'s own [`Error::BadTree`].
-pub fn age(pop: &Population, spec: &AgingSpec) -> Result<Population, Error> {
-    age_with_stats(pop, spec).map(|(p, _)| p)
+///
+/// `margin_bytes` of the file system are left to metadata: live file data stays below
+/// [`fullness_cap`] of it. How much a file system takes for metadata is mkfs knowledge,
+/// which the caller brings (`layoutlab_layout::mkfs::metadata_margin_bytes`). The margin
+/// moves nothing but the cap: a stream held below it is the same whatever the margin, and
+/// [`StreamStats::metadata_margin_bytes`] records it.
+pub fn age(pop: &Population, spec: &AgingSpec, margin_bytes: u64) -> Result<Population, Error> {
+    age_with_stats(pop, spec, margin_bytes).map(|(p, _)| p)
 }
 
 /// [`age`], with the stream's statistics.
 pub fn age_with_stats(
     pop: &Population,
     spec: &AgingSpec,
+    margin_bytes: u64,
 ) -> Result<(Population, StreamStats), Error> {
     let mut ops = pop.ops.clone();
-    let stats = generate(pop, spec, &mut |op| ops.push(op))?;
+    let stats = generate(pop, spec, margin_bytes, &mut |op| ops.push(op))?;
     Ok((
         Population {
             name: format!("{} aged {}x (seed {})", pop.name, spec.age, spec.seed),
@@ -113,6 +120,7 @@ pub fn age_with_stats(
 pub fn age_prefixes(
     pop: &Population,
     spec: &AgingSpec,
+    margin_bytes: u64,
     ages: &[f64],
 ) -> Result<(Population, Vec<usize>), Error> {
     let oldest = ages.iter().copied().fold(0.0, f64::max);
@@ -133,7 +141,7 @@ pub fn age_prefixes(
     // the goal as Ager::new computes it from each age
     let goals: Vec<u64> = ages.iter().map(|&a| (a * fs) as u64).collect();
     let mut ops = pop.ops.clone();
-    let mut ager = Ager::new(pop, &spec)?;
+    let mut ager = Ager::new(pop, &spec, margin_bytes)?;
     let marks = ager.run_marked(&goals, &mut |op| ops.push(op))?;
     let tree = pop.ops.len();
     Ok((
@@ -148,19 +156,24 @@ pub fn age_prefixes(
 
 /// The statistics of the stream [`age`] would append, without keeping its operations
 /// (a stream of tens of millions of operations needs gigabytes as a [`Population`]).
-pub fn stream_stats(pop: &Population, spec: &AgingSpec) -> Result<StreamStats, Error> {
-    generate(pop, spec, &mut |_| {})
+pub fn stream_stats(
+    pop: &Population,
+    spec: &AgingSpec,
+    margin_bytes: u64,
+) -> Result<StreamStats, Error> {
+    generate(pop, spec, margin_bytes, &mut |_| {})
 }
 
-/// Makes the stream, giving each operation to `sink` in order.
+/// Makes the stream ([`age`]'s `margin_bytes`), giving each operation to `sink` in order.
 pub fn generate(
     pop: &Population,
     spec: &AgingSpec,
+    margin_bytes: u64,
     sink: &mut dyn FnMut(NsOp),
 ) -> Result<StreamStats, Error> {
     spec.validate()?;
     pop.check_tree()?;
-    let mut ager = Ager::new(pop, spec)?;
+    let mut ager = Ager::new(pop, spec, margin_bytes)?;
     ager.run(sink)?;
     Ok(ager.stats())
 }

@@ -17,8 +17,8 @@ pub struct AgingSpec {
     pub seed: u64,
     /// Bytes to write, in multiples of the file system's capacity (0 ≤ age ≤ [`MAX_AGE`]).
     pub age: f64,
-    /// Live data to hold, as a fraction of capacity in (0, 1]; at most [`max_fullness`] of the
-    /// file system. Default: the tree's own fullness, capped at [`max_fullness`].
+    /// Live data to hold, as a fraction of capacity in (0, 1]; at most the [`super::fullness_cap`]
+    /// the metadata margin leaves. Default: the tree's own fullness, capped there.
     #[serde(default)]
     pub fullness: Option<f64>,
     /// Fraction of the writes that are extends of an existing file (the rest create files).

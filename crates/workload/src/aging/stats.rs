@@ -32,7 +32,7 @@ pub struct DepthRow {
 pub struct StreamStats {
     /// Capacity: the population's `fs_bytes`.
     pub capacity_bytes: u64,
-    /// Kept for metadata ([`metadata_margin_bytes`]).
+    /// Kept for metadata (the margin [`super::age`] was given).
     pub metadata_margin_bytes: u64,
     /// Fullness held (live data blocks × 4 KiB / capacity, at most).
     pub target_fullness: f64,

@@ -1,8 +1,8 @@
 //! The tree an aging stream starts from and what it steers toward: the tree as the
 //! population's operations leave it, its measured size and depth distributions, the fullness
-//! to hold, the target distributions and where a new file's size is drawn from — the steps of
-//! building the engine, each checked in turn — and how much of a file system a stream leaves
-//! to metadata.
+//! to hold (below the cap the caller's metadata margin sets), the target distributions and
+//! where a new file's size is drawn from — the steps of building the engine, each checked in
+//! turn.
 
 use std::collections::{HashMap, HashSet};
 
@@ -13,63 +13,15 @@ use super::spec::{AgingSpec, SizeShape, SizeWeight};
 use super::{below, blocks_of, bucket_of, BLOCK, MAX_OPERATIONS, SIZE_BUCKETS};
 use crate::{Error, NsOp, Population};
 
-/// The larger of what e2fsprogs 1.40's and 1.47's `ext2fs_default_journal_size()`
-/// (lib/ext2fs/mkjournal.c) give a file system of `blocks` 4 KiB blocks, in blocks: the two
-/// tables layoutlab's mkfs profiles use (crates/layout/src/geometry.rs). 1.40 gives 128 MiB
-/// from 1Mi blocks; 1.47 gives 64 MiB from 512Ki blocks, growing to 1 GiB from 32Mi blocks.
-fn journal_blocks(blocks: u64) -> u64 {
-    let v140 = match blocks {
-        0..=2047 => 0,
-        2048..=32767 => 1024,
-        32768..=262_143 => 4096,
-        262_144..=524_287 => 8192,
-        524_288..=1_048_575 => 16384,
-        _ => 32768,
-    };
-    let v147 = match blocks {
-        0..=2047 => 0,
-        2048..=32767 => 1024,
-        32768..=262_143 => 4096,
-        262_144..=524_287 => 8192,
-        524_288..=4_194_303 => 16384,
-        4_194_304..=8_388_607 => 32768,
-        8_388_608..=16_777_215 => 65536,
-        16_777_216..=33_554_431 => 131_072,
-        _ => 262_144,
-    };
-    v140.max(v147)
-}
-
-/// Bytes of a `fs_bytes` file system an aging stream leaves to metadata: live file data is
-/// held below `fs_bytes − margin`, because the planners do not model ENOSPC.
-///
-/// The sum of (docs/aging.md):
-/// - inode tables: 1/64 of the file system (256-byte inodes at 16 KiB per inode, ext4's
-///   mke2fs.conf; 128 at 8 KiB, ext3-2007's: the same fraction);
-/// - the journal: the larger of e2fsprogs 1.40's and 1.47's default sizes (4 MiB to 1 GiB);
-/// - bitmaps, group descriptors and reserved GDT blocks: 1/256 (what mke2fs takes beyond
-///   inode tables and journal is at most 0.2% with layoutlab's profiles from 64 MiB to
-///   400 GB);
-/// - mapping blocks: 1/128 (one ext3 indirect block maps 1024 data blocks, but the
-///   ext3-metacluster policy keeps 1/128 of every group for them, its `size` default, and
-///   data never takes that space);
-/// - directories: 1/128 (ubuntu-32g's 28,022 directories take 0.3% of its 32 GiB; twice
-///   that, and a margin for the directories an aging stream makes).
-pub fn metadata_margin_bytes(fs_bytes: u64) -> u64 {
-    fs_bytes / 64
-        + journal_blocks(fs_bytes / BLOCK) * BLOCK
-        + fs_bytes / 256
-        + fs_bytes / 128
-        + fs_bytes / 128
-}
-
-/// The largest fullness an aging stream may hold on a `fs_bytes` file system: what the
-/// [`metadata_margin_bytes`] leave.
-pub fn max_fullness(fs_bytes: u64) -> f64 {
+/// The largest fullness an aging stream may hold on a `fs_bytes` file system of which it
+/// leaves `margin_bytes` to metadata (the planners do not model ENOSPC). What a file system
+/// takes for metadata is mkfs knowledge, not the stream's: the caller gives the margin
+/// (`layoutlab_layout::mkfs::metadata_margin_bytes`, docs/aging.md).
+pub fn fullness_cap(fs_bytes: u64, margin_bytes: u64) -> f64 {
     if fs_bytes == 0 {
         return 0.0;
     }
-    fs_bytes.saturating_sub(metadata_margin_bytes(fs_bytes)) as f64 / fs_bytes as f64
+    fs_bytes.saturating_sub(margin_bytes) as f64 / fs_bytes as f64
 }
 
 /// Where a bucket's sizes come from.
@@ -316,12 +268,18 @@ pub(super) struct Room {
 }
 
 impl Room {
-    /// The spec's fullness (default: the tree's, capped at [`max_fullness`]) on a `fs`-byte
-    /// file system, checked against the margin and what the stream cannot remove.
-    pub(super) fn choose(spec: &AgingSpec, fs: u64, m: &Measured) -> Result<Room, Error> {
+    /// The spec's fullness (default: the tree's, capped at [`fullness_cap`]) on a `fs`-byte
+    /// file system that keeps `margin` bytes for metadata, checked against the margin and
+    /// what the stream cannot remove.
+    pub(super) fn choose(
+        spec: &AgingSpec,
+        fs: u64,
+        margin: u64,
+        m: &Measured,
+    ) -> Result<Room, Error> {
         let live_blocks = m.live_blocks;
         let fixed_blocks = m.fixed_blocks;
-        let cap = max_fullness(fs);
+        let cap = fullness_cap(fs, margin);
         let initial_fullness = (live_blocks * BLOCK) as f64 / fs as f64;
         let fullness = match spec.fullness {
             Some(f) if f > cap => {
@@ -329,7 +287,7 @@ impl Room {
                     "fullness",
                     format!(
                         "{f} is above what fits: a {fs}-byte file system keeps {} bytes for metadata (inode tables, journal, bitmaps, mapping blocks, directories), so at most {cap:.4} of it can hold file data",
-                        metadata_margin_bytes(fs)
+                        margin
                     ),
                 ))
             }

@@ -20,6 +20,7 @@ use crate::{Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_device::Device;
 use layoutlab_layout::metrics::LayoutMetrics;
+use layoutlab_layout::mkfs::metadata_margin_bytes;
 use layoutlab_layout::policy::{self, PolicyParams};
 use layoutlab_layout::{Geometry, InodeKind, MapKind, MkfsProfile, Plan, PlannedInode};
 use layoutlab_report::{Cell, Column, HtmlBundle, SweepChart, SweepSeries, Table};
@@ -562,6 +563,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
                     fullness: Some(spec.fullness),
                     ..StreamSpec::new(oldest, exp.seed)
                 },
+                metadata_margin_bytes(tree.fs_bytes),
                 &spec.ages,
             )
             .with_context(|| format!("aging {} by {oldest} capacities", pop.name))?

@@ -188,6 +188,9 @@ pub struct Capture {
     /// Events the kernel lost (ring overruns plus dropped events, summed over CPUs). Non-zero
     /// means the trace is incomplete: raise [`TraceOptions::buffer_size_kb`].
     pub lost_events: u64,
+    /// Events written to the trace marker during the capture (the rig's tags and every
+    /// progress or output line of the program): what [`ExpectedEvents::markers`] bounds.
+    pub marker_events: u64,
     /// Requests issued but not completed inside the capture.
     pub incomplete_requests: usize,
     /// The captured text, if [`TraceOptions::text_path`] asked to keep it.
@@ -904,6 +907,7 @@ impl TracefsSession {
             origin_mono_ns,
             marks,
             lost_events: lost_events + cpu.as_ref().map_or(0, |c| c.lost_events),
+            marker_events: rewritten.marker_events,
             incomplete_requests,
             text_path: self.keep_text.then(|| self.block.text_path.clone()),
             cpu,

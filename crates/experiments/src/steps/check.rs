@@ -119,6 +119,23 @@ pub struct MeasuredHere {
     /// its CPU, memory and MiB read per pass, today's or a period release's alike.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub e2fsck_tt: Vec<layoutlab_rig::Section>,
+    /// The capture's ring buffer: what [`e2fsck_events`] expected and what came.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_ring: Option<CaptureRing>,
+}
+
+/// The ring buffer a check's capture was given and what the capture then held: the test that
+/// [`e2fsck_events`] bounds a real check (`crates/cli/tests/metadata_on_ssd.rs`).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct CaptureRing {
+    /// Ring buffer per CPU, KiB.
+    pub buffer_kib: u32,
+    /// Marker lines expected at most.
+    pub markers_expected: u64,
+    /// Marker lines the capture held.
+    pub markers: u64,
+    /// Requests expected at most.
+    pub requests_expected: u64,
 }
 
 /// Wall seconds of each stage of one policy's run on this machine.
@@ -307,7 +324,18 @@ pub fn traced_e2fsck(
     mkfs_seconds: f64,
 ) -> Result<PolicyRun> {
     // Sized before the image is written, so a check too large for the cap writes nothing.
-    let trace = layoutlab_rig::TraceOptions::default().sized_for(e2fsck_events(plan, geometry))?;
+    let expected = e2fsck_events(plan, geometry);
+    let trace = layoutlab_rig::TraceOptions::default().sized_for(expected)?;
+    let ring_kib = trace.buffer_size_kb;
+    progress(
+        &plan.policy,
+        &format!(
+            "capture ring buffer {} MiB per CPU (at most {} progress lines and {} requests)",
+            trace.buffer_size_kb.div_ceil(1024),
+            expected.markers,
+            expected.requests
+        ),
+    );
     let t = Instant::now();
     let mut stages = StageSeconds {
         mkfs: mkfs_seconds,
@@ -471,6 +499,12 @@ pub fn traced_e2fsck(
             think_wall_seconds: think.wall.total_ns() as f64 / 1e9,
             stage_seconds: stages,
             e2fsck_tt: tt_sections,
+            capture_ring: Some(CaptureRing {
+                buffer_kib: ring_kib,
+                markers_expected: expected.markers,
+                markers: run.capture.marker_events,
+                requests_expected: expected.requests,
+            }),
         },
         file_data_bytes: plan.file_data_blocks() * u64::from(geometry.block_size_bytes),
         fragmented_files: plan

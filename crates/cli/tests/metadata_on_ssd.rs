@@ -25,6 +25,25 @@ fn reproduce_experiment(name: &str, extra: &[&str]) -> Value {
     v
 }
 
+/// The capture's ring buffer was sized from the plan (`steps::check::e2fsck_events`) for at
+/// least the marker lines and requests the real check then made: the bound held.
+fn ring_bounds_the_capture(run: &Value) {
+    let ring = &run["measured_here"]["capture_ring"];
+    let markers = ring["markers"].as_u64().unwrap();
+    assert!(markers > 0, "{ring}");
+    assert!(
+        markers <= ring["markers_expected"].as_u64().unwrap(),
+        "{}: {ring}",
+        run["policy"]
+    );
+    assert!(
+        run["requests"].as_u64().unwrap() <= ring["requests_expected"].as_u64().unwrap(),
+        "{}: {} requests, {ring}",
+        run["policy"],
+        run["requests"]
+    );
+}
+
 #[test]
 fn metadata_on_ssd_at_the_default_scale() {
     assert!(
@@ -39,6 +58,7 @@ fn metadata_on_ssd_at_the_default_scale() {
     assert_eq!(runs[1]["policy"], "ext4-meta-ssd");
     for r in runs {
         assert_eq!(r["fsck_clean"], true);
+        ring_bounds_the_capture(r);
     }
     assert!(runs[0].get("region").is_none());
     // The SSD the metadata needs, from the plan: the packed tables and journal end at block
@@ -94,6 +114,7 @@ fn metadata_on_ssd_today_at_the_default_scale() {
     assert_eq!(runs[1]["policy"], "ext4-meta-ssd");
     for r in runs {
         assert_eq!(r["fsck_clean"], true);
+        ring_bounds_the_capture(r);
     }
     // The plan is metadata-on-ssd's: the same region and footprint.
     let fp = &runs[1]["region"];
@@ -254,6 +275,9 @@ fn metadata_on_ssd_ext3_still_seeks_for_inode_tables() {
     std::fs::remove_dir_all(&dir).unwrap();
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs[1]["policy"], "ext3-meta-ssd");
+    for r in runs {
+        assert_eq!(r["fsck_clean"], true, "{}", r["policy"]);
+    }
     // the plan: 30,601 indirect blocks and 29 directory blocks in the region, none outside
     let fp = &runs[1]["region"];
     assert_eq!(fp["in_region_blocks"], 30_630, "{fp}");
@@ -314,6 +338,10 @@ fn metadata_on_ssd_tree_gains_most_from_the_ssd() {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     let runs = v["runs"].as_array().unwrap();
+    for r in runs {
+        assert_eq!(r["fsck_clean"], true, "{}", r["policy"]);
+        ring_bounds_the_capture(r);
+    }
     // the plan: tables and journal end at block 168,458, directories and extent trees at
     // 198,845 (0.81 GB): 30,388 blocks in the region, none outside
     let fp = &runs[1]["region"];

@@ -79,7 +79,9 @@ pub use system::{
     run_command, TempDir, TempFile,
 };
 pub use tracefs::{
-    read_bios, BioEvents, Capture, CpuAccounting, CpuFollower, Marker, TraceOptions, TracefsSession,
+    read_bios, BioEvents, Capture, CpuAccounting, CpuFollower, ExpectedEvents, Marker,
+    TraceOptions, TracefsSession, DEFAULT_BUFFER_SIZE_KB, MARKER_EVENT_BYTES, REQUEST_EVENT_BYTES,
+    RING_BUFFER_CAP_BYTES,
 };
 pub use tracefs_text::ProgressStyle;
 pub use zram::Zram;

@@ -31,12 +31,67 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// Ring buffer per CPU of the default capture, KiB.
+pub const DEFAULT_BUFFER_SIZE_KB: u32 = 16 * 1024;
+
+/// Ring-buffer bytes one `trace_marker` line of e2fsck's progress (`PASS CUR MAX DEVICE`)
+/// takes, an upper bound. Measured on kernel 6.18: 40,000 lines of 26 characters written on one
+/// CPU into a 1 MiB buffer left 20,110 entries in 1,051,888 bytes, 52.3 bytes each (the 16 bytes
+/// of header and address plus the text, rounded up to 4); 64 leaves room for a line of 38
+/// characters (a device path such as `/dev/mapper/...` or `/dev/loop123` and 10-digit counts).
+pub const MARKER_EVENT_BYTES: u64 = 64;
+
+/// Ring-buffer bytes of one request's `block_rq_issue` and `block_rq_complete`, an upper
+/// bound. Measured on kernel 6.18 (`dd iflag=direct bs=4k` on a loop device, no reader): the
+/// CPU holding both kinds kept 16,254 events in 1,052,584 bytes (64.8 each), the CPU holding
+/// only completions 4,059 in 229,992 (56.7 each), so an issue takes about 73 and a request
+/// about 130; 144 leaves room for a longer command name.
+pub const REQUEST_EVENT_BYTES: u64 = 144;
+
+/// The most ring-buffer memory a sized capture may take, summed over the CPUs: 1 GiB (each
+/// CPU gets its own buffer of [`TraceOptions::buffer_size_kb`]). The kernel allocates it
+/// unswappable for the whole capture, beside images in memory and the other engineers' runs.
+pub const RING_BUFFER_CAP_BYTES: u64 = 1 << 30;
+
+/// What a capture will put in the ring buffer at most: the basis of
+/// [`TraceOptions::sized_for`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExpectedEvents {
+    /// Lines written to the trace marker (e2fsck's progress lines, the rig's tags).
+    pub markers: u64,
+    /// Block requests of the device (each an issue and a completion).
+    pub requests: u64,
+}
+
+impl ExpectedEvents {
+    /// Bytes a ring buffer needs to hold all of them with nothing read out: every event may
+    /// land on one CPU (e2fsck is one thread), so this is the size of *each* CPU's buffer. Two
+    /// pages more: the ring keeps one page for the reader and fills a page only until the next
+    /// event does not fit.
+    pub fn ring_bytes(&self) -> u64 {
+        self.markers * MARKER_EVENT_BYTES + self.requests * REQUEST_EVENT_BYTES + 2 * 4096
+    }
+}
+
+/// CPUs the kernel keeps a ring buffer for (configured CPUs; at least 1).
+fn ring_cpus() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    n.max(1) as u64
+}
+
 /// How to capture.
 #[derive(Clone, Debug)]
 pub struct TraceOptions {
-    /// Ring buffer per CPU, KiB. The streaming thread empties it every few milliseconds, so
-    /// it only needs to absorb bursts.
+    /// Ring buffer per CPU, KiB, of the block requests' instance (the scheduler's instance
+    /// keeps [`DEFAULT_BUFFER_SIZE_KB`]). The streaming thread empties it every few
+    /// milliseconds, but on a loaded machine it may wait for a CPU for a long time while the
+    /// traced program writes: [`TraceOptions::sized_for`] makes it hold the whole capture.
     pub buffer_size_kb: u32,
+    /// Whether a thread empties the ring buffer into the text file while the capture runs.
+    /// `false` reads it only at [`TracefsSession::stop`], so what a buffer holds is the
+    /// kernel's business alone (tests of the sizing rule use this).
+    pub drain: bool,
     /// Also record the bio level: `block_bio_queue` (bios as submitted, before merging and
     /// splitting), `block_split`, `block_bio_remap` and the bio merges; the queued bios come
     /// back as [`Capture::bios`] and the other events are counted in [`Capture::bio_events`].
@@ -49,10 +104,44 @@ pub struct TraceOptions {
     pub cpu_accounting: bool,
 }
 
+impl TraceOptions {
+    /// These options with a ring buffer per CPU that holds every event of `expected` even if
+    /// the streaming thread got no CPU during the whole capture (at least the present size).
+    /// An error, before anything is traced, when the buffers of all CPUs would exceed
+    /// [`RING_BUFFER_CAP_BYTES`]: the capture would then depend on the reader keeping up.
+    pub fn sized_for(&self, expected: ExpectedEvents) -> Result<TraceOptions> {
+        self.sized_for_cpus(expected, ring_cpus())
+    }
+
+    fn sized_for_cpus(&self, expected: ExpectedEvents, cpus: u64) -> Result<TraceOptions> {
+        let per_cpu = expected.ring_bytes();
+        let total = per_cpu.saturating_mul(cpus);
+        if total > RING_BUFFER_CAP_BYTES {
+            return Err(RigError::InvalidArgument(format!(
+                "the capture may produce {} marker lines and {} requests: its ring buffer would \
+                 need {} MiB per CPU, {} MiB over {cpus} CPUs, more than the cap of {} MiB \
+                 (RING_BUFFER_CAP_BYTES); trace a smaller file system",
+                expected.markers,
+                expected.requests,
+                per_cpu.div_ceil(1 << 20),
+                total.div_ceil(1 << 20),
+                RING_BUFFER_CAP_BYTES >> 20
+            )));
+        }
+        // Below the cap, so it fits in u32 KiB.
+        let kb = per_cpu.div_ceil(1024) as u32;
+        Ok(TraceOptions {
+            buffer_size_kb: self.buffer_size_kb.max(kb),
+            ..self.clone()
+        })
+    }
+}
+
 impl Default for TraceOptions {
     fn default() -> Self {
         TraceOptions {
-            buffer_size_kb: 16 * 1024,
+            buffer_size_kb: DEFAULT_BUFFER_SIZE_KB,
+            drain: true,
             bio_queue: false,
             text_path: None,
             cpu_accounting: true,
@@ -99,6 +188,9 @@ pub struct Capture {
     /// Events the kernel lost (ring overruns plus dropped events, summed over CPUs). Non-zero
     /// means the trace is incomplete: raise [`TraceOptions::buffer_size_kb`].
     pub lost_events: u64,
+    /// Events written to the trace marker during the capture (the rig's tags and every
+    /// progress or output line of the program): what [`ExpectedEvents::markers`] bounds.
+    pub marker_events: u64,
     /// Requests issued but not completed inside the capture.
     pub incomplete_requests: usize,
     /// The captured text, if [`TraceOptions::text_path`] asked to keep it.
@@ -378,6 +470,13 @@ impl Streamed {
     /// text and the lost-event count.
     fn finish(&mut self) -> Result<(String, u64)> {
         write_attr(&self.dir.join("tracing_on"), "0")?;
+        // Lost events are counted before the ring is read: reading frees room, not events.
+        let lost = self.lost_events()?;
+        if self.reader.is_none() {
+            // Not drained during the capture: read the ring out now (the stop flag below
+            // ends the reader once the ring is empty).
+            self.start_reader()?;
+        }
         self.stop_flag.store(true, Ordering::SeqCst);
         let streamed = match self.reader.take() {
             Some(handle) => handle
@@ -385,7 +484,6 @@ impl Streamed {
                 .unwrap_or_else(|_| Err(std::io::Error::other("trace_pipe reader panicked"))),
             None => Ok(()),
         };
-        let lost = self.lost_events()?;
         if let Some(id) = self.cleanup.take() {
             cleanup::run(&id);
         }
@@ -597,7 +695,7 @@ impl TracefsSession {
                 &format!("layoutlab-sched-{pid}-{n}"),
                 temp_text("sched"),
                 false,
-                options.buffer_size_kb,
+                DEFAULT_BUFFER_SIZE_KB,
                 None,
             )?;
             // Children and threads of a followed task are followed from their fork.
@@ -610,12 +708,16 @@ impl TracefsSession {
             }
             // Tracing stays off until the first process is followed: with an empty pid
             // list the instance would record every task of the machine.
-            sched.start_reader()?;
+            if options.drain {
+                sched.start_reader()?;
+            }
             Some(sched)
         } else {
             None
         };
-        block.start_reader()?;
+        if options.drain {
+            block.start_reader()?;
+        }
         let session = TracefsSession {
             queue,
             dev,
@@ -805,6 +907,7 @@ impl TracefsSession {
             origin_mono_ns,
             marks,
             lost_events: lost_events + cpu.as_ref().map_or(0, |c| c.lost_events),
+            marker_events: rewritten.marker_events,
             incomplete_requests,
             text_path: self.keep_text.then(|| self.block.text_path.clone()),
             cpu,
@@ -837,6 +940,44 @@ mod tests {
               dd-11 [000] .....   653.025602: block_bio_frontmerge: 7,0 WS 16400 + 8 [dd]
               dd-11 [000] .....   653.025700: block_rq_issue: 7,0 WS 12288 () 16384 + 24 be,0,4 [dd]
 ";
+
+    #[test]
+    fn a_sized_buffer_holds_every_event_on_one_cpu_and_the_cap_is_refused() {
+        let expected = ExpectedEvents {
+            markers: 1_000_000,
+            requests: 100_000,
+        };
+        // 64 MB of markers, 14.4 MB of requests, two pages: on each CPU.
+        assert_eq!(expected.ring_bytes(), 78_408_192);
+        let sized = TraceOptions::default().sized_for_cpus(expected, 2).unwrap();
+        assert_eq!(sized.buffer_size_kb, 76_571);
+        assert!(sized.drain && sized.cpu_accounting);
+        // Never below what was asked for: a small check keeps the default buffer.
+        let small = ExpectedEvents {
+            markers: 100,
+            requests: 100,
+        };
+        let kept = TraceOptions::default().sized_for_cpus(small, 2).unwrap();
+        assert_eq!(kept.buffer_size_kb, DEFAULT_BUFFER_SIZE_KB);
+        // Exactly at the cap is allowed; one event more on 2 CPUs is refused, clearly.
+        let per_cpu_cap = RING_BUFFER_CAP_BYTES / 2;
+        let at_cap = ExpectedEvents {
+            markers: (per_cpu_cap - 2 * 4096) / MARKER_EVENT_BYTES,
+            requests: 0,
+        };
+        assert!(TraceOptions::default().sized_for_cpus(at_cap, 2).is_ok());
+        let over = ExpectedEvents {
+            markers: at_cap.markers + 1,
+            ..at_cap
+        };
+        let e = TraceOptions::default()
+            .sized_for_cpus(over, 2)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("more than the cap of 1024 MiB"), "{e}");
+        // The same events on one CPU fit.
+        assert!(TraceOptions::default().sized_for_cpus(over, 1).is_ok());
+    }
 
     #[test]
     fn bios_are_read_apart_from_requests_and_counted() {

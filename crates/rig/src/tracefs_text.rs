@@ -23,6 +23,8 @@ pub(crate) struct Rewritten {
     pub marks_abs_ns: Vec<(u64, String)>,
     pub first_issue_abs_ns: Option<u64>,
     pub output: String,
+    /// Marker events in the text (the rig's tags and every line the program wrote).
+    pub marker_events: u64,
 }
 
 /// How a checker announces its phases in what it writes to the trace marker.
@@ -138,6 +140,7 @@ pub(crate) fn rewrite(text: &str, dev: (u32, u32), style: ProgressStyle) -> Rewr
             }
         }
         if let Some(at) = line.find(MARK_EVENT) {
+            out.marker_events += 1;
             let payload = line[at + MARK_EVENT.len()..].trim();
             let ts = ts_before(line, at);
             if let Some(tag) = payload.strip_prefix(MARK_PREFIX) {

@@ -122,6 +122,23 @@ pub struct MeasuredHere {
     /// its CPU, memory and MiB read per pass, today's or a period release's alike.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub e2fsck_tt: Vec<layoutlab_rig::Section>,
+    /// The capture's ring buffer: what [`e2fsck_events`] expected and what came.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_ring: Option<CaptureRing>,
+}
+
+/// The ring buffer a check's capture was given and what the capture then held: the test that
+/// [`e2fsck_events`] bounds a real check (`crates/cli/tests/metadata_on_ssd.rs`).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct CaptureRing {
+    /// Ring buffer per CPU, KiB.
+    pub buffer_kib: u32,
+    /// Marker lines expected at most.
+    pub markers_expected: u64,
+    /// Marker lines the capture held.
+    pub markers: u64,
+    /// Requests expected at most.
+    pub requests_expected: u64,
 }
 
 /// Wall seconds of each stage of one policy's run on this machine.
@@ -247,6 +264,56 @@ fn e2fsck_args(extra: &[String], e2fsck: E2fsprogs) -> Vec<String> {
     out
 }
 
+/// What `e2fsck -fn -C` on `plan`'s image writes to the trace marker and, at most, reads in
+/// requests of one block each: the basis of the capture's ring-buffer size.
+///
+/// - Marker lines (e2fsprogs `e2fsck/unix.c` `e2fsck_update_progress`, one `write` per call;
+///   the calls in `pass1.c`, `pass2.c`, `pass3.c`, `pass4.c`, `pass5.c`): pass 1 one per group,
+///   pass 2 one per directory block, pass 3 one per directory, pass 4 one per group, pass 5
+///   one per group for each bitmap, each pass one more at its start; 16 for the rig's tags.
+///   Counted on a 1 GiB ext4 of /usr/share (8 groups, 3,507 directories): e2fsck 1.47 wrote
+///   9, 3,844, 3,508, 9 and 17 lines in passes 1-5. In a tree those lines are most of the
+///   trace: 16 copies of ubuntu-32g make about a million lines (about 60 MB in the ring, against
+///   the default 16 MiB per CPU), and pass 3 writes one per directory without a request
+///   between them, faster than a reader waiting for a CPU on a loaded machine empties it.
+/// - Requests: one per block of metadata in use: the used part of the inode tables (the
+///   plan's inodes, plus a partial block per group), directory, mapping and symlink blocks,
+///   both bitmaps of each group and the descriptors. A check that reads whole inode tables
+///   (ext3) reads them in requests of many blocks, which this does not count: there the
+///   streaming thread, and the overrun error, remain the guard.
+pub fn e2fsck_events(plan: &Plan, geometry: &Geometry) -> layoutlab_rig::ExpectedEvents {
+    let groups = geometry.group_count();
+    let directories = plan
+        .inodes
+        .iter()
+        .filter(|i| i.kind == layoutlab_layout::InodeKind::Dir)
+        .count() as u64;
+    let blocks_of = |kind: layoutlab_layout::InodeKind| -> u64 {
+        plan.inodes
+            .iter()
+            .filter(|i| i.kind == kind)
+            .map(|i| i.data_blocks())
+            .sum()
+    };
+    let dir_blocks = blocks_of(layoutlab_layout::InodeKind::Dir);
+    let symlink_blocks = blocks_of(layoutlab_layout::InodeKind::Symlink);
+    let inode_bytes = geometry.inode_table_blocks * u64::from(geometry.block_size_bytes)
+        / u64::from(geometry.inodes_per_group.max(1));
+    let used_table_blocks = (plan.inodes.len() as u64 * inode_bytes)
+        .div_ceil(u64::from(geometry.block_size_bytes))
+        + groups;
+    layoutlab_rig::ExpectedEvents {
+        markers: 4 * groups + dir_blocks + directories + 5 + 16,
+        requests: used_table_blocks
+            + dir_blocks
+            + plan.mapping_blocks()
+            + symlink_blocks
+            + 2 * groups
+            + geometry.gdt_blocks
+            + 16,
+    }
+}
+
 /// Writes `plan` into `image` (made by mke2fs in `mkfs_seconds`), runs the real e2fsck on it
 /// under block tracing as `spec` and `opts` say, and prices the trace on `opts.device` (as
 /// many of it as hold the file system); an error if e2fsck finds the image unclean or the
@@ -259,6 +326,19 @@ pub fn traced_e2fsck(
     image: &Path,
     mkfs_seconds: f64,
 ) -> Result<PolicyRun> {
+    // Sized before the image is written, so a check too large for the cap writes nothing.
+    let expected = e2fsck_events(plan, geometry);
+    let trace = layoutlab_rig::TraceOptions::default().sized_for(expected)?;
+    let ring_kib = trace.buffer_size_kb;
+    progress(
+        &plan.policy,
+        &format!(
+            "capture ring buffer {} MiB per CPU (at most {} progress lines and {} requests)",
+            trace.buffer_size_kb.div_ceil(1024),
+            expected.markers,
+            expected.requests
+        ),
+    );
     let t = Instant::now();
     let mut stages = StageSeconds {
         mkfs: mkfs_seconds,
@@ -295,6 +375,7 @@ pub fn traced_e2fsck(
             e2fsck: opts.e2fsck.program("e2fsck")?,
             extra_args: e2fsck_args(&spec.e2fsck_extra_args, opts.e2fsck),
             single_cpu: spec.e2fsck_single_cpu,
+            trace,
             ..FsckOptions::default()
         };
         match opts.closed_loop {
@@ -424,6 +505,12 @@ pub fn traced_e2fsck(
             think_wall_seconds: think.wall.total_ns() as f64 / 1e9,
             stage_seconds: stages,
             e2fsck_tt: tt_sections,
+            capture_ring: Some(CaptureRing {
+                buffer_kib: ring_kib,
+                markers_expected: expected.markers,
+                markers: run.capture.marker_events,
+                requests_expected: expected.requests,
+            }),
         },
         file_data_bytes: plan.file_data_blocks() * u64::from(geometry.block_size_bytes),
         fragmented_files: plan

@@ -331,6 +331,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
                 } else {
                     Vec::new()
                 },
+                capture_ring: None,
             },
             fragmented_files: 7,
             e2fsck_vitals: None,

@@ -326,21 +326,21 @@ fn large_delete_closed_loop_serves_the_traced_requests_and_reports_both_times() 
     let json = dir.join("r.json");
     let child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
         .args([
-        "reproduce",
-        "large-delete",
-        "--scale",
-        "0.002",
-        "--fs",
-        "ext3,ext4-2007,xfs",
-        "--set",
-        "variants=contiguous",
-        "--closed-loop",
-        "8",
-        "--out",
-        dir.join("out").to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ])
+            "reproduce",
+            "large-delete",
+            "--scale",
+            "0.002",
+            "--fs",
+            "ext3,ext4-2007,xfs",
+            "--set",
+            "variants=contiguous",
+            "--closed-loop",
+            "8",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -488,5 +488,113 @@ fn real_fio_on_the_emulated_disk_is_priced_as_device_fio() {
              device fio's {model_ms:.3} ms"
         );
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--closed-loop` through fsck-predict (the check on the one preset's emulated device) and
+/// through a sweep (each cell's `reproduce` gets it): the emulator serves every request the
+/// kernel traced, and the measured time sits beside the open-loop replay. Where it cannot
+/// apply the flag is refused before anything is made: fsck-predict with several presets or
+/// with --relayout, a preset faster than the route, a sweep of an operation without it.
+#[test]
+fn fsck_predict_and_sweeps_take_the_closed_loop_flag_or_refuse_it() {
+    if !is_root() {
+        eprintln!("skipped: a closed-loop capture needs root (FUSE mount, loop device, tracefs)");
+        return;
+    }
+    let dir = scratch("emulate", "predict-sweep");
+    let image = small_ext3(&dir);
+    let img = image.to_str().unwrap();
+    let json = dir.join("p.json");
+    let o = layoutlab(&[
+        "fsck-predict",
+        img,
+        "--device",
+        "sata-400g-2007",
+        "--closed-loop",
+        "8",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["closed_loop"]["time_scale"], 8.0, "{r}");
+    assert!(r["requests"].as_u64().unwrap() > 20, "{r}");
+    assert_eq!(r["closed_loop"]["requests_served"], r["requests"], "{r}");
+    assert!(r["closed_loop"]["measured_seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(r["predictions"].as_array().unwrap().len(), 1, "{r}");
+
+    for (args, says) in [
+        (
+            vec!["--device", "sata-400g-2007,sata-160g-2009"],
+            "give one --device",
+        ),
+        (
+            vec!["--device", "sata-400g-2007", "--relayout", "ext3-2007"],
+            "does not go with --relayout",
+        ),
+        (vec!["--device", "ssd-nvme-2024"], "faster than this route"),
+    ] {
+        let mut all = vec!["fsck-predict", img, "--closed-loop", "8"];
+        all.extend(args);
+        let o = layoutlab(&all);
+        assert!(!o.status.success(), "{all:?}");
+        assert!(stderr(&o).contains(says), "{all:?}: {}", stderr(&o));
+    }
+
+    let sw = dir.join("sw");
+    let o = layoutlab(&[
+        "sweep",
+        "metacluster-fsck",
+        "--set",
+        "scale=0.005",
+        "--set",
+        "policy=ext3-2007",
+        "--closed-loop",
+        "8",
+        "--out",
+        sw.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = layoutlab(&["sweep", "collect", sw.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = c["cells"][0]["result"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{c}");
+    assert_eq!(runs[0]["closed_loop"]["time_scale"], 8.0, "{c}");
+    assert_eq!(
+        runs[0]["closed_loop"]["requests_served"], runs[0]["requests"],
+        "{c}"
+    );
+    // The same directory asked open loop: refused, its closed-loop cells kept apart.
+    let o = layoutlab(&[
+        "sweep",
+        "metacluster-fsck",
+        "--set",
+        "scale=0.005",
+        "--set",
+        "policy=ext3-2007",
+        "--out",
+        sw.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("would mix the two"), "{}", stderr(&o));
+
+    let none = dir.join("none");
+    let o = layoutlab(&[
+        "sweep",
+        "fio-randread",
+        "--closed-loop",
+        "--out",
+        none.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("applies to fsck, large-delete experiments"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!none.exists(), "a refused sweep made its directory");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -32,12 +32,12 @@ use crate::cleanup::{self, CleanupId};
 use crate::error::{Result, RigError};
 use crate::system::{read_attr, require_root, TempDir};
 use crate::{LoopDevice, QueueSpec};
-use layoutlab_trace::Op;
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, InitFlags,
     KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
 };
+use layoutlab_trace::Op;
 use std::collections::BinaryHeap;
 use std::ffi::OsStr;
 use std::io::Seek;

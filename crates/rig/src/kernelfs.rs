@@ -13,8 +13,8 @@ use crate::cleanup;
 use crate::error::{Result, RigError};
 use crate::system::{check_free_space, drop_caches, require_root, TempFile};
 use crate::{
-    mkfs, Capture, EmulateOptions, EmulatedRequest, Emulator, FsKind, LoopDevice, Mount,
-    QueueSpec, ServiceModel, TraceOptions, TracefsSession, Zram,
+    mkfs, Capture, EmulateOptions, EmulatedRequest, Emulator, FsKind, LoopDevice, Mount, QueueSpec,
+    ServiceModel, TraceOptions, TracefsSession, Zram,
 };
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};

@@ -198,7 +198,11 @@ fn start(a: StartArgs) -> Result<()> {
             );
         }
         if old.closed_loop != m.closed_loop {
-            let says = |k: Option<f64>| k.map_or("open loop".to_string(), |k| format!("closed loop at K = {k}"));
+            let says = |k: Option<f64>| {
+                k.map_or("open loop".to_string(), |k| {
+                    format!("closed loop at K = {k}")
+                })
+            };
             bail!(
                 "{} holds a sweep captured {}, not {}: its done cells would mix the two; choose another --out",
                 out.display(),

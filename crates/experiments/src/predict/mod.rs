@@ -248,7 +248,11 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
                 source.format.family().checker(),
                 loopdev.path().display()
             );
-            (check(&source, &loopdev, opts.e2fsck, false)?, fs_bytes, None)
+            (
+                check(&source, &loopdev, opts.e2fsck, false)?,
+                fs_bytes,
+                None,
+            )
         }
         Some(k) => {
             let emulator = crate::support::start_emulator(

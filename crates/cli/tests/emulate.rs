@@ -296,14 +296,74 @@ fn metacluster_fsck_closed_loop_reports_the_emulated_time_beside_the_replay() {
         // The open-loop replay of the same stream stays beside it.
         assert!(run["total_seconds"].as_f64().unwrap() > 0.0);
     }
-    // Closed loop is for e2fsck captures: another operation refuses it.
+    // Closed loop is built for the fsck and large-delete captures: another operation refuses
+    // it, naming those that take it.
     let o = layoutlab(&["reproduce", "fio-randread", "--closed-loop"]);
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("applies to fsck experiments"),
+        stderr(&o).contains("applies to fsck, large-delete experiments"),
         "{}",
         stderr(&o)
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// large-delete closed loop: each file system is moved onto the emulated device (read-write
+/// over its own backing) for the traced delete. The emulator serves exactly the requests the
+/// kernel traced in the delete's window (not the mount's or the unmount's, nor a flush
+/// fewer: a journal's barrier reaches it as the FUSE file's fsync), and the JSON gives the
+/// time measured there beside the open-loop replay of the same stream. ext3 is a policy's
+/// image on a sparse file, ext4-2007 a kernel-written file on zram, XFS a 512-byte-sector file
+/// system: the three ways large-delete's file systems reach the device. Scale 0.002 (a 200 MB
+/// file), K = 8.
+#[test]
+fn large_delete_closed_loop_serves_the_traced_requests_and_reports_both_times() {
+    if !is_root() {
+        eprintln!("skipped: a closed-loop capture needs root (FUSE mount, loop device, tracefs)");
+        return;
+    }
+    let dir = scratch("emulate", "large-delete");
+    let json = dir.join("r.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "large-delete",
+            "--scale",
+            "0.002",
+            "--fs",
+            "ext3,ext4-2007,xfs",
+            "--set",
+            "variants=contiguous",
+            "--closed-loop",
+            "8",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Every emulator's mount, directory and loop device is gone.
+    assert_eq!(leftovers(pid), Vec::<String>::new());
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{r}");
+    for run in runs {
+        let closed = &run["closed_loop"];
+        assert_eq!(closed["time_scale"], 8.0, "{run}");
+        assert!(run["requests"].as_u64().unwrap() > 0, "{run}");
+        assert_eq!(closed["requests_served"], run["requests"], "{run}");
+        assert!(closed["measured_seconds"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(run["seconds"].as_f64().unwrap() > 0.0, "{run}");
+        // Traced on the emulated device: its queue, FUSE's largest request.
+        assert_eq!(run["capture_queue"]["rotational"], true, "{run}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -428,5 +488,113 @@ fn real_fio_on_the_emulated_disk_is_priced_as_device_fio() {
              device fio's {model_ms:.3} ms"
         );
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--closed-loop` through fsck-predict (the check on the one preset's emulated device) and
+/// through a sweep (each cell's `reproduce` gets it): the emulator serves every request the
+/// kernel traced, and the measured time sits beside the open-loop replay. Where it cannot
+/// apply the flag is refused before anything is made: fsck-predict with several presets or
+/// with --relayout, a preset faster than the route, a sweep of an operation without it.
+#[test]
+fn fsck_predict_and_sweeps_take_the_closed_loop_flag_or_refuse_it() {
+    if !is_root() {
+        eprintln!("skipped: a closed-loop capture needs root (FUSE mount, loop device, tracefs)");
+        return;
+    }
+    let dir = scratch("emulate", "predict-sweep");
+    let image = small_ext3(&dir);
+    let img = image.to_str().unwrap();
+    let json = dir.join("p.json");
+    let o = layoutlab(&[
+        "fsck-predict",
+        img,
+        "--device",
+        "sata-400g-2007",
+        "--closed-loop",
+        "8",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["closed_loop"]["time_scale"], 8.0, "{r}");
+    assert!(r["requests"].as_u64().unwrap() > 20, "{r}");
+    assert_eq!(r["closed_loop"]["requests_served"], r["requests"], "{r}");
+    assert!(r["closed_loop"]["measured_seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(r["predictions"].as_array().unwrap().len(), 1, "{r}");
+
+    for (args, says) in [
+        (
+            vec!["--device", "sata-400g-2007,sata-160g-2009"],
+            "give one --device",
+        ),
+        (
+            vec!["--device", "sata-400g-2007", "--relayout", "ext3-2007"],
+            "does not go with --relayout",
+        ),
+        (vec!["--device", "ssd-nvme-2024"], "faster than this route"),
+    ] {
+        let mut all = vec!["fsck-predict", img, "--closed-loop", "8"];
+        all.extend(args);
+        let o = layoutlab(&all);
+        assert!(!o.status.success(), "{all:?}");
+        assert!(stderr(&o).contains(says), "{all:?}: {}", stderr(&o));
+    }
+
+    let sw = dir.join("sw");
+    let o = layoutlab(&[
+        "sweep",
+        "metacluster-fsck",
+        "--set",
+        "scale=0.005",
+        "--set",
+        "policy=ext3-2007",
+        "--closed-loop",
+        "8",
+        "--out",
+        sw.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = layoutlab(&["sweep", "collect", sw.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = c["cells"][0]["result"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{c}");
+    assert_eq!(runs[0]["closed_loop"]["time_scale"], 8.0, "{c}");
+    assert_eq!(
+        runs[0]["closed_loop"]["requests_served"], runs[0]["requests"],
+        "{c}"
+    );
+    // The same directory asked open loop: refused, its closed-loop cells kept apart.
+    let o = layoutlab(&[
+        "sweep",
+        "metacluster-fsck",
+        "--set",
+        "scale=0.005",
+        "--set",
+        "policy=ext3-2007",
+        "--out",
+        sw.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("would mix the two"), "{}", stderr(&o));
+
+    let none = dir.join("none");
+    let o = layoutlab(&[
+        "sweep",
+        "fio-randread",
+        "--closed-loop",
+        "--out",
+        none.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("applies to fsck, large-delete experiments"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!none.exists(), "a refused sweep made its directory");
     std::fs::remove_dir_all(&dir).unwrap();
 }

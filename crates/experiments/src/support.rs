@@ -172,7 +172,7 @@ pub fn emulator_model(
         let mut server = layoutlab_device::serve::ArrivalServer::new(device);
         Box::new(move |arrival_ns, req| {
             let io = layoutlab_device::IoRequest {
-                op: if req.write { Op::Write } else { Op::Read },
+                op: req.op,
                 sector: req.sector,
                 sectors: req.sectors,
                 flags: layoutlab_trace::Flags::default(),
@@ -195,16 +195,10 @@ pub fn idle_read_us(preset: &str, time_scale: f64) -> Result<f64> {
     Ok(server.serve(0.0, &read).complete_ns / time_scale / 1e3)
 }
 
-/// Starts `layoutlab device emulate`'s device over `image`: `preset`'s model at time scale
-/// `time_scale`, presenting `queue`. A preset faster than the route can honour is refused.
-pub fn start_emulator(
-    preset: &str,
-    image: &std::path::Path,
-    time_scale: f64,
-    read_only: bool,
-    queue: layoutlab_rig::QueueSpec,
-) -> Result<layoutlab_rig::Emulator> {
-    let make = emulator_model(preset)?;
+/// Refuses a time scale that is not a positive number, or a preset faster than the route can
+/// honour at `time_scale` (its idle 4 KiB read under [`ROUTE_FLOOR_US`]): checked before an
+/// emulated device is made.
+pub fn check_emulable(preset: &str, time_scale: f64) -> Result<()> {
     if !(time_scale.is_finite() && time_scale > 0.0) {
         anyhow::bail!(
             "time scale {time_scale}: it must be a positive number (1 answers at the model's time)"
@@ -219,6 +213,20 @@ pub fn start_emulator(
              slower device or a smaller time scale"
         );
     }
+    Ok(())
+}
+
+/// Starts `layoutlab device emulate`'s device over `image`: `preset`'s model at time scale
+/// `time_scale`, presenting `queue`. A preset faster than the route can honour is refused.
+pub fn start_emulator(
+    preset: &str,
+    image: &std::path::Path,
+    time_scale: f64,
+    read_only: bool,
+    queue: layoutlab_rig::QueueSpec,
+) -> Result<layoutlab_rig::Emulator> {
+    let make = emulator_model(preset)?;
+    check_emulable(preset, time_scale)?;
     let opts = layoutlab_rig::EmulateOptions {
         read_only,
         time_scale,

@@ -48,6 +48,10 @@ pub struct Manifest {
     pub axes: Axes,
     /// The cells, in array order.
     pub cells: Vec<Cell>,
+    /// `--closed-loop K`: every cell captures on the emulated device at time scale K
+    /// (`reproduce --closed-loop K`); absent: open loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<f64>,
 }
 
 /// A matrix expanded: the manifest and each cell's experiment file.
@@ -211,6 +215,7 @@ pub fn expand(name_or_path: &str, sets: &[String]) -> Result<Matrix> {
             needs_root: exp.operation()?.needs_root(&exp),
             axes,
             cells,
+            closed_loop: None,
         },
         specs,
     })
@@ -322,6 +327,7 @@ pub fn expand_all(sets: &[String]) -> Result<Matrix> {
             needs_root: needs,
             axes,
             cells,
+            closed_loop: None,
         },
         specs,
     })

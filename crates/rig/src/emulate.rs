@@ -37,8 +37,10 @@ use fuser::{
     KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
 };
+use layoutlab_trace::Op;
 use std::collections::BinaryHeap;
 use std::ffi::OsStr;
+use std::io::Seek;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -121,8 +123,10 @@ const SCHEDULER_PRIORITY: i32 = 3;
 /// One request as the emulator hands it to the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EmuRequest {
-    /// A write (else a read).
-    pub write: bool,
+    /// Read, write or flush (a cache flush: the loop driver's `REQ_OP_FLUSH` reaches the
+    /// daemon as the FUSE file's `fsync`; no sectors). Discards are not served (the FUSE file
+    /// has no `fallocate`).
+    pub op: Op,
     /// First 512-byte sector.
     pub sector: u64,
     /// Length in sectors.
@@ -245,10 +249,11 @@ impl Emulator {
             .write(!opts.read_only)
             .open(image)
             .map_err(|e| RigError::io(format!("open {}", image.display()), e))?;
-        let size = file
-            .metadata()
-            .map_err(|e| RigError::io(format!("stat {}", image.display()), e))?
-            .len();
+        // Seeking to the end sizes a block device too (its metadata says 0 bytes): a kernel
+        // file system's zram backing is emulated in place.
+        let size = (&file)
+            .seek(std::io::SeekFrom::End(0))
+            .map_err(|e| RigError::io(format!("size {}", image.display()), e))?;
         if size == 0 || size % 512 != 0 {
             return Err(RigError::InvalidArgument(format!(
                 "{}: {size} bytes is not a whole number of 512-byte sectors",
@@ -415,6 +420,11 @@ impl Emulator {
         self.mount_point.join(DISK_FILE)
     }
 
+    /// How many requests have been served so far.
+    pub fn served_count(&self) -> usize {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     /// The requests served so far, in arrival order.
     pub fn log(&self) -> Vec<EmulatedRequest> {
         self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -453,6 +463,7 @@ impl Drop for Emulator {
 enum Pending {
     Read(ReplyData, Vec<u8>),
     Write(ReplyWrite, u32),
+    Flush(ReplyEmpty),
 }
 
 struct Job {
@@ -590,6 +601,7 @@ fn schedule(
             match due.pending {
                 Pending::Read(reply, data) => reply.data(&data),
                 Pending::Write(reply, n) => reply.written(n),
+                Pending::Flush(reply) => reply.ok(),
             }
             now = since_ns(t0, Instant::now());
             if let Some(entry) = log
@@ -632,6 +644,7 @@ fn schedule(
                 match job.pending {
                     Pending::Read(reply, data) => reply.data(&data),
                     Pending::Write(reply, n) => reply.written(n),
+                    Pending::Flush(reply) => reply.ok(),
                 }
                 softirqs.run_pending();
             }
@@ -771,6 +784,7 @@ impl DiskFs {
             match job.pending {
                 Pending::Read(reply, _) => reply.error(Errno::EIO),
                 Pending::Write(reply, _) => reply.error(Errno::EIO),
+                Pending::Flush(reply) => reply.error(Errno::EIO),
             }
         }
     }
@@ -778,7 +792,7 @@ impl DiskFs {
 
 fn request_of(write: bool, offset: u64, bytes: usize) -> EmuRequest {
     EmuRequest {
-        write,
+        op: if write { Op::Write } else { Op::Read },
         sector: offset / 512,
         sectors: (bytes as u64).div_ceil(512) as u32,
     }
@@ -920,15 +934,28 @@ impl Filesystem for DiskFs {
         datasync: bool,
         reply: ReplyEmpty,
     ) {
+        let arrived = Instant::now();
+        run_real_time_once();
         let synced = if datasync {
             self.image.sync_data()
         } else {
             self.image.sync_all()
         };
-        match synced {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))),
+        if let Err(e) = synced {
+            return reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
         }
+        // The loop driver turns a cache flush (a journal commit's barrier, `syncfs`) into
+        // this fsync: a disk answers it when its cache is on the media, so the model times it
+        // as the open-loop replay times the traced flush.
+        self.submit(Job {
+            arrived,
+            request: EmuRequest {
+                op: Op::Flush,
+                sector: 0,
+                sectors: 0,
+            },
+            pending: Pending::Flush(reply),
+        });
     }
 
     fn readdir(
@@ -998,7 +1025,7 @@ mod tests {
         assert_eq!(
             request_of(false, 4096, 524_288),
             EmuRequest {
-                write: false,
+                op: Op::Read,
                 sector: 8,
                 sectors: 1024
             }

@@ -13,7 +13,8 @@ use crate::cleanup;
 use crate::error::{Result, RigError};
 use crate::system::{check_free_space, drop_caches, require_root, TempFile};
 use crate::{
-    mkfs, Capture, FsKind, LoopDevice, Mount, QueueSpec, TraceOptions, TracefsSession, Zram,
+    mkfs, Capture, EmulateOptions, EmulatedRequest, Emulator, FsKind, LoopDevice, Mount, QueueSpec,
+    ServiceModel, TraceOptions, TracefsSession, Zram,
 };
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -55,8 +56,10 @@ pub type ImageWriter<'a> = &'a mut dyn FnMut(&Path) -> std::result::Result<(), S
 /// A made and mounted kernel file system; dropping it unmounts and tears everything down.
 #[derive(Debug)]
 pub struct KernelFs {
-    // Drop order is field order: mount, then loop device, then its backing, then the lock.
+    // Drop order is field order: mount, then the emulated device (if the file system is on
+    // it), then loop device, then its backing, then the lock.
     mount: Option<Mount>,
+    emulator: Option<Emulator>,
     loopdev: LoopDevice,
     _zram: Option<Zram>,
     _file: Option<TempFile>,
@@ -203,6 +206,7 @@ impl KernelFs {
         )?;
         Ok(KernelFs {
             mount: Some(mount),
+            emulator: None,
             loopdev,
             _zram: zram,
             _file: file,
@@ -219,9 +223,88 @@ impl KernelFs {
             .expect("a KernelFs is mounted between its methods")
     }
 
-    /// The loop device the file system is on (the traced device).
+    /// The loop device the file system is on (the traced device): the emulated device's
+    /// while [`KernelFs::emulate`] has moved it there.
     pub fn device(&self) -> &LoopDevice {
-        &self.loopdev
+        match &self.emulator {
+            Some(e) => e.device(),
+            None => &self.loopdev,
+        }
+    }
+
+    /// Moves the file system onto an emulated device (`device emulate`'s route: a loop device
+    /// with direct I/O over a FUSE file whose requests complete when `make_model` says, at
+    /// `time_scale`), read-write over the same backing store and presenting the same queue:
+    /// writes back and unmounts, starts the emulator over the backing (zram or the sparse
+    /// file), and mounts there. [`KernelFs::device`] and [`KernelFs::trace`] then see the
+    /// emulated device, until [`KernelFs::stop_emulating`]. Its FUSE mount and loop device
+    /// are registered with the cleanup registry as `device emulate`'s are.
+    pub fn emulate(
+        &mut self,
+        time_scale: f64,
+        make_model: impl FnOnce() -> ServiceModel + Send + 'static,
+    ) -> Result<()> {
+        if self.emulator.is_some() {
+            return Err(RigError::InvalidArgument(
+                "the file system is on the emulated device already".into(),
+            ));
+        }
+        let source = self.loopdev.backing_file().to_path_buf();
+        self.sync()?;
+        drop(self.mount.take());
+        self.loopdev.flush_buffers()?;
+        // The buffered loop's writes sit in the backing's page cache, which the emulator
+        // reads through too (the same file or block device); on zram this also puts them on
+        // the device, as `on_direct_loop` does.
+        if self.options.backing == Backing::Zram {
+            sync_device(&source)?;
+        }
+        let opts = EmulateOptions {
+            read_only: false,
+            time_scale,
+            queue: self.options.queue.clone(),
+        };
+        let started = Emulator::start(&source, &opts, make_model);
+        match started {
+            Ok(emulator) => self.emulator = Some(emulator),
+            Err(e) => {
+                self.mount_again()?;
+                return Err(e);
+            }
+        }
+        if let Err(e) = self.mount_again() {
+            // Back where it was: the emulator stopped, mounted on the plain loop device.
+            drop(self.emulator.take());
+            self.loopdev.flush_buffers()?;
+            self.mount_again()?;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Requests the emulated device has served so far (0 when not emulated): an index into
+    /// what [`KernelFs::stop_emulating`] returns, to find one stretch of work's requests.
+    pub fn served_so_far(&self) -> usize {
+        self.emulator.as_ref().map_or(0, Emulator::served_count)
+    }
+
+    /// Moves the file system back from the emulated device (writes back, unmounts, stops the
+    /// emulator, mounts on the plain loop device) and returns every request the emulator
+    /// served, in arrival order (the unmount's writes last).
+    pub fn stop_emulating(&mut self) -> Result<Vec<EmulatedRequest>> {
+        if self.emulator.is_none() {
+            return Err(RigError::InvalidArgument(
+                "the file system is not on the emulated device".into(),
+            ));
+        }
+        self.sync()?;
+        drop(self.mount.take());
+        let emulator = self.emulator.take().expect("checked above");
+        let served = emulator.stop()?;
+        // Its cache predates what the emulated device wrote.
+        self.loopdev.flush_buffers()?;
+        self.mount_again()?;
+        Ok(served)
     }
 
     /// What it was made with.
@@ -246,7 +329,7 @@ impl KernelFs {
     pub fn drop_caches(&self) -> Result<()> {
         self.sync()?;
         drop_caches()?;
-        self.loopdev.flush_buffers()
+        self.device().flush_buffers()
     }
 
     /// Unmounts and mounts again (a cold in-memory state: no cached inodes, extents or
@@ -255,15 +338,16 @@ impl KernelFs {
         self.sync()?;
         drop(self.mount.take());
         drop_caches()?;
-        self.loopdev.flush_buffers()?;
+        self.device().flush_buffers()?;
         self.mount_again()?;
         Ok(())
     }
 
-    /// Mounts the file system on the current loop device with the options it was made with.
+    /// Mounts the file system on the current loop device (the emulated one while emulated)
+    /// with the options it was made with.
     fn mount_again(&mut self) -> Result<()> {
         self.mount = Some(Mount::new(
-            self.loopdev.path(),
+            self.device().path(),
             None,
             self.options.kind.name(),
             false,
@@ -288,6 +372,11 @@ impl KernelFs {
         if self.options.backing != Backing::Zram {
             return Err(RigError::InvalidArgument(
                 "writing through a direct-I/O loop device needs a zram backing".into(),
+            ));
+        }
+        if self.emulator.is_some() {
+            return Err(RigError::InvalidArgument(
+                "the file system is on the emulated device: stop emulating first".into(),
             ));
         }
         let source = self.loopdev.backing_file().to_path_buf();
@@ -324,13 +413,13 @@ impl KernelFs {
     pub fn unmount_then<T>(mut self, read: impl FnOnce(&Path) -> T) -> Result<T> {
         self.sync()?;
         drop(self.mount.take());
-        self.loopdev.flush_buffers()?;
-        Ok(read(self.loopdev.path()))
+        self.device().flush_buffers()?;
+        Ok(read(self.device().path()))
     }
 
     /// Starts tracing the loop device's requests; run phases on the returned [`TracedRun`].
     pub fn trace(&mut self, options: &TraceOptions) -> Result<TracedRun<'_>> {
-        let session = TracefsSession::start(self.loopdev.dev(), options)?;
+        let session = TracefsSession::start(self.device().dev(), options)?;
         Ok(TracedRun {
             fs: self,
             session,
@@ -509,7 +598,7 @@ impl TracedRun<'_> {
 
     /// The device's counters once nothing is in flight ([`settled_stat_sectors`]).
     fn settled_stat(&self) -> Result<StatSectors> {
-        settled_stat_sectors(&format!("loop{}", self.fs.loopdev.number()))
+        settled_stat_sectors(&format!("loop{}", self.fs.device().number()))
     }
 
     /// Stops tracing, and checks every phase's bytes in the trace against the device's own

@@ -11,6 +11,7 @@ mod common;
 
 use common::*;
 use layoutlab_rig::{EmuRequest, EmulateOptions, Emulator, QueueSpec, ServiceModel, TempFile};
+use layoutlab_trace::Op;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -115,7 +116,7 @@ fn a_request_reaches_the_daemon_whole_and_completes_no_sooner_than_the_model() {
     assert_eq!(
         log[0].request,
         EmuRequest {
-            write: false,
+            op: Op::Read,
             sector: 2048,
             sectors: 1024
         }
@@ -285,7 +286,7 @@ fn a_read_only_check_leaves_the_image_unchanged_and_writes_are_refused() {
         log.len() > 10,
         "e2fsck's reads went through the emulator: {log:?}"
     );
-    assert!(log.iter().all(|r| !r.request.write));
+    assert!(log.iter().all(|r| r.request.op == Op::Read));
     assert_eq!(sha256(image.path()), before, "the image changed");
 }
 
@@ -314,7 +315,7 @@ fn writes_reach_the_image_when_asked() {
     assert_eq!(
         log.iter().map(|r| r.request).collect::<Vec<_>>(),
         [EmuRequest {
-            write: true,
+            op: Op::Write,
             sector: 384,
             sectors: 128
         }]

@@ -51,6 +51,10 @@ struct Log<'a> {
 #[derive(Serialize)]
 struct LoggedRequest {
     write: bool,
+    /// A cache flush (the file system's barrier; no sectors): present only when true, so a
+    /// log of reads and writes reads as before.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    flush: bool,
     sector: u64,
     sectors: u32,
     arrival_ns: f64,
@@ -129,7 +133,8 @@ pub fn run(a: EmulateArgs) -> Result<()> {
             requests: served
                 .iter()
                 .map(|r| LoggedRequest {
-                    write: r.request.write,
+                    write: r.request.op == Op::Write,
+                    flush: r.request.op == Op::Flush,
                     sector: r.request.sector,
                     sectors: r.request.sectors,
                     arrival_ns: r.arrival_ns,
@@ -261,7 +266,7 @@ fn pair(kernel: &[layoutlab_trace::Request], served: &[EmulatedRequest]) -> Vec<
         let end = (first_free + WINDOW).min(served.len());
         if let Some(s) = (first_free..end).find(|&s| {
             !used[s]
-                && served[s].request.write == (r.op == Op::Write)
+                && served[s].request.op == r.op
                 && served[s].request.sector == r.sector
                 && served[s].request.sectors == r.sectors
         }) {
@@ -473,7 +478,7 @@ mod tests {
     fn served(received_ns: u64, arrival_ns: f64, sector: u64) -> EmulatedRequest {
         EmulatedRequest {
             request: EmuRequest {
-                write: false,
+                op: Op::Read,
                 sector,
                 sectors: 8,
             },

@@ -37,6 +37,13 @@ pub struct Args {
     /// Write the report as JSON to PATH ("-" = stdout, tables then go to stderr).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Capture closed loop: the checker runs on the one --device preset's emulated device
+    /// (`device emulate`, read-only; requests complete when the model says, K times faster),
+    /// and the report gives the time measured there beside the open-loop replay of the same
+    /// stream (docs/emulate.md). Needs exactly one --device; not with --relayout. K defaults
+    /// to 1.
+    #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "1")]
+    pub closed_loop: Option<f64>,
 }
 
 /// Run `fsck-predict`.
@@ -53,6 +60,7 @@ pub fn run(a: Args) -> Result<()> {
         allow_mounted: a.allow_mounted,
         relayout: a.relayout.clone(),
         e2fsck: layoutlab_rig::E2fsprogs::by_name(&a.e2fsck)?,
+        closed_loop: a.closed_loop,
     };
     let report = layoutlab_experiments::predict::predict(&a.source, &opts)?;
     let human = Human::new(a.json.as_deref());

@@ -65,6 +65,12 @@ struct StartArgs {
     /// Write the job script and do not submit it (slurm).
     #[arg(long)]
     no_submit: bool,
+    /// Every cell captures closed loop at time scale K (`reproduce --closed-loop K`, for the
+    /// experiments whose operation takes it; docs/emulate.md). Local cells then run one at a
+    /// time unless --jobs says otherwise: a closed-loop time is measured, and cells at once
+    /// share the CPUs. K defaults to 1.
+    #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "1")]
+    closed_loop: Option<f64>,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -143,7 +149,30 @@ fn start(a: StartArgs) -> Result<()> {
         bail!("--out DIR is required: where the cells, their logs and results go");
     };
     // Everything is checked before anything is written.
-    let matrix = sweep::expand(&name, &a.sets)?;
+    let mut matrix = sweep::expand(&name, &a.sets)?;
+    if let Some(k) = a.closed_loop {
+        if !(k.is_finite() && k > 0.0) {
+            bail!("--closed-loop {k}: the time scale must be a positive number");
+        }
+        let op = layoutlab_experiments::OPERATIONS
+            .iter()
+            .find(|o| o.name() == matrix.manifest.operation);
+        if !op.is_some_and(|o| o.supports_closed_loop()) {
+            let with: Vec<&str> = layoutlab_experiments::OPERATIONS
+                .iter()
+                .filter(|o| o.supports_closed_loop())
+                .map(|o| o.name())
+                .collect();
+            bail!(
+                "--closed-loop captures on the emulated device and applies to {} experiments; \
+                 '{}' is a {} sweep",
+                with.join(", "),
+                matrix.manifest.experiment,
+                matrix.manifest.operation
+            );
+        }
+        matrix.manifest.closed_loop = Some(k);
+    }
     let m = &matrix.manifest;
     if a.backend == Backend::Local {
         if a.partition.is_some() || !a.sbatch_arg.is_empty() || a.no_submit {
@@ -166,6 +195,19 @@ fn start(a: StartArgs) -> Result<()> {
                 out.display(),
                 old.experiment,
                 m.experiment
+            );
+        }
+        if old.closed_loop != m.closed_loop {
+            let says = |k: Option<f64>| {
+                k.map_or("open loop".to_string(), |k| {
+                    format!("closed loop at K = {k}")
+                })
+            };
+            bail!(
+                "{} holds a sweep captured {}, not {}: its done cells would mix the two; choose another --out",
+                out.display(),
+                says(old.closed_loop),
+                says(m.closed_loop)
             );
         }
     }
@@ -213,7 +255,10 @@ fn start(a: StartArgs) -> Result<()> {
     match a.backend {
         Backend::Local => {
             let jobs = a.jobs.map_or_else(
-                || std::thread::available_parallelism().map_or(1, |n| n.get()),
+                || match m.closed_loop {
+                    Some(_) => 1,
+                    None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                },
                 |j| j as usize,
             );
             run_local(&exe, &dir, &todo, jobs, a.force)?;
@@ -463,8 +508,11 @@ fn run_cell(dir: &Path, index: usize, force: bool) -> Result<()> {
         .arg("--out")
         .arg(d.join("report"))
         .arg("--jobs")
-        .arg("1")
-        .stdout(std::fs::File::create(d.join("output.txt"))?)
+        .arg("1");
+    if let Some(k) = m.closed_loop {
+        cmd.arg("--closed-loop").arg(k.to_string());
+    }
+    cmd.stdout(std::fs::File::create(d.join("output.txt"))?)
         .stderr(std::fs::File::create(d.join("log.txt"))?);
     let mut child = cmd.spawn()?;
     let pid = child.id();

@@ -33,6 +33,10 @@ pub struct PredictOptions {
     pub relayout: Vec<String>,
     /// Whose e2fsck checks an ext SOURCE (and its relayouts): today's or a period release.
     pub e2fsck: layoutlab_rig::E2fsprogs,
+    /// Capture closed loop at this time scale K: the checker runs on the one preset's
+    /// emulated device (`device emulate`, read-only), and the report gives the time measured
+    /// there beside the open-loop replay of the same stream. One preset, no relayout.
+    pub closed_loop: Option<f64>,
 }
 
 /// The same tree laid out by another policy, checked and predicted like SOURCE.
@@ -136,6 +140,10 @@ pub struct Report {
     /// The tree laid out again by each `--relayout` policy.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub relayout: Vec<Relayout>,
+    /// With --closed-loop: the check's time measured on the emulated device (the one
+    /// preset's); `predictions` stays the open-loop replay of the same stream, beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<crate::steps::check::ClosedLoopRun>,
     /// What the checker said (its problems, if any), last lines.
     #[serde(skip)]
     pub checker_output: String,
@@ -179,6 +187,19 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
     if opts.devices.is_empty() {
         bail!("no device presets to predict on");
     }
+    if let Some(k) = opts.closed_loop {
+        if opts.devices.len() != 1 {
+            bail!(
+                "--closed-loop captures on one preset's emulated device: give one --device \
+                 (asked for {})",
+                opts.devices.len()
+            );
+        }
+        if !opts.relayout.is_empty() {
+            bail!("--closed-loop checks SOURCE only: it does not go with --relayout");
+        }
+        crate::support::check_emulable(&opts.devices[0], k)?;
+    }
     for p in &opts.relayout {
         layoutlab_layout::policy_by_name(p, &layoutlab_layout::PolicyParams::new())?;
     }
@@ -216,17 +237,54 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
     );
     let prepared = source::prepare(&source, &opts.workdir)?;
     let started = std::time::Instant::now();
-    let (checked, fs_bytes) = {
-        let loopdev = LoopDevice::attach_presenting(&prepared.path, true, &capture_queue(opts)?)?;
-        loopdev.flush_buffers()?;
-        let fs_bytes = loop_bytes(loopdev.path())?;
-        eprintln!(
-            "running {} read-only on {} under block tracing ...",
-            source.format.family().checker(),
-            loopdev.path().display()
-        );
-        (check(&source, &loopdev, opts.e2fsck)?, fs_bytes)
+    let (checked, fs_bytes, served) = match opts.closed_loop {
+        None => {
+            let loopdev =
+                LoopDevice::attach_presenting(&prepared.path, true, &capture_queue(opts)?)?;
+            loopdev.flush_buffers()?;
+            let fs_bytes = loop_bytes(loopdev.path())?;
+            eprintln!(
+                "running {} read-only on {} under block tracing ...",
+                source.format.family().checker(),
+                loopdev.path().display()
+            );
+            (
+                check(&source, &loopdev, opts.e2fsck, false)?,
+                fs_bytes,
+                None,
+            )
+        }
+        Some(k) => {
+            let emulator = crate::support::start_emulator(
+                &opts.devices[0],
+                &prepared.path,
+                k,
+                true,
+                capture_queue(opts)?,
+            )?;
+            let dev = emulator.device();
+            dev.flush_buffers()?;
+            let fs_bytes = loop_bytes(dev.path())?;
+            eprintln!(
+                "running {} read-only on {} (emulated {} at time scale {k}) under block tracing ...",
+                source.format.family().checker(),
+                dev.path().display(),
+                opts.devices[0]
+            );
+            // As the fsck experiments: e2fsck runs real-time on the emulated device, so its
+            // time between requests is its CPU, not its wait for one.
+            let checked = check(&source, dev, opts.e2fsck, true)?;
+            let served = emulator.stop()?;
+            (checked, fs_bytes, Some((k, served)))
+        }
     };
+    let closed_loop = served.map(|(time_scale, served)| crate::steps::check::ClosedLoopRun {
+        time_scale,
+        measured_seconds: crate::support::charged_ns(&served, time_scale) / 1e9
+            + checked.head_tail_cpu_s.0
+            + checked.head_tail_cpu_s.1,
+        requests_served: served.len() as u64,
+    });
     let seconds_here = started.elapsed().as_secs_f64();
     let mut relayouts = Vec::new();
     if !opts.relayout.is_empty() {
@@ -261,6 +319,7 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
         predictions,
         skipped,
         relayout: relayouts,
+        closed_loop,
         checker_output: checked.output,
         trace: checked.trace,
     })
@@ -344,7 +403,7 @@ fn relayout_all(image: &Path, fs_bytes: u64, opts: &PredictOptions) -> Result<Ve
             let loopdev = LoopDevice::attach_presenting(img.path(), true, &capture_queue(opts)?)?;
             loopdev.flush_buffers()?;
             eprintln!("[{name}] running e2fsck read-only under block tracing ...");
-            check_ext(&loopdev, opts.e2fsck)?
+            check_ext(&loopdev, opts.e2fsck, false)?
         };
         drop(img);
         drop(dir);
@@ -425,20 +484,28 @@ fn e2fsck_memory_kib(memory: &str) -> Option<u64> {
     Some(a + b)
 }
 
+/// Runs SOURCE's checker on `loopdev` under tracing; `real_time` (closed loop) runs e2fsck
+/// under `SCHED_FIFO` (xfs_repair and btrfs check keep the ordinary scheduler).
 fn check(
     source: &Source,
     loopdev: &LoopDevice,
     e2fsck: layoutlab_rig::E2fsprogs,
+    real_time: bool,
 ) -> Result<Checked> {
     match source.format.family() {
-        Family::Ext => check_ext(loopdev, e2fsck),
+        Family::Ext => check_ext(loopdev, e2fsck, real_time),
         family => check_other(family, loopdev),
     }
 }
 
-fn check_ext(loopdev: &LoopDevice, e2fsck: layoutlab_rig::E2fsprogs) -> Result<Checked> {
+fn check_ext(
+    loopdev: &LoopDevice,
+    e2fsck: layoutlab_rig::E2fsprogs,
+    real_time: bool,
+) -> Result<Checked> {
     let opts = FsckOptions {
         e2fsck: e2fsck.program("e2fsck")?,
+        real_time,
         ..FsckOptions::default()
     };
     let run = layoutlab_rig::run_e2fsck_traced(loopdev.path(), loopdev.dev(), &opts)?;
@@ -524,6 +591,14 @@ pub fn render(r: &Report) -> String {
         )
     };
     let _ = writeln!(s, "checker verdict: {verdict}");
+    if let Some(c) = &r.closed_loop {
+        let _ = writeln!(
+            s,
+            "closed loop at time scale {}: {:.3} s measured on the emulated device ({} requests \
+             served); the table below is the open-loop replay of the same stream",
+            c.time_scale, c.measured_seconds, c.requests_served
+        );
+    }
     if r.mounted {
         let _ = writeln!(
             s,

@@ -63,10 +63,10 @@ pub struct RunOptions {
 pub struct ClosedLoopRun {
     /// The time scale K the device answered at.
     pub time_scale: f64,
-    /// e2fsck's time on the emulated device, first request to last completion, charging the
-    /// model's time while a request was in the device and the real time between (its CPU as
-    /// it ran here: `cpu_scale` does not apply), plus its CPU before and after (as
-    /// `total_seconds` adds them), s.
+    /// The traced work's time on the emulated device, first request to last completion,
+    /// charging the model's time while a request was in the device and the real time between
+    /// (the program's CPU as it ran here: `cpu_scale` does not apply); for e2fsck plus its
+    /// CPU before and after (as `total_seconds` adds them), s.
     pub measured_seconds: f64,
     /// Requests the emulator served (one per request the kernel traced).
     pub requests_served: u64,

@@ -128,6 +128,12 @@ impl Operation for LargeDelete {
         true
     }
 
+    /// `--closed-loop` moves each file system onto the emulated device for the traced delete
+    /// (`one_run`).
+    fn supports_closed_loop(&self) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: LargeDeleteSpec = exp.params()?;
         if !(s.file_gb > 0.0 && s.fs_per_file >= 2.2) {
@@ -214,6 +220,11 @@ pub struct DeleteRun {
     /// a capture.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
+    /// With --closed-loop: the delete's time measured on the emulated device (the file
+    /// system mounted there for the traced delete). `seconds` stays the open-loop replay of
+    /// the same stream, beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<crate::steps::check::ClosedLoopRun>,
 }
 
 /// Run every file system and variant, then report.
@@ -232,6 +243,9 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
     // The disk the delete is priced on is the disk the file systems are made on: btrfs picks
     // its `ssd` allocation mode, and ext4 its group scan, from the queue's rotational flag.
     let queue = crate::support::capture_queue(&device, Some(128), None)?;
+    if let Some(k) = a.closed_loop {
+        crate::support::check_emulable(&device, k)?;
+    }
     layoutlab_rig::require_root(
         "making kernel file systems on zram and loop devices and tracing them",
     )?;
@@ -289,11 +303,22 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 &device,
                 policy.as_deref().map(|p| (label, p)),
                 exp.seed,
+                a.closed_loop,
             )
             .with_context(|| format!("{} {variant}", p.name))?;
             eprintln!(
-                "  {} fragments; delete read {} and wrote {} sectors; {:.3} s on {device}",
-                run.fragments, run.sectors_read, run.sectors_written, run.seconds
+                "  {} fragments; delete read {} and wrote {} sectors; {:.3} s on {device}{}",
+                run.fragments,
+                run.sectors_read,
+                run.sectors_written,
+                run.seconds,
+                match &run.closed_loop {
+                    Some(c) => format!(
+                        " (replay); closed loop at K = {}: {:.3} s measured, {} requests served",
+                        c.time_scale, c.measured_seconds, c.requests_served
+                    ),
+                    None => String::new(),
+                }
             );
             runs.push(run);
         }
@@ -321,6 +346,7 @@ fn one_run(
     device: &str,
     policy: Option<(&str, &str)>,
     seed: u64,
+    closed_loop: Option<f64>,
 ) -> Result<DeleteRun> {
     let label = policy.map(|(l, _)| l);
     let policy = policy.map(|(_, p)| p);
@@ -371,7 +397,15 @@ fn one_run(
     };
     drop(image_stage);
     let capture_stage = crate::stages::enter(crate::stages::CAPTURE);
+    if let Some(k) = closed_loop {
+        // Closed loop: the delete runs on the emulated disk (the same backing, read-write),
+        // so the kernel's timers (jbd2's commit, writeback's expiry) meet the model's time.
+        // The layout above was read on the plain device.
+        kfs.emulate(k, crate::support::emulator_model(device)?)?;
+    }
     kfs.drop_caches()?;
+    // The emulator's requests from here to the trace's end are the traced ones.
+    let served_from = kfs.served_so_far();
     let t = std::time::Instant::now();
     let mut traced = kfs.trace(&TraceOptions::default())?;
     traced.phase("delete", |fs| {
@@ -380,13 +414,27 @@ fn one_run(
     })?;
     let seconds_here = t.elapsed().as_secs_f64();
     let captured = traced.finish()?;
+    let served = match closed_loop {
+        Some(k) => {
+            let served_to = kfs.served_so_far();
+            let served = kfs.stop_emulating()?;
+            Some((k, served[served_from..served_to].to_vec()))
+        }
+        None => None,
+    };
     drop(kfs);
     let phase = &captured.phases[0];
     let trace = captured.capture.trace;
     drop(capture_stage);
     let _pricing = crate::stages::enter(crate::stages::PRICE);
     let replayed = crate::steps::price::on_preset(device, &trace, 1.0)?;
+    let closed_loop = served.map(|(time_scale, served)| crate::steps::check::ClosedLoopRun {
+        time_scale,
+        measured_seconds: crate::support::charged_ns(&served, time_scale) / 1e9,
+        requests_served: served.len() as u64,
+    });
     Ok(DeleteRun {
+        closed_loop,
         capture_queue: trace.queue.clone(),
         fs: fs.to_string(),
         variant: variant.to_string(),

@@ -10,13 +10,32 @@ use std::io::Write;
 
 const MIB: u64 = 1 << 20;
 
-fn zram_devices() -> Vec<String> {
-    std::fs::read_dir("/sys/block")
+/// The zram devices this process made are gone. Other processes (other engineers' runs, CI's
+/// other test binaries) make and remove zram devices at any time, so the machine's list is not
+/// compared: each device this test used is absent, or its number now serves another process
+/// (a rig record `layoutlab-zram-PID-ID` of another PID), and no record of this process is left.
+fn assert_own_zram_gone(ids: &[u32]) {
+    let me = std::process::id();
+    let records: Vec<String> = std::fs::read_dir(std::env::temp_dir())
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("zram"))
-        .collect()
+        .filter(|n| n.starts_with("layoutlab-zram-"))
+        .collect();
+    let mine = format!("layoutlab-zram-{me}-");
+    assert!(
+        !records.iter().any(|r| r.starts_with(&mine)),
+        "a zram record of this process was left: {records:?}"
+    );
+    for id in ids {
+        let reused = records
+            .iter()
+            .any(|r| r.ends_with(&format!("-{id}")) && !r.starts_with(&mine));
+        assert!(
+            !std::path::Path::new(&format!("/sys/block/zram{id}")).exists() || reused,
+            "a zram device was left: zram{id}"
+        );
+    }
 }
 
 /// The tests of this binary run at once and wait for each other on the rig's lock, which is
@@ -31,7 +50,8 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 /// Write a 16 MiB file of non-zero bytes, remount, read it back, delete it: each a traced
 /// phase. The read phase must read the whole file from the device (the caches were dropped),
 /// the write phase write at least all of it, and nothing may be left afterwards.
-fn write_remount_read_delete(kind: FsKind, mkfs_args: &[&str]) {
+/// Returns the number of the zram device that backed the file system.
+fn write_remount_read_delete(kind: FsKind, mkfs_args: &[&str]) -> u32 {
     let opts = KernelFsOptions {
         kind,
         mkfs_args: mkfs_args.iter().map(|s| s.to_string()).collect(),
@@ -52,6 +72,11 @@ fn write_remount_read_delete(kind: FsKind, mkfs_args: &[&str]) {
     let backing_attr = format!("/sys/block/loop{}/loop/backing_file", fs.device().number());
     let backing = std::fs::read_to_string(&backing_attr).unwrap();
     assert!(backing.starts_with("/dev/zram"), "{backing}");
+    let zram_id: u32 = backing
+        .trim()
+        .trim_start_matches("/dev/zram")
+        .parse()
+        .unwrap();
     let file_bytes = 16 * MIB;
     let mut run = fs.trace(&TraceOptions::default()).unwrap();
     run.phase("write", |fs| {
@@ -116,6 +141,7 @@ fn write_remount_read_delete(kind: FsKind, mkfs_args: &[&str]) {
         "{kind:?} left {}",
         loop_path.display()
     );
+    zram_id
 }
 
 #[test]
@@ -124,12 +150,13 @@ fn every_kernel_fs_runs_traced_phases_and_leaves_nothing() {
     if !root_or_skip("every_kernel_fs_runs_traced_phases_and_leaves_nothing") {
         return;
     }
-    let zram_before = zram_devices();
-    write_remount_read_delete(FsKind::Ext3, &[]);
-    write_remount_read_delete(FsKind::Ext4, &[]);
-    write_remount_read_delete(FsKind::Xfs, &[]);
-    write_remount_read_delete(FsKind::Btrfs, &["-m", "single", "-d", "single"]);
-    assert_eq!(zram_devices(), zram_before, "a zram device was left");
+    let ids = [
+        write_remount_read_delete(FsKind::Ext3, &[]),
+        write_remount_read_delete(FsKind::Ext4, &[]),
+        write_remount_read_delete(FsKind::Xfs, &[]),
+        write_remount_read_delete(FsKind::Btrfs, &["-m", "single", "-d", "single"]),
+    ];
+    assert_own_zram_gone(&ids);
 }
 
 #[test]

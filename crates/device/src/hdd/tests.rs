@@ -321,7 +321,11 @@ fn every_hdd_preset_models_the_buffer_it_cites() {
             .and_then(|(n, _)| n.rsplit(' ').next()?.parse().ok())
             .unwrap_or_else(|| panic!("{name}: segment_sectors' source names no 'N MB buffer'"));
         let modelled = value("segments") * value("segment_sectors") * 512;
-        assert_eq!(modelled, mb << 20, "{name}: cites {mb} MB, models {modelled} bytes");
+        assert_eq!(
+            modelled,
+            mb << 20,
+            "{name}: cites {mb} MB, models {modelled} bytes"
+        );
         let ra_source = cache["read_ahead_max_sectors"]["source"].as_str().unwrap();
         if ra_source.starts_with("up to one segment") {
             assert_eq!(

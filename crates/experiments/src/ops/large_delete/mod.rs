@@ -375,7 +375,7 @@ fn one_run(
     };
     let written_through = match policy {
         Some(_) => None,
-        None => Some(write_file(&mut kfs, spec, variant, file_bytes)?),
+        None => Some(write_file(&mut kfs, spec, fs, variant, file_bytes)?),
     };
     kfs.remount()?;
     let file = kfs.mount_point().join("big");
@@ -480,11 +480,13 @@ fn one_run(
     })
 }
 
-/// Writes `variant`'s file(s) of `file_bytes` into the mounted `kfs` as `spec.write` says
-/// ([`direct_loop_applies`]); returns the path taken, "direct-I/O loop" or "buffered loop".
+/// Writes `variant`'s file(s) of `file_bytes` into the mounted `kfs` (made with kernel profile
+/// `profile`) as `spec.write` says ([`direct_loop_applies`]); returns the path taken,
+/// "direct-I/O loop" or "buffered loop".
 pub fn write_file(
     kfs: &mut KernelFs,
     spec: &LargeDeleteSpec,
+    profile: &str,
     variant: &str,
     file_bytes: u64,
 ) -> Result<&'static str> {
@@ -498,7 +500,7 @@ pub fn write_file(
             write_zeros(&[&big, &root.join("other")], file_bytes, chunk, Some(turn))
         }
     };
-    if direct_loop_applies(spec, kfs.options().kind, variant) {
+    if direct_loop_applies(spec, profile, variant) {
         kfs.on_direct_loop(write)??;
         Ok("direct-I/O loop")
     } else {
@@ -507,19 +509,24 @@ pub fn write_file(
     }
 }
 
-/// Whether a kernel-written `variant` file on a `kind` file system is written through a
-/// direct-I/O loop: `spec.write` is "direct-loop" and the pair is in [`DIRECT_LOOP_PROVEN`].
-pub fn direct_loop_applies(spec: &LargeDeleteSpec, kind: FsKind, variant: &str) -> bool {
-    spec.write == "direct-loop" && DIRECT_LOOP_PROVEN.contains(&(kind, variant))
+/// Whether a kernel-written `variant` file on kernel profile `profile`'s file system is written
+/// through a direct-I/O loop: `spec.write` is "direct-loop" and the pair is in
+/// [`DIRECT_LOOP_PROVEN`]. Keyed by profile, not by kind: `ext4` and `ext4-2007` are both ext4
+/// and were not proven alike.
+pub fn direct_loop_applies(spec: &LargeDeleteSpec, profile: &str, variant: &str) -> bool {
+    spec.write == "direct-loop" && DIRECT_LOOP_PROVEN.contains(&(profile, variant))
 }
 
-/// The files whose layout through the direct-I/O loop was shown equal to the buffered loop's
-/// (tests/large_delete_write.rs): btrfs's contiguous file (the same FIEMAP, file extent and
-/// checksum items and tree-block addresses). Not the others: XFS made on the traced loop's
-/// 512-byte sectors refuses to mount on the direct loop's 4 KiB ones; btrfs's fragmented file
-/// had the same items but 58 checksum-tree leaves elsewhere; ext4-2007's 500 MB file had 258
-/// extents where the buffered write made 260; ext4's was not compared in time.
-pub const DIRECT_LOOP_PROVEN: [(FsKind, &str); 1] = [(FsKind::Btrfs, "contiguous")];
+/// The files (kernel profile, variant) whose layout through the direct-I/O loop was shown
+/// equal to the buffered loop's (tests/large_delete_write.rs): btrfs's contiguous file (the
+/// same FIEMAP, file extent and checksum items and tree-block addresses) and ext4's fragmented
+/// file (the same FIEMAP of both writers' files: each 8 MiB turn is allocated at its
+/// fdatasync). Not the others: XFS made on the traced loop's 512-byte sectors refuses to mount
+/// on the direct loop's 4 KiB ones; btrfs's fragmented file had the same items but 58
+/// checksum-tree leaves elsewhere; ext4-2007's 500 MB file had 258 extents where the buffered
+/// write made 260; ext4's contiguous file comes from the engine unless `layout = "kernel"`,
+/// and was not compared.
+pub const DIRECT_LOOP_PROVEN: [(&str, &str); 2] = [("btrfs", "contiguous"), ("ext4", "fragmented")];
 
 /// What [`write_zeros`] does for `variant`, as a population on a file system of `fs_bytes`:
 /// contiguous, `big` created and written whole (its 1 MiB writes are one sequential write to

@@ -155,6 +155,35 @@ impl FreeMap {
         None
     }
 
+    /// Where the free run that ends at `end` (exclusive) begins, looking no lower than
+    /// `floor`: the least `start >= floor` with `start..end` all free (`end` itself when block
+    /// `end - 1` is used or `end <= floor`). The backward twin of [`FreeMap::next_used`], word at
+    /// a time, so that an allocator can find the free extent a block lies in without walking
+    /// its group.
+    pub fn free_run_start(&self, end: u64, floor: u64) -> u64 {
+        let mut b = end.min(self.blocks_count);
+        if b < end {
+            // blocks past the end count as used
+            return end;
+        }
+        while b > floor {
+            let w = ((b - 1) / 64) as usize;
+            let top = (b - 1) % 64;
+            let below = if top == 63 {
+                u64::MAX
+            } else {
+                (1u64 << (top + 1)) - 1
+            };
+            let used = self.words[w] & below;
+            if used != 0 {
+                let last = w as u64 * 64 + u64::from(63 - used.leading_zeros());
+                return (last + 1).max(floor);
+            }
+            b = w as u64 * 64;
+        }
+        floor.min(end)
+    }
+
     /// First used block in `[from, limit)`, or `limit`.
     pub fn next_used(&self, from: u64, limit: u64) -> u64 {
         let limit = limit.min(self.blocks_count);
@@ -192,6 +221,33 @@ mod tests {
         m.mark_free(250, 20);
         assert_eq!(m.total_free(), 800);
         assert!(m.is_used(1000));
+    }
+
+    #[test]
+    fn free_run_start_walks_back_to_the_last_used_block() {
+        let mut m = FreeMap::new(300, 0, 256);
+        m.mark_used(10, 5); // 10..15 used
+        m.mark_used(200, 1);
+        assert_eq!(m.free_run_start(100, 0), 15);
+        assert_eq!(m.free_run_start(15, 0), 15); // block 14 is used
+        assert_eq!(m.free_run_start(10, 0), 0);
+        assert_eq!(m.free_run_start(100, 40), 40); // the floor stops it
+        assert_eq!(m.free_run_start(256, 0), 201); // across words
+        assert_eq!(m.free_run_start(64, 0), 15); // a word boundary as the end
+        assert_eq!(m.free_run_start(201, 0), 201);
+        assert_eq!(m.free_run_start(0, 0), 0);
+        assert_eq!(m.free_run_start(301, 0), 301); // past the end: used
+        assert_eq!(m.free_run_start(300, 256), 256);
+        // against a walk one block at a time, for every end and floor
+        for end in 0..=300u64 {
+            for floor in (0..=end).step_by(7) {
+                let mut want = end;
+                while want > floor && !m.is_used(want - 1) {
+                    want -= 1;
+                }
+                assert_eq!(m.free_run_start(end, floor), want, "{end} {floor}");
+            }
+        }
     }
 
     #[test]

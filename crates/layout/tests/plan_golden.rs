@@ -38,7 +38,8 @@ fn workloads() -> Vec<(String, Population)> {
             fullness: Some(0.8),
             ..AgingSpec::new(1.0, 2007)
         };
-        let (aged, _) = age_prefixes(tree, &spec, &[3.0]).unwrap();
+        let margin = layoutlab_layout::mkfs::metadata_margin_bytes(tree.fs_bytes);
+        let (aged, _) = age_prefixes(tree, &spec, margin, &[3.0]).unwrap();
         out.push((format!("{}-age3", tree.name), aged));
     }
     for seed in [1, 2] {

@@ -763,7 +763,7 @@ mod tests {
         for (c, spec) in m.manifest.cells.iter().zip(&m.specs) {
             // the cell's file is a valid experiment (its mkfs_profiles name only its policy)
             let e = experiment::parse(spec, "cell").unwrap();
-            let a: crate::aging::AgingSpec = e.params().unwrap();
+            let a: crate::aging::AgingOpSpec = e.params().unwrap();
             let policy = c.axes["policy"].as_str().unwrap();
             assert_eq!(a.policies, vec![policy]);
             assert_eq!(a.ages, vec![c.axes["ages"].as_integer().unwrap() as f64]);

@@ -38,7 +38,7 @@ pub struct Aging;
 /// Parameters of the "aging" operation: an experiment's `[aging]` table.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AgingSpec {
+pub struct AgingOpSpec {
     /// Scale used when `--scale` is not given: bench5 keeps its files at this fraction of
     /// their size, a tree population keeps this fraction of its files
     /// ([`layoutlab_workload::population_shrunk`]).
@@ -85,7 +85,7 @@ pub struct AgingSpec {
     pub fast_device: Option<String>,
 }
 
-impl AgingSpec {
+impl AgingOpSpec {
     fn mkfs_profile_of(&self, policy: &str) -> &str {
         crate::experiment::mkfs_profile_for(policy, &self.mkfs_profile, &self.mkfs_profiles)
     }
@@ -143,7 +143,7 @@ impl Operation for Aging {
     }
 
     fn check(&self, exp: &Experiment) -> Result<()> {
-        let spec: AgingSpec = exp.params()?;
+        let spec: AgingOpSpec = exp.params()?;
         spec.validate()
     }
 
@@ -469,7 +469,7 @@ pub fn read_cost(
 
 /// Run the experiment, print and write the report.
 pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
-    let spec: AgingSpec = exp.params()?;
+    let spec: AgingOpSpec = exp.params()?;
     spec.validate()?;
     let device = a.device_or(exp);
     let out_dir = a.out_dir(exp);
@@ -770,7 +770,7 @@ fn cell_jobs(jobs: usize, asked: bool, ops: usize) -> Result<usize> {
 /// One policy's pass over a workload's oldest stream: what every age's cell of it shares.
 struct PolicyPass<'a> {
     exp: &'a Experiment,
-    spec: &'a AgingSpec,
+    spec: &'a AgingOpSpec,
     check_spec: &'a CheckSpec,
     opts: &'a RunOptions,
     /// The tree and the oldest stream.
@@ -912,7 +912,7 @@ fn split_cell(
     })
 }
 
-fn age_table(spec: &AgingSpec, runs: &[AgingRun], population: &str) -> Result<Table> {
+fn age_table(spec: &AgingOpSpec, runs: &[AgingRun], population: &str) -> Result<Table> {
     let mut t = Table::new(
         &format!("{population}: e2fsck -fn and reads after aging"),
         vec![
@@ -1024,7 +1024,7 @@ fn split_table(runs: &[AgingRun], population: &str) -> Result<Option<Table>> {
 /// What the numbers say: per workload, which policy's e2fsck time grew least with age, and
 /// what became of metaclustering's advantage over vanilla ext3 (with the overflowed indirect
 /// blocks as evidence).
-pub fn conclude(spec: &AgingSpec, runs: &[AgingRun]) -> Vec<String> {
+pub fn conclude(spec: &AgingOpSpec, runs: &[AgingRun]) -> Vec<String> {
     let mut out = Vec::new();
     let mut pops: Vec<&str> = runs.iter().map(|r| r.population.as_str()).collect();
     pops.dedup();

@@ -310,14 +310,20 @@ mod tests {
             closed_loop: Some(1.0),
             ..RunArgs::default()
         };
-        for args in [&sens, &closed] {
+        for (args, applies) in [
+            (&sens, "applies to fsck experiments"),
+            (&closed, "applies to fsck, large-delete experiments"),
+        ] {
             check_capture_flags(&fsck, args).unwrap();
             let err = check_capture_flags(&fio, args).unwrap_err().to_string();
             assert!(
-                err.contains("applies to fsck experiments") && err.contains("a fio experiment"),
+                err.contains(applies) && err.contains("a fio experiment"),
                 "{err}"
             );
         }
+        let delete = experiment::load("large-delete").unwrap();
+        check_capture_flags(&delete, &closed).unwrap();
+        assert!(check_capture_flags(&delete, &sens).is_err());
         check_capture_flags(&fio, &RunArgs::default()).unwrap();
         assert!(RunArgs::default().run_scale(&fsck).is_ok());
         assert!(!fio.operation().unwrap().needs_root(&fio));

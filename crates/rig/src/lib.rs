@@ -3,7 +3,8 @@
 //!
 //! It owns: a kernel file system's whole run ([`KernelFs`]: backing, mkfs, mount, traced
 //! phases, teardown), loop devices over files ([`LoopDevice`]), zram devices ([`Zram`]), memory cgroups that
-//! limit a child's page cache ([`MemCgroup`]), mkfs for
+//! limit a child's page cache ([`MemCgroup`]), cpu cgroups that hold a traced program to a period
+//! CPU's speed ([`CpuThrottle`]), mkfs for
 //! ext2/3/4, XFS and btrfs ([`mkfs`]), mounts ([`Mount`]), temp files ([`TempFile`]), tracefs
 //! capture of one device's block requests ([`TracefsSession`]), the traced run of the real
 //! `e2fsck -fnv -tt` ([`run_e2fsck_traced`]) and the process-wide [`cleanup`] registry that undoes
@@ -29,9 +30,11 @@
 
 mod age;
 mod apply;
+mod cgroup;
 mod checker;
 mod child;
 pub mod cleanup;
+mod cpucg;
 mod emulate;
 mod error;
 pub mod fiemap;
@@ -57,6 +60,7 @@ pub use apply::{
     apply_ops, peak_live_bytes, peak_live_inodes, ApplyOptions, ApplyProgress, ApplyStats,
 };
 pub use checker::{run_checker_traced, CheckerRun};
+pub use cpucg::{CpuJoiner, CpuThrottle, ThrottleStat};
 pub use emulate::{
     fuse_max_request_kb, EmuRequest, EmulateOptions, EmulatedRequest, Emulator, ServiceModel,
     DISK_FILE,

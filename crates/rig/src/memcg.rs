@@ -13,6 +13,7 @@
 //! still in it goes back to that parent, its charges are reclaimed (`memory.force_empty`)
 //! and the directory is removed. It touches no cgroup it did not create.
 
+use crate::cgroup::{join_self, procs_cstring, read_u64, write, Controller};
 use crate::cleanup::{self, CleanupId};
 use crate::error::{Result, RigError};
 use std::path::{Path, PathBuf};
@@ -23,125 +24,26 @@ pub struct MemCgroup {
     cleanup: Option<CleanupId>,
 }
 
-/// Where the v1 memory controller is mounted, from /proc/self/mountinfo.
-fn v1_memory_root() -> Result<PathBuf> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| RigError::io("reading /proc/self/mountinfo", e))?;
-    for line in text.lines() {
-        let Some((left, right)) = line.split_once(" - ") else {
-            continue;
-        };
-        let mut r = right.split_whitespace();
-        let (fstype, _source, options) = (r.next(), r.next(), r.next().unwrap_or(""));
-        if fstype == Some("cgroup") && options.split(',').any(|o| o == "memory") {
-            if let Some(mount_point) = left.split_whitespace().nth(4) {
-                return Ok(PathBuf::from(mount_point));
-            }
-        }
-    }
-    Err(RigError::Unsupported(
-        "no cgroup v1 memory controller is mounted (the rig limits page cache per thread, \
-         which cgroup v2 does not allow): mount one with `mount -t cgroup -o memory cgroup \
-         /sys/fs/cgroup/memory`"
-            .into(),
-    ))
-}
+/// The v1 memory controller, as the rig makes its cgroups.
+pub(crate) const MEMORY: Controller = Controller {
+    name: "memory",
+    what: "memory cgroup",
+    missing_hint: "the rig limits page cache per thread, which cgroup v2 does not allow; mount \
+                   one with `mount -t cgroup -o memory cgroup /sys/fs/cgroup/memory`",
+    // Reclaim the charges that keep an emptied cgroup busy.
+    before_rmdir: |cgroup| {
+        let _ = std::fs::write(cgroup.join("memory.force_empty"), "0");
+    },
+};
 
-/// The memory cgroup this process is in (v1), as a directory.
-fn own_memory_cgroup() -> Result<PathBuf> {
-    let root = v1_memory_root()?;
-    let text = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| RigError::io("reading /proc/self/cgroup", e))?;
-    let rel = text
-        .lines()
-        .filter_map(|l| {
-            let mut fields = l.splitn(3, ':').skip(1);
-            fields.next().zip(fields.next())
-        })
-        .find(|(controllers, _)| controllers.split(',').any(|c| c == "memory"))
-        .map(|(_, path)| path.trim_start_matches('/').to_string())
-        .ok_or_else(|| RigError::Unsupported("this process is in no memory cgroup".into()))?;
-    Ok(root.join(rel))
-}
-
-fn write(path: &Path, value: &str) -> Result<()> {
-    std::fs::write(path, value)
-        .map_err(|e| RigError::io(format!("writing '{value}' to {}", path.display()), e))
-}
-
-fn read_u64(path: &Path) -> Result<u64> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| RigError::io(format!("reading {}", path.display()), e))?;
-    text.trim().parse().map_err(|_| RigError::Parse {
-        source_name: path.display().to_string(),
-        line: 1,
-        reason: format!("not a number: '{}'", text.trim()),
-    })
-}
-
-/// Memory cgroups named by the rig (`layoutlab-PID-N`) whose process is dead, anywhere in the
-/// v1 memory hierarchy (a killed run made its cgroup inside the cgroup it ran in, which may not
-/// be ours); none when no v1 memory controller is mounted.
+/// Memory cgroups named by the rig whose process is dead (see [`Controller::stale`]).
 pub(crate) fn stale(alive: &dyn Fn(u32) -> bool) -> Vec<(PathBuf, u32)> {
-    fn walk(dir: &Path, depth: u32, alive: &dyn Fn(u32) -> bool, out: &mut Vec<(PathBuf, u32)>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            if !e.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            let path = e.path();
-            match e.file_name().to_str().and_then(crate::stale::pid_in_name) {
-                Some(pid) if !alive(pid) => out.push((path, pid)),
-                // A live run's cgroup holds nothing of the rig's beneath it.
-                Some(_) => {}
-                None if depth < 6 => walk(&path, depth + 1, alive, out),
-                None => {}
-            }
-        }
-    }
-    let mut out = Vec::new();
-    if let Ok(root) = v1_memory_root() {
-        walk(&root, 0, alive, &mut out);
-    }
-    out.sort();
-    out
+    MEMORY.stale(alive)
 }
 
 /// Removes a memory cgroup the rig made (moving any task left in it to its parent).
 pub(crate) fn remove_stale(cgroup: &Path) -> Result<()> {
-    let parent = cgroup.parent().unwrap_or(cgroup).to_path_buf();
-    remove(cgroup, &parent);
-    if cgroup.exists() {
-        return Err(RigError::Unsupported(format!(
-            "the memory cgroup {} could not be removed",
-            cgroup.display()
-        )));
-    }
-    Ok(())
-}
-
-/// Moves every thread of `cgroup` to `root`, reclaims its charges and removes it.
-fn remove(cgroup: &Path, root: &Path) {
-    for _ in 0..50 {
-        if let Ok(tasks) = std::fs::read_to_string(cgroup.join("tasks")) {
-            for tid in tasks.split_whitespace() {
-                let _ = std::fs::write(root.join("tasks"), tid);
-            }
-        }
-        let _ = std::fs::write(cgroup.join("memory.force_empty"), "0");
-        match std::fs::remove_dir(cgroup) {
-            Ok(()) => return,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-            // EBUSY while a moved thread is still being accounted out: retry.
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
-        }
-    }
-    eprintln!(
-        "layoutlab-rig: could not remove the memory cgroup {} (still busy)",
-        cgroup.display()
-    );
+    MEMORY.remove_stale(cgroup)
 }
 
 impl MemCgroup {
@@ -153,26 +55,7 @@ impl MemCgroup {
                 "a memory limit of {limit_bytes} bytes is below 1 MiB"
             )));
         }
-        let root = own_memory_cgroup()?;
-        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let (path, id) = loop {
-            let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let path = root.join(format!("layoutlab-{}-{n}", std::process::id()));
-            // mkdir and register as one step (see `cleanup::creating`).
-            let made = cleanup::creating(|| {
-                std::fs::create_dir(&path).map(|()| {
-                    let (owned, r) = (path.clone(), root.clone());
-                    cleanup::register(format!("memory cgroup {}", path.display()), move || {
-                        remove(&owned, &r)
-                    })
-                })
-            });
-            match made {
-                Ok(id) => break (path, id),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(RigError::io(format!("mkdir {}", path.display()), e)),
-            }
-        };
+        let (path, _parent, id) = MEMORY.create()?;
         let cg = MemCgroup {
             path,
             cleanup: Some(id),
@@ -253,13 +136,7 @@ impl MemCgroup {
     /// not allocate, lock, or touch Rust's standard streams — plain system calls on file
     /// descriptors and buffers made before the call only.
     pub unsafe fn run_in_child(&self, f: impl FnOnce() -> i32) -> Result<i32> {
-        let procs = std::ffi::CString::new(
-            self.path
-                .join("cgroup.procs")
-                .as_os_str()
-                .as_encoded_bytes(),
-        )
-        .map_err(|_| RigError::InvalidArgument("cgroup path with a NUL byte".into()))?;
+        let procs = procs_cstring(&self.path)?;
         // SAFETY: the child below makes only async-signal-safe calls (the caller's promise
         // for `f`, and open/write/close/_exit here).
         let pid = unsafe { libc::fork() };
@@ -269,12 +146,9 @@ impl MemCgroup {
         if pid == 0 {
             // SAFETY: async-signal-safe calls on a buffer made before the fork.
             unsafe {
-                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
-                // "0" in cgroup.procs moves the writer.
-                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                if join_self(&procs).is_err() {
                     libc::_exit(125);
                 }
-                libc::close(fd);
                 let code = f();
                 libc::_exit(code);
             }
@@ -315,7 +189,7 @@ mod tests {
     /// Whether these tests can make a cgroup here; says so on stderr when they cannot, so a
     /// skipped test is never silent.
     fn can_make_cgroups() -> bool {
-        let can = crate::is_root() && v1_memory_root().is_ok();
+        let can = crate::is_root() && MEMORY.root().is_ok();
         if !can {
             eprintln!("skipped: needs root and a cgroup v1 memory controller");
         }

@@ -37,6 +37,8 @@ pub enum StaleKind {
     Zram,
     /// A memory cgroup the rig made (`layoutlab-PID-N`).
     MemCgroup,
+    /// A cpu cgroup the rig made to throttle a traced program (`layoutlab-PID-N`).
+    CpuCgroup,
     /// A file or directory in the temp directory.
     TempPath,
 }
@@ -51,6 +53,7 @@ impl StaleKind {
             StaleKind::LoopDevice => "loop_device",
             StaleKind::Zram => "zram",
             StaleKind::MemCgroup => "memory_cgroup",
+            StaleKind::CpuCgroup => "cpu_cgroup",
             StaleKind::TempPath => "temp_path",
         }
     }
@@ -191,15 +194,16 @@ fn find_with(temp_dir: &Path, alive: &dyn Fn(u32) -> bool) -> Result<Vec<Stale>>
         out.extend(loops);
     }
     out.extend(zrams);
-    out.extend(
-        crate::memcg::stale(alive)
-            .into_iter()
-            .map(|(path, pid)| Stale {
-                kind: StaleKind::MemCgroup,
-                path,
-                pid,
-            }),
-    );
+    for (kind, found) in [
+        (StaleKind::MemCgroup, crate::memcg::stale(alive)),
+        (StaleKind::CpuCgroup, crate::cpucg::stale(alive)),
+    ] {
+        out.extend(
+            found
+                .into_iter()
+                .map(|(path, pid)| Stale { kind, path, pid }),
+        );
+    }
     let mut temps: Vec<_> = std::fs::read_dir(temp_dir)
         .map_err(|e| RigError::io(format!("read {}", temp_dir.display()), e))?
         .flatten()
@@ -275,6 +279,7 @@ pub fn remove(item: &Stale) -> Result<()> {
         }
         StaleKind::Mount => crate::mount::unmount_checked(&item.path),
         StaleKind::MemCgroup => crate::memcg::remove_stale(&item.path),
+        StaleKind::CpuCgroup => crate::cpucg::remove_stale(&item.path),
         StaleKind::LoopDevice => crate::loopdev::detach_path(&item.path),
         StaleKind::Zram => {
             let name = item.path.file_name().unwrap_or_default().to_string_lossy();

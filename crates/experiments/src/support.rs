@@ -240,6 +240,29 @@ pub fn start_emulator(
 /// device and the real time between (the program's CPU, which the time scale does not
 /// shorten: the model's clock runs K times faster than the wall there), ns.
 pub fn charged_ns(served: &[layoutlab_rig::EmulatedRequest], time_scale: f64) -> f64 {
+    charged_at_cpu_ns(served, time_scale, 1.0)
+}
+
+/// The share of one CPU a closed-loop capture at time scale K gives the traced program for a
+/// CPU factor F (`--cpu-scale`): K/F, so that its computing takes F times this machine's on
+/// the model's clock, as the device's K-times-faster answers take the model's time. `None`
+/// when F ≤ K: a throttle can only slow a program down, and [`charged_at_cpu_ns`] scales the
+/// time between requests instead.
+pub fn closed_loop_cpu_share(cpu_scale: f64, time_scale: f64) -> Option<f64> {
+    (cpu_scale > time_scale).then(|| time_scale / cpu_scale)
+}
+
+/// [`charged_ns`] for a program that ran with CPU factor F: the time between requests is
+/// charged as the program's computing at F times this machine's. Throttled to K/F
+/// ([`closed_loop_cpu_share`]), a gap of g model ns is g/K real ns of computing F/K times
+/// slower, so it is charged g; unthrottled (F ≤ K), it is g/K of computing here, charged
+/// g·F/K. F = 1 is [`charged_ns`]; F = 0 charges the device's time alone.
+pub fn charged_at_cpu_ns(
+    served: &[layoutlab_rig::EmulatedRequest],
+    time_scale: f64,
+    cpu_scale: f64,
+) -> f64 {
+    let gap_factor = (cpu_scale / time_scale).min(1.0);
     let Some(first) = served.first() else {
         return 0.0;
     };
@@ -247,7 +270,7 @@ pub fn charged_ns(served: &[layoutlab_rig::EmulatedRequest], time_scale: f64) ->
     let mut charged = 0.0;
     for r in served {
         if r.arrival_ns > busy_until {
-            charged += (r.arrival_ns - busy_until) / time_scale;
+            charged += (r.arrival_ns - busy_until) * gap_factor;
             busy_until = r.arrival_ns;
         }
         if r.complete_ns > busy_until {
@@ -260,8 +283,42 @@ pub fn charged_ns(served: &[layoutlab_rig::EmulatedRequest], time_scale: f64) ->
 
 #[cfg(test)]
 mod tests {
-    use super::run_queue;
+    use super::{charged_at_cpu_ns, charged_ns, closed_loop_cpu_share, run_queue};
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Two requests of 10 model ms each with a 40 model-ms gap between them.
+    fn two_requests() -> Vec<layoutlab_rig::EmulatedRequest> {
+        let r = |arrival_ms: f64| layoutlab_rig::EmulatedRequest {
+            request: layoutlab_rig::EmuRequest {
+                op: layoutlab_trace::Op::Read,
+                sector: 0,
+                sectors: 8,
+            },
+            arrival_ns: arrival_ms * 1e6,
+            received_ns: 0,
+            complete_ns: (arrival_ms + 10.0) * 1e6,
+            reply_late_ns: 0.0,
+        };
+        vec![r(0.0), r(50.0)]
+    }
+
+    #[test]
+    fn the_time_between_requests_is_charged_as_the_period_cpus_computing() {
+        let served = two_requests();
+        let ms = |ns: f64| (ns / 1e3).round() / 1e3;
+        // K = 4, F = 1: the 40 model ms between are 10 ms of computing here, charged as such.
+        assert_eq!(ms(charged_ns(&served, 4.0)), 30.0);
+        assert_eq!(ms(charged_at_cpu_ns(&served, 4.0, 1.0)), 30.0);
+        // F = 2 ≤ K: no throttle, the same 10 ms charged at twice.
+        assert_eq!(closed_loop_cpu_share(2.0, 4.0), None);
+        assert_eq!(ms(charged_at_cpu_ns(&served, 4.0, 2.0)), 40.0);
+        // F = 8 > K: throttled to K/F = 0.5, the gap already is the slow CPU's: charged whole.
+        assert_eq!(closed_loop_cpu_share(8.0, 4.0), Some(0.5));
+        assert_eq!(ms(charged_at_cpu_ns(&served, 4.0, 8.0)), 60.0);
+        // F = 0: the device alone.
+        assert_eq!(ms(charged_at_cpu_ns(&served, 4.0, 0.0)), 20.0);
+        assert_eq!(closed_loop_cpu_share(1.0, 1.0), None);
+    }
 
     #[test]
     fn a_queue_keeps_the_order_of_its_units_whatever_finishes_first() {

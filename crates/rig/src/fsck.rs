@@ -12,6 +12,7 @@
 
 use crate::child::{spawn_traced, TracedChild};
 use crate::cleanup;
+use crate::cpucg::{CpuThrottle, ThrottleStat};
 use crate::error::{Result, RigError};
 use crate::fsck_times::{parse_fsck_times, FsckTimes};
 use crate::system::require_root;
@@ -42,6 +43,10 @@ pub struct FsckOptions {
     /// daemon runs above it, at 2 and 3). The kernel's real-time throttling
     /// (`sched_rt_runtime_us`, 95%) still leaves the other work a share of its CPU.
     pub real_time: bool,
+    /// Hold e2fsck (and what it forks) to this share of one CPU (0 < share < 1), as a slower
+    /// period CPU would run it ([`CpuThrottle`]): a closed-loop capture with a CPU factor F
+    /// above its time scale K throttles by K/F. `None`: this machine's speed.
+    pub cpu_share: Option<f64>,
 }
 
 impl Default for FsckOptions {
@@ -52,6 +57,7 @@ impl Default for FsckOptions {
             trace: TraceOptions::default(),
             single_cpu: false,
             real_time: false,
+            cpu_share: None,
         }
     }
 }
@@ -98,6 +104,19 @@ pub struct FsckRun {
     pub stdout: String,
     /// e2fsck's standard error.
     pub stderr: String,
+    /// The throttle e2fsck ran under ([`FsckOptions::cpu_share`]), `None` without one.
+    pub throttle: Option<ThrottleRecord>,
+}
+
+/// What a throttled e2fsck ran under.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ThrottleRecord {
+    /// The share of one CPU allowed.
+    pub share: f64,
+    /// The enforcement period, µs.
+    pub period_us: u64,
+    /// What the CFS limit counted (a real-time e2fsck's throttling is not counted there).
+    pub stat: ThrottleStat,
 }
 
 impl FsckRun {
@@ -171,6 +190,10 @@ pub fn run_e2fsck_traced(
 
     let single_cpu = opts.single_cpu;
     let real_time = opts.real_time;
+    // Made before the child, so the child joins it before its first instruction of e2fsck and
+    // before it becomes real-time; removed when this function returns.
+    let throttle = opts.cpu_share.map(CpuThrottle::create).transpose()?;
+    let joiner = throttle.as_ref().map(CpuThrottle::joiner);
     let mut command = Command::new(&opts.e2fsck);
     command
         .args(["-fnv", "-tt", "-C", "3"])
@@ -184,8 +207,8 @@ pub fn run_e2fsck_traced(
         opts.e2fsck.display(),
         device_path.display()
     );
-    // SAFETY: the set-up makes only raw libc calls (fcntl, dup2, sched_setscheduler) and
-    // `one_cpu_view`, which is async-signal-safe.
+    // SAFETY: the set-up makes only raw libc calls (fcntl, dup2, sched_setscheduler, the
+    // cgroup join's open/write/close) and `one_cpu_view`, which is async-signal-safe.
     let TracedChild {
         child,
         kill: kill_child,
@@ -206,6 +229,9 @@ pub fn run_e2fsck_traced(
                     }
                 } else if libc::dup2(marker, 3) < 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                if let Some(joiner) = &joiner {
+                    joiner.join_self()?;
                 }
                 if single_cpu {
                     one_cpu_view()?;
@@ -253,6 +279,14 @@ pub fn run_e2fsck_traced(
             })
         })
         .collect();
+    let throttle = match &throttle {
+        Some(t) => Some(ThrottleRecord {
+            share: t.share(),
+            period_us: t.period_us(),
+            stat: t.stat()?,
+        }),
+        None => None,
+    };
     Ok(FsckRun {
         exit_code,
         times,
@@ -261,6 +295,7 @@ pub fn run_e2fsck_traced(
         vitals,
         stdout,
         stderr,
+        throttle,
     })
 }
 

@@ -45,7 +45,9 @@ pub struct Args {
     #[arg(long, value_name = "DIR", default_value = "results")]
     out: PathBuf,
     /// Multiply the CPU time measured between requests (2.0 = a CPU half as fast as this one),
-    /// or name a CPU preset in cpus/ whose factor F = here / period is used.
+    /// or name a CPU preset in cpus/ whose factor F = here / period is used. With
+    /// --closed-loop K and F > K, e2fsck itself runs throttled to K/F of one CPU (a cpu
+    /// cgroup), and the measured time charges its computing at F (docs/emulate.md).
     #[arg(long, value_parser = cpu_scale_arg)]
     cpu_scale: Option<f64>,
     /// File systems to run, comma-separated: shorthand for `--set file_systems=LIST`

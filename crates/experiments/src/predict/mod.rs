@@ -284,6 +284,7 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
             + checked.head_tail_cpu_s.0
             + checked.head_tail_cpu_s.1,
         requests_served: served.len() as u64,
+        cpu_share: None,
     });
     let seconds_here = started.elapsed().as_secs_f64();
     let mut relayouts = Vec::new();

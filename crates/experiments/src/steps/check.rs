@@ -64,12 +64,17 @@ pub struct ClosedLoopRun {
     /// The time scale K the device answered at.
     pub time_scale: f64,
     /// The traced work's time on the emulated device, first request to last completion,
-    /// charging the model's time while a request was in the device and the real time between
-    /// (the program's CPU as it ran here: `cpu_scale` does not apply); for e2fsck plus its
-    /// CPU before and after (as `total_seconds` adds them), s.
+    /// charging the model's time while a request was in the device and the time between as
+    /// the program's computing at the CPU factor (`--cpu-scale` F: measured under a throttle
+    /// to K/F of one CPU when F > K, scaled by F/K otherwise; see
+    /// [`crate::support::charged_at_cpu_ns`]); for e2fsck plus its CPU before and after (as
+    /// `total_seconds` adds them, times F), s.
     pub measured_seconds: f64,
     /// Requests the emulator served (one per request the kernel traced).
     pub requests_served: u64,
+    /// The share of one CPU the traced program was held to (K/F), when it was throttled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_share: Option<f64>,
 }
 
 /// One e2fsck pass as the model predicts it.
@@ -394,8 +399,11 @@ pub fn traced_e2fsck(
             Some(time_scale) => {
                 // A period machine ran the check alone: on the emulated device e2fsck runs
                 // real-time, so its time between requests is its CPU, not its wait for one.
+                // A period CPU F times slower: e2fsck gets K/F of one CPU, as the device
+                // answers K times faster than the model.
                 let fsck_opts = FsckOptions {
                     real_time: true,
+                    cpu_share: crate::support::closed_loop_cpu_share(opts.cpu_scale, time_scale),
                     ..fsck_opts
                 };
                 let emulator =
@@ -418,6 +426,7 @@ pub fn traced_e2fsck(
         );
     }
     crate::steps::capture::complete(&run.capture)?;
+    let run_throttle = run.throttle;
     stages.traced_check = t.elapsed().as_secs_f64();
     let scheduler_cpu_seconds = run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9);
     let scheduler_cpu_in_trace_seconds = run
@@ -455,10 +464,12 @@ pub fn traced_e2fsck(
     stages.replay = t.elapsed().as_secs_f64();
     let closed_loop = served.map(|(time_scale, served)| ClosedLoopRun {
         time_scale,
-        measured_seconds: crate::support::charged_ns(&served, time_scale) / 1e9
+        measured_seconds: crate::support::charged_at_cpu_ns(&served, time_scale, opts.cpu_scale)
+            / 1e9
             + head_seconds
             + tail_seconds,
         requests_served: served.len() as u64,
+        cpu_share: run_throttle.map(|t| t.share),
     });
     let passes: Vec<PassResult> =
         crate::steps::phases::tag_phases(&replayed, head_seconds, tail_seconds)

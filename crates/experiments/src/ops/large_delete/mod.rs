@@ -432,6 +432,7 @@ fn one_run(
         time_scale,
         measured_seconds: crate::support::charged_ns(&served, time_scale) / 1e9,
         requests_served: served.len() as u64,
+        cpu_share: None,
     });
     Ok(DeleteRun {
         closed_loop,

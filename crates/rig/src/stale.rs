@@ -45,7 +45,7 @@ pub enum StaleKind {
 
 impl StaleKind {
     /// A stable name for reports (`tracefs_instance`, `mount`, `loop_device`, `zram`,
-    /// `memory_cgroup`, `temp_path`).
+    /// `memory_cgroup`, `cpu_cgroup`, `temp_path`).
     pub fn as_str(self) -> &'static str {
         match self {
             StaleKind::TracefsInstance => "tracefs_instance",

@@ -15,7 +15,10 @@
 #                                       fsck (the three fsck tables, metacluster-fsck at scale 1, and
 #                                       docs/emulate.md's closed-loop block: 17 runs, 15-20 min here
 #                                       loaded, the closed loop at scale 1 the longest at about 5 min);
-#                                       fio and mkfs take about 2 min
+#                                       fio and mkfs take about 2 min; queue (the fsck experiments'
+#                                       queue size, 9 plain captures at their default scales) and
+#                                       repeat (ext3-vs-ext4-fsck 3 times plain and 3 times closed
+#                                       loop; shares 2 plain runs with queue): 15-25 min together
 #
 # `make docs-budgets` runs it (all blocks). Model-priced seconds are what the tables use; wall time here is
 # never a budget number (the machine is shared). Root is needed (loop devices, tracefs, the
@@ -475,6 +478,80 @@ fsck_run metacluster-fsck closed-k1 --closed-loop 1
   done
 } >"$snip"
 splice "$root/docs/emulate.md" closed-loop-fsck "$snip"
+fi
+
+# ---- The fsck experiments' queue size (`os_max_sectors_kb`), and repeated captures of
+# ext3-vs-ext4-fsck (plain and closed loop): plain runs at each experiment's default scale
+# (metacluster-fsck at 0.05: its scale-1 tables above take an hour of runs), each its own capture.
+# The alternative queue is 128 KiB: libata's ATA_MAX_SECTORS (256 sectors, include/linux/ata.h
+# since 2.6.19), what the period kernel gave a drive without LBA48 (and AMD's SB600 AHCI, limited
+# to 255 sectors, gave any drive), against 2.6's BLK_DEF_MAX_SECTORS (1024 sectors = 512 KiB) for
+# an LBA48 drive (docs/rig.md, "Queue settings that shape the trace").
+queue_alt_kb=128
+fsck_run_default_scale() { # experiment name [args...]: the experiment at its default scale
+  local exp=$1 name=$2; shift 2
+  fsck_scale() { echo ""; }
+  fsck_run "$exp" "$name" "$@"
+  fsck_scale() { case $1 in metacluster-fsck) echo 1;; *) echo "";; esac; }
+}
+# One run's row: experiment, scale, KiB, what the run is, then per policy "P: S s (N)" (seconds
+# replayed on the preset, requests traced), the reduction, the load.
+fsck_plain_row() { # experiment name what
+  local j="$out/$1-$2.json" l="$out/$1-$2.load"
+  if [ ! -s "$j" ]; then
+    echo "| $1 | | | $3 | not run | not run | not run | |"
+    return
+  fi
+  local load=""; [ -s "$l" ] && load=$(awk '{printf "%s → %s", $1, $2}' "$l")
+  jq -r --arg what "$3" --arg load "$load" --arg kb "$4" "$f1"'
+    "| \(.experiment) | \(.scale) | \($kb) | \($what) | \(.runs[0].policy): \(.runs[0].total_seconds | f1) s (\(.runs[0].requests)) | \(.runs[1].policy): \(.runs[1].total_seconds | f1) s (\(.runs[1].requests)) | \(1 - .runs[1].total_seconds / .runs[0].total_seconds | . * 100 | f1)% | \($load) |"' "$j"
+}
+
+if want queue || want repeat; then
+for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
+  fsck_run_default_scale "$exp" rep1
+  fsck_run_default_scale "$exp" rep2
+  if want queue; then fsck_run_default_scale "$exp" "q$queue_alt_kb" --set os_max_sectors_kb="$queue_alt_kb"; fi
+done
+fi
+
+if want queue; then
+{
+  provenance "each row one plain capture at the experiment's default scale; seconds are the model's, requests the kernel's"
+  echo '| experiment | scale | max_sectors_kb [KiB] | capture | first policy: seconds (requests) | second policy: seconds (requests) | reduction | load (1 min, start → end) |'
+  echo '|---|---:|---:|---|---|---|---:|---|'
+  for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
+    shipped_kb=$(sed -n 's/^os_max_sectors_kb *= *\([0-9]*\).*/\1/p' "$root/experiments/$exp.toml")
+    fsck_plain_row "$exp" rep1 "as shipped" "$shipped_kb"
+    fsck_plain_row "$exp" rep2 "as shipped, captured again" "$shipped_kb"
+    fsck_plain_row "$exp" "q$queue_alt_kb" "\`--set os_max_sectors_kb=$queue_alt_kb\`" "$queue_alt_kb"
+  done
+} >"$snip"
+splice "$fidelity" budget-fsck-queue "$snip"
+fi
+
+if want repeat; then
+# ext3-vs-ext4-fsck three times plain and three times closed loop (K = 4): whether closed loop
+# moves ext4-2008's requests, or they are the load-dependent pass-2 count of this image.
+exp=ext3-vs-ext4-fsck
+fsck_run_default_scale "$exp" rep3
+for i in 1 2 3; do fsck_run_default_scale "$exp" "cl$i" --closed-loop "$closed_k"; done
+{
+  provenance "each row one capture at scale 1 on sata-160g-2009; seconds are the model's replay of the capture's stream, and for closed loop also the time measured on the emulated disk"
+  echo '| capture | ext3-2007 requests | ext4-2008 requests | of which pass 2 | of which the other passes | ext4-2008 replayed [s] | ext4-2008 measured on the emulated disk [s] | load (1 min, start → end) |'
+  echo '|---|---:|---:|---:|---:|---:|---:|---|'
+  for name in rep1 rep2 rep3 cl1 cl2 cl3; do
+    j="$out/$exp-$name.json" l="$out/$exp-$name.load"
+    case $name in rep*) what="plain ${name#rep}";; cl*) what="closed loop (\`--closed-loop $closed_k\`) ${name#cl}";; esac
+    if [ ! -s "$j" ]; then echo "| $what | not run | not run | not run | not run | not run | not run | |"; continue; fi
+    load=""; [ -s "$l" ] && load=$(awk '{printf "%s → %s", $1, $2}' "$l")
+    jq -r --arg what "$what" --arg load "$load" "$f1"'
+      (.runs[] | select(.policy == "ext3-2007")) as $a | (.runs[] | select(.policy == "ext4-2008")) as $b
+      | ([$b.passes[] | select(.pass == 2) | .requests] | add) as $p2
+      | "| \($what) | \($a.requests) | \($b.requests) | \($p2) | \($b.requests - $p2) | \($b.total_seconds | f1) | \(if $b.closed_loop then ($b.closed_loop.measured_seconds | f1) else "—" end) | \($load) |"' "$j"
+  done
+} >"$snip"
+splice "$fidelity" fsck-repeat "$snip"
 fi
 
 echo "regenerate-budgets: updated $fidelity (build $build)" >&2

@@ -499,27 +499,58 @@ fsck_run_default_scale() { # experiment name [args...]: the experiment at its de
 fsck_plain_row() { # experiment name what
   local j="$out/$1-$2.json" l="$out/$1-$2.load"
   if [ ! -s "$j" ]; then
-    echo "| $1 | | | $3 | not run | not run | not run | |"
+    echo "| $1 | | | $3 | not run | not run | not run | not run | |"
     return
   fi
   local load=""; [ -s "$l" ] && load=$(awk '{printf "%s → %s", $1, $2}' "$l")
-  jq -r --arg what "$3" --arg load "$load" --arg kb "$4" "$f1"'
-    "| \(.experiment) | \(.scale) | \($kb) | \($what) | \(.runs[0].policy): \(.runs[0].total_seconds | f1) s (\(.runs[0].requests)) | \(.runs[1].policy): \(.runs[1].total_seconds | f1) s (\(.runs[1].requests)) | \(1 - .runs[1].total_seconds / .runs[0].total_seconds | . * 100 | f1)% | \($load) |"' "$j"
+  # The largest request of each policy, "A / B" in the runs' order, or "not kept".
+  local largest="not kept" g="$out/$1-$2.largest"
+  if [ -s "$g" ]; then
+    largest=$(jq -r '[.runs[].policy] | join(" ")' "$j" | while read -r a b; do
+      printf '%s / %s' "$(awk -v p="$a" '$1 == p { print $2 }' "$g")" "$(awk -v p="$b" '$1 == p { print $2 }' "$g")"
+    done)
+  fi
+  jq -r --arg what "$3" --arg load "$load" --arg kb "$4" --arg largest "$largest" "$f1"'
+    "| \(.experiment) | \(.scale) | \($kb) | \($what) | \(.runs[0].policy): \(.runs[0].total_seconds | f1) s (\(.runs[0].requests)) | \(.runs[1].policy): \(.runs[1].total_seconds | f1) s (\(.runs[1].requests)) | \($largest) | \(1 - .runs[1].total_seconds / .runs[0].total_seconds | . * 100 | f1)% | \($load) |"' "$j"
+}
+
+# A plain run whose traces are kept (`--keep`) just long enough to write EXPERIMENT-NAME.largest:
+# each policy's largest request in KiB (what a smaller max_sectors_kb would have to split). Its
+# images and traces are removed at once. The work directory is a tmpfs of this script's, as the
+# default one is (the kernel's read-ahead depends on how fast the loop device answers).
+fsck_run_kept() { # experiment name [args...]
+  local exp=$1 name=$2; shift 2
+  local wk="$out/mnt-wk-$exp-$name"
+  if [ -n "${REUSE:-}${REUSE_ONLY:-}" ] && [ -s "$out/$exp-$name.json" ]; then
+    fsck_run_default_scale "$exp" "$name"
+    return
+  fi
+  mkdir -p "$wk"
+  mount -t tmpfs -o size=4g,mode=700 layoutlab-budgets "$wk"
+  fsck_run_default_scale "$exp" "$name" --keep --workdir "$wk" "$@"
+  local t
+  for t in "$wk"/*.trace.csv; do
+    [ -e "$t" ] || continue
+    # issue_ns,complete_ns,op,sector,sectors,...: sectors of 512 bytes.
+    awk -F, -v p="$(basename "$t" .trace.csv)" -v e="$exp-" '
+      /^[0-9]/ && $5 > m { m = $5 } END { sub("^" e, "", p); printf "%s %g\n", p, m / 2 }' "$t"
+  done >"$out/$exp-$name.largest"
+  umount "$wk"; rmdir "$wk"
 }
 
 if want queue || want repeat; then
 for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
-  fsck_run_default_scale "$exp" rep1
-  fsck_run_default_scale "$exp" rep2
-  if want queue; then fsck_run_default_scale "$exp" "q$queue_alt_kb" --set os_max_sectors_kb="$queue_alt_kb"; fi
+  fsck_run_kept "$exp" rep1
+  fsck_run_kept "$exp" rep2
+  if want queue; then fsck_run_kept "$exp" "q$queue_alt_kb" --set os_max_sectors_kb="$queue_alt_kb"; fi
 done
 fi
 
 if want queue; then
 {
   provenance "each row one plain capture at the experiment's default scale; seconds are the model's, requests the kernel's"
-  echo '| experiment | scale | max_sectors_kb [KiB] | capture | first policy: seconds (requests) | second policy: seconds (requests) | reduction | load (1 min, start → end) |'
-  echo '|---|---:|---:|---|---|---|---:|---|'
+  echo '| experiment | scale | max_sectors_kb [KiB] | capture | first policy: seconds (requests) | second policy: seconds (requests) | largest request, first / second policy [KiB] | reduction | load (1 min, start → end) |'
+  echo '|---|---:|---:|---|---|---|---:|---:|---|'
   for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
     shipped_kb=$(sed -n 's/^os_max_sectors_kb *= *\([0-9]*\).*/\1/p' "$root/experiments/$exp.toml")
     fsck_plain_row "$exp" rep1 "as shipped" "$shipped_kb"

@@ -16,7 +16,8 @@
 #                                       docs/emulate.md's closed-loop block: 17 runs, 15-20 min here
 #                                       loaded, the closed loop at scale 1 the longest at about 5 min);
 #                                       fio and mkfs take about 2 min; queue (the fsck experiments'
-#                                       queue size, 9 plain captures at their default scales) and
+#                                       queue size, 9 plain captures at their default scales and 3
+#                                       of metacluster-fsck at scale 1) and
 #                                       repeat (ext3-vs-ext4-fsck 3 times plain and 3 times closed
 #                                       loop; shares 2 plain runs with queue): 15-25 min together
 #
@@ -482,7 +483,7 @@ fi
 
 # ---- The fsck experiments' queue size (`os_max_sectors_kb`), and repeated captures of
 # ext3-vs-ext4-fsck (plain and closed loop): plain runs at each experiment's default scale
-# (metacluster-fsck at 0.05: its scale-1 tables above take an hour of runs), each its own capture.
+# (metacluster-fsck at 0.05, and at scale 1 after them), each its own capture.
 # The alternative queue is 128 KiB: libata's ATA_MAX_SECTORS (256 sectors, include/linux/ata.h
 # since 2.6.19), what the period kernel gave a drive without LBA48 (and AMD's SB600 AHCI, limited
 # to 255 sectors, gave any drive), against 2.6's BLK_DEF_MAX_SECTORS (1024 sectors = 512 KiB) for
@@ -545,10 +546,16 @@ for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
   if want queue; then fsck_run_kept "$exp" "q$queue_alt_kb" --set os_max_sectors_kb="$queue_alt_kb"; fi
 done
 fi
+# metacluster-fsck's queue rows at scale 1 as well (the post's scale; about 3 min a capture here).
+if want queue; then
+  fsck_run_kept metacluster-fsck s1-rep1 --scale 1
+  fsck_run_kept metacluster-fsck s1-rep2 --scale 1
+  fsck_run_kept metacluster-fsck "s1-q$queue_alt_kb" --scale 1 --set os_max_sectors_kb="$queue_alt_kb"
+fi
 
 if want queue; then
 {
-  provenance "each row one plain capture at the experiment's default scale; seconds are the model's, requests the kernel's"
+  provenance "each row one plain capture at the experiment's default scale, and metacluster-fsck's also at scale 1; seconds are the model's, requests the kernel's"
   echo '| experiment | scale | max_sectors_kb [KiB] | capture | first policy: seconds (requests) | second policy: seconds (requests) | largest request, first / second policy [KiB] | reduction | load (1 min, start → end) |'
   echo '|---|---:|---:|---|---|---|---:|---:|---|'
   for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
@@ -556,6 +563,11 @@ if want queue; then
     fsck_plain_row "$exp" rep1 "as shipped" "$shipped_kb"
     fsck_plain_row "$exp" rep2 "as shipped, captured again" "$shipped_kb"
     fsck_plain_row "$exp" "q$queue_alt_kb" "\`--set os_max_sectors_kb=$queue_alt_kb\`" "$queue_alt_kb"
+    if [ "$exp" = metacluster-fsck ]; then
+      fsck_plain_row "$exp" s1-rep1 "as shipped" "$shipped_kb"
+      fsck_plain_row "$exp" s1-rep2 "as shipped, captured again" "$shipped_kb"
+      fsck_plain_row "$exp" "s1-q$queue_alt_kb" "\`--set os_max_sectors_kb=$queue_alt_kb\`" "$queue_alt_kb"
+    fi
   done
 } >"$snip"
 splice "$fidelity" budget-fsck-queue "$snip"

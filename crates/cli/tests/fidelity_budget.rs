@@ -958,11 +958,13 @@ fn policy_cell(c: &str) -> (f64, u64) {
 /// The fsck experiments' queue-size block (`ONLY=queue docs/regenerate-budgets.sh`) holds what
 /// the experiment files and the runs say, and the prose follows it:
 /// - per experiment, two captures as shipped at the file's `os_max_sectors_kb` and its default
-///   scale, and one at the alternative the doc cites; each reduction is the row's seconds'
-///   (to the printed rounding); every row kept its traces long enough to give its largest request;
-/// - for each experiment, the sentence the data allow: either no request as shipped was larger
-///   than the alternative (so it can split none) and its capture made the same requests, or how
-///   far the alternative moved the requests and the reduction against a second capture.
+///   scale (metacluster-fsck also at scale 1), and one at the alternative the doc cites; each
+///   reduction is the row's seconds' (to the printed rounding); every row kept its traces long
+///   enough to give its largest request;
+/// - for each experiment and scale, the sentence the data allow: no request as shipped was
+///   larger than the alternative (so it can split none) and all three captures made the same
+///   requests, or they did not (all three counts given), or how far the alternative moved the
+///   requests and the reduction against a second capture.
 #[test]
 fn fsck_queue_block_follows_its_experiment_files_and_the_prose() {
     let rows = budget_rows("budget-fsck-queue");
@@ -974,15 +976,29 @@ fn fsck_queue_block_follows_its_experiment_files_and_the_prose() {
         )),
         "the doc no longer cites the alternative queue size"
     );
+    // Each experiment at its default scale, and metacluster-fsck also at the post's scale 1.
+    let mut groups = Vec::new();
     for exp in [
         "metacluster-fsck",
         "ext4-fsck-allocator",
         "ext3-vs-ext4-fsck",
     ] {
         let file = experiment_file(exp);
+        groups.push((exp, file["fsck"]["default_scale"].as_float().unwrap()));
+    }
+    groups.insert(1, ("metacluster-fsck", 1.0));
+    assert_eq!(
+        rows.len(),
+        3 * groups.len(),
+        "three rows per experiment and scale"
+    );
+    for (exp, scale) in groups {
+        let file = experiment_file(exp);
         let shipped_kb = file["fsck"]["os_max_sectors_kb"].as_integer().unwrap() as u64;
-        let scale = file["fsck"]["default_scale"].as_float().unwrap();
-        let mine: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == exp).collect();
+        let mine: Vec<&Vec<String>> = rows
+            .iter()
+            .filter(|r| r[0] == exp && num(&r[1]) == scale)
+            .collect();
         let captures: Vec<&str> = mine.iter().map(|r| r[3].as_str()).collect();
         let alt_capture = format!("`--set os_max_sectors_kb={alt_kb}`");
         assert_eq!(
@@ -999,7 +1015,6 @@ fn fsck_queue_block_follows_its_experiment_files_and_the_prose() {
         let mut largest = Vec::new();
         let mut reductions = Vec::new();
         for (r, kb) in mine.iter().zip([shipped_kb, shipped_kb, alt_kb]) {
-            assert_eq!(num(&r[1]), scale, "{exp}: {r:?}");
             assert_eq!(num(&r[2]) as u64, kb, "{exp}: {r:?}");
             let (a, na) = policy_cell(&r[4]);
             let (b, nb) = policy_cell(&r[5]);
@@ -1015,14 +1030,31 @@ fn fsck_queue_block_follows_its_experiment_files_and_the_prose() {
             reductions.push(red);
         }
         let most = largest[0].max(largest[1]);
-        let claim = if most <= alt_kb as f64 && requests[2] == requests[0] {
+        let claim = if most <= alt_kb as f64
+            && requests[2] == requests[0]
+            && requests[1] == requests[0]
+        {
             format!(
-                "{exp}: no request of the captures as shipped was larger than {most} KiB, so a {alt_kb} KiB queue splits none: its capture made the same {} and {} requests, and its reduction is {:.1}% against {:.1}% and {:.1}% as shipped",
+                "{exp} at scale {scale}: no request of the captures as shipped was larger than {most} KiB, so a {alt_kb} KiB queue splits none: its capture made the same {} and {} requests, and its reduction is {:.1}% against {:.1}% and {:.1}% as shipped",
                 requests[2].0, requests[2].1, reductions[2], reductions[0], reductions[1]
+            )
+        } else if most <= alt_kb as f64 {
+            // Nothing to split, yet the three captures' requests differ: all three are given.
+            format!(
+                "{exp} at scale {scale}: no request of the captures as shipped was larger than {most} KiB, so a {alt_kb} KiB queue splits none; its capture made {} and {} requests against {} and {}, and {} and {} as shipped, and its reduction is {:.1}% against {:.1}% and {:.1}% as shipped",
+                requests[2].0,
+                requests[2].1,
+                requests[0].0,
+                requests[0].1,
+                requests[1].0,
+                requests[1].1,
+                reductions[2],
+                reductions[0],
+                reductions[1]
             )
         } else {
             format!(
-                "{exp}: requests of up to {most} KiB as shipped; at {alt_kb} KiB its capture made {} and {} requests against {} and {}, and moved the reduction by {:.1} points, a second capture by {:.1}",
+                "{exp} at scale {scale}: requests of up to {most} KiB as shipped; at {alt_kb} KiB its capture made {} and {} requests against {} and {}, and moved the reduction by {:.1} points, a second capture by {:.1}",
                 requests[2].0,
                 requests[2].1,
                 requests[0].0,

@@ -15,7 +15,11 @@
 #                                       fsck (the three fsck tables, metacluster-fsck at scale 1, and
 #                                       docs/emulate.md's closed-loop block: 17 runs, 15-20 min here
 #                                       loaded, the closed loop at scale 1 the longest at about 5 min);
-#                                       fio and mkfs take about 2 min
+#                                       fio and mkfs take about 2 min; queue (the fsck experiments'
+#                                       queue size, 9 plain captures at their default scales and 3
+#                                       of metacluster-fsck at scale 1) and
+#                                       repeat (ext3-vs-ext4-fsck 3 times plain and 3 times closed
+#                                       loop; shares 2 plain runs with queue): 15-25 min together
 #
 # `make docs-budgets` runs it (all blocks). Model-priced seconds are what the tables use; wall time here is
 # never a budget number (the machine is shared). Root is needed (loop devices, tracefs, the
@@ -475,6 +479,122 @@ fsck_run metacluster-fsck closed-k1 --closed-loop 1
   done
 } >"$snip"
 splice "$root/docs/emulate.md" closed-loop-fsck "$snip"
+fi
+
+# ---- The fsck experiments' queue size (`os_max_sectors_kb`), and repeated captures of
+# ext3-vs-ext4-fsck (plain and closed loop): plain runs at each experiment's default scale
+# (metacluster-fsck at 0.05, and at scale 1 after them), each its own capture.
+# The alternative queue is 128 KiB: libata's ATA_MAX_SECTORS (256 sectors, include/linux/ata.h
+# since 2.6.19), what the period kernel gave a drive without LBA48 (and AMD's SB600 AHCI, limited
+# to 255 sectors, gave any drive), against 2.6's BLK_DEF_MAX_SECTORS (1024 sectors = 512 KiB) for
+# an LBA48 drive (docs/rig.md, "Queue settings that shape the trace").
+queue_alt_kb=128
+fsck_run_default_scale() { # experiment name [args...]: the experiment at its default scale
+  local exp=$1 name=$2; shift 2
+  fsck_scale() { echo ""; }
+  fsck_run "$exp" "$name" "$@"
+  fsck_scale() { case $1 in metacluster-fsck) echo 1;; *) echo "";; esac; }
+}
+# One run's row: experiment, scale, KiB, what the run is, then per policy "P: S s (N)" (seconds
+# replayed on the preset, requests traced), the reduction, the load.
+fsck_plain_row() { # experiment name what
+  local j="$out/$1-$2.json" l="$out/$1-$2.load"
+  if [ ! -s "$j" ]; then
+    echo "| $1 | | | $3 | not run | not run | not run | not run | |"
+    return
+  fi
+  local load=""; [ -s "$l" ] && load=$(awk '{printf "%s → %s", $1, $2}' "$l")
+  # The largest request of each policy, "A / B" in the runs' order, or "not kept".
+  local largest="not kept" g="$out/$1-$2.largest"
+  if [ -s "$g" ]; then
+    largest=$(jq -r '[.runs[].policy] | join(" ")' "$j" | while read -r a b; do
+      printf '%s / %s' "$(awk -v p="$a" '$1 == p { print $2 }' "$g")" "$(awk -v p="$b" '$1 == p { print $2 }' "$g")"
+    done)
+  fi
+  jq -r --arg what "$3" --arg load "$load" --arg kb "$4" --arg largest "$largest" "$f1"'
+    "| \(.experiment) | \(.scale) | \($kb) | \($what) | \(.runs[0].policy): \(.runs[0].total_seconds | f1) s (\(.runs[0].requests)) | \(.runs[1].policy): \(.runs[1].total_seconds | f1) s (\(.runs[1].requests)) | \($largest) | \(1 - .runs[1].total_seconds / .runs[0].total_seconds | . * 100 | f1)% | \($load) |"' "$j"
+}
+
+# A plain run whose traces are kept (`--keep`) just long enough to write EXPERIMENT-NAME.largest:
+# each policy's largest request in KiB (what a smaller max_sectors_kb would have to split). Its
+# images and traces are removed at once. The work directory is a tmpfs of this script's, as the
+# default one is (the kernel's read-ahead depends on how fast the loop device answers).
+fsck_run_kept() { # experiment name [args...]
+  local exp=$1 name=$2; shift 2
+  local wk="$out/mnt-wk-$exp-$name"
+  if [ -n "${REUSE:-}${REUSE_ONLY:-}" ] && [ -s "$out/$exp-$name.json" ]; then
+    fsck_run_default_scale "$exp" "$name"
+    return
+  fi
+  mkdir -p "$wk"
+  mount -t tmpfs -o size=4g,mode=700 layoutlab-budgets "$wk"
+  fsck_run_default_scale "$exp" "$name" --keep --workdir "$wk" "$@"
+  local t
+  for t in "$wk"/*.trace.csv; do
+    [ -e "$t" ] || continue
+    # issue_ns,complete_ns,op,sector,sectors,...: sectors of 512 bytes.
+    awk -F, -v p="$(basename "$t" .trace.csv)" -v e="$exp-" '
+      /^[0-9]/ && $5 > m { m = $5 } END { sub("^" e, "", p); printf "%s %g\n", p, m / 2 }' "$t"
+  done >"$out/$exp-$name.largest"
+  umount "$wk"; rmdir "$wk"
+}
+
+if want queue || want repeat; then
+for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
+  fsck_run_kept "$exp" rep1
+  fsck_run_kept "$exp" rep2
+  if want queue; then fsck_run_kept "$exp" "q$queue_alt_kb" --set os_max_sectors_kb="$queue_alt_kb"; fi
+done
+fi
+# metacluster-fsck's queue rows at scale 1 as well (the post's scale; about 3 min a capture here).
+if want queue; then
+  fsck_run_kept metacluster-fsck s1-rep1 --scale 1
+  fsck_run_kept metacluster-fsck s1-rep2 --scale 1
+  fsck_run_kept metacluster-fsck "s1-q$queue_alt_kb" --scale 1 --set os_max_sectors_kb="$queue_alt_kb"
+fi
+
+if want queue; then
+{
+  provenance "each row one plain capture at the experiment's default scale, and metacluster-fsck's also at scale 1; seconds are the model's, requests the kernel's"
+  echo '| experiment | scale | max_sectors_kb [KiB] | capture | first policy: seconds (requests) | second policy: seconds (requests) | largest request, first / second policy [KiB] | reduction | load (1 min, start → end) |'
+  echo '|---|---:|---:|---|---|---|---:|---:|---|'
+  for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
+    shipped_kb=$(sed -n 's/^os_max_sectors_kb *= *\([0-9]*\).*/\1/p' "$root/experiments/$exp.toml")
+    fsck_plain_row "$exp" rep1 "as shipped" "$shipped_kb"
+    fsck_plain_row "$exp" rep2 "as shipped, captured again" "$shipped_kb"
+    fsck_plain_row "$exp" "q$queue_alt_kb" "\`--set os_max_sectors_kb=$queue_alt_kb\`" "$queue_alt_kb"
+    if [ "$exp" = metacluster-fsck ]; then
+      fsck_plain_row "$exp" s1-rep1 "as shipped" "$shipped_kb"
+      fsck_plain_row "$exp" s1-rep2 "as shipped, captured again" "$shipped_kb"
+      fsck_plain_row "$exp" "s1-q$queue_alt_kb" "\`--set os_max_sectors_kb=$queue_alt_kb\`" "$queue_alt_kb"
+    fi
+  done
+} >"$snip"
+splice "$fidelity" budget-fsck-queue "$snip"
+fi
+
+if want repeat; then
+# ext3-vs-ext4-fsck three times plain and three times closed loop (K = 4): whether closed loop
+# moves ext4-2008's requests, or they are the load-dependent pass-2 count of this image.
+exp=ext3-vs-ext4-fsck
+fsck_run_default_scale "$exp" rep3
+for i in 1 2 3; do fsck_run_default_scale "$exp" "cl$i" --closed-loop "$closed_k"; done
+{
+  provenance "each row one capture at scale 1 on sata-160g-2009; seconds are the model's replay of the capture's stream, and for closed loop also the time measured on the emulated disk"
+  echo '| capture | ext3-2007 requests | ext4-2008 requests | of which pass 2 | of which the other passes | ext4-2008 replayed [s] | ext4-2008 measured on the emulated disk [s] | load (1 min, start → end) |'
+  echo '|---|---:|---:|---:|---:|---:|---:|---|'
+  for name in rep1 rep2 rep3 cl1 cl2 cl3; do
+    j="$out/$exp-$name.json" l="$out/$exp-$name.load"
+    case $name in rep*) what="plain ${name#rep}";; cl*) what="closed loop (\`--closed-loop $closed_k\`) ${name#cl}";; esac
+    if [ ! -s "$j" ]; then echo "| $what | not run | not run | not run | not run | not run | not run | |"; continue; fi
+    load=""; [ -s "$l" ] && load=$(awk '{printf "%s → %s", $1, $2}' "$l")
+    jq -r --arg what "$what" --arg load "$load" "$f1"'
+      (.runs[] | select(.policy == "ext3-2007")) as $a | (.runs[] | select(.policy == "ext4-2008")) as $b
+      | ([$b.passes[] | select(.pass == 2) | .requests] | add) as $p2
+      | "| \($what) | \($a.requests) | \($b.requests) | \($p2) | \($b.requests - $p2) | \($b.total_seconds | f1) | \(if $b.closed_loop then ($b.closed_loop.measured_seconds | f1) else "—" end) | \($load) |"' "$j"
+  done
+} >"$snip"
+splice "$fidelity" fsck-repeat "$snip"
 fi
 
 echo "regenerate-budgets: updated $fidelity (build $build)" >&2

@@ -932,3 +932,207 @@ fn fsck_budget_prose_follows_the_blocks() {
         "docs/emulate.md no longer says: {claim}"
     );
 }
+
+/// "lo" when every value is equal, else "lo–hi": how the prose gives a range of counts.
+fn span(values: &[u64]) -> String {
+    let lo = values.iter().min().unwrap();
+    let hi = values.iter().max().unwrap();
+    if lo == hi {
+        format!("{lo}")
+    } else {
+        format!("{lo}–{hi}")
+    }
+}
+
+/// A queue-block cell "POLICY: S s (N)": seconds and requests.
+fn policy_cell(c: &str) -> (f64, u64) {
+    let (_, rest) = c
+        .split_once(": ")
+        .unwrap_or_else(|| panic!("'{c}' has no policy"));
+    let (s, n) = rest
+        .split_once(" s (")
+        .unwrap_or_else(|| panic!("'{c}' is not 'S s (N)'"));
+    (num(s), num(n.trim_end_matches(')')) as u64)
+}
+
+/// The fsck experiments' queue-size block (`ONLY=queue docs/regenerate-budgets.sh`) holds what
+/// the experiment files and the runs say, and the prose follows it:
+/// - per experiment, two captures as shipped at the file's `os_max_sectors_kb` and its default
+///   scale (metacluster-fsck also at scale 1), and one at the alternative the doc cites; each
+///   reduction is the row's seconds' (to the printed rounding); every row kept its traces long
+///   enough to give its largest request;
+/// - for each experiment and scale, the sentence the data allow: no request as shipped was
+///   larger than the alternative (so it can split none) and all three captures made the same
+///   requests, or they did not (all three counts given), or how far the alternative moved the
+///   requests and the reduction against a second capture.
+#[test]
+fn fsck_queue_block_follows_its_experiment_files_and_the_prose() {
+    let rows = budget_rows("budget-fsck-queue");
+    let text = doc_prose();
+    let alt_kb: u64 = 128;
+    assert!(
+        text.contains(&format!(
+            "The alternative the period kernel gave other drives is {alt_kb} KiB: libata's `ATA_MAX_SECTORS` (256 sectors"
+        )),
+        "the doc no longer cites the alternative queue size"
+    );
+    // Each experiment at its default scale, and metacluster-fsck also at the post's scale 1.
+    let mut groups = Vec::new();
+    for exp in [
+        "metacluster-fsck",
+        "ext4-fsck-allocator",
+        "ext3-vs-ext4-fsck",
+    ] {
+        let file = experiment_file(exp);
+        groups.push((exp, file["fsck"]["default_scale"].as_float().unwrap()));
+    }
+    groups.insert(1, ("metacluster-fsck", 1.0));
+    assert_eq!(
+        rows.len(),
+        3 * groups.len(),
+        "three rows per experiment and scale"
+    );
+    for (exp, scale) in groups {
+        let file = experiment_file(exp);
+        let shipped_kb = file["fsck"]["os_max_sectors_kb"].as_integer().unwrap() as u64;
+        let mine: Vec<&Vec<String>> = rows
+            .iter()
+            .filter(|r| r[0] == exp && num(&r[1]) == scale)
+            .collect();
+        let captures: Vec<&str> = mine.iter().map(|r| r[3].as_str()).collect();
+        let alt_capture = format!("`--set os_max_sectors_kb={alt_kb}`");
+        assert_eq!(
+            captures,
+            [
+                "as shipped",
+                "as shipped, captured again",
+                alt_capture.as_str()
+            ],
+            "{exp}"
+        );
+        let mut seconds = Vec::new();
+        let mut requests = Vec::new();
+        let mut largest = Vec::new();
+        let mut reductions = Vec::new();
+        for (r, kb) in mine.iter().zip([shipped_kb, shipped_kb, alt_kb]) {
+            assert_eq!(num(&r[2]) as u64, kb, "{exp}: {r:?}");
+            let (a, na) = policy_cell(&r[4]);
+            let (b, nb) = policy_cell(&r[5]);
+            let red = num(r[7].trim_end_matches('%'));
+            let slack = 0.06 + 100.0 * 0.05 * (1.0 / a + b / (a * a));
+            assert!((red - 100.0 * (1.0 - b / a)).abs() <= slack, "{exp}: {r:?}");
+            let (la, lb) = r[6]
+                .split_once(" / ")
+                .unwrap_or_else(|| panic!("{exp}: no largest request in {r:?}"));
+            seconds.push((a, b));
+            requests.push((na, nb));
+            largest.push(num(la).max(num(lb)));
+            reductions.push(red);
+        }
+        let most = largest[0].max(largest[1]);
+        let claim = if most <= alt_kb as f64
+            && requests[2] == requests[0]
+            && requests[1] == requests[0]
+        {
+            format!(
+                "{exp} at scale {scale}: no request of the captures as shipped was larger than {most} KiB, so a {alt_kb} KiB queue splits none: its capture made the same {} and {} requests, and its reduction is {:.1}% against {:.1}% and {:.1}% as shipped",
+                requests[2].0, requests[2].1, reductions[2], reductions[0], reductions[1]
+            )
+        } else if most <= alt_kb as f64 {
+            // Nothing to split, yet the three captures' requests differ: all three are given.
+            format!(
+                "{exp} at scale {scale}: no request of the captures as shipped was larger than {most} KiB, so a {alt_kb} KiB queue splits none; its capture made {} and {} requests against {} and {}, and {} and {} as shipped, and its reduction is {:.1}% against {:.1}% and {:.1}% as shipped",
+                requests[2].0,
+                requests[2].1,
+                requests[0].0,
+                requests[0].1,
+                requests[1].0,
+                requests[1].1,
+                reductions[2],
+                reductions[0],
+                reductions[1]
+            )
+        } else {
+            format!(
+                "{exp} at scale {scale}: requests of up to {most} KiB as shipped; at {alt_kb} KiB its capture made {} and {} requests against {} and {}, and moved the reduction by {:.1} points, a second capture by {:.1}",
+                requests[2].0,
+                requests[2].1,
+                requests[0].0,
+                requests[0].1,
+                (reductions[2] - reductions[0]).abs(),
+                (reductions[1] - reductions[0]).abs()
+            )
+        };
+        assert!(text.contains(&claim), "the prose no longer says: {claim}");
+    }
+}
+
+/// ext3-vs-ext4-fsck's repeated captures (`ONLY=repeat docs/regenerate-budgets.sh`): three
+/// plain and three closed-loop rows, each ext4-2008 count split into pass 2 and the other
+/// passes (which add up to it), a measured time on the emulated disk only where the capture was
+/// closed loop; and the prose gives the ranges the rows show and the conclusion they allow
+/// against the one closed-loop capture of docs/emulate.md's block.
+#[test]
+fn fsck_repeat_block_adds_up_and_the_prose_follows() {
+    let rows = budget_rows("fsck-repeat");
+    let firsts: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        firsts,
+        [
+            "plain 1",
+            "plain 2",
+            "plain 3",
+            "closed loop (`--closed-loop 4`) 1",
+            "closed loop (`--closed-loop 4`) 2",
+            "closed loop (`--closed-loop 4`) 3"
+        ]
+    );
+    let count = |c: &str| num(c) as u64;
+    let (mut plain, mut closed) = (Vec::new(), Vec::new());
+    for r in &rows {
+        let (total, pass2, other) = (count(&r[2]), count(&r[3]), count(&r[4]));
+        assert_eq!(pass2 + other, total, "{r:?}");
+        let is_closed = r[0].starts_with("closed");
+        assert_eq!(r[6] != "—", is_closed, "{r:?}");
+        if is_closed {
+            num(&r[6]);
+            closed.push((total, pass2, other));
+        } else {
+            plain.push((total, pass2, other));
+        }
+    }
+    let col = |v: &[(u64, u64, u64)], i: usize| -> Vec<u64> {
+        v.iter().map(|t| [t.0, t.1, t.2][i]).collect::<Vec<u64>>()
+    };
+    let all: Vec<(u64, u64, u64)> = plain.iter().chain(&closed).copied().collect();
+    let claim = format!(
+        "In three plain captures ext4-2008 made {} requests (pass 2: {}), and in three closed-loop captures {} (pass 2: {}); the other passes made {} in all six.",
+        span(&col(&plain, 0)),
+        span(&col(&plain, 1)),
+        span(&col(&closed, 0)),
+        span(&col(&closed, 1)),
+        span(&col(&all, 2))
+    );
+    let text = doc_prose();
+    assert!(text.contains(&claim), "the prose no longer says: {claim}");
+    // docs/emulate.md's one closed-loop capture of ext4-2008, and its plain one.
+    let emulate = block_rows("emulate.md", "closed-loop-fsck");
+    let e4 = emulate
+        .iter()
+        .find(|r| r[0] == "ext3-vs-ext4-fsck" && r[3] == "ext4-2008")
+        .unwrap();
+    let earlier = count(e4[5].split(' ').next().unwrap());
+    let plain_max = *col(&plain, 0).iter().max().unwrap();
+    let plain_min = *col(&plain, 0).iter().min().unwrap();
+    let closed_min = *col(&closed, 0).iter().min().unwrap();
+    let claim = if closed_min > plain_max {
+        "Every closed-loop capture made more requests than every plain one here: closed loop moves ext4-2008's pass-2 count".to_string()
+    } else if col(&closed, 0).contains(&earlier) || (plain_min..=plain_max).contains(&earlier) {
+        format!("The {earlier} requests of docs/emulate.md's closed-loop capture recurred here")
+    } else {
+        format!(
+            "The {earlier} requests of docs/emulate.md's closed-loop capture did not recur in three more: closed loop does not by itself move ext4-2008's requests"
+        )
+    };
+    assert!(text.contains(&claim), "the prose no longer says: {claim}");
+}

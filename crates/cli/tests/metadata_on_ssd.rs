@@ -359,13 +359,14 @@ fn requests_not_in_both(
 /// what it reads: the same image captured plainly and real-time gives the same requests.
 ///
 /// Two captures are two samples: the kernel's read-ahead can split or join a request
-/// differently when the loop device answers late. Measured here (2026-11-27, scale 0.01,
-/// load average 10): two plain captures differed by 3 of 47,151 requests (ext3-2007) and 0 of
-/// 17,516 (ext3-meta-ssd); two real-time ones by 0 and 4; plain against real-time by 0-3 and
-/// 0-4 (docs/rig.md, "A capture that waits less for a CPU"). The test allows 0.2% of the
-/// requests, about 8 times the largest spread seen (0.023%) and the largest seen in any fsck
-/// capture here (0.18%, docs/sweep.md). The read-ahead, queue and e2fsck options must stay
-/// the same for it to hold.
+/// differently when the loop device answers late or the page cache lost a page. Measured here
+/// (2026-11-27, load average 10-17; docs/rig.md, "A capture that waits less for a CPU"): at
+/// this scale two plain captures differed by 3 of 47,151 requests (ext3-2007) and 0 of 17,516
+/// (ext3-meta-ssd), two real-time ones by 0 and 4, plain against real-time by 0-3 and 0-4; at
+/// scale 0.05 by up to 194 of 85,414 (plain, plain) and 1,331 of 185,453 (0.70%, plain against
+/// a real-time capture made under memory pressure). The test allows 1% of the requests: 1.4
+/// times the largest difference seen, and the bound the sweep tests use. The read-ahead,
+/// queue and e2fsck options must stay the same for it to hold.
 #[test]
 fn a_real_time_capture_makes_the_requests_a_plain_one_makes() {
     assert!(is_root(), "needs root (loop devices, tracefs)");
@@ -418,7 +419,7 @@ fn a_real_time_capture_makes_the_requests_a_plain_one_makes() {
         let differ = requests_not_in_both(&plain, &real_time);
         eprintln!("{policy}: {differ} of {n} requests differ between plain and real-time");
         assert!(
-            differ * 500 <= n,
+            differ * 100 <= n,
             "{policy}: {differ} of {n} requests differ between the plain and the real-time capture"
         );
     }

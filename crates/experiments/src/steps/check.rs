@@ -386,7 +386,6 @@ pub fn traced_e2fsck(
             single_cpu: spec.e2fsck_single_cpu,
             real_time: spec.e2fsck_real_time,
             trace,
-            ..FsckOptions::default()
         };
         match opts.closed_loop {
             None => {

@@ -34,6 +34,11 @@ pub struct CheckSpec {
     pub e2fsck_extra_args: Vec<String>,
     /// Run e2fsck seeing one CPU, so libext2fs reads bitmaps with one thread (as in 2007).
     pub e2fsck_single_cpu: bool,
+    /// Run e2fsck under `SCHED_FIFO` (priority 1) on the plain capture device as well as on
+    /// the emulated one: it then takes a CPU as soon as each read completes, instead of
+    /// queueing behind the machine's other work (docs/rig.md, "A capture that waits less for
+    /// a CPU").
+    pub e2fsck_real_time: bool,
 }
 
 /// How to run the checks (from the command line).
@@ -130,6 +135,10 @@ pub struct MeasuredHere {
     /// The capture's ring buffer: what [`e2fsck_events`] expected and what came.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture_ring: Option<CaptureRing>,
+    /// Whether e2fsck ran under `SCHED_FIFO` (closed loop, or `e2fsck_real_time`): it then
+    /// waited less for a CPU here, which changes this machine's wall times, not the requests.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub e2fsck_real_time: bool,
 }
 
 /// The ring buffer a check's capture was given and what the capture then held: the test that
@@ -380,8 +389,8 @@ pub fn traced_e2fsck(
             e2fsck: opts.e2fsck.program("e2fsck")?,
             extra_args: e2fsck_args(&spec.e2fsck_extra_args, opts.e2fsck),
             single_cpu: spec.e2fsck_single_cpu,
+            real_time: spec.e2fsck_real_time,
             trace,
-            ..FsckOptions::default()
         };
         match opts.closed_loop {
             None => {
@@ -522,6 +531,7 @@ pub fn traced_e2fsck(
                 markers: run.capture.marker_events,
                 requests_expected: expected.requests,
             }),
+            e2fsck_real_time: spec.e2fsck_real_time || opts.closed_loop.is_some(),
         },
         file_data_bytes: plan.file_data_blocks() * u64::from(geometry.block_size_bytes),
         fragmented_files: plan

@@ -98,6 +98,7 @@ impl AgingOpSpec {
             os_rotational: None,
             e2fsck_extra_args: self.e2fsck_extra_args.clone(),
             e2fsck_single_cpu: self.e2fsck_single_cpu,
+            e2fsck_real_time: false,
         }
     }
 

@@ -57,6 +57,14 @@ pub struct FsckSpec {
     /// Run e2fsck seeing one CPU, so libext2fs reads bitmaps with one thread (as in 2007).
     #[serde(default)]
     pub e2fsck_single_cpu: bool,
+    /// Run the traced e2fsck under `SCHED_FIFO` at priority 1 on the plain capture device too
+    /// (closed loop always does), so that on a loaded machine it does not queue for a CPU
+    /// behind other work after each of its synchronous reads. The request stream stays the
+    /// same (`crates/cli/tests/metadata_on_ssd.rs`,
+    /// `a_real_time_capture_makes_the_requests_a_plain_one_makes`); docs/rig.md, "A capture
+    /// that waits less for a CPU".
+    #[serde(default)]
+    pub e2fsck_real_time: bool,
     /// The e2fsprogs release of the published runs (`--e2fsck period` runs its e2fsck).
     #[serde(default)]
     pub period_e2fsprogs: Option<String>,
@@ -76,6 +84,7 @@ impl FsckSpec {
             os_rotational: self.os_rotational,
             e2fsck_extra_args: self.e2fsck_extra_args.clone(),
             e2fsck_single_cpu: self.e2fsck_single_cpu,
+            e2fsck_real_time: self.e2fsck_real_time,
         }
     }
 
@@ -105,6 +114,12 @@ impl Operation for Fsck {
             crate::OpOption {
                 key: "workload_copies",
                 help: "copies of the workload side by side, each in its own top directory, on a file system as many times as large (a whole number; default 1)",
+                flag: None,
+                flag_aliases: &[],
+            },
+            crate::OpOption {
+                key: "e2fsck_real_time",
+                help: "run the traced e2fsck under SCHED_FIFO (priority 1) on the plain capture device too, true or false (default false); the requests stay the same, the capture waits less for a CPU on a loaded machine",
                 flag: None,
                 flag_aliases: &[],
             },

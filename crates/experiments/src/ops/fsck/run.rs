@@ -332,6 +332,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
                     Vec::new()
                 },
                 capture_ring: None,
+                e2fsck_real_time: false,
             },
             fragmented_files: 7,
             e2fsck_vitals: None,

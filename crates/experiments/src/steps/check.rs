@@ -390,6 +390,8 @@ pub fn traced_e2fsck(
             extra_args: e2fsck_args(&spec.e2fsck_extra_args, opts.e2fsck),
             single_cpu: spec.e2fsck_single_cpu,
             real_time: spec.e2fsck_real_time,
+            // Open loop replays think time × F; only a closed-loop capture throttles.
+            cpu_share: None,
             trace,
         };
         match opts.closed_loop {

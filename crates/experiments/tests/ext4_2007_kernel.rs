@@ -23,9 +23,10 @@
 //! What the test compares: the kernel's extents from logical block 2048 on, block for block,
 //! with the rule applied to the kernel's own file system (its group metadata, its journal,
 //! the blocks both files got below logical 2048 and the extent-tree blocks, which the rule
-//! does not place). Exact: two runs of each variant at this scale gave the same FIEMAP,
-//! block for block (2026-11-27, with different writer pids, so the pid colour of
-//! `ext4_inode_to_goal_block()` does not enter). Not covered by the rule: the first 2048
+//! does not place). Runs with different writer pids gave the same windows, so the pid colour
+//! of `ext4_inode_to_goal_block()` does not enter; under load the kernel now and then ends a
+//! window's preallocation early and places the rest of it elsewhere (one window in 2 of 5
+//! contiguous runs), so up to [`WINDOWS_THE_KERNEL_MOVES`] windows per file may differ. Not covered by the rule: the first 2048
 //! blocks of each file (the small-file windows; the very first block of the file system's
 //! first file went to the group's first free block without a preallocation, which the
 //! source reading above does not yet explain), and the extent-tree blocks.
@@ -44,6 +45,13 @@ const MIB: u64 = 1 << 20;
 
 /// The steady-state window: 8 MiB of 4 KiB blocks (mballoc's largest normalised request).
 const WINDOW_BLOCKS: u64 = 2048;
+
+/// Windows per file the kernel may place other than the rule says. Measured 2026-11-27 at
+/// load 10-14 (other engineers' builds and root runs): in 2 of 5 runs of the contiguous
+/// file one window of 238 was split (its preallocation ended early, the rest of the window
+/// went into the free blocks before the next group's first 2048-block buddy; the next window
+/// was where the rule puts it again), in the other 3 none. Twice the largest.
+const WINDOWS_THE_KERNEL_MOVES: usize = 2;
 
 /// What the test reads back from the kernel's file system.
 struct KernelLayout {
@@ -130,8 +138,8 @@ fn rule(k: &KernelLayout, turns: &[usize]) -> Vec<Vec<(u64, u64)>> {
             None => physical_of(&k.files[f].1, logical - 1).expect("block 2047 mapped"),
         };
         let goal = prev + 1;
-        let same_group = goal / k.blocks_per_group
-            == (goal + WINDOW_BLOCKS - 1) / k.blocks_per_group;
+        let same_group =
+            goal / k.blocks_per_group == (goal + WINDOW_BLOCKS - 1) / k.blocks_per_group;
         let at = if same_group && free(&used, goal) {
             goal
         } else {
@@ -175,8 +183,7 @@ fn options(bytes: u64) -> KernelFsOptions {
         backing: Backing::Zram,
         resident_bytes: bytes / 50 + 64 * MIB,
         // The experiment's queue: rotational as its priced disk, 128 KiB readahead.
-        queue: layoutlab_experiments::support::capture_queue(&exp.device, Some(128), None)
-            .unwrap(),
+        queue: layoutlab_experiments::support::capture_queue(&exp.device, Some(128), None).unwrap(),
     }
 }
 
@@ -197,9 +204,7 @@ fn check(variant: &str) {
     let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
     let turn = (variant != "contiguous").then_some(spec.fragment_chunk_mib * MIB);
     large_delete::write_zeros(&refs, file_bytes, spec.write_chunk_mib * MIB, turn).unwrap();
-    let layout = k
-        .unmount_then(|image| read_layout(image, names))
-        .unwrap();
+    let layout = k.unmount_then(|image| read_layout(image, names)).unwrap();
     let file_blocks = file_bytes / 4096;
     let windows = file_blocks.div_ceil(WINDOW_BLOCKS) - 1;
     // Contiguous: one writer. Fragmented: 8 MiB turns, `big` first; a turn is one window
@@ -218,34 +223,36 @@ fn check(variant: &str) {
                 println!("  {}+{}@{}", r.logical, r.len, r.physical);
             }
         }
+        // A window differs when its first or last block is not where the rule puts it, or
+        // when one of the kernel's extents starts inside it (the window was not one
+        // preallocation).
         let mut differ = Vec::new();
         for &(logical, at) in &expected[f] {
             let len = WINDOW_BLOCKS.min(file_blocks - logical);
-            for b in [0, len - 1] {
-                let kernel = physical_of(runs, logical + b);
-                if kernel != Some(at + b) {
-                    differ.push((logical + b, kernel, at + b));
-                }
+            let ends = [0, len - 1].map(|b| physical_of(runs, logical + b));
+            let split = runs
+                .iter()
+                .any(|r| r.logical > logical && r.logical < logical + len);
+            if ends != [Some(at), Some(at + len - 1)] || split {
+                differ.push((logical, ends, at));
             }
         }
         for d in differ.iter().take(10) {
-            println!("  logical {}: kernel {:?}, rule {}", d.0, d.1, d.2);
-        }
-        assert!(
-            differ.is_empty(),
-            "{variant} {name}: {} window ends where the kernel and the rule differ",
-            differ.len()
-        );
-        // Every window is mapped contiguously (its first and last block checked above; the
-        // blocks between follow from the window's being one preallocation): the kernel's
-        // extents from 2048 on never start inside a window.
-        for r in runs.iter().filter(|r| r.logical >= WINDOW_BLOCKS) {
-            assert_eq!(
-                r.logical % WINDOW_BLOCKS,
-                0,
-                "{variant} {name}: an extent starts inside a window: {r:?}"
+            println!(
+                "  window at logical {}: kernel {:?}, rule {}",
+                d.0, d.1, d.2
             );
         }
+        println!(
+            "{variant} {name}: {} of {} windows differ from the rule",
+            differ.len(),
+            expected[f].len()
+        );
+        assert!(
+            differ.len() <= WINDOWS_THE_KERNEL_MOVES,
+            "{variant} {name}: {} windows differ from the rule (allowed {WINDOWS_THE_KERNEL_MOVES})",
+            differ.len()
+        );
     }
 }
 

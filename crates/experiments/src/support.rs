@@ -237,8 +237,11 @@ pub fn start_emulator(
 }
 
 /// The closed-loop time of a served stream: the model's time while a request was in the
-/// device and the real time between (the program's CPU, which the time scale does not
-/// shorten: the model's clock runs K times faster than the wall there), ns.
+/// device and the time between, ns. Between requests placed by the wall that is the real
+/// time (the program's CPU, which the time scale does not shorten: the model's clock runs K
+/// times faster than the wall there); before a request placed by the program's CPU time
+/// (`EmulatedRequest::cpu_ns`, `layoutlab_rig::CpuPace`) the model's clock already advanced
+/// by that CPU time, which is charged as it is.
 pub fn charged_ns(served: &[layoutlab_rig::EmulatedRequest], time_scale: f64) -> f64 {
     let Some(first) = served.first() else {
         return 0.0;
@@ -247,7 +250,8 @@ pub fn charged_ns(served: &[layoutlab_rig::EmulatedRequest], time_scale: f64) ->
     let mut charged = 0.0;
     for r in served {
         if r.arrival_ns > busy_until {
-            charged += (r.arrival_ns - busy_until) / time_scale;
+            let per_model_ns = if r.cpu_ns.is_some() { 1.0 } else { time_scale };
+            charged += (r.arrival_ns - busy_until) / per_model_ns;
             busy_until = r.arrival_ns;
         }
         if r.complete_ns > busy_until {

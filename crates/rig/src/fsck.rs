@@ -42,6 +42,10 @@ pub struct FsckOptions {
     /// daemon runs above it, at 2 and 3). The kernel's real-time throttling
     /// (`sched_rt_runtime_us`, 95%) still leaves the other work a share of its CPU.
     pub real_time: bool,
+    /// On an emulated device: the emulator's [`crate::CpuPace`], told e2fsck's pid as soon as
+    /// it is spawned, so that the model's clock advances between requests by e2fsck's CPU
+    /// time, not the wall's (which carries the machine's load).
+    pub pace: Option<crate::CpuPace>,
 }
 
 impl Default for FsckOptions {
@@ -52,6 +56,7 @@ impl Default for FsckOptions {
             trace: TraceOptions::default(),
             single_cpu: false,
             real_time: false,
+            pace: None,
         }
     }
 }
@@ -171,6 +176,7 @@ pub fn run_e2fsck_traced(
 
     let single_cpu = opts.single_cpu;
     let real_time = opts.real_time;
+    let pace = opts.pace.clone();
     let mut command = Command::new(&opts.e2fsck);
     command
         .args(["-fnv", "-tt", "-C", "3"])
@@ -184,8 +190,8 @@ pub fn run_e2fsck_traced(
         opts.e2fsck.display(),
         device_path.display()
     );
-    // SAFETY: the set-up makes only raw libc calls (fcntl, dup2, sched_setscheduler) and
-    // `one_cpu_view`, which is async-signal-safe.
+    // SAFETY: the set-up makes only raw libc calls (fcntl, dup2, sched_setscheduler),
+    // `one_cpu_view` and `CpuPace::follow_self`, which are async-signal-safe.
     let TracedChild {
         child,
         kill: kill_child,
@@ -215,6 +221,10 @@ pub fn run_e2fsck_traced(
                     if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
+                }
+                // Named before exec: e2fsck's first request is paced too.
+                if let Some(pace) = &pace {
+                    pace.follow_self();
                 }
                 Ok(())
             },

@@ -70,6 +70,28 @@ pub struct ClosedLoopRun {
     pub measured_seconds: f64,
     /// Requests the emulator served (one per request the kernel traced).
     pub requests_served: u64,
+    /// Of those, the requests whose arrival the traced program's CPU time placed on the
+    /// model's clock (`layoutlab_rig::CpuPace`: e2fsck's closed-loop captures); the others
+    /// the wall time (the kernel experiments, whose work runs in kernel threads).
+    pub requests_paced: u64,
+}
+
+impl ClosedLoopRun {
+    /// The result of a closed-loop capture at time scale K that served `served`, with
+    /// `extra_seconds` of the program's CPU outside the served requests (e2fsck's before its
+    /// first request and after its last, as `total_seconds` adds them).
+    pub fn of(
+        time_scale: f64,
+        served: &[layoutlab_rig::EmulatedRequest],
+        extra_seconds: f64,
+    ) -> ClosedLoopRun {
+        ClosedLoopRun {
+            time_scale,
+            measured_seconds: crate::support::charged_ns(served, time_scale) / 1e9 + extra_seconds,
+            requests_served: served.len() as u64,
+            requests_paced: served.iter().filter(|r| r.cpu_ns.is_some()).count() as u64,
+        }
+    }
 }
 
 /// One e2fsck pass as the model predicts it.
@@ -394,12 +416,16 @@ pub fn traced_e2fsck(
             Some(time_scale) => {
                 // A period machine ran the check alone: on the emulated device e2fsck runs
                 // real-time, so its time between requests is its CPU, not its wait for one.
-                let fsck_opts = FsckOptions {
-                    real_time: true,
-                    ..fsck_opts
-                };
                 let emulator =
                     crate::support::start_emulator(&opts.device, image, time_scale, true, queue)?;
+                // And the model's clock follows e2fsck's CPU between requests, not the wall:
+                // the loop worker's and the route's waits for a CPU then move no arrival
+                // (`layoutlab_rig::CpuPace`).
+                let fsck_opts = FsckOptions {
+                    real_time: true,
+                    pace: Some(emulator.cpu_pace()),
+                    ..fsck_opts
+                };
                 let dev = emulator.device();
                 dev.flush_buffers()?;
                 let run = layoutlab_rig::run_e2fsck_traced(dev.path(), dev.dev(), &fsck_opts)?;
@@ -453,12 +479,8 @@ pub fn traced_e2fsck(
     let mut device = crate::steps::price::linear_device(&opts.device, fs_sectors)?;
     let replayed = crate::steps::price::on(device.as_mut(), &trace, opts.cpu_scale);
     stages.replay = t.elapsed().as_secs_f64();
-    let closed_loop = served.map(|(time_scale, served)| ClosedLoopRun {
-        time_scale,
-        measured_seconds: crate::support::charged_ns(&served, time_scale) / 1e9
-            + head_seconds
-            + tail_seconds,
-        requests_served: served.len() as u64,
+    let closed_loop = served.map(|(time_scale, served)| {
+        ClosedLoopRun::of(time_scale, &served, head_seconds + tail_seconds)
     });
     let passes: Vec<PassResult> =
         crate::steps::phases::tag_phases(&replayed, head_seconds, tail_seconds)

@@ -42,9 +42,10 @@ pub struct FsckOptions {
     /// daemon runs above it, at 2 and 3). The kernel's real-time throttling
     /// (`sched_rt_runtime_us`, 95%) still leaves the other work a share of its CPU.
     pub real_time: bool,
-    /// On an emulated device: the emulator's [`crate::CpuPace`], told e2fsck's pid as soon as
-    /// it is spawned, so that the model's clock advances between requests by e2fsck's CPU
-    /// time, not the wall's (which carries the machine's load).
+    /// On an emulated device: the emulator's [`crate::CpuPace`], which e2fsck names itself in
+    /// between fork and exec ([`crate::CpuPace::follow_self`]), so that the model's clock
+    /// advances between its requests, from the first, by its CPU time, not the wall's (which
+    /// carries the machine's load).
     pub pace: Option<crate::CpuPace>,
 }
 

@@ -292,6 +292,9 @@ fn metacluster_fsck_closed_loop_reports_the_emulated_time_beside_the_replay() {
         // e2fsck ran on the emulated device: the emulator served every request the kernel
         // traced, one for one (requests reach the daemon whole).
         assert_eq!(closed["requests_served"], run["requests"], "{run}");
+        // e2fsck named itself before exec: its CPU placed every request on the model's clock,
+        // the first included (`CpuPace`).
+        assert_eq!(closed["requests_paced"], run["requests"], "{run}");
         assert!(closed["measured_seconds"].as_f64().unwrap() > 0.0);
         // The open-loop replay of the same stream stays beside it.
         assert!(run["total_seconds"].as_f64().unwrap() > 0.0);
@@ -359,6 +362,9 @@ fn large_delete_closed_loop_serves_the_traced_requests_and_reports_both_times() 
         assert_eq!(closed["time_scale"], 8.0, "{run}");
         assert!(run["requests"].as_u64().unwrap() > 0, "{run}");
         assert_eq!(closed["requests_served"], run["requests"], "{run}");
+        // The delete's work runs in kernel threads, which no program's CPU clock counts: the
+        // wall places its requests.
+        assert_eq!(closed["requests_paced"], 0, "{run}");
         assert!(closed["measured_seconds"].as_f64().unwrap() > 0.0, "{run}");
         assert!(run["seconds"].as_f64().unwrap() > 0.0, "{run}");
         // Traced on the emulated device: its queue, FUSE's largest request.
@@ -522,6 +528,7 @@ fn fsck_predict_and_sweeps_take_the_closed_loop_flag_or_refuse_it() {
     assert_eq!(r["closed_loop"]["time_scale"], 8.0, "{r}");
     assert!(r["requests"].as_u64().unwrap() > 20, "{r}");
     assert_eq!(r["closed_loop"]["requests_served"], r["requests"], "{r}");
+    assert_eq!(r["closed_loop"]["requests_paced"], r["requests"], "{r}");
     assert!(r["closed_loop"]["measured_seconds"].as_f64().unwrap() > 0.0);
     assert_eq!(r["predictions"].as_array().unwrap().len(), 1, "{r}");
 

@@ -236,33 +236,24 @@ pub fn start_emulator(
         .with_context(|| format!("emulating {preset} over {}", image.display()))
 }
 
-/// The closed-loop time of a served stream: the model's time while a request was in the
-/// device and the real time between (the program's CPU, which the time scale does not
-/// shorten: the model's clock runs K times faster than the wall there), ns.
-pub fn charged_ns(served: &[layoutlab_rig::EmulatedRequest], time_scale: f64) -> f64 {
-    charged_at_cpu_ns(served, time_scale, 1.0)
-}
-
 /// The share of one CPU a closed-loop capture at time scale K gives the traced program for a
-/// CPU factor F (`--cpu-scale`): K/F, so that its computing takes F times this machine's on
-/// the model's clock, as the device's K-times-faster answers take the model's time. `None`
-/// when F ≤ K: a throttle can only slow a program down, and [`charged_at_cpu_ns`] scales the
-/// time between requests instead.
+/// CPU factor F (`--cpu-scale`): K/F, so that on the wall its computing takes F/K times this
+/// machine's, as the device answers K times faster than the model: the period's ratio of
+/// computing to disk time, which decides what the kernel overlaps (a read-ahead done or not
+/// when the next request comes). The model's clock itself is paced by the CPU times F
+/// (`layoutlab_rig::CpuPace::set_cpu_scale`), throttled or not. `None` when F ≤ K: a throttle
+/// can only slow a program down.
 pub fn closed_loop_cpu_share(cpu_scale: f64, time_scale: f64) -> Option<f64> {
     (cpu_scale > time_scale).then(|| time_scale / cpu_scale)
 }
 
-/// [`charged_ns`] for a program that ran with CPU factor F: the time between requests is
-/// charged as the program's computing at F times this machine's. Throttled to K/F
-/// ([`closed_loop_cpu_share`]), a gap of g model ns is g/K real ns of computing F/K times
-/// slower, so it is charged g; unthrottled (F ≤ K), it is g/K of computing here, charged
-/// g·F/K. F = 1 is [`charged_ns`]; F = 0 charges the device's time alone.
-pub fn charged_at_cpu_ns(
-    served: &[layoutlab_rig::EmulatedRequest],
-    time_scale: f64,
-    cpu_scale: f64,
-) -> f64 {
-    let gap_factor = (cpu_scale / time_scale).min(1.0);
+/// The closed-loop time of a served stream: the model's time while a request was in the
+/// device and the time between, ns. Between requests placed by the wall that is the real
+/// time (the program's CPU, which the time scale does not shorten: the model's clock runs K
+/// times faster than the wall there); before a request placed by the program's CPU time
+/// (`EmulatedRequest::cpu_ns`, `layoutlab_rig::CpuPace`) the model's clock already advanced
+/// by that CPU time, which is charged as it is.
+pub fn charged_ns(served: &[layoutlab_rig::EmulatedRequest], time_scale: f64) -> f64 {
     let Some(first) = served.first() else {
         return 0.0;
     };
@@ -270,7 +261,8 @@ pub fn charged_at_cpu_ns(
     let mut charged = 0.0;
     for r in served {
         if r.arrival_ns > busy_until {
-            charged += (r.arrival_ns - busy_until) * gap_factor;
+            let per_model_ns = if r.cpu_ns.is_some() { 1.0 } else { time_scale };
+            charged += (r.arrival_ns - busy_until) / per_model_ns;
             busy_until = r.arrival_ns;
         }
         if r.complete_ns > busy_until {
@@ -283,12 +275,13 @@ pub fn charged_at_cpu_ns(
 
 #[cfg(test)]
 mod tests {
-    use super::{charged_at_cpu_ns, charged_ns, closed_loop_cpu_share, run_queue};
+    use super::{charged_ns, closed_loop_cpu_share, run_queue};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// Two requests of 10 model ms each with a 40 model-ms gap between them.
-    fn two_requests() -> Vec<layoutlab_rig::EmulatedRequest> {
-        let r = |arrival_ms: f64| layoutlab_rig::EmulatedRequest {
+    /// Two requests of 10 model ms each with a 40 model-ms gap between them, the second
+    /// placed by the program's CPU (`paced`) or by the wall.
+    fn two_requests(paced: bool) -> Vec<layoutlab_rig::EmulatedRequest> {
+        let r = |arrival_ms: f64, cpu_ns: Option<u64>| layoutlab_rig::EmulatedRequest {
             request: layoutlab_rig::EmuRequest {
                 op: layoutlab_trace::Op::Read,
                 sector: 0,
@@ -296,27 +289,23 @@ mod tests {
             },
             arrival_ns: arrival_ms * 1e6,
             received_ns: 0,
+            cpu_ns,
             complete_ns: (arrival_ms + 10.0) * 1e6,
             reply_late_ns: 0.0,
         };
-        vec![r(0.0), r(50.0)]
+        vec![r(0.0, None), r(50.0, paced.then_some(7))]
     }
 
     #[test]
-    fn the_time_between_requests_is_charged_as_the_period_cpus_computing() {
-        let served = two_requests();
+    fn the_time_between_requests_is_charged_as_the_clock_that_placed_them() {
         let ms = |ns: f64| (ns / 1e3).round() / 1e3;
-        // K = 4, F = 1: the 40 model ms between are 10 ms of computing here, charged as such.
-        assert_eq!(ms(charged_ns(&served, 4.0)), 30.0);
-        assert_eq!(ms(charged_at_cpu_ns(&served, 4.0, 1.0)), 30.0);
-        // F = 2 ≤ K: no throttle, the same 10 ms charged at twice.
-        assert_eq!(closed_loop_cpu_share(2.0, 4.0), None);
-        assert_eq!(ms(charged_at_cpu_ns(&served, 4.0, 2.0)), 40.0);
-        // F = 8 > K: throttled to K/F = 0.5, the gap already is the slow CPU's: charged whole.
+        // Placed by the wall at K = 4: the 40 model ms between are 10 ms of the wall.
+        assert_eq!(ms(charged_ns(&two_requests(false), 4.0)), 30.0);
+        // Placed by the program's CPU (times F): the model's clock already is the CPU's.
+        assert_eq!(ms(charged_ns(&two_requests(true), 4.0)), 60.0);
+        // The throttle: K/F when F > K, none otherwise.
         assert_eq!(closed_loop_cpu_share(8.0, 4.0), Some(0.5));
-        assert_eq!(ms(charged_at_cpu_ns(&served, 4.0, 8.0)), 60.0);
-        // F = 0: the device alone.
-        assert_eq!(ms(charged_at_cpu_ns(&served, 4.0, 0.0)), 20.0);
+        assert_eq!(closed_loop_cpu_share(2.0, 4.0), None);
         assert_eq!(closed_loop_cpu_share(1.0, 1.0), None);
     }
 

@@ -43,7 +43,7 @@ use std::ffi::OsStr;
 use std::io::Seek;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, UNIX_EPOCH};
@@ -81,6 +81,157 @@ const CALIBRATION_READS: usize = 64;
 struct Route {
     calibrating: AtomicBool,
     ns: AtomicU64,
+}
+
+/// The traced program whose CPU time paces the model's clock between requests
+/// ([`Emulator::cpu_pace`], [`CpuPace::follow`]).
+///
+/// Why (issue 25, load independence): without it a request's model arrival is the wall time
+/// of its receipt times K, so everything between two requests on the wall — the program's CPU,
+/// but also its wait for a CPU, the loop driver's worker waiting for one, and the wake-ups — is
+/// the model's idle time, multiplied by K. With two CPU-bound loops beside it the way in alone
+/// had a p99 of 3-6 ms; at K = 8 that moves an arrival by several revolutions of the modelled
+/// disk, so every rotational latency is drawn anew and a closed-loop e2fsck at scale 0.005
+/// measured 4.07-5.03 s between runs of the same capture. Followed, the model's clock advances
+/// between requests by the program's own CPU time (its process CPU clock,
+/// `clock_getcpuclockid`), which its waits do not move: the same think time the open-loop
+/// replay takes from the scheduler's accounting (`layoutlab_trace::cpu`).
+#[derive(Clone)]
+pub struct CpuPace {
+    /// The followed process's pid (0: none yet), in memory shared with the children forked
+    /// after it was made, so that a child can name itself before it execs.
+    pid: Arc<SharedPid>,
+    /// The CPU factor F (`f64` bits; 1.0 unless [`CpuPace::set_cpu_scale`]): each ns of the
+    /// program's CPU here advances the model's clock F ns, as on a CPU F times slower.
+    cpu_scale: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for CpuPace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuPace")
+            .field("pid", &self.pid.get().load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// One `i32` in a shared anonymous page: a store a forked child makes before it execs is seen
+/// by this process.
+struct SharedPid(*mut libc::c_void);
+
+// SAFETY: the page holds one `AtomicI32`, only ever accessed atomically.
+unsafe impl Send for SharedPid {}
+unsafe impl Sync for SharedPid {}
+
+impl SharedPid {
+    fn new() -> Result<SharedPid> {
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PAGE_BYTES as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            return Err(RigError::io(
+                "map a shared page for the followed pid",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        // A fresh anonymous page is zeroed: pid 0, none followed.
+        Ok(SharedPid(page))
+    }
+
+    fn get(&self) -> &AtomicI32 {
+        // SAFETY: the page is mapped, aligned and lives as long as `self`.
+        unsafe { &*(self.0 as *const AtomicI32) }
+    }
+}
+
+impl Drop for SharedPid {
+    fn drop(&mut self) {
+        unsafe { libc::munmap(self.0, PAGE_BYTES as usize) };
+    }
+}
+
+impl CpuPace {
+    fn new() -> Result<CpuPace> {
+        Ok(CpuPace {
+            pid: Arc::new(SharedPid::new()?),
+            cpu_scale: Arc::new(AtomicU64::new(1.0f64.to_bits())),
+        })
+    }
+
+    /// Makes each ns of the program's CPU advance the model's clock `factor` ns: a period CPU
+    /// `factor` times slower than this one (`--cpu-scale`; 0 charges the device alone). Set it
+    /// before the program starts; every clone (the emulator's scheduler holds one) sees it.
+    pub fn set_cpu_scale(&self, factor: f64) -> Result<()> {
+        if !(factor.is_finite() && factor >= 0.0) {
+            return Err(RigError::InvalidArgument(format!(
+                "a CPU factor of {factor} is not a number >= 0"
+            )));
+        }
+        self.cpu_scale.store(factor.to_bits(), Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// The CPU factor set ([`CpuPace::set_cpu_scale`]).
+    pub fn cpu_scale(&self) -> f64 {
+        f64::from_bits(self.cpu_scale.load(Ordering::Relaxed))
+    }
+
+    /// Paces the model's clock by running process `pid`'s CPU time from now on (a request
+    /// received earlier is timed by the wall, and its [`EmulatedRequest::cpu_ns`] says so).
+    /// A program the rig spawns names itself before it execs instead
+    /// ([`CpuPace::follow_self`]), so that none of its requests is missed.
+    pub fn follow(&self, pid: u32) -> Result<()> {
+        let mut id: libc::clockid_t = 0;
+        let rc = unsafe { libc::clock_getcpuclockid(pid as libc::pid_t, &mut id) };
+        if rc != 0 {
+            return Err(RigError::io(
+                format!("the CPU clock of process {pid}"),
+                std::io::Error::from_raw_os_error(rc),
+            ));
+        }
+        self.pid.get().store(pid as i32, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Makes the calling process the followed one: for a child between fork and exec (one
+    /// atomic store into the shared page, async-signal-safe).
+    ///
+    /// Why there: the traced program runs real-time and the parent does not, so on a busy
+    /// machine e2fsck issued its first requests before the parent, back from `spawn`, could
+    /// name it (up to 12 of 475 requests of one check were timed by the wall).
+    ///
+    /// # Safety
+    /// Call it only in the child of a fork made while this `CpuPace` was alive (a
+    /// `pre_exec` closure holding a clone).
+    pub unsafe fn follow_self(&self) {
+        self.pid.get().store(libc::getpid(), Ordering::SeqCst);
+    }
+
+    /// The followed process's CPU time now (user and system, all its threads), times the CPU
+    /// factor ([`CpuPace::set_cpu_scale`]), ns; `None` when none is followed or it has exited.
+    fn now_ns(&self) -> Option<u64> {
+        let pid = self.pid.get().load(Ordering::Relaxed);
+        if pid <= 0 {
+            return None;
+        }
+        let mut id: libc::clockid_t = 0;
+        if unsafe { libc::clock_getcpuclockid(pid, &mut id) } != 0 {
+            return None;
+        }
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let rc = unsafe { libc::clock_gettime(id, &mut ts) };
+        let raw = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+        (rc == 0).then(|| (raw as f64 * self.cpu_scale()).round() as u64)
+    }
 }
 
 /// Runs the calling thread under `SCHED_FIFO` at the lowest real-time priority, so that the
@@ -149,6 +300,9 @@ pub struct EmulatedRequest {
     pub arrival_ns: f64,
     /// When the daemon received it, wall ns since the start.
     pub received_ns: u64,
+    /// The followed program's CPU time at receipt, ns ([`CpuPace`]): `Some` when the model's
+    /// clock reached this arrival by that CPU time rather than by the wall.
+    pub cpu_ns: Option<u64>,
     /// When the model completes it, model ns since the start (the reply is due at this time
     /// divided by the time scale).
     pub complete_ns: f64,
@@ -192,6 +346,7 @@ pub struct Emulator {
     scheduler: Option<std::thread::JoinHandle<()>>,
     log: Arc<Mutex<Vec<EmulatedRequest>>>,
     route: Arc<Route>,
+    pace: CpuPace,
     mount_point: PathBuf,
     _dir: TempDir,
 }
@@ -267,13 +422,15 @@ impl Emulator {
         let log = Arc::new(Mutex::new(Vec::new()));
         let route = Arc::new(Route::default());
         route.calibrating.store(true, Ordering::SeqCst);
+        let pace = CpuPace::new()?;
         let scheduler = {
             let log = log.clone();
             let route = route.clone();
+            let pace = pace.clone();
             let scale = opts.time_scale;
             std::thread::Builder::new()
                 .name("emulate-scheduler".into())
-                .spawn(move || schedule(rx, t0, scale, make_model, log, route))
+                .spawn(move || schedule(rx, t0, scale, make_model, log, route, pace))
                 .map_err(|e| RigError::io("start the emulator's scheduler thread", e))?
         };
         let fs = DiskFs {
@@ -282,6 +439,7 @@ impl Emulator {
             read_only: opts.read_only,
             max_request_bytes,
             jobs,
+            pace: pace.clone(),
         };
         let mut mount_options = vec![
             MountOption::FSName("layoutlab-emulate".into()),
@@ -326,6 +484,7 @@ impl Emulator {
             scheduler: Some(scheduler),
             log,
             route,
+            pace,
             mount_point,
             _dir: dir,
         };
@@ -410,6 +569,12 @@ impl Emulator {
         self.route.ns.store(ns, Ordering::SeqCst);
     }
 
+    /// The handle that makes a program's CPU time pace the model's clock ([`CpuPace`]): give
+    /// it the program's pid once it is spawned.
+    pub fn cpu_pace(&self) -> CpuPace {
+        self.pace.clone()
+    }
+
     /// The emulated block device.
     pub fn device(&self) -> &LoopDevice {
         self.device.as_ref().expect("present until stop")
@@ -468,6 +633,8 @@ enum Pending {
 
 struct Job {
     arrived: Instant,
+    /// The followed program's CPU time at receipt ([`CpuPace`]).
+    cpu_ns: Option<u64>,
     request: EmuRequest,
     pending: Pending,
 }
@@ -476,6 +643,7 @@ struct Job {
 /// earliest, ties in arrival order.
 struct Due {
     due_ns: u64,
+    complete_ns: f64,
     seq: u64,
     log_index: usize,
     pending: Pending,
@@ -512,6 +680,22 @@ fn reply_due_ns(complete_ns: f64, scale: f64, route_ns: u64, arrived_ns: u64) ->
         .max(arrived_ns)
 }
 
+/// [`reply_due_ns`] for a request whose arrival the program's CPU placed ([`CpuPace`]):
+/// the model's clock no longer runs K times the wall, so the reply is due the model's
+/// service (completion − arrival, divided by K) after the request was received, less the
+/// route, and never before it arrived.
+fn paced_reply_due_ns(
+    complete_ns: f64,
+    arrival_ns: f64,
+    scale: f64,
+    route_ns: u64,
+    received_ns: u64,
+) -> u64 {
+    (received_ns + ((complete_ns - arrival_ns).max(0.0) / scale).round() as u64)
+        .saturating_sub(route_ns)
+        .max(received_ns)
+}
+
 /// The model's clock at each arrival: when a request reaches the model.
 ///
 /// Why: replies leave the route's latency measured at start early ([`Route`]), so the kernel
@@ -532,6 +716,21 @@ fn reply_due_ns(complete_ns: f64, scale: f64, route_ns: u64, arrived_ns: u64) ->
 /// (a request starts at the later of its arrival and the end of the drive's work).
 /// Arrivals never go backwards (the replay's FCFS queue takes them in order), so a request
 /// received while replies are pending is raised to the last arrival at most.
+///
+/// **Paced by the program's CPU** ([`CpuPace`]): once a request carries the followed
+/// program's CPU time, the wall no longer places it. The clock keeps two anchors, the last
+/// arrival and the last reply sent, each with the program's CPU time then; a request arrives
+/// the program's CPU time since the last arrival after it, and, if it was received after a
+/// reply started to leave, no sooner than that reply's completion plus the program's CPU since
+/// it left (the program may have waited for it). A program blocked on the device uses no CPU,
+/// so a synchronous request arrives at the completion it waited for plus its think time, as
+/// the open-loop replay places it; the program's waits for a CPU, the loop worker's and the
+/// route's delays move no arrival. The first paced request (no anchor yet) is placed by the
+/// wall. A request issued before the program saw a completion but received after its reply
+/// left is raised to it, as the wall rule above raises it. And at K > 1 a completion the
+/// kernel sees K times early can make the program compute through it; its CPU is then counted
+/// once, from the reply, not from the arrival (arrivals land later than on the period's disk,
+/// by at most the program's CPU during the service on the wall).
 #[derive(Debug, Default)]
 struct ModelClock {
     /// The latest arrival handed to the model, model ns.
@@ -540,20 +739,50 @@ struct ModelClock {
     last_complete_ns: f64,
     /// When the latest reply started to leave, wall ns since the start.
     last_sent_ns: u64,
+    /// Paced: the latest arrival (model ns) and the program's CPU then (ns).
+    arrived: Option<(f64, u64)>,
+    /// Paced: the latest completion replied to (model ns), the program's CPU and the wall time
+    /// (ns since the start) when its reply started to leave.
+    delivered: Option<(f64, u64, u64)>,
 }
 
 impl ModelClock {
     /// The model's arrival of a request the daemon received at wall `received_ns`, with
     /// `replies_pending` (unsent replies when the scheduler took it). Whole ns, as a trace
     /// keeps them: an open-loop replay of the served stream hands the model the same times.
-    fn arrival_ns(&mut self, received_ns: u64, scale: f64, replies_pending: bool) -> f64 {
-        let idle = !replies_pending && received_ns >= self.last_sent_ns;
-        let floor = if idle {
-            self.last_complete_ns.ceil()
-        } else {
-            self.last_arrival_ns
+    /// `cpu_ns` is the followed program's CPU time at receipt ([`CpuPace`]; `None`: the wall
+    /// places it).
+    fn arrival_ns(
+        &mut self,
+        received_ns: u64,
+        scale: f64,
+        replies_pending: bool,
+        cpu_ns: Option<u64>,
+    ) -> f64 {
+        let by_cpu = match (cpu_ns, self.arrived) {
+            (Some(cpu), Some((at, at_cpu))) => {
+                let mut t = at + cpu.saturating_sub(at_cpu) as f64;
+                if let Some((done, done_cpu, sent)) = self.delivered {
+                    if received_ns >= sent {
+                        t = t.max(done + cpu.saturating_sub(done_cpu) as f64);
+                    }
+                }
+                Some(t.round().max(self.last_arrival_ns))
+            }
+            _ => None,
         };
-        let arrival = (received_ns as f64 * scale).round().max(floor);
+        let arrival = by_cpu.unwrap_or_else(|| {
+            let idle = !replies_pending && received_ns >= self.last_sent_ns;
+            let floor = if idle {
+                self.last_complete_ns.ceil()
+            } else {
+                self.last_arrival_ns
+            };
+            (received_ns as f64 * scale).round().max(floor)
+        });
+        if let Some(cpu) = cpu_ns {
+            self.arrived = Some((arrival, cpu));
+        }
         self.last_arrival_ns = arrival;
         arrival
     }
@@ -563,9 +792,16 @@ impl ModelClock {
         self.last_complete_ns = self.last_complete_ns.max(complete_ns);
     }
 
-    /// A reply starts to leave at wall `at_ns`.
-    fn sent(&mut self, at_ns: u64) {
+    /// A reply starts to leave at wall `at_ns`, for a request the model completed at
+    /// `complete_ns`; `cpu_ns` is the followed program's CPU time then.
+    fn sent(&mut self, at_ns: u64, complete_ns: f64, cpu_ns: Option<u64>) {
         self.last_sent_ns = self.last_sent_ns.max(at_ns);
+        if let Some(cpu) = cpu_ns {
+            let done = self
+                .delivered
+                .map_or(complete_ns, |(d, _, _)| d.max(complete_ns));
+            self.delivered = Some((done, cpu, at_ns));
+        }
     }
 }
 
@@ -578,6 +814,7 @@ fn schedule(
     make_model: impl FnOnce() -> ServiceModel,
     log: Arc<Mutex<Vec<EmulatedRequest>>>,
     route: Arc<Route>,
+    pace: CpuPace,
 ) {
     // The default timer slack (50 µs) would make every timed wait up to 50 µs late; the
     // Memulator's bar is 2% or 100 µs.
@@ -597,7 +834,7 @@ fn schedule(
             let due = heap.pop().expect("peeked");
             // Stamped before the reply leaves: the kernel cannot see this completion, nor a
             // program issue a request after it, before this instant.
-            clock.sent(since_ns(t0, Instant::now()));
+            clock.sent(since_ns(t0, Instant::now()), due.complete_ns, pace.now_ns());
             match due.pending {
                 Pending::Read(reply, data) => reply.data(&data),
                 Pending::Write(reply, n) => reply.written(n),
@@ -652,21 +889,22 @@ fn schedule(
                 // A reply still in the heap was pending when this request was received (the
                 // channel keeps the reader's order).
                 let received_ns = since_ns(t0, job.arrived);
-                let arrival_ns = clock.arrival_ns(received_ns, scale, !heap.is_empty());
+                let arrival_ns = clock.arrival_ns(received_ns, scale, !heap.is_empty(), job.cpu_ns);
                 let complete_ns = model(arrival_ns, &job.request).max(arrival_ns);
                 clock.completed(complete_ns);
-                let due_ns = reply_due_ns(
-                    complete_ns,
-                    scale,
-                    route.ns.load(Ordering::Relaxed),
-                    received_ns,
-                );
+                let route_ns = route.ns.load(Ordering::Relaxed);
+                let due_ns = if job.cpu_ns.is_some() {
+                    paced_reply_due_ns(complete_ns, arrival_ns, scale, route_ns, received_ns)
+                } else {
+                    reply_due_ns(complete_ns, scale, route_ns, received_ns)
+                };
                 let log_index = {
                     let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
                     log.push(EmulatedRequest {
                         request: job.request,
                         arrival_ns,
                         received_ns,
+                        cpu_ns: job.cpu_ns,
                         complete_ns,
                         reply_late_ns: 0.0,
                     });
@@ -674,6 +912,7 @@ fn schedule(
                 };
                 heap.push(Due {
                     due_ns,
+                    complete_ns,
                     seq,
                     log_index,
                     pending: job.pending,
@@ -746,6 +985,7 @@ struct DiskFs {
     read_only: bool,
     max_request_bytes: u32,
     jobs: Sender<Job>,
+    pace: CpuPace,
 }
 
 impl DiskFs {
@@ -861,6 +1101,7 @@ impl Filesystem for DiskFs {
         reply: ReplyData,
     ) {
         let arrived = Instant::now();
+        let cpu_ns = self.pace.now_ns();
         // The thread that reads requests stamps their arrival: real time for it. (Not in
         // `init`, which fuser runs on the thread that mounts: the main thread, whose children
         // — the traced program — must keep the ordinary scheduler.)
@@ -876,6 +1117,7 @@ impl Filesystem for DiskFs {
         let request = request_of(false, offset, size as usize);
         self.submit(Job {
             arrived,
+            cpu_ns,
             request,
             pending: Pending::Read(reply, data),
         });
@@ -894,6 +1136,7 @@ impl Filesystem for DiskFs {
         reply: ReplyWrite,
     ) {
         let arrived = Instant::now();
+        let cpu_ns = self.pace.now_ns();
         run_real_time_once();
         if u64::from(ino) != DISK_INO {
             return reply.error(Errno::EISDIR);
@@ -910,6 +1153,7 @@ impl Filesystem for DiskFs {
         }
         self.submit(Job {
             arrived,
+            cpu_ns,
             request: request_of(true, offset, data.len()),
             pending: Pending::Write(reply, data.len() as u32),
         });
@@ -935,6 +1179,7 @@ impl Filesystem for DiskFs {
         reply: ReplyEmpty,
     ) {
         let arrived = Instant::now();
+        let cpu_ns = self.pace.now_ns();
         run_real_time_once();
         let synced = if datasync {
             self.image.sync_data()
@@ -949,6 +1194,7 @@ impl Filesystem for DiskFs {
         // as the open-loop replay times the traced flush.
         self.submit(Job {
             arrived,
+            cpu_ns,
             request: EmuRequest {
                 op: Op::Flush,
                 sector: 0,
@@ -1001,23 +1247,74 @@ mod tests {
     fn a_request_received_with_no_reply_pending_arrives_no_sooner_than_the_last_completion() {
         let mut clock = ModelClock::default();
         // K = 16: received at 1 ms of wall time is 16 ms of model time.
-        assert_eq!(clock.arrival_ns(1_000_000, 16.0, false), 16e6);
+        assert_eq!(clock.arrival_ns(1_000_000, 16.0, false, None), 16e6);
         clock.completed(23_500_000.4);
-        clock.sent(1_400_000);
+        clock.sent(1_400_000, 23_500_000.4, None);
         // The next one, received after that reply left but 30 µs of wall time before the
         // model's completion (the route was faster than measured): it arrives at the
         // completion (whole ns), not 0.48 ms earlier.
-        assert_eq!(clock.arrival_ns(1_438_750, 16.0, false), 23_500_001.0);
+        assert_eq!(clock.arrival_ns(1_438_750, 16.0, false, None), 23_500_001.0);
         clock.completed(30e6);
         // Received before the last reply started to leave (it was pending at receipt): the
         // model's wall-clock arrival stands, but never before the previous arrival.
-        assert_eq!(clock.arrival_ns(1_399_000, 16.0, false), 23_500_001.0);
-        clock.sent(1_900_000);
-        assert_eq!(clock.arrival_ns(1_800_000, 16.0, false), 28_800_000.0);
+        assert_eq!(clock.arrival_ns(1_399_000, 16.0, false, None), 23_500_001.0);
+        clock.sent(1_900_000, 30e6, None);
+        assert_eq!(clock.arrival_ns(1_800_000, 16.0, false, None), 28_800_000.0);
         // A reply still unsent when the scheduler took it: not raised to the completion.
-        assert_eq!(clock.arrival_ns(1_850_000, 16.0, true), 29_600_000.0);
+        assert_eq!(clock.arrival_ns(1_850_000, 16.0, true, None), 29_600_000.0);
         // Received late: the wall clock's arrival, after the last completion, stands.
-        assert_eq!(clock.arrival_ns(2_000_000, 16.0, false), 32e6);
+        assert_eq!(clock.arrival_ns(2_000_000, 16.0, false, None), 32e6);
+    }
+
+    #[test]
+    fn paced_by_the_program_s_cpu_an_arrival_ignores_the_wall_between_requests() {
+        let mut clock = ModelClock::default();
+        // The first paced request has no anchor: the wall places it (K = 8).
+        assert_eq!(clock.arrival_ns(1_000_000, 8.0, false, Some(500_000)), 8e6);
+        clock.completed(20e6);
+        // Its reply leaves at 2.4 ms of wall time; the program has used no CPU since (blocked).
+        clock.sent(2_400_000, 20e6, Some(500_000));
+        // The next request comes 30 µs of CPU later, received 5 ms of wall time after the reply
+        // (waits for a CPU, a slow loop worker): the completion plus the CPU, not 8 × the wall.
+        assert_eq!(
+            clock.arrival_ns(7_400_000, 8.0, false, Some(530_000)),
+            20_030_000.0
+        );
+        // One more while that one is pending (read-ahead issued by the running program): its
+        // CPU since the last arrival, whatever the wall says.
+        assert_eq!(
+            clock.arrival_ns(9_000_000, 8.0, true, Some(545_000)),
+            20_045_000.0
+        );
+        clock.completed(31e6);
+        // A reply that left after this request's receipt does not hold it back.
+        clock.sent(9_500_000, 31e6, Some(546_000));
+        assert_eq!(
+            clock.arrival_ns(9_400_000, 8.0, true, Some(546_000)),
+            20_046_000.0
+        );
+        // Received after it left: no sooner than its completion plus the CPU since it left.
+        assert_eq!(
+            clock.arrival_ns(9_600_000, 8.0, false, Some(556_000)),
+            31_010_000.0
+        );
+        // A request without the CPU (the program exited, or not followed yet) falls back to the
+        // wall rule, never before the last arrival.
+        assert_eq!(clock.arrival_ns(3_000_000, 8.0, true, None), 31_010_000.0);
+    }
+
+    #[test]
+    fn a_paced_reply_is_due_the_model_s_service_after_its_receipt() {
+        // 16 ms of model service at K = 8 is 2 ms of wall after receipt, less a 50 µs route.
+        assert_eq!(
+            paced_reply_due_ns(36e6, 20e6, 8.0, 50_000, 7_000_000),
+            8_950_000
+        );
+        // Never before the request was received.
+        assert_eq!(
+            paced_reply_due_ns(20.01e6, 20e6, 1.0, 50_000, 7_000_000),
+            7_000_000
+        );
     }
 
     #[test]

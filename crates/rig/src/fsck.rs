@@ -47,6 +47,11 @@ pub struct FsckOptions {
     /// period CPU would run it ([`CpuThrottle`]): a closed-loop capture with a CPU factor F
     /// above its time scale K throttles by K/F. `None`: this machine's speed.
     pub cpu_share: Option<f64>,
+    /// On an emulated device: the emulator's [`crate::CpuPace`], which e2fsck names itself in
+    /// between fork and exec ([`crate::CpuPace::follow_self`]), so that the model's clock
+    /// advances between its requests, from the first, by its CPU time, not the wall's (which
+    /// carries the machine's load).
+    pub pace: Option<crate::CpuPace>,
 }
 
 impl Default for FsckOptions {
@@ -58,6 +63,7 @@ impl Default for FsckOptions {
             single_cpu: false,
             real_time: false,
             cpu_share: None,
+            pace: None,
         }
     }
 }
@@ -194,6 +200,7 @@ pub fn run_e2fsck_traced(
     // before it becomes real-time; removed when this function returns.
     let throttle = opts.cpu_share.map(CpuThrottle::create).transpose()?;
     let joiner = throttle.as_ref().map(CpuThrottle::joiner);
+    let pace = opts.pace.clone();
     let mut command = Command::new(&opts.e2fsck);
     command
         .args(["-fnv", "-tt", "-C", "3"])
@@ -208,7 +215,8 @@ pub fn run_e2fsck_traced(
         device_path.display()
     );
     // SAFETY: the set-up makes only raw libc calls (fcntl, dup2, sched_setscheduler, the
-    // cgroup join's open/write/close) and `one_cpu_view`, which is async-signal-safe.
+    // cgroup join's open/write/close, sched_getcpu/setaffinity), `one_cpu_view` and
+    // `CpuPace::follow_self`, which are async-signal-safe.
     let TracedChild {
         child,
         kill: kill_child,
@@ -241,6 +249,10 @@ pub fn run_e2fsck_traced(
                     if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
+                }
+                // Named before exec: e2fsck's first request is paced too.
+                if let Some(pace) = &pace {
+                    pace.follow_self();
                 }
                 Ok(())
             },

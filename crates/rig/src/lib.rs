@@ -62,8 +62,8 @@ pub use apply::{
 pub use checker::{run_checker_traced, CheckerRun};
 pub use cpucg::{CpuJoiner, CpuThrottle, ThrottleStat};
 pub use emulate::{
-    fuse_max_request_kb, EmuRequest, EmulateOptions, EmulatedRequest, Emulator, ServiceModel,
-    DISK_FILE,
+    fuse_max_request_kb, CpuPace, EmuRequest, EmulateOptions, EmulatedRequest, Emulator,
+    ServiceModel, DISK_FILE,
 };
 pub use error::{Result, RigError};
 pub use fsck::{run_e2fsck_traced, FsckOptions, FsckRun, ProgressChange, ThrottleRecord};

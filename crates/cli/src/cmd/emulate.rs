@@ -484,6 +484,7 @@ mod tests {
             },
             arrival_ns,
             received_ns,
+            cpu_ns: None,
             complete_ns: arrival_ns + 5e6,
             reply_late_ns: 0.0,
         }

@@ -248,11 +248,7 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
                 source.format.family().checker(),
                 loopdev.path().display()
             );
-            (
-                check(&source, &loopdev, opts.e2fsck, false)?,
-                fs_bytes,
-                None,
-            )
+            (check(&source, &loopdev, opts.e2fsck, None)?, fs_bytes, None)
         }
         Some(k) => {
             let emulator = crate::support::start_emulator(
@@ -272,19 +268,19 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
                 opts.devices[0]
             );
             // As the fsck experiments: e2fsck runs real-time on the emulated device, so its
-            // time between requests is its CPU, not its wait for one.
-            let checked = check(&source, dev, opts.e2fsck, true)?;
+            // time between requests is its CPU, not its wait for one, and the model's clock
+            // follows that CPU between requests (`layoutlab_rig::CpuPace`).
+            let checked = check(&source, dev, opts.e2fsck, Some(emulator.cpu_pace()))?;
             let served = emulator.stop()?;
             (checked, fs_bytes, Some((k, served)))
         }
     };
-    let closed_loop = served.map(|(time_scale, served)| crate::steps::check::ClosedLoopRun {
-        time_scale,
-        measured_seconds: crate::support::charged_ns(&served, time_scale) / 1e9
-            + checked.head_tail_cpu_s.0
-            + checked.head_tail_cpu_s.1,
-        requests_served: served.len() as u64,
-        cpu_share: None,
+    let closed_loop = served.map(|(time_scale, served)| {
+        crate::steps::check::ClosedLoopRun::of(
+            time_scale,
+            &served,
+            checked.head_tail_cpu_s.0 + checked.head_tail_cpu_s.1,
+        )
     });
     let seconds_here = started.elapsed().as_secs_f64();
     let mut relayouts = Vec::new();
@@ -404,7 +400,7 @@ fn relayout_all(image: &Path, fs_bytes: u64, opts: &PredictOptions) -> Result<Ve
             let loopdev = LoopDevice::attach_presenting(img.path(), true, &capture_queue(opts)?)?;
             loopdev.flush_buffers()?;
             eprintln!("[{name}] running e2fsck read-only under block tracing ...");
-            check_ext(&loopdev, opts.e2fsck, false)?
+            check_ext(&loopdev, opts.e2fsck, None)?
         };
         drop(img);
         drop(dir);
@@ -485,16 +481,17 @@ fn e2fsck_memory_kib(memory: &str) -> Option<u64> {
     Some(a + b)
 }
 
-/// Runs SOURCE's checker on `loopdev` under tracing; `real_time` (closed loop) runs e2fsck
-/// under `SCHED_FIFO` (xfs_repair and btrfs check keep the ordinary scheduler).
+/// Runs SOURCE's checker on `loopdev` under tracing; `closed_loop` (the emulator's pace, on
+/// an emulated device) runs e2fsck under `SCHED_FIFO` with the model's clock following its
+/// CPU (xfs_repair and btrfs check keep the ordinary scheduler and the wall's clock).
 fn check(
     source: &Source,
     loopdev: &LoopDevice,
     e2fsck: layoutlab_rig::E2fsprogs,
-    real_time: bool,
+    closed_loop: Option<layoutlab_rig::CpuPace>,
 ) -> Result<Checked> {
     match source.format.family() {
-        Family::Ext => check_ext(loopdev, e2fsck, real_time),
+        Family::Ext => check_ext(loopdev, e2fsck, closed_loop),
         family => check_other(family, loopdev),
     }
 }
@@ -502,11 +499,12 @@ fn check(
 fn check_ext(
     loopdev: &LoopDevice,
     e2fsck: layoutlab_rig::E2fsprogs,
-    real_time: bool,
+    closed_loop: Option<layoutlab_rig::CpuPace>,
 ) -> Result<Checked> {
     let opts = FsckOptions {
         e2fsck: e2fsck.program("e2fsck")?,
-        real_time,
+        real_time: closed_loop.is_some(),
+        pace: closed_loop,
         ..FsckOptions::default()
     };
     let run = layoutlab_rig::run_e2fsck_traced(loopdev.path(), loopdev.dev(), &opts)?;

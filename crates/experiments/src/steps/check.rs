@@ -70,16 +70,39 @@ pub struct ClosedLoopRun {
     pub time_scale: f64,
     /// The traced work's time on the emulated device, first request to last completion,
     /// charging the model's time while a request was in the device and the time between as
-    /// the program's computing at the CPU factor (`--cpu-scale` F: measured under a throttle
-    /// to K/F of one CPU when F > K, scaled by F/K otherwise; see
-    /// [`crate::support::charged_at_cpu_ns`]); for e2fsck plus its CPU before and after (as
-    /// `total_seconds` adds them, times F), s.
+    /// the clock that placed the next request counts it ([`crate::support::charged_ns`]: a
+    /// paced request after the program's CPU times the CPU factor F, `--cpu-scale`); for
+    /// e2fsck plus its CPU before and after (as `total_seconds` adds them, times F), s.
     pub measured_seconds: f64,
     /// Requests the emulator served (one per request the kernel traced).
     pub requests_served: u64,
-    /// The share of one CPU the traced program was held to (K/F), when it was throttled.
+    /// Of those, the requests whose arrival the traced program's CPU time placed on the
+    /// model's clock (`layoutlab_rig::CpuPace`: e2fsck's closed-loop captures); the others
+    /// the wall time (the kernel experiments, whose work runs in kernel threads).
+    pub requests_paced: u64,
+    /// The share of one CPU the traced program was held to (K/F), when it was throttled
+    /// ([`crate::support::closed_loop_cpu_share`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_share: Option<f64>,
+}
+
+impl ClosedLoopRun {
+    /// The result of a closed-loop capture at time scale K that served `served`, with
+    /// `extra_seconds` of the program's CPU outside the served requests (e2fsck's before its
+    /// first request and after its last, as `total_seconds` adds them).
+    pub fn of(
+        time_scale: f64,
+        served: &[layoutlab_rig::EmulatedRequest],
+        extra_seconds: f64,
+    ) -> ClosedLoopRun {
+        ClosedLoopRun {
+            time_scale,
+            measured_seconds: crate::support::charged_ns(served, time_scale) / 1e9 + extra_seconds,
+            requests_served: served.len() as u64,
+            requests_paced: served.iter().filter(|r| r.cpu_ns.is_some()).count() as u64,
+            cpu_share: None,
+        }
+    }
 }
 
 /// One e2fsck pass as the model predicts it.
@@ -390,8 +413,9 @@ pub fn traced_e2fsck(
             extra_args: e2fsck_args(&spec.e2fsck_extra_args, opts.e2fsck),
             single_cpu: spec.e2fsck_single_cpu,
             real_time: spec.e2fsck_real_time,
-            // Open loop replays think time × F; only a closed-loop capture throttles.
+            // Open loop replays think time × F; only a closed-loop capture throttles and paces.
             cpu_share: None,
+            pace: None,
             trace,
         };
         match opts.closed_loop {
@@ -410,15 +434,21 @@ pub fn traced_e2fsck(
             Some(time_scale) => {
                 // A period machine ran the check alone: on the emulated device e2fsck runs
                 // real-time, so its time between requests is its CPU, not its wait for one.
-                // A period CPU F times slower: e2fsck gets K/F of one CPU, as the device
+                let emulator =
+                    crate::support::start_emulator(&opts.device, image, time_scale, true, queue)?;
+                // And the model's clock follows e2fsck's CPU between requests, not the wall:
+                // the loop worker's and the route's waits for a CPU then move no arrival
+                // (`layoutlab_rig::CpuPace`). A period CPU F times slower advances it F ns per
+                // ns of CPU here, and on the wall e2fsck gets K/F of one CPU, as the device
                 // answers K times faster than the model.
+                let pace = emulator.cpu_pace();
+                pace.set_cpu_scale(opts.cpu_scale)?;
                 let fsck_opts = FsckOptions {
                     real_time: true,
+                    pace: Some(pace),
                     cpu_share: crate::support::closed_loop_cpu_share(opts.cpu_scale, time_scale),
                     ..fsck_opts
                 };
-                let emulator =
-                    crate::support::start_emulator(&opts.device, image, time_scale, true, queue)?;
                 let dev = emulator.device();
                 dev.flush_buffers()?;
                 let run = layoutlab_rig::run_e2fsck_traced(dev.path(), dev.dev(), &fsck_opts)?;
@@ -474,13 +504,8 @@ pub fn traced_e2fsck(
     let replayed = crate::steps::price::on(device.as_mut(), &trace, opts.cpu_scale);
     stages.replay = t.elapsed().as_secs_f64();
     let closed_loop = served.map(|(time_scale, served)| ClosedLoopRun {
-        time_scale,
-        measured_seconds: crate::support::charged_at_cpu_ns(&served, time_scale, opts.cpu_scale)
-            / 1e9
-            + head_seconds
-            + tail_seconds,
-        requests_served: served.len() as u64,
         cpu_share: run_throttle.map(|t| t.share),
+        ..ClosedLoopRun::of(time_scale, &served, head_seconds + tail_seconds)
     });
     let passes: Vec<PassResult> =
         crate::steps::phases::tag_phases(&replayed, head_seconds, tail_seconds)

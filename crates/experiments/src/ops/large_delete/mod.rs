@@ -428,11 +428,8 @@ fn one_run(
     drop(capture_stage);
     let _pricing = crate::stages::enter(crate::stages::PRICE);
     let replayed = crate::steps::price::on_preset(device, &trace, 1.0)?;
-    let closed_loop = served.map(|(time_scale, served)| crate::steps::check::ClosedLoopRun {
-        time_scale,
-        measured_seconds: crate::support::charged_ns(&served, time_scale) / 1e9,
-        requests_served: served.len() as u64,
-        cpu_share: None,
+    let closed_loop = served.map(|(time_scale, served)| {
+        crate::steps::check::ClosedLoopRun::of(time_scale, &served, 0.0)
     });
     Ok(DeleteRun {
         closed_loop,

@@ -770,10 +770,12 @@ impl Population {
             }
             Ok(())
         };
-        let mut made: std::collections::HashMap<&str, Made> = std::collections::HashMap::new();
+        // FxHash: these maps are looked up several times per operation of streams of tens of
+        // millions (issue 28), and no result depends on their order
+        let mut made: rustc_hash::FxHashMap<&str, Made> = Default::default();
         made.insert("", Made::Dir);
         // entries of each directory
-        let mut children: std::collections::HashMap<&str, u64> = Default::default();
+        let mut children: rustc_hash::FxHashMap<&str, u64> = Default::default();
         // per regular file: its size, and whether its creating writer has closed it
         let mut files: Vec<(u64, bool)> = Vec::new();
         for (index, op) in self.ops.iter().enumerate() {

@@ -20,7 +20,9 @@ use crate::LayoutError;
 use layoutlab_workload::{NodeKind, NsOp, Population};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::{HashMap, HashSet};
+// The path-keyed maps hash every operation's path a few times: FxHash, not SipHash (issue 28;
+// no plan depends on a map's order).
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Root directory inode number.
 pub const ROOT_INO: u32 = 2;
@@ -155,7 +157,7 @@ impl OpenFile {
 /// whether it is that file's last write, after which the writer closes it. `pop` passed
 /// `check_tree()`.
 fn file_writes(pop: &Population) -> (Vec<Option<usize>>, Vec<bool>) {
-    let mut file_of: HashMap<&str, usize> = HashMap::new();
+    let mut file_of: FxHashMap<&str, usize> = FxHashMap::default();
     let mut writes = vec![None; pop.ops.len()];
     let mut last: Vec<usize> = Vec::new();
     for (i, op) in pop.ops.iter().enumerate() {
@@ -249,7 +251,7 @@ pub fn plan_ext3_in(
         }],
         ..Default::default()
     }];
-    let mut dirs: HashMap<&str, DirState> = HashMap::new();
+    let mut dirs: FxHashMap<&str, DirState> = FxHashMap::default();
     dirs.insert(
         "",
         DirState {
@@ -263,15 +265,15 @@ pub fn plan_ext3_in(
     pop.check_tree()
         .map_err(|e| LayoutError::BadPopulation(e.to_string()))?;
     // non-directories by path (hard-link targets): their index in `out`
-    let mut others: HashMap<&str, usize> = HashMap::new();
+    let mut others: FxHashMap<&str, usize> = FxHashMap::default();
     let mut links: Vec<HardLink> = Vec::new();
-    let mut failed: HashSet<&str> = HashSet::new();
+    let mut failed: FxHashSet<&str> = FxHashSet::default();
     let (writes, closes) = file_writes(pop);
     // regular files open for writing (by file number): their index in `out` and writer
-    let mut open: HashMap<usize, (usize, OpenFile)> = HashMap::new();
+    let mut open: FxHashMap<usize, (usize, OpenFile)> = FxHashMap::default();
     let mut names = Names::new(out.len());
     // the plan so far, as the end of the loop below makes it
-    let so_far = |open: &HashMap<usize, (usize, OpenFile)>,
+    let so_far = |open: &FxHashMap<usize, (usize, OpenFile)>,
                   names: &Names,
                   out: &[PlannedInode],
                   links: &[HardLink]| {

@@ -23,7 +23,10 @@ use crate::LayoutError;
 use layoutlab_workload::{NodeKind, NsOp, Population};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::{HashMap, HashSet};
+// The path-keyed maps hash every operation's path a few times: FxHash, not SipHash (issue 28;
+// no plan depends on a map's order).
+use rustc_hash::FxHashMap;
+use std::collections::HashSet;
 
 /// The block-goal rules of an era.
 #[derive(Clone, Copy, Debug)]
@@ -193,7 +196,7 @@ pub fn plan_ext4_in(
         format: MapFormat::Extents,
         ..Default::default()
     }];
-    let mut dirs: HashMap<&str, DirState> = HashMap::new();
+    let mut dirs: FxHashMap<&str, DirState> = FxHashMap::default();
     dirs.insert(
         "",
         DirState {
@@ -203,7 +206,7 @@ pub fn plan_ext4_in(
             last_alloc_group: None,
         },
     );
-    let mut others: HashMap<&str, usize> = HashMap::new();
+    let mut others: FxHashMap<&str, usize> = FxHashMap::default();
     let mut links = Vec::new();
     // files written and not yet written back: (index in `out`, goal of an empty file), and
     // the bytes written since the last writeback
@@ -329,7 +332,7 @@ pub fn plan_ext4_in(
             (parent.index, parent.group, parent.last_alloc_group);
         let parent_ino = out[parent_index].ino;
         // the entry in the parent (ext4_add_entry): a new block when it does not fit
-        let add_entry = |dirs: &mut HashMap<&str, DirState>,
+        let add_entry = |dirs: &mut FxHashMap<&str, DirState>,
                          out: &mut Vec<PlannedInode>,
                          mb: &mut Mballoc|
          -> Result<(), LayoutError> {

@@ -46,21 +46,26 @@ fn a_closed_loop_check_at_a_cpu_factor_runs_throttled_and_charges_the_slower_cpu
             .unwrap_or_else(|| panic!("{run}"));
         assert!((share - 0.005).abs() < 1e-12, "K/F: {run}");
         let here = &run["measured_here"];
-        let cpu = here["scheduler_cpu_seconds"].as_f64().unwrap();
-        let cpu_in_trace = here["scheduler_cpu_in_trace_seconds"].as_f64().unwrap();
+        // e2fsck's own CPU as the kernel's rusage counts it (`-tt`, to 10 ms), not the
+        // scheduler trace: in one quiet CI run (18) the trace's accounting of the throttled
+        // e2fsck came to 2.8 ms where its wall time under the throttle needed about 0.1 s
+        // (not explained yet).
+        let cpu = here["user_seconds"].as_f64().unwrap() + here["sys_seconds"].as_f64().unwrap();
         let wall = here["stage_seconds"]["traced_check"].as_f64().unwrap();
-        assert!(cpu > 0.01, "too little CPU to test a throttle: {run}");
+        assert!(cpu >= 0.03, "too little CPU to test a throttle: {run}");
         // At most `share` of a CPU in every 200 ms period (1 ms quota): the check cannot end
-        // sooner than its CPU over the share, less one period.
+        // sooner than its CPU over the share, less one period and the rusage's 10 ms grain.
+        let least = (cpu - 0.01) / share - 0.2;
         assert!(
-            wall >= cpu / share - 0.2,
+            wall >= least,
             "not throttled: {wall} s for {cpu} s of CPU: {run}"
         );
-        // The measured time charges the time between requests as the slow CPU's computing.
+        // The measured time charges the time between requests as the slow CPU's computing
+        // (the pace counts each ns of e2fsck's CPU as F = 200 ns).
         let measured = closed["measured_seconds"].as_f64().unwrap();
         assert!(
-            measured >= 0.5 * cpu_in_trace / share,
-            "{measured} s measured for {cpu_in_trace} s of CPU at F = 200: {run}"
+            measured >= 0.5 * least,
+            "{measured} s measured for {cpu} s of CPU at F = 200: {run}"
         );
         assert_eq!(closed["requests_served"], run["requests"], "{run}");
     }

@@ -210,3 +210,51 @@ pub(crate) fn procs_cstring(path: &Path) -> Result<std::ffi::CString> {
     std::ffi::CString::new(path.join("cgroup.procs").as_os_str().as_encoded_bytes())
         .map_err(|_| RigError::InvalidArgument("cgroup path with a NUL byte".into()))
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Whether tests can make a cgroup of `controller` here; says so on stderr when they
+    /// cannot, so a skipped test is never silent.
+    pub(crate) fn can_make_in(controller: &Controller) -> bool {
+        let can = crate::is_root() && controller.root().is_ok();
+        if !can {
+            eprintln!(
+                "skipped: needs root and a cgroup v1 {} controller",
+                controller.name
+            );
+        }
+        can
+    }
+
+    /// For each kind the rig makes: a cgroup named for a dead PID, as a SIGKILLed run leaves
+    /// it, is found and removed; a live run's is not.
+    #[test]
+    fn a_dead_runs_cgroup_is_found_and_removed_and_a_live_ones_is_not() {
+        for (controller, dead_pid) in [
+            (crate::memcg::MEMORY, 4_000_001),
+            (crate::cpucg::CPU, 4_000_002),
+        ] {
+            if !can_make_in(&controller) {
+                continue;
+            }
+            let (live, parent, id) = controller.create().unwrap();
+            // A PID the alive() below calls dead (and few machines ever hand out).
+            let dead = parent.join(format!("layoutlab-{dead_pid}-0"));
+            std::fs::create_dir(&dead).unwrap();
+            let alive = |pid: u32| pid != dead_pid;
+            let found = controller.stale(&alive);
+            assert!(
+                found.iter().any(|(p, pid)| *p == dead && *pid == dead_pid),
+                "{found:?}"
+            );
+            assert!(!found.iter().any(|(p, _)| *p == live), "{found:?}");
+            controller.remove_stale(&dead).unwrap();
+            assert!(!dead.exists());
+            assert!(live.exists());
+            crate::cleanup::run(&id);
+            assert!(!live.exists(), "{} left behind", live.display());
+        }
+    }
+}

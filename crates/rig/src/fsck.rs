@@ -12,7 +12,7 @@
 
 use crate::child::{spawn_traced, TracedChild};
 use crate::cleanup;
-use crate::cpucg::{CpuThrottle, ThrottleStat};
+use crate::cpucg::CpuThrottle;
 use crate::error::{Result, RigError};
 use crate::fsck_times::{parse_fsck_times, FsckTimes};
 use crate::system::require_root;
@@ -110,19 +110,6 @@ pub struct FsckRun {
     pub stdout: String,
     /// e2fsck's standard error.
     pub stderr: String,
-    /// The throttle e2fsck ran under ([`FsckOptions::cpu_share`]), `None` without one.
-    pub throttle: Option<ThrottleRecord>,
-}
-
-/// What a throttled e2fsck ran under.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ThrottleRecord {
-    /// The share of one CPU allowed.
-    pub share: f64,
-    /// The enforcement period, µs.
-    pub period_us: u64,
-    /// What the CFS limit counted (a real-time e2fsck's throttling is not counted there).
-    pub stat: ThrottleStat,
 }
 
 impl FsckRun {
@@ -260,6 +247,8 @@ pub fn run_e2fsck_traced(
     };
     let output = child.wait_with_output();
     cleanup::forget(&kill_child);
+    // e2fsck has exited: its cgroup can go.
+    drop(throttle);
     let output = output.map_err(|e| RigError::io(format!("wait for {shown}"), e))?;
     let capture = session.stop()?;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -291,14 +280,6 @@ pub fn run_e2fsck_traced(
             })
         })
         .collect();
-    let throttle = match &throttle {
-        Some(t) => Some(ThrottleRecord {
-            share: t.share(),
-            period_us: t.period_us(),
-            stat: t.stat()?,
-        }),
-        None => None,
-    };
     Ok(FsckRun {
         exit_code,
         times,
@@ -307,7 +288,6 @@ pub fn run_e2fsck_traced(
         vitals,
         stdout,
         stderr,
-        throttle,
     })
 }
 

@@ -66,7 +66,7 @@ pub use emulate::{
     ServiceModel, DISK_FILE,
 };
 pub use error::{Result, RigError};
-pub use fsck::{run_e2fsck_traced, FsckOptions, FsckRun, ProgressChange, ThrottleRecord};
+pub use fsck::{run_e2fsck_traced, FsckOptions, FsckRun, ProgressChange};
 pub use fsck_times::{parse_fsck_times, FsckTimes, Section};
 pub use kernelfs::{
     check_fits, device_stat_sectors, mem_available_bytes, settled_stat_sectors, Backing, KernelFs,

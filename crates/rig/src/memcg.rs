@@ -36,16 +36,6 @@ pub(crate) const MEMORY: Controller = Controller {
     },
 };
 
-/// Memory cgroups named by the rig whose process is dead (see [`Controller::stale`]).
-pub(crate) fn stale(alive: &dyn Fn(u32) -> bool) -> Vec<(PathBuf, u32)> {
-    MEMORY.stale(alive)
-}
-
-/// Removes a memory cgroup the rig made (moving any task left in it to its parent).
-pub(crate) fn remove_stale(cgroup: &Path) -> Result<()> {
-    MEMORY.remove_stale(cgroup)
-}
-
 impl MemCgroup {
     /// A new memory cgroup limited to `limit_bytes` (whole pages; at least 1 MiB).
     pub fn create(limit_bytes: u64) -> Result<MemCgroup> {
@@ -186,14 +176,8 @@ impl Drop for MemCgroup {
 mod tests {
     use super::*;
 
-    /// Whether these tests can make a cgroup here; says so on stderr when they cannot, so a
-    /// skipped test is never silent.
     fn can_make_cgroups() -> bool {
-        let can = crate::is_root() && MEMORY.root().is_ok();
-        if !can {
-            eprintln!("skipped: needs root and a cgroup v1 memory controller");
-        }
-        can
+        crate::cgroup::tests::can_make_in(&MEMORY)
     }
 
     #[test]
@@ -270,32 +254,5 @@ mod tests {
         };
         assert!(r.is_err(), "{r:?}");
         assert!(cg.oom_kills().unwrap() >= 1);
-    }
-
-    #[test]
-    fn a_dead_runs_cgroup_is_found_and_removed_and_a_live_ones_is_not() {
-        if !can_make_cgroups() {
-            return;
-        }
-        // As a SIGKILLed run leaves it: a cgroup named for a PID, nobody to remove it.
-        let live = MemCgroup::create(8 << 20).unwrap();
-        // A PID the alive() below calls dead (and few machines ever hand out).
-        let dead_pid = 4_000_001;
-        let dead = live
-            .path()
-            .parent()
-            .unwrap()
-            .join(format!("layoutlab-{dead_pid}-0"));
-        std::fs::create_dir(&dead).unwrap();
-        let alive = |pid: u32| pid != dead_pid;
-        let found = stale(&alive);
-        assert!(
-            found.iter().any(|(p, pid)| *p == dead && *pid == dead_pid),
-            "{found:?}"
-        );
-        assert!(!found.iter().any(|(p, _)| p == live.path()), "{found:?}");
-        remove_stale(&dead).unwrap();
-        assert!(!dead.exists());
-        assert!(live.path().exists());
     }
 }

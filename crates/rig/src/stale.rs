@@ -195,8 +195,8 @@ fn find_with(temp_dir: &Path, alive: &dyn Fn(u32) -> bool) -> Result<Vec<Stale>>
     }
     out.extend(zrams);
     for (kind, found) in [
-        (StaleKind::MemCgroup, crate::memcg::stale(alive)),
-        (StaleKind::CpuCgroup, crate::cpucg::stale(alive)),
+        (StaleKind::MemCgroup, crate::memcg::MEMORY.stale(alive)),
+        (StaleKind::CpuCgroup, crate::cpucg::CPU.stale(alive)),
     ] {
         out.extend(
             found
@@ -278,8 +278,8 @@ pub fn remove(item: &Stale) -> Result<()> {
                 .map_err(|e| RigError::io(format!("rmdir {}", path.display()), e))
         }
         StaleKind::Mount => crate::mount::unmount_checked(&item.path),
-        StaleKind::MemCgroup => crate::memcg::remove_stale(&item.path),
-        StaleKind::CpuCgroup => crate::cpucg::remove_stale(&item.path),
+        StaleKind::MemCgroup => crate::memcg::MEMORY.remove_stale(&item.path),
+        StaleKind::CpuCgroup => crate::cpucg::CPU.remove_stale(&item.path),
         StaleKind::LoopDevice => crate::loopdev::detach_path(&item.path),
         StaleKind::Zram => {
             let name = item.path.file_name().unwrap_or_default().to_string_lossy();

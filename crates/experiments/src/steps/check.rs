@@ -467,7 +467,6 @@ pub fn traced_e2fsck(
         );
     }
     crate::steps::capture::complete(&run.capture)?;
-    let run_throttle = run.throttle;
     stages.traced_check = t.elapsed().as_secs_f64();
     let scheduler_cpu_seconds = run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9);
     let scheduler_cpu_in_trace_seconds = run
@@ -504,7 +503,7 @@ pub fn traced_e2fsck(
     let replayed = crate::steps::price::on(device.as_mut(), &trace, opts.cpu_scale);
     stages.replay = t.elapsed().as_secs_f64();
     let closed_loop = served.map(|(time_scale, served)| ClosedLoopRun {
-        cpu_share: run_throttle.map(|t| t.share),
+        cpu_share: crate::support::closed_loop_cpu_share(opts.cpu_scale, time_scale),
         ..ClosedLoopRun::of(time_scale, &served, head_seconds + tail_seconds)
     });
     let passes: Vec<PassResult> =

@@ -39,7 +39,7 @@
 mod common;
 
 use layoutlab_experiments::{kernel_profile, large_delete};
-use layoutlab_layout::Run;
+use layoutlab_layout::PlannedInode;
 use layoutlab_rig::{Backing, KernelFs, KernelFsOptions};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -64,7 +64,7 @@ struct KernelLayout {
     /// journal, the extent-tree blocks, and every data block below logical 2048.
     fixed: BTreeSet<u64>,
     /// Each file's extents (logical order).
-    files: Vec<(String, Vec<Run>)>,
+    files: Vec<(String, PlannedInode)>,
 }
 
 fn read_layout(image: &Path, names: &[&str]) -> KernelLayout {
@@ -104,7 +104,7 @@ fn read_layout(image: &Path, names: &[&str]) -> KernelLayout {
                 }
             }
         }
-        files.push((name.to_string(), i.planned.data.clone()));
+        files.push((name.to_string(), i.planned.clone()));
     }
     KernelLayout {
         blocks_per_group: sb.blocks_per_group as u64,
@@ -112,13 +112,6 @@ fn read_layout(image: &Path, names: &[&str]) -> KernelLayout {
         fixed,
         files,
     }
-}
-
-/// Physical block of `logical` in `runs`.
-fn physical_of(runs: &[Run], logical: u64) -> Option<u64> {
-    runs.iter()
-        .find(|r| logical >= r.logical && logical < r.logical + r.len)
-        .map(|r| r.physical + (logical - r.logical))
 }
 
 /// The rule of the header applied to `k`, one window at a time: every file's windows from
@@ -136,11 +129,14 @@ fn rule(k: &KernelLayout, turns: &[usize]) -> Vec<Vec<(u64, u64)>> {
             && used.range(start..start + WINDOW_BLOCKS).next().is_none()
     };
     for &f in turns {
-        let runs = &k.files[f].1;
+        let file = &k.files[f].1;
         let logical = next_logical[f];
         next_logical[f] += WINDOW_BLOCKS;
         // The goal: right after the file's previous block.
-        let goal = physical_of(runs, logical - 1).expect("the block before a window is mapped") + 1;
+        let goal = file
+            .physical_of(logical - 1)
+            .expect("the block before a window is mapped")
+            + 1;
         let same_group =
             goal / k.blocks_per_group == (goal + WINDOW_BLOCKS - 1) / k.blocks_per_group;
         let at = if same_group && free(&used, goal) {
@@ -155,7 +151,7 @@ fn rule(k: &KernelLayout, turns: &[usize]) -> Vec<Vec<(u64, u64)>> {
         // What the kernel put there is used from now on (a preallocation covers the whole
         // window, also past the end of the file).
         for b in logical..logical + WINDOW_BLOCKS {
-            match physical_of(runs, b) {
+            match file.physical_of(b) {
                 Some(p) => {
                     used.insert(p);
                 }
@@ -231,7 +227,8 @@ fn check(variant: &str) {
         (0..windows).flat_map(|_| [0usize, 1]).collect()
     };
     let expected = rule(&layout, &turns);
-    for (f, (name, runs)) in layout.files.iter().enumerate() {
+    for (f, (name, file)) in layout.files.iter().enumerate() {
+        let runs = &file.data;
         println!("{variant} {name}: {} kernel extents", runs.len());
         if std::env::var_os("SHOW_EXTENTS").is_some() {
             for r in runs {
@@ -244,7 +241,7 @@ fn check(variant: &str) {
         let mut differ = Vec::new();
         for &(logical, at) in &expected[f] {
             let len = WINDOW_BLOCKS.min(file_blocks - logical);
-            let ends = [0, len - 1].map(|b| physical_of(runs, logical + b));
+            let ends = [0, len - 1].map(|b| file.physical_of(logical + b));
             let split = runs
                 .iter()
                 .any(|r| r.logical > logical && r.logical < logical + len);

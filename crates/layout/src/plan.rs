@@ -138,6 +138,14 @@ impl PlannedInode {
         self.data.iter().map(|r| r.len).sum()
     }
 
+    /// The physical block of logical block `l`, `None` in a hole or past the end (a binary
+    /// search: the runs are in logical order).
+    pub fn physical_of(&self, l: u64) -> Option<u64> {
+        let i = self.data.partition_point(|r| r.logical <= l);
+        let r = self.data.get(i.checked_sub(1)?)?;
+        (l < r.logical + r.len).then(|| r.physical + (l - r.logical))
+    }
+
     /// Physically contiguous pieces of the data (runs that continue each other on disk and
     /// in the file count as one).
     pub fn fragments(&self) -> u64 {
@@ -515,4 +523,29 @@ pub fn check_kind(inode: &PlannedInode, blocks: u64, bs: u64) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_logical_block_maps_inside_its_run_and_nowhere_in_a_hole_or_past_the_end() {
+        let run = |logical, physical, len| Run {
+            logical,
+            physical,
+            len,
+        };
+        let inode = PlannedInode {
+            data: vec![run(0, 100, 4), run(6, 500, 2)],
+            ..PlannedInode::default()
+        };
+        assert_eq!(inode.physical_of(0), Some(100));
+        assert_eq!(inode.physical_of(3), Some(103));
+        // Logical 4-5 are a hole.
+        assert_eq!(inode.physical_of(4), None);
+        assert_eq!(inode.physical_of(7), Some(501));
+        assert_eq!(inode.physical_of(8), None);
+        assert_eq!(PlannedInode::default().physical_of(0), None);
+    }
 }

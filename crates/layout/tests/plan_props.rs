@@ -10,9 +10,7 @@ mod common;
 use common::random_population;
 use layoutlab_layout::alloc::ext3_alloc::MAX_RESERVE_BLOCKS;
 use layoutlab_layout::policy::ext3_metacluster::Ext3Metacluster;
-use layoutlab_layout::{
-    policy, Geometry, InodeKind, MkfsProfile, Plan, PlannedInode, PolicyParams,
-};
+use layoutlab_layout::{policy, Geometry, InodeKind, MkfsProfile, Plan, PolicyParams};
 use layoutlab_workload::{NsOp, Population};
 use proptest::prelude::*;
 
@@ -33,16 +31,6 @@ fn plan(name: &str, geo: &Geometry, pop: &Population, seed: u64) -> Plan {
         panic!("{name} seed {seed}: {e}");
     }
     plan
-}
-
-/// Physical block of logical block `l` of `inode`.
-fn physical_of(inode: &PlannedInode, l: u64) -> u64 {
-    let r = inode
-        .data
-        .iter()
-        .find(|r| l >= r.logical && l < r.logical + r.len)
-        .unwrap();
-    r.physical + (l - r.logical)
 }
 
 /// Who owns each block: (inode index in the plan, allocation rank within the inode).
@@ -78,7 +66,7 @@ fn assert_inline_chains(plan: &Plan, geo: &Geometry) {
                 j += 1;
             }
             let mut chain: Vec<u64> = maps[i..=j].iter().map(|m| m.physical).collect();
-            chain.push(physical_of(inode, l));
+            chain.push(inode.physical_of(l).unwrap());
             chains += 1;
             let mut ok = true;
             for w in chain.windows(2) {
@@ -142,7 +130,7 @@ fn assert_metacluster(plan: &Plan, geo: &Geometry, mc: &Ext3Metacluster) {
             }
         }
         for m in &inode.mapping {
-            let data = physical_of(inode, m.logical);
+            let data = inode.physical_of(m.logical).unwrap();
             let (s, e) = region(data);
             let inside = m.physical >= s && m.physical < e;
             let full = used.next_free(s, e).is_none();
@@ -210,7 +198,7 @@ fn check_catches_broken_plans() {
     // The fixture itself is a vanilla plan: its first IND precedes its data.
     let ino = &good.inodes[1];
     assert_eq!(
-        physical_of(ino, ino.mapping[0].logical),
+        ino.physical_of(ino.mapping[0].logical).unwrap(),
         ino.mapping[0].physical + 1
     );
 }

@@ -6,7 +6,7 @@ mod common;
 
 use common::random_population;
 use layoutlab_layout::policy::rext3::Rext3;
-use layoutlab_layout::{policy, Geometry, MkfsProfile, Plan, PlannedInode, PolicyParams};
+use layoutlab_layout::{policy, Geometry, MkfsProfile, Plan, PolicyParams};
 use layoutlab_workload::{NsOp, Population};
 use proptest::prelude::*;
 
@@ -19,15 +19,6 @@ fn plan_with(params: &PolicyParams, geo: &Geometry, pop: &Population, seed: u64)
         panic!("rext3 seed {seed}: {e}");
     }
     plan
-}
-
-fn physical_of(inode: &PlannedInode, l: u64) -> u64 {
-    let r = inode
-        .data
-        .iter()
-        .find(|r| l >= r.logical && l < r.logical + r.len)
-        .unwrap();
-    r.physical + (l - r.logical)
 }
 
 /// Every block the plan uses, on top of mke2fs's.
@@ -72,11 +63,11 @@ fn assert_regions(plan: &Plan, geo: &Geometry, r: &Rext3) -> (u64, u64) {
             // short last group becomes block 0's group), each later block's at the block
             // before it.
             for l in u64::from(inode.ino == 2)..inode.data_blocks() {
-                let b = physical_of(inode, l);
+                let b = inode.physical_of(l).unwrap();
                 let goal_group = if l == 0 {
                     (u64::from(inode.ino) - 1) / ipg
                 } else {
-                    geo.group_of(physical_of(inode, l - 1))
+                    geo.group_of(inode.physical_of(l - 1).unwrap())
                 };
                 assert!(
                     in_region(b, goal_group)
@@ -105,7 +96,7 @@ fn assert_regions(plan: &Plan, geo: &Geometry, r: &Rext3) -> (u64, u64) {
         }
         for m in &inode.mapping {
             maps += 1;
-            let data = physical_of(inode, m.logical);
+            let data = inode.physical_of(m.logical).unwrap();
             let (s, e) = regions[geo.group_of(data) as usize];
             let inside = m.physical >= s && m.physical < e;
             if !inside {
@@ -186,7 +177,7 @@ fn indirect_blocks_follow_the_inode_table_of_their_data() {
             .flat_map(|i| {
                 i.mapping
                     .iter()
-                    .filter(|m| geo.group_of(physical_of(i, m.logical)) == g as u64)
+                    .filter(|m| geo.group_of(i.physical_of(m.logical).unwrap()) == g as u64)
                     .map(|m| m.physical)
             })
             .collect();
@@ -229,14 +220,14 @@ fn a_full_region_overflows_to_the_group_start() {
     let data_groups: std::collections::BTreeSet<u64> = big
         .mapping
         .iter()
-        .map(|m| geo.group_of(physical_of(big, m.logical)))
+        .map(|m| geo.group_of(big.physical_of(m.logical).unwrap()))
         .collect();
     // one region block per group holding data that needed indirect blocks, the rest
     // overflowed
     assert_eq!(outside, maps - data_groups.len() as u64);
     let regions = r.regions(&geo);
     for m in &big.mapping {
-        let data = physical_of(big, m.logical);
+        let data = big.physical_of(m.logical).unwrap();
         let g = geo.group_of(data);
         let (s, _) = regions[g as usize];
         if m.physical != s {
@@ -280,7 +271,9 @@ fn directory_blocks_stay_out_of_the_regions() {
         start, table_end,
         "pick a seed whose directory is past the journal"
     );
-    let mut blocks: Vec<u64> = (0..d.data_blocks()).map(|l| physical_of(d, l)).collect();
+    let mut blocks: Vec<u64> = (0..d.data_blocks())
+        .map(|l| d.physical_of(l).unwrap())
+        .collect();
     blocks.extend(d.mapping.iter().map(|m| m.physical));
     blocks.sort_unstable();
     let n = blocks.len() as u64;

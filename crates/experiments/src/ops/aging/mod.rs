@@ -331,13 +331,6 @@ impl MapLookup {
     }
 }
 
-/// Physical block of logical block `l` of `node`.
-fn physical_of(node: &PlannedInode, l: u64) -> Option<u64> {
-    let i = node.data.partition_point(|r| r.logical <= l);
-    let r = node.data.get(i.checked_sub(1)?)?;
-    (l < r.logical + r.len).then(|| r.physical + (l - r.logical))
-}
-
 /// A request of `blocks` blocks at `block`, issued when the previous one completed.
 fn push_read(trace: &mut Trace, block: u64, blocks: u64, block_bytes: u64, meta: bool) {
     let i = trace.requests.len() as u64;
@@ -429,7 +422,7 @@ pub fn read_traces(
                     push_read(&mut rnd, m, 1, block_bytes, true);
                 }
             }
-            let p = physical_of(node, l).expect("a logical block of the file");
+            let p = node.physical_of(l).expect("a logical block of the file");
             push_read(&mut rnd, p, 1, block_bytes, false);
         }
     }

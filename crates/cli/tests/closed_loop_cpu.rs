@@ -18,25 +18,19 @@ fn a_closed_loop_check_at_a_cpu_factor_runs_throttled_and_charges_the_slower_cpu
         eprintln!("skipped: a closed-loop capture needs root (FUSE mount, loop device, cgroups)");
         return;
     }
-    let dir = scratch("closed-loop-cpu", "f200");
-    let json = dir.join("r.json");
-    let o = layoutlab(&[
-        "reproduce",
+    let (r, _, dir) = reproduce_in(
+        "closed-loop-cpu",
+        "f200",
         "metacluster-fsck",
-        "--scale",
-        "0.005",
-        "--closed-loop",
-        "1",
-        "--cpu-scale",
-        "200",
-        "--out",
-        dir.join("out").to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        &[
+            "--scale",
+            "0.005",
+            "--closed-loop",
+            "1",
+            "--cpu-scale",
+            "200",
+        ],
+    );
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     for run in runs {
@@ -69,25 +63,12 @@ fn a_closed_loop_check_at_a_cpu_factor_runs_throttled_and_charges_the_slower_cpu
         );
         assert_eq!(closed["requests_served"], run["requests"], "{run}");
     }
-    // No cpu cgroup of this run is left.
-    let leftovers: Vec<_> = std::fs::read_dir("/sys/fs/cgroup/cpu")
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("layoutlab-"))
-                .collect()
-        })
-        .unwrap_or_default();
-    assert!(
-        leftovers.iter().all(|n| {
-            let pid: u32 = n
-                .split('-')
-                .nth(1)
-                .and_then(|p| p.parse().ok())
-                .unwrap_or(0);
-            std::path::Path::new(&format!("/proc/{pid}")).exists()
-        }),
-        "left behind: {leftovers:?}"
-    );
+    // No cpu cgroup of a run that has ended is left (`layoutlab clean`'s own search).
+    let left: Vec<_> = layoutlab_rig::stale::find(&std::env::temp_dir())
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.kind == layoutlab_rig::stale::StaleKind::CpuCgroup)
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

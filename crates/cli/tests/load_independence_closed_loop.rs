@@ -14,31 +14,21 @@
 
 mod common;
 
-use common::{is_root, layoutlab, scratch, stderr};
-use std::path::Path;
+use common::{is_root, reproduce_in};
 
 /// One policy's run: (policy, requests, open-loop total of the stream, s, closed-loop
 /// measured time, s).
 type Run = (String, f64, f64, f64);
 
 /// Per policy, one closed-loop run at scale 0.005, K = 8.
-fn closed_loop_run(dir: &Path) -> Vec<Run> {
-    let json = dir.join("r.json");
-    let o = layoutlab(&[
-        "reproduce",
+fn closed_loop_run() -> Vec<Run> {
+    let (v, _, dir) = reproduce_in(
+        "load-closed",
+        "fsck",
         "metacluster-fsck",
-        "--scale",
-        "0.005",
-        "--closed-loop",
-        "8",
-        "--out",
-        dir.join("out").to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        &["--scale", "0.005", "--closed-loop", "8"],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
     v["runs"]
         .as_array()
         .unwrap()
@@ -97,8 +87,7 @@ fn a_closed_loop_capture_does_not_depend_on_how_busy_the_machine_is() {
         eprintln!("skipped: a closed-loop capture needs root (FUSE mount, loop device, tracefs)");
         return;
     }
-    let dir = scratch("load-closed", "fsck");
-    let as_is: Vec<_> = (0..RUNS).map(|_| closed_loop_run(&dir)).collect();
+    let as_is: Vec<_> = (0..RUNS).map(|_| closed_loop_run()).collect();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let burners: Vec<_> = (0..2)
         .map(|_| {
@@ -111,12 +100,11 @@ fn a_closed_loop_capture_does_not_depend_on_how_busy_the_machine_is() {
             })
         })
         .collect();
-    let busy: Vec<_> = (0..RUNS).map(|_| closed_loop_run(&dir)).collect();
+    let busy: Vec<_> = (0..RUNS).map(|_| closed_loop_run()).collect();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for b in burners {
         b.join().unwrap();
     }
-    std::fs::remove_dir_all(&dir).unwrap();
     for i in 0..as_is[0].len() {
         let policy = &as_is[0][i].0;
         let of = |runs: &[Vec<Run>], f: fn(&Run) -> f64| {

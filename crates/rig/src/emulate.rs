@@ -84,7 +84,7 @@ struct Route {
 }
 
 /// The traced program whose CPU time paces the model's clock between requests
-/// ([`Emulator::cpu_pace`], [`CpuPace::follow`]).
+/// ([`Emulator::cpu_pace`], [`CpuPace::follow_self`]).
 ///
 /// Why (issue 25, load independence): without it a request's model arrival is the wall time
 /// of its receipt times K, so everything between two requests on the wall — the program's CPU,
@@ -180,23 +180,6 @@ impl CpuPace {
     /// The CPU factor set ([`CpuPace::set_cpu_scale`]).
     pub fn cpu_scale(&self) -> f64 {
         f64::from_bits(self.cpu_scale.load(Ordering::Relaxed))
-    }
-
-    /// Paces the model's clock by running process `pid`'s CPU time from now on (a request
-    /// received earlier is timed by the wall, and its [`EmulatedRequest::cpu_ns`] says so).
-    /// A program the rig spawns names itself before it execs instead
-    /// ([`CpuPace::follow_self`]), so that none of its requests is missed.
-    pub fn follow(&self, pid: u32) -> Result<()> {
-        let mut id: libc::clockid_t = 0;
-        let rc = unsafe { libc::clock_getcpuclockid(pid as libc::pid_t, &mut id) };
-        if rc != 0 {
-            return Err(RigError::io(
-                format!("the CPU clock of process {pid}"),
-                std::io::Error::from_raw_os_error(rc),
-            ));
-        }
-        self.pid.get().store(pid as i32, Ordering::SeqCst);
-        Ok(())
     }
 
     /// Makes the calling process the followed one: for a child between fork and exec (one
@@ -569,8 +552,8 @@ impl Emulator {
         self.route.ns.store(ns, Ordering::SeqCst);
     }
 
-    /// The handle that makes a program's CPU time pace the model's clock ([`CpuPace`]): give
-    /// it the program's pid once it is spawned.
+    /// The handle that makes a program's CPU time pace the model's clock ([`CpuPace`]): the
+    /// program names itself with it between fork and exec ([`CpuPace::follow_self`]).
     pub fn cpu_pace(&self) -> CpuPace {
         self.pace.clone()
     }

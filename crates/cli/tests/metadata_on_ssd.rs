@@ -316,34 +316,22 @@ fn metadata_on_ssd_ext3_still_seeks_for_inode_tables() {
     );
 }
 
-/// One capture's requests as a multiset of (op, first sector, sectors, pass): the trace CSV
-/// that `--keep` leaves beside the image.
-fn requests_of(
-    trace_csv: &std::path::Path,
-) -> std::collections::BTreeMap<(String, u64, u32, String), u64> {
-    let text = std::fs::read_to_string(trace_csv).unwrap();
-    let mut out = std::collections::BTreeMap::new();
-    for line in text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.starts_with("issue_ns"))
-    {
-        let f: Vec<&str> = line.split(',').collect();
-        let key = (
-            f[2].to_string(),
-            f[3].parse().unwrap(),
-            f[4].parse().unwrap(),
-            f[6].to_string(),
-        );
+/// A capture's requests as a multiset: (op, first sector, sectors, pass) and how often.
+type Requests = std::collections::HashMap<(layoutlab_trace::Op, u64, u32, String), u64>;
+
+/// One capture's requests ([`Requests`]), from the trace that `--keep` leaves beside the image.
+fn requests_of(trace: &std::path::Path) -> Requests {
+    let t = layoutlab_trace::read_path(trace).unwrap();
+    let mut out = Requests::new();
+    for r in &t.requests {
+        let key = (r.op, r.sector, r.sectors, t.tag_name(r.tag).to_string());
         *out.entry(key).or_insert(0) += 1;
     }
     out
 }
 
 /// Requests in one multiset and not in the other, both ways.
-fn requests_not_in_both(
-    a: &std::collections::BTreeMap<(String, u64, u32, String), u64>,
-    b: &std::collections::BTreeMap<(String, u64, u32, String), u64>,
-) -> u64 {
+fn requests_not_in_both(a: &Requests, b: &Requests) -> u64 {
     let mut differ = 0;
     for (k, &n) in a {
         differ += n.saturating_sub(b.get(k).copied().unwrap_or(0));

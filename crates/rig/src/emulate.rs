@@ -56,7 +56,6 @@ const ATTR_TTL: Duration = Duration::from_secs(3600);
 /// FUSE's page-count limit when `/proc/sys/fs/fuse/max_pages_limit` is absent (the kernel's
 /// `FUSE_DEFAULT_MAX_PAGES_LIMIT`, 256 pages = 1 MiB).
 const DEFAULT_FUSE_MAX_PAGES: u32 = 256;
-const PAGE_BYTES: u32 = 4096;
 /// The scheduler wakes this long before a reply is due and spins the rest: a timed wait on
 /// this (shared, virtual) machine woke 40-80 µs late, and the Memulator's bar is 2% or 100 µs.
 /// 150 µs of spinning per request costs a few percent of one CPU at a disk's request rate.
@@ -127,7 +126,7 @@ impl SharedPid {
         let page = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                PAGE_BYTES as usize,
+                crate::system::page_bytes(),
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED | libc::MAP_ANONYMOUS,
                 -1,
@@ -152,7 +151,7 @@ impl SharedPid {
 
 impl Drop for SharedPid {
     fn drop(&mut self) {
-        unsafe { libc::munmap(self.0, PAGE_BYTES as usize) };
+        unsafe { libc::munmap(self.0, crate::system::page_bytes()) };
     }
 }
 
@@ -350,7 +349,7 @@ pub fn fuse_max_request_kb() -> u32 {
         .ok()
         .and_then(|t| t.parse::<u32>().ok())
         .unwrap_or(DEFAULT_FUSE_MAX_PAGES);
-    pages * PAGE_BYTES / 1024
+    pages * crate::system::page_bytes() as u32 / 1024
 }
 
 impl Emulator {

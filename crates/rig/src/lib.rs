@@ -79,8 +79,8 @@ pub use mkfs::{mkfs, FsKind};
 pub use mount::Mount;
 pub use period::{E2fsprogs, E2FSPROGS_NAMES};
 pub use system::{
-    check_free_space, drop_caches, free_space_bytes, is_memory_fs, is_root, require_root,
-    run_command, TempDir, TempFile,
+    check_free_space, drop_caches, free_space_bytes, is_memory_fs, is_root, page_bytes,
+    require_root, run_command, TempDir, TempFile,
 };
 pub use tracefs::{
     read_bios, BioEvents, Capture, CpuAccounting, CpuFollower, ExpectedEvents, Marker,

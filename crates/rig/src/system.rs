@@ -8,6 +8,16 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// This machine's page size, bytes (`sysconf(_SC_PAGESIZE)`; 4096 if it cannot say).
+pub fn page_bytes() -> usize {
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as usize
+    } else {
+        4096
+    }
+}
+
 /// Whether this process runs as root.
 pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }

@@ -576,8 +576,9 @@ pub fn write_population(
 /// fsync.
 pub fn write_zeros(files: &[&Path], bytes: u64, chunk: u64, turn: Option<u64>) -> Result<()> {
     let len = chunk.min(turn.unwrap_or(chunk)) as usize;
-    let mut buf = vec![0u8; len + PAGE_BYTES];
-    let skip = buf.as_ptr().align_offset(PAGE_BYTES);
+    let page = layoutlab_rig::page_bytes();
+    let mut buf = vec![0u8; len + page];
+    let skip = buf.as_ptr().align_offset(page);
     let zeros = &mut buf[skip..skip + len];
     touch_pages(zeros);
     let zeros: &[u8] = zeros;
@@ -609,9 +610,6 @@ pub fn write_zeros(files: &[&Path], bytes: u64, chunk: u64, turn: Option<u64>) -
     Ok(())
 }
 
-/// This machine's page size (x86-64), bytes: the write buffer is aligned to it, as dd's is.
-const PAGE_BYTES: usize = 4096;
-
 /// Gives every page of `buf` its own memory before it is written from, as dd's buffer has
 /// been read into before each write. Why (2026-11-27, ext4-2007's contiguous 2 GB file,
 /// tests/ext4_2007_kernel.rs): from a fresh `vec!` (zeroed pages mapped lazily, 16 bytes past
@@ -622,7 +620,7 @@ const PAGE_BYTES: usize = 4096;
 /// the file systems that allocate at writeback (delalloc ext4, XFS, btrfs) do not choose
 /// blocks at write(2) at all.
 fn touch_pages(buf: &mut [u8]) {
-    for i in (0..buf.len()).step_by(PAGE_BYTES) {
+    for i in (0..buf.len()).step_by(layoutlab_rig::page_bytes()) {
         // Volatile: a write of 0 into zeroed memory must not be optimised away.
         // SAFETY: `i` is in bounds, so the pointer is valid for a one-byte write.
         unsafe { std::ptr::write_volatile(buf.as_mut_ptr().add(i), 0) };

@@ -29,6 +29,8 @@ fn aging_matrix_is_clean_and_keeps_its_contract() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["experiment"], "metacluster-aging");
+    // the experiment file runs its checks under SCHED_FIFO (issue 28), and the JSON says so
+    assert_eq!(v["e2fsck_real_time"], true);
     let runs = v["runs"].as_array().unwrap();
     let policies = ["ext3-2007", "ext3-metacluster", "rext3", "ext4-2009"];
     let ages = [0.0, 1.0, 5.0, 10.0, 25.0];
@@ -132,6 +134,11 @@ fn bad_aging_parameters_are_refused_before_any_work() {
         ("fullness = 0.8", "fullness = 1.2", "fullness"),
         ("ages = [0, 1, 5, 10, 25]", "ages = [0, -1]", "ages"),
         ("read_files = 3", "read_files = 0", "read_files"),
+        (
+            "e2fsck_real_time = true",
+            "e2fsck_real_time = \"yes\"",
+            "e2fsck_real_time",
+        ),
         (
             "workloads = [\"bench5\", \"ubuntu-32g\"]",
             "workloads = [\"bench6\"]",

@@ -786,8 +786,6 @@ impl Population {
                 path: path.to_string(),
                 reason,
             };
-            let parent_of =
-                |p: &'_ str| -> String { p.rsplit_once('/').map_or("", |(d, _)| d).to_string() };
             let existing = match op {
                 NsOp::Append { .. }
                 | NsOp::Extend { .. }
@@ -852,8 +850,9 @@ impl Population {
                             ));
                         }
                         valid_name(to).map_err(|e| bad(format!("new name '{to}': {e}")))?;
-                        let to_parent = parent_of(to);
-                        match made.get(to_parent.as_str()) {
+                        // a borrowed parent, not a String per rename
+                        let to_parent = to.rsplit_once('/').map_or("", |(d, _)| d);
+                        match made.get(to_parent) {
                             Some(Made::Dir) => {}
                             _ => {
                                 return Err(bad(format!(
@@ -874,7 +873,6 @@ impl Population {
                         *children
                             .entry(path.rsplit_once('/').map_or("", |(d, _)| d))
                             .or_default() -= 1;
-                        let to_parent = to.rsplit_once('/').map_or("", |(d, _)| d);
                         *children.entry(to_parent).or_default() += 1;
                     }
                     NsOp::Rmdir { .. } => {

@@ -60,6 +60,10 @@ fn grow_dir(
     bs: u64,
     placer: &mut dyn IndirectPlacer,
 ) -> Option<()> {
+    // most entries fit in the blocks the directory has: nothing to copy for an undo then
+    if blocks == 0 {
+        return Some(());
+    }
     let saved = node.clone();
     let mut taken: Vec<u64> = Vec::new();
     for _ in 0..blocks {

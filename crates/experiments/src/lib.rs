@@ -312,7 +312,10 @@ mod tests {
         };
         for (args, applies) in [
             (&sens, "applies to fsck experiments"),
-            (&closed, "applies to fsck, large-delete experiments"),
+            (
+                &closed,
+                "applies to fsck, large-delete, request-merging experiments",
+            ),
         ] {
             check_capture_flags(&fsck, args).unwrap();
             let err = check_capture_flags(&fio, args).unwrap_err().to_string();

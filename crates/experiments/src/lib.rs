@@ -314,7 +314,7 @@ mod tests {
             (&sens, "applies to fsck experiments"),
             (
                 &closed,
-                "applies to fsck, large-delete, request-merging experiments",
+                "applies to fsck, large-delete, request-merging, random-read experiments",
             ),
         ] {
             check_capture_flags(&fsck, args).unwrap();

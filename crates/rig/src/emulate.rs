@@ -195,18 +195,43 @@ impl CpuPace {
         self.pid.get().store(libc::getpid(), Ordering::SeqCst);
     }
 
+    /// Makes the calling thread the followed program, until [`CpuPace::stop_following`]: for
+    /// work this process does itself on one thread (random-read's reads). Its own CPU clock,
+    /// not the process's: the process's would count the emulator's threads, which spin before
+    /// each reply. The kernel lets a thread's CPU clock be read only from its own process,
+    /// which the emulator's threads are.
+    pub fn follow_this_thread(&self) {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t;
+        // Negative: a thread of this process, not a process (pids and tids are positive).
+        self.pid.get().store(-tid, Ordering::SeqCst);
+    }
+
+    /// Follows nothing: later requests are placed by the wall.
+    pub fn stop_following(&self) {
+        self.pid.get().store(0, Ordering::SeqCst);
+    }
+
     /// The followed process and its CPU time now (user and system, all its threads), times
     /// the CPU factor ([`CpuPace::set_cpu_scale`]), ns; `None` when none is followed or it has
     /// exited.
     fn now_ns(&self) -> Option<CpuStamp> {
         let pid = self.pid.get().load(Ordering::Relaxed);
-        if pid <= 0 {
-            return None;
-        }
-        let mut id: libc::clockid_t = 0;
-        if unsafe { libc::clock_getcpuclockid(pid, &mut id) } != 0 {
-            return None;
-        }
+        let id: libc::clockid_t = match pid {
+            0 => return None,
+            // A thread of this process ([`CpuPace::follow_this_thread`]): the kernel's
+            // per-thread scheduler clock, `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)` of
+            // include/linux/posix-timers_types.h (glibc's `pthread_getcpuclockid` makes the
+            // same id, but from a pthread_t).
+            tid if tid < 0 => ((!(-tid)) << 3) | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED,
+            pid => {
+                let mut id: libc::clockid_t = 0;
+                if unsafe { libc::clock_getcpuclockid(pid, &mut id) } != 0 {
+                    return None;
+                }
+                id
+            }
+        };
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -219,6 +244,11 @@ impl CpuPace {
         })
     }
 }
+
+/// A thread CPU clock's id bits (include/linux/posix-timers_types.h).
+const CPUCLOCK_PERTHREAD_MASK: libc::clockid_t = 4;
+/// The scheduler's runtime clock (`CPUCLOCK_SCHED`): what `clock_getcpuclockid` gives too.
+const CPUCLOCK_SCHED: libc::clockid_t = 2;
 
 /// The followed program's CPU time at one instant, with which process it is.
 ///
@@ -774,6 +804,13 @@ impl ModelClock {
             }
             _ => None,
         };
+        if cpu.is_none() {
+            // A request the wall places (nothing followed: the rig's own work between two
+            // followed programs, or after one) ends the paced stretch: the next followed
+            // request is placed by the wall as a first one is, not by anchors older than it.
+            self.arrived = None;
+            self.delivered = None;
+        }
         let arrival = by_cpu.unwrap_or_else(|| {
             let idle = !replies_pending && received_ns >= self.last_sent_ns;
             let floor = if idle {
@@ -1335,6 +1372,72 @@ mod tests {
         assert_eq!(
             clock.arrival_ns(300_000_000, 1.0, false, second(2_150_000)),
             215_050_000.0
+        );
+    }
+
+    /// A followed thread's CPU clock is the thread's own: read from another thread of the
+    /// process (as the emulator's are), it grows with that thread's work and not with the
+    /// reader's.
+    #[test]
+    fn a_followed_thread_s_clock_counts_that_thread_alone() {
+        let pace = CpuPace::new().unwrap();
+        assert_eq!(pace.now_ns(), None);
+        let (tx, rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let worker = {
+            let pace = pace.clone();
+            std::thread::spawn(move || {
+                pace.follow_this_thread();
+                tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+                // 50 ms of CPU in this thread.
+                let t = Instant::now();
+                let mut x = 0u64;
+                while t.elapsed() < Duration::from_millis(50) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+                tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+            })
+        };
+        rx.recv().unwrap();
+        let before = pace.now_ns().expect("the worker is followed");
+        // This thread spins 50 ms too: not counted.
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(50) {
+            std::hint::spin_loop();
+        }
+        let idle = pace.now_ns().unwrap();
+        go_tx.send(()).unwrap();
+        rx.recv().unwrap();
+        let busy = pace.now_ns().unwrap();
+        assert!(idle.ns - before.ns < 10_000_000, "{before:?} {idle:?}");
+        assert!(busy.ns - idle.ns >= 40_000_000, "{idle:?} {busy:?}");
+        assert!(busy.pid < 0, "a thread is followed, not a process");
+        go_tx.send(()).unwrap();
+        worker.join().unwrap();
+        pace.stop_following();
+        assert_eq!(pace.now_ns(), None);
+    }
+
+    /// A request the wall places between two paced stretches (the rig dropping caches between
+    /// two reads of the same followed thread) ends the first stretch: the next paced request
+    /// is placed by the wall, not by the old anchors plus the CPU the thread spent between.
+    #[test]
+    fn a_request_placed_by_the_wall_ends_the_paced_stretch() {
+        let mut clock = ModelClock::default();
+        assert_eq!(clock.arrival_ns(1_000_000, 1.0, false, cpu(100_000)), 1e6);
+        clock.completed(5e6);
+        clock.sent(5_000_000, 5e6, cpu(100_000));
+        // The rig's own request, nothing followed, 100 ms of wall later.
+        assert_eq!(clock.arrival_ns(105_000_000, 1.0, false, None), 105e6);
+        clock.completed(112e6);
+        clock.sent(112_000_000, 112e6, None);
+        // The thread is followed again, 3 ms of its CPU later: the wall's 300 ms, not the old
+        // anchor's 1 ms + 3 ms nor the last arrival.
+        assert_eq!(
+            clock.arrival_ns(300_000_000, 1.0, false, cpu(3_100_000)),
+            300e6
         );
     }
 

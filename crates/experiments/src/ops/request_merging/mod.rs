@@ -175,6 +175,8 @@ pub struct Phase {
     pub seconds_here: f64,
     /// With --closed-loop: what the emulated disk measured for the phase's requests.
     pub closed_loop: Option<ClosedLoopRun>,
+    /// On an emulated disk: the phase's requests in the emulator's served log (indices).
+    pub served: Option<std::ops::Range<usize>>,
 }
 
 /// JSON of `--json`.
@@ -307,7 +309,7 @@ enum Stack {
     },
     /// The raw target closed loop: the emulated disk over the zram device.
     Emulated {
-        emulator: Emulator,
+        emulator: Box<Emulator>,
         _zram: Zram,
         _lock: RigLock,
     },
@@ -404,8 +406,13 @@ pub fn capture_target(
             check_fits(&opts)?;
             let lock = RigLock::acquire()?;
             let zram = Zram::create(dev_bytes)?;
-            let emulator =
-                crate::support::start_emulator(queue_of, zram.path(), k, false, queue.clone())?;
+            let emulator = Box::new(crate::support::start_emulator(
+                queue_of,
+                zram.path(),
+                k,
+                false,
+                queue.clone(),
+            )?);
             Stack::Emulated {
                 emulator,
                 _zram: zram,
@@ -441,7 +448,7 @@ pub fn capture_target(
         pace,
         served_so_far: Box::new(|| stack.served_so_far()),
     });
-    let (mut phases, served_ranges) = traced_dd(
+    let mut phases = traced_dd(
         stack.loopdev(),
         &plan,
         spec.mib,
@@ -457,13 +464,11 @@ pub fn capture_target(
     )?;
     drop(emulated);
     let served = stack.stop_emulating()?;
-    if let Some(k) = closed_loop {
-        for (p, (from, to)) in phases.iter_mut().zip(served_ranges) {
-            p.closed_loop = Some(ClosedLoopRun::of(k, &served[from..to], 0.0));
-        }
-    }
     for p in &mut phases {
         p.target = name.to_string();
+        if let (Some(k), Some(range)) = (closed_loop, p.served.clone()) {
+            p.closed_loop = Some(ClosedLoopRun::of(k, &served[range], 0.0));
+        }
     }
     Ok(phases)
 }
@@ -486,16 +491,15 @@ pub fn device_bytes(spec: &RequestMergingSpec) -> u64 {
 /// Runs `dd bs=1M count=MIB` for each (mode, op, path) of `plan` as a traced phase of
 /// `loopdev` (caches dropped by `drop_caches` before each read), checks each phase's sectors
 /// against the device's counters and its bios against its requests, and returns the phases.
-/// On an emulated disk (`emulated`) each `dd` paces its clock, and the second list holds, per
-/// phase, the range of the emulator's served requests between the phase's marks (empty open
-/// loop); a phase whose served count differs from its traced requests is an error.
+/// On an emulated disk (`emulated`) each `dd` paces its clock, and each phase gets the range of
+/// the emulator's served requests between its marks ([`Phase::served`]).
 pub fn traced_dd(
     loopdev: &LoopDevice,
     plan: &[(String, Op, PathBuf)],
     mib: u64,
     mut drop_caches: impl FnMut(&LoopDevice) -> Result<()>,
     emulated: Option<&Emulated<'_>>,
-) -> Result<(Vec<Phase>, Vec<(usize, usize)>)> {
+) -> Result<Vec<Phase>> {
     let dev_name = format!("loop{}", loopdev.number());
     let session = TracefsSession::start(
         loopdev.dev(),
@@ -527,7 +531,7 @@ pub fn traced_dd(
             before,
             after,
             seconds_here,
-            (served_from, served_to),
+            emulated.map(|_| served_from..served_to),
         ));
     }
     let capture = session.stop()?;
@@ -535,12 +539,8 @@ pub fn traced_dd(
     let bios = capture.bios.expect("bio_queue was asked");
     let bio_events = capture.bio_events.unwrap_or_default();
     let mut phases = Vec::new();
-    let mut served_ranges = Vec::new();
-    for (tag, mode, op, before, after, seconds_here, (from, to)) in windows {
+    for (tag, mode, op, before, after, seconds_here, served) in windows {
         let requests = of_tag(&capture.trace, &tag, None, TagTable::Own);
-        if emulated.is_some() {
-            served_ranges.push((from, to));
-        }
         let (r, w) = sectors(&requests);
         let (sr, sw) = (after.0 - before.0, after.1 - before.1);
         if (r, w) != (sr, sw) {
@@ -568,9 +568,10 @@ pub fn traced_dd(
             seconds_here,
             all_requests: requests.requests.len() as u64,
             closed_loop: None,
+            served,
         });
     }
-    Ok((phases, served_ranges))
+    Ok(phases)
 }
 
 /// `dd bs=1M count=MIB` writing zeros to `path` (with `conv=fsync`) or reading it to

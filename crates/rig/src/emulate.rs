@@ -1375,6 +1375,24 @@ mod tests {
         );
     }
 
+    /// Computes until the calling thread has used `ns` of CPU by its own clock (the wall would
+    /// give less CPU on a loaded machine).
+    fn spin_own_cpu(ns: u64) {
+        let own = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
+        let start = own();
+        let mut x = 0u64;
+        while own() - start < ns {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+    }
+
     /// A followed thread's CPU clock is the thread's own: read from another thread of the
     /// process (as the emulator's are), it grows with that thread's work and not with the
     /// reader's.
@@ -1390,29 +1408,23 @@ mod tests {
                 pace.follow_this_thread();
                 tx.send(()).unwrap();
                 go_rx.recv().unwrap();
-                // 50 ms of CPU in this thread.
-                let t = Instant::now();
-                let mut x = 0u64;
-                while t.elapsed() < Duration::from_millis(50) {
-                    x = std::hint::black_box(x.wrapping_add(1));
-                }
+                // 50 ms of CPU in this thread, by its own clock (the wall would give less CPU
+                // on a loaded machine).
+                spin_own_cpu(50_000_000);
                 tx.send(()).unwrap();
                 go_rx.recv().unwrap();
             })
         };
         rx.recv().unwrap();
         let before = pace.now_ns().expect("the worker is followed");
-        // This thread spins 50 ms too: not counted.
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_millis(50) {
-            std::hint::spin_loop();
-        }
+        // This thread computes 50 ms too: not counted (the process's clock would).
+        spin_own_cpu(50_000_000);
         let idle = pace.now_ns().unwrap();
         go_tx.send(()).unwrap();
         rx.recv().unwrap();
         let busy = pace.now_ns().unwrap();
         assert!(idle.ns - before.ns < 10_000_000, "{before:?} {idle:?}");
-        assert!(busy.ns - idle.ns >= 40_000_000, "{idle:?} {busy:?}");
+        assert!(busy.ns - idle.ns >= 50_000_000, "{idle:?} {busy:?}");
         assert!(busy.pid < 0, "a thread is followed, not a process");
         go_tx.send(()).unwrap();
         worker.join().unwrap();

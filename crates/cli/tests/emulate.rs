@@ -304,7 +304,8 @@ fn metacluster_fsck_closed_loop_reports_the_emulated_time_beside_the_replay() {
     let o = layoutlab(&["reproduce", "fio-randread", "--closed-loop"]);
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("applies to fsck, large-delete experiments"),
+        stderr(&o)
+            .contains("applies to fsck, large-delete, request-merging, random-read experiments"),
         "{}",
         stderr(&o)
     );
@@ -368,6 +369,150 @@ fn large_delete_closed_loop_serves_the_traced_requests_and_reports_both_times() 
         assert!(closed["measured_seconds"].as_f64().unwrap() > 0.0, "{run}");
         assert!(run["seconds"].as_f64().unwrap() > 0.0, "{run}");
         // Traced on the emulated device: its queue, FUSE's largest request.
+        assert_eq!(run["capture_queue"]["rotational"], true, "{run}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// request-merging closed loop: each target's `dd`s run on the emulated disk of the one preset
+/// (the raw target on the emulator over its zram device; ext3 and ext4 moved there after
+/// mkfs). In every phase the emulator serves exactly the requests the kernel traced between the
+/// phase's marks, each `dd` named itself before exec so its CPU places requests on the model's
+/// clock, and the request row gives the time measured there beside the open-loop prices of the
+/// same stream. What it cannot run is refused before anything is made: several presets, and a
+/// request size FUSE would split (the experiment's 1280 KiB). 8 MiB per `dd`, K = 8.
+#[test]
+fn request_merging_closed_loop_serves_the_traced_requests_and_reports_both_times() {
+    if !is_root() {
+        eprintln!("skipped: a closed-loop capture needs root (FUSE mount, loop device, tracefs)");
+        return;
+    }
+    let dir = scratch("emulate", "request-merging");
+    let json = dir.join("r.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "request-merging",
+            "--device",
+            "sata-500g-2008",
+            "--set",
+            "mib=8",
+            "--set",
+            "max_sectors_kb=1024",
+            "--closed-loop",
+            "8",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(leftovers(pid), Vec::<String>::new());
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["closed_loop"], 8.0, "{r}");
+    let runs = r["runs"].as_array().unwrap();
+    let requests: Vec<&serde_json::Value> =
+        runs.iter().filter(|x| x["level"] == "request").collect();
+    // Three targets, two modes, a write and a read each.
+    assert_eq!(requests.len(), 12, "{r}");
+    for run in requests {
+        let closed = &run["closed_loop"];
+        assert_eq!(closed["time_scale"], 8.0, "{run}");
+        assert!(run["requests"].as_u64().unwrap() > 0, "{run}");
+        assert_eq!(closed["requests_served"], run["phase_requests"], "{run}");
+        // dd named itself before exec: its CPU placed its requests, the first included.
+        assert!(closed["requests_paced"].as_u64().unwrap() > 0, "{run}");
+        assert!(closed["measured_seconds"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(run["seconds"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(run["replayed_seconds"].as_f64().unwrap() > 0.0, "{run}");
+        assert_eq!(run["capture_queue"]["rotational"], true, "{run}");
+    }
+    // The bio level is a view of the same queue: no time of its own.
+    assert!(runs
+        .iter()
+        .filter(|x| x["level"] == "bio")
+        .all(|x| x.get("closed_loop").is_none()));
+
+    for (args, says) in [
+        (
+            vec!["--set", "max_sectors_kb=1024"],
+            "captures on one emulated disk",
+        ),
+        (
+            vec!["--device", "sata-500g-2008"],
+            "--set max_sectors_kb=1024",
+        ),
+    ] {
+        let mut all = vec!["reproduce", "request-merging", "--closed-loop", "8"];
+        all.extend(args);
+        let out = dir.join("refused");
+        all.extend(["--out", out.to_str().unwrap()]);
+        let o = layoutlab(&all);
+        assert!(!o.status.success(), "{all:?}");
+        assert!(stderr(&o).contains(says), "{all:?}: {}", stderr(&o));
+        assert!(!out.exists(), "{all:?} made its report directory");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// random-read closed loop: each target's reads run on the emulated disk (the raw target's
+/// sparse file served read-only; ext3's policy image and ext4's engine image moved there after
+/// their layout is read). In every run the emulator serves exactly the requests the kernel
+/// traced in the reads' window, the reading thread's own CPU places them on the model's clock,
+/// and the JSON gives the time measured there beside the open-loop replay. Scale 0.001 (a
+/// 1.9 GB sparse file), 300 reads per target and mode, K = 8.
+#[test]
+fn random_read_closed_loop_serves_the_traced_requests_and_reports_both_times() {
+    if !is_root() {
+        eprintln!("skipped: a closed-loop capture needs root (FUSE mount, loop device, tracefs)");
+        return;
+    }
+    let dir = scratch("emulate", "random-read");
+    let json = dir.join("r.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "random-read",
+            "--scale",
+            "0.001",
+            "--set",
+            "reads=300",
+            "--closed-loop",
+            "8",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(leftovers(pid), Vec::<String>::new());
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = r["runs"].as_array().unwrap();
+    // ext3, ext4 and raw, buffered and direct.
+    assert_eq!(runs.len(), 6, "{r}");
+    for run in runs {
+        let closed = &run["closed_loop"];
+        assert_eq!(closed["time_scale"], 8.0, "{run}");
+        assert!(run["device_requests"].as_u64().unwrap() >= 300, "{run}");
+        assert_eq!(closed["requests_served"], run["phase_requests"], "{run}");
+        // The reading thread was followed from before its first read.
+        assert!(closed["requests_paced"].as_u64().unwrap() > 0, "{run}");
+        assert!(closed["measured_seconds"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(run["seconds"].as_f64().unwrap() > 0.0, "{run}");
         assert_eq!(run["capture_queue"]["rotational"], true, "{run}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -598,7 +743,8 @@ fn fsck_predict_and_sweeps_take_the_closed_loop_flag_or_refuse_it() {
     ]);
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("applies to fsck, large-delete experiments"),
+        stderr(&o)
+            .contains("applies to fsck, large-delete, request-merging, random-read experiments"),
         "{}",
         stderr(&o)
     );

@@ -242,9 +242,10 @@ pub struct RunArgs {
     /// (the system's, the default), a release ("1.40.2", "1.41.4", "1.41.14", built by
     /// `make deps`) or "period" (the release the experiment names as its own).
     pub e2fsck: Option<String>,
-    /// Capture closed loop (fsck experiments): e2fsck runs on `layoutlab device emulate`'s
-    /// device, whose requests complete at the preset's model time divided by this time scale
-    /// K; the run reports the time measured there beside the open-loop replay.
+    /// Capture closed loop (the operations whose `supports_closed_loop` says so): the traced
+    /// program or kernel work runs on `layoutlab device emulate`'s device, whose requests
+    /// complete at the preset's model time divided by this time scale K; the run reports the
+    /// time measured there beside the open-loop replay.
     pub closed_loop: Option<f64>,
 }
 
@@ -312,7 +313,10 @@ mod tests {
         };
         for (args, applies) in [
             (&sens, "applies to fsck experiments"),
-            (&closed, "applies to fsck, large-delete experiments"),
+            (
+                &closed,
+                "applies to fsck, large-delete, request-merging, random-read experiments",
+            ),
         ] {
             check_capture_flags(&fsck, args).unwrap();
             let err = check_capture_flags(&fio, args).unwrap_err().to_string();

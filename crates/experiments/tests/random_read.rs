@@ -72,6 +72,7 @@ fn mapping_reads_are_the_distinct_mapping_blocks_the_reads_walk_through() {
             "sata-2t-5400-2010",
             &work,
             exp.seed,
+            None,
         )
         .unwrap();
         let r = &runs[0];
@@ -122,6 +123,7 @@ fn both_modes(
         "sata-2t-5400-2010",
         &std::env::temp_dir(),
         seed,
+        None,
     )
     .unwrap()
 }

@@ -25,7 +25,7 @@ fn known_bio_and_request_sizes_on_a_raw_loop_device() {
         max_sectors_kb: 256,
     };
     let loops_before = loops();
-    let phases = capture_target(&spec, "raw", None, "sata-500g-2008").unwrap();
+    let phases = capture_target(&spec, "raw", None, "sata-500g-2008", None).unwrap();
     let names: Vec<(String, Op)> = phases.iter().map(|p| (p.mode.clone(), p.op)).collect();
     assert_eq!(
         names,

@@ -195,25 +195,73 @@ impl CpuPace {
         self.pid.get().store(libc::getpid(), Ordering::SeqCst);
     }
 
-    /// The followed process's CPU time now (user and system, all its threads), times the CPU
-    /// factor ([`CpuPace::set_cpu_scale`]), ns; `None` when none is followed or it has exited.
-    fn now_ns(&self) -> Option<u64> {
+    /// Makes the calling thread the followed program, until [`CpuPace::stop_following`]: for
+    /// work this process does itself on one thread (random-read's reads). Its own CPU clock,
+    /// not the process's: the process's would count the emulator's threads, which spin before
+    /// each reply. The kernel lets a thread's CPU clock be read only from its own process,
+    /// which the emulator's threads are.
+    pub fn follow_this_thread(&self) {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t;
+        // Negative: a thread of this process, not a process (pids and tids are positive).
+        self.pid.get().store(-tid, Ordering::SeqCst);
+    }
+
+    /// Follows nothing: later requests are placed by the wall.
+    pub fn stop_following(&self) {
+        self.pid.get().store(0, Ordering::SeqCst);
+    }
+
+    /// The followed process and its CPU time now (user and system, all its threads), times
+    /// the CPU factor ([`CpuPace::set_cpu_scale`]), ns; `None` when none is followed or it has
+    /// exited.
+    fn now_ns(&self) -> Option<CpuStamp> {
         let pid = self.pid.get().load(Ordering::Relaxed);
-        if pid <= 0 {
-            return None;
-        }
-        let mut id: libc::clockid_t = 0;
-        if unsafe { libc::clock_getcpuclockid(pid, &mut id) } != 0 {
-            return None;
-        }
+        let id: libc::clockid_t = match pid {
+            0 => return None,
+            // A thread of this process ([`CpuPace::follow_this_thread`]): the kernel's
+            // per-thread scheduler clock, `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)` of
+            // include/linux/posix-timers_types.h (glibc's `pthread_getcpuclockid` makes the
+            // same id, but from a pthread_t).
+            tid if tid < 0 => ((!(-tid)) << 3) | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED,
+            pid => {
+                let mut id: libc::clockid_t = 0;
+                if unsafe { libc::clock_getcpuclockid(pid, &mut id) } != 0 {
+                    return None;
+                }
+                id
+            }
+        };
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
         };
         let rc = unsafe { libc::clock_gettime(id, &mut ts) };
         let raw = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
-        (rc == 0).then(|| (raw as f64 * self.cpu_scale()).round() as u64)
+        (rc == 0).then(|| CpuStamp {
+            pid,
+            ns: (raw as f64 * self.cpu_scale()).round() as u64,
+        })
     }
+}
+
+/// A thread CPU clock's id bits (include/linux/posix-timers_types.h).
+const CPUCLOCK_PERTHREAD_MASK: libc::clockid_t = 4;
+/// The scheduler's runtime clock (`CPUCLOCK_SCHED`): what `clock_getcpuclockid` gives too.
+const CPUCLOCK_SCHED: libc::clockid_t = 2;
+
+/// The followed program's CPU time at one instant, with which process it is.
+///
+/// Why the pid: one emulator may serve several programs followed one after another
+/// (request-merging's `dd`s, one per traced phase), each naming itself with
+/// [`CpuPace::follow_self`]. A new process's CPU clock starts at zero, so an anchor taken on
+/// the previous one would place the new program's first request at that program's last
+/// arrival, erasing the time between the two on the model's clock; the [`ModelClock`] keeps
+/// only anchors of the same process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CpuStamp {
+    pid: libc::pid_t,
+    ns: u64,
 }
 
 /// Runs the calling thread under `SCHED_FIFO` at the lowest real-time priority, so that the
@@ -616,7 +664,7 @@ enum Pending {
 struct Job {
     arrived: Instant,
     /// The followed program's CPU time at receipt ([`CpuPace`]).
-    cpu_ns: Option<u64>,
+    cpu: Option<CpuStamp>,
     request: EmuRequest,
     pending: Pending,
 }
@@ -708,7 +756,8 @@ fn paced_reply_due_ns(
 /// so a synchronous request arrives at the completion it waited for plus its think time, as
 /// the open-loop replay places it; the program's waits for a CPU, the loop worker's and the
 /// route's delays move no arrival. The first paced request (no anchor yet) is placed by the
-/// wall. A request issued before the program saw a completion but received after its reply
+/// wall, and so is a program's first request after another program was followed (anchors are
+/// per process, [`CpuStamp`]). A request issued before the program saw a completion but received after its reply
 /// left is raised to it, as the wall rule above raises it. And at K > 1 a completion the
 /// kernel sees K times early can make the program compute through it; its CPU is then counted
 /// once, from the reply, not from the arrival (arrivals land later than on the period's disk,
@@ -721,38 +770,47 @@ struct ModelClock {
     last_complete_ns: f64,
     /// When the latest reply started to leave, wall ns since the start.
     last_sent_ns: u64,
-    /// Paced: the latest arrival (model ns) and the program's CPU then (ns).
-    arrived: Option<(f64, u64)>,
+    /// Paced: the latest arrival (model ns) and the program's CPU then.
+    arrived: Option<(f64, CpuStamp)>,
     /// Paced: the latest completion replied to (model ns), the program's CPU and the wall time
     /// (ns since the start) when its reply started to leave.
-    delivered: Option<(f64, u64, u64)>,
+    delivered: Option<(f64, CpuStamp, u64)>,
 }
 
 impl ModelClock {
     /// The model's arrival of a request the daemon received at wall `received_ns`, with
     /// `replies_pending` (unsent replies when the scheduler took it). Whole ns, as a trace
     /// keeps them: an open-loop replay of the served stream hands the model the same times.
-    /// `cpu_ns` is the followed program's CPU time at receipt ([`CpuPace`]; `None`: the wall
+    /// `cpu` is the followed program's CPU time at receipt ([`CpuPace`]; `None`: the wall
     /// places it).
     fn arrival_ns(
         &mut self,
         received_ns: u64,
         scale: f64,
         replies_pending: bool,
-        cpu_ns: Option<u64>,
+        cpu: Option<CpuStamp>,
     ) -> f64 {
-        let by_cpu = match (cpu_ns, self.arrived) {
-            (Some(cpu), Some((at, at_cpu))) => {
-                let mut t = at + cpu.saturating_sub(at_cpu) as f64;
+        // Anchors of another process (an earlier program followed by the same emulator) do
+        // not place this one's requests: its first request is placed by the wall.
+        let by_cpu = match (cpu, self.arrived) {
+            (Some(cpu), Some((at, at_cpu))) if at_cpu.pid == cpu.pid => {
+                let mut t = at + cpu.ns.saturating_sub(at_cpu.ns) as f64;
                 if let Some((done, done_cpu, sent)) = self.delivered {
-                    if received_ns >= sent {
-                        t = t.max(done + cpu.saturating_sub(done_cpu) as f64);
+                    if received_ns >= sent && done_cpu.pid == cpu.pid {
+                        t = t.max(done + cpu.ns.saturating_sub(done_cpu.ns) as f64);
                     }
                 }
                 Some(t.round().max(self.last_arrival_ns))
             }
             _ => None,
         };
+        if cpu.is_none() {
+            // A request the wall places (nothing followed: the rig's own work between two
+            // followed programs, or after one) ends the paced stretch: the next followed
+            // request is placed by the wall as a first one is, not by anchors older than it.
+            self.arrived = None;
+            self.delivered = None;
+        }
         let arrival = by_cpu.unwrap_or_else(|| {
             let idle = !replies_pending && received_ns >= self.last_sent_ns;
             let floor = if idle {
@@ -762,7 +820,7 @@ impl ModelClock {
             };
             (received_ns as f64 * scale).round().max(floor)
         });
-        if let Some(cpu) = cpu_ns {
+        if let Some(cpu) = cpu {
             self.arrived = Some((arrival, cpu));
         }
         self.last_arrival_ns = arrival;
@@ -775,12 +833,13 @@ impl ModelClock {
     }
 
     /// A reply starts to leave at wall `at_ns`, for a request the model completed at
-    /// `complete_ns`; `cpu_ns` is the followed program's CPU time then.
-    fn sent(&mut self, at_ns: u64, complete_ns: f64, cpu_ns: Option<u64>) {
+    /// `complete_ns`; `cpu` is the followed program's CPU time then.
+    fn sent(&mut self, at_ns: u64, complete_ns: f64, cpu: Option<CpuStamp>) {
         self.last_sent_ns = self.last_sent_ns.max(at_ns);
-        if let Some(cpu) = cpu_ns {
+        if let Some(cpu) = cpu {
             let done = self
                 .delivered
+                .filter(|(_, c, _)| c.pid == cpu.pid)
                 .map_or(complete_ns, |(d, _, _)| d.max(complete_ns));
             self.delivered = Some((done, cpu, at_ns));
         }
@@ -871,11 +930,11 @@ fn schedule(
                 // A reply still in the heap was pending when this request was received (the
                 // channel keeps the reader's order).
                 let received_ns = since_ns(t0, job.arrived);
-                let arrival_ns = clock.arrival_ns(received_ns, scale, !heap.is_empty(), job.cpu_ns);
+                let arrival_ns = clock.arrival_ns(received_ns, scale, !heap.is_empty(), job.cpu);
                 let complete_ns = model(arrival_ns, &job.request).max(arrival_ns);
                 clock.completed(complete_ns);
                 let route_ns = route.ns.load(Ordering::Relaxed);
-                let due_ns = if job.cpu_ns.is_some() {
+                let due_ns = if job.cpu.is_some() {
                     paced_reply_due_ns(complete_ns, arrival_ns, scale, route_ns, received_ns)
                 } else {
                     reply_due_ns(complete_ns, scale, route_ns, received_ns)
@@ -886,7 +945,7 @@ fn schedule(
                         request: job.request,
                         arrival_ns,
                         received_ns,
-                        cpu_ns: job.cpu_ns,
+                        cpu_ns: job.cpu.map(|c| c.ns),
                         complete_ns,
                         reply_late_ns: 0.0,
                     });
@@ -1083,7 +1142,7 @@ impl Filesystem for DiskFs {
         reply: ReplyData,
     ) {
         let arrived = Instant::now();
-        let cpu_ns = self.pace.now_ns();
+        let cpu = self.pace.now_ns();
         // The thread that reads requests stamps their arrival: real time for it. (Not in
         // `init`, which fuser runs on the thread that mounts: the main thread, whose children
         // — the traced program — must keep the ordinary scheduler.)
@@ -1099,7 +1158,7 @@ impl Filesystem for DiskFs {
         let request = request_of(false, offset, size as usize);
         self.submit(Job {
             arrived,
-            cpu_ns,
+            cpu,
             request,
             pending: Pending::Read(reply, data),
         });
@@ -1118,7 +1177,7 @@ impl Filesystem for DiskFs {
         reply: ReplyWrite,
     ) {
         let arrived = Instant::now();
-        let cpu_ns = self.pace.now_ns();
+        let cpu = self.pace.now_ns();
         run_real_time_once();
         if u64::from(ino) != DISK_INO {
             return reply.error(Errno::EISDIR);
@@ -1135,7 +1194,7 @@ impl Filesystem for DiskFs {
         }
         self.submit(Job {
             arrived,
-            cpu_ns,
+            cpu,
             request: request_of(true, offset, data.len()),
             pending: Pending::Write(reply, data.len() as u32),
         });
@@ -1161,7 +1220,7 @@ impl Filesystem for DiskFs {
         reply: ReplyEmpty,
     ) {
         let arrived = Instant::now();
-        let cpu_ns = self.pace.now_ns();
+        let cpu = self.pace.now_ns();
         run_real_time_once();
         let synced = if datasync {
             self.image.sync_data()
@@ -1176,7 +1235,7 @@ impl Filesystem for DiskFs {
         // as the open-loop replay times the traced flush.
         self.submit(Job {
             arrived,
-            cpu_ns,
+            cpu,
             request: EmuRequest {
                 op: Op::Flush,
                 sector: 0,
@@ -1248,41 +1307,150 @@ mod tests {
         assert_eq!(clock.arrival_ns(2_000_000, 16.0, false, None), 32e6);
     }
 
+    /// The followed program's CPU stamp in these tests: one process, pid 100.
+    fn cpu(ns: u64) -> Option<CpuStamp> {
+        Some(CpuStamp { pid: 100, ns })
+    }
+
     #[test]
     fn paced_by_the_program_s_cpu_an_arrival_ignores_the_wall_between_requests() {
         let mut clock = ModelClock::default();
         // The first paced request has no anchor: the wall places it (K = 8).
-        assert_eq!(clock.arrival_ns(1_000_000, 8.0, false, Some(500_000)), 8e6);
+        assert_eq!(clock.arrival_ns(1_000_000, 8.0, false, cpu(500_000)), 8e6);
         clock.completed(20e6);
         // Its reply leaves at 2.4 ms of wall time; the program has used no CPU since (blocked).
-        clock.sent(2_400_000, 20e6, Some(500_000));
+        clock.sent(2_400_000, 20e6, cpu(500_000));
         // The next request comes 30 µs of CPU later, received 5 ms of wall time after the reply
         // (waits for a CPU, a slow loop worker): the completion plus the CPU, not 8 × the wall.
         assert_eq!(
-            clock.arrival_ns(7_400_000, 8.0, false, Some(530_000)),
+            clock.arrival_ns(7_400_000, 8.0, false, cpu(530_000)),
             20_030_000.0
         );
         // One more while that one is pending (read-ahead issued by the running program): its
         // CPU since the last arrival, whatever the wall says.
         assert_eq!(
-            clock.arrival_ns(9_000_000, 8.0, true, Some(545_000)),
+            clock.arrival_ns(9_000_000, 8.0, true, cpu(545_000)),
             20_045_000.0
         );
         clock.completed(31e6);
         // A reply that left after this request's receipt does not hold it back.
-        clock.sent(9_500_000, 31e6, Some(546_000));
+        clock.sent(9_500_000, 31e6, cpu(546_000));
         assert_eq!(
-            clock.arrival_ns(9_400_000, 8.0, true, Some(546_000)),
+            clock.arrival_ns(9_400_000, 8.0, true, cpu(546_000)),
             20_046_000.0
         );
         // Received after it left: no sooner than its completion plus the CPU since it left.
         assert_eq!(
-            clock.arrival_ns(9_600_000, 8.0, false, Some(556_000)),
+            clock.arrival_ns(9_600_000, 8.0, false, cpu(556_000)),
             31_010_000.0
         );
         // A request without the CPU (the program exited, or not followed yet) falls back to the
         // wall rule, never before the last arrival.
         assert_eq!(clock.arrival_ns(3_000_000, 8.0, true, None), 31_010_000.0);
+    }
+
+    /// Two programs followed one after the other (two `dd`s): the second's CPU clock starts
+    /// at zero, and its first request is placed by the wall, not at the first program's last
+    /// arrival or completion plus the second's little CPU.
+    #[test]
+    fn a_new_program_s_first_request_is_placed_by_the_wall() {
+        let mut clock = ModelClock::default();
+        let first = |ns| Some(CpuStamp { pid: 100, ns });
+        let second = |ns| Some(CpuStamp { pid: 200, ns });
+        assert_eq!(clock.arrival_ns(1_000_000, 1.0, false, first(800_000)), 1e6);
+        clock.completed(9e6);
+        clock.sent(9_000_000, 9e6, first(900_000));
+        // 200 ms of wall later (the rig dropped caches), the second program's first request,
+        // 2 ms into its own CPU: the wall's 209 ms, not 9 ms + 2 ms.
+        assert_eq!(
+            clock.arrival_ns(209_000_000, 1.0, false, second(2_000_000)),
+            209e6
+        );
+        clock.completed(215e6);
+        clock.sent(215_000_000, 215e6, second(2_100_000));
+        // From then on its own CPU paces it.
+        assert_eq!(
+            clock.arrival_ns(300_000_000, 1.0, false, second(2_150_000)),
+            215_050_000.0
+        );
+    }
+
+    /// Computes until the calling thread has used `ns` of CPU by its own clock (the wall would
+    /// give less CPU on a loaded machine).
+    fn spin_own_cpu(ns: u64) {
+        let own = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
+        let start = own();
+        let mut x = 0u64;
+        while own() - start < ns {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+    }
+
+    /// A followed thread's CPU clock is the thread's own: read from another thread of the
+    /// process (as the emulator's are), it grows with that thread's work and not with the
+    /// reader's.
+    #[test]
+    fn a_followed_thread_s_clock_counts_that_thread_alone() {
+        let pace = CpuPace::new().unwrap();
+        assert_eq!(pace.now_ns(), None);
+        let (tx, rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let worker = {
+            let pace = pace.clone();
+            std::thread::spawn(move || {
+                pace.follow_this_thread();
+                tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+                // 50 ms of CPU in this thread, by its own clock (the wall would give less CPU
+                // on a loaded machine).
+                spin_own_cpu(50_000_000);
+                tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+            })
+        };
+        rx.recv().unwrap();
+        let before = pace.now_ns().expect("the worker is followed");
+        // This thread computes 50 ms too: not counted (the process's clock would).
+        spin_own_cpu(50_000_000);
+        let idle = pace.now_ns().unwrap();
+        go_tx.send(()).unwrap();
+        rx.recv().unwrap();
+        let busy = pace.now_ns().unwrap();
+        assert!(idle.ns - before.ns < 10_000_000, "{before:?} {idle:?}");
+        assert!(busy.ns - idle.ns >= 50_000_000, "{idle:?} {busy:?}");
+        assert!(busy.pid < 0, "a thread is followed, not a process");
+        go_tx.send(()).unwrap();
+        worker.join().unwrap();
+        pace.stop_following();
+        assert_eq!(pace.now_ns(), None);
+    }
+
+    /// A request the wall places between two paced stretches (the rig dropping caches between
+    /// two reads of the same followed thread) ends the first stretch: the next paced request
+    /// is placed by the wall, not by the old anchors plus the CPU the thread spent between.
+    #[test]
+    fn a_request_placed_by_the_wall_ends_the_paced_stretch() {
+        let mut clock = ModelClock::default();
+        assert_eq!(clock.arrival_ns(1_000_000, 1.0, false, cpu(100_000)), 1e6);
+        clock.completed(5e6);
+        clock.sent(5_000_000, 5e6, cpu(100_000));
+        // The rig's own request, nothing followed, 100 ms of wall later.
+        assert_eq!(clock.arrival_ns(105_000_000, 1.0, false, None), 105e6);
+        clock.completed(112e6);
+        clock.sent(112_000_000, 112e6, None);
+        // The thread is followed again, 3 ms of its CPU later: the wall's 300 ms, not the old
+        // anchor's 1 ms + 3 ms nor the last arrival.
+        assert_eq!(
+            clock.arrival_ns(300_000_000, 1.0, false, cpu(3_100_000)),
+            300e6
+        );
     }
 
     #[test]

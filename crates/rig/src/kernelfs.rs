@@ -288,6 +288,12 @@ impl KernelFs {
         self.emulator.as_ref().map_or(0, Emulator::served_count)
     }
 
+    /// The handle that makes a program's CPU time pace the emulated device's model clock
+    /// ([`Emulator::cpu_pace`]); `None` when the file system is not on the emulated device.
+    pub fn cpu_pace(&self) -> Option<crate::CpuPace> {
+        self.emulator.as_ref().map(Emulator::cpu_pace)
+    }
+
     /// Moves the file system back from the emulated device (writes back, unmounts, stops the
     /// emulator, mounts on the plain loop device) and returns every request the emulator
     /// served, in arrival order (the unmount's writes last).

@@ -24,18 +24,27 @@
 //! its reads are traced, every read request is attributed to the file's data or to its
 //! mapping (indirect blocks, extent nodes) by the layout read with debugfs, and the trace is
 //! replayed on the device preset.
+//!
+//! With `--closed-loop [K]` each target's reads run on the preset's emulated disk (docs/
+//! emulate.md): the raw target's sparse file served read-only by the emulator, a file system
+//! moved there (read-write over its own backing) once its layout is read. The reads are issued
+//! by one thread of this process, so that thread's own CPU clock paces the model's clock
+//! between requests (`CpuPace::follow_this_thread`; the process's clock would count the
+//! emulator's spinning threads). Each run gets the time measured there beside the open-loop
+//! replay of the same stream.
 
 use crate::ext_classes::ExtLayout;
 use crate::output::{write_json, Human};
 use crate::random_file::check_fully_written;
 pub use crate::random_file::{offsets, SplitMix64};
+use crate::steps::check::ClosedLoopRun;
 use crate::steps::phases::{of_tag, TagTable};
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, Table};
 use layoutlab_rig::{
-    check_free_space, Backing, KernelFs, KernelFsOptions, LoopDevice, RigLock, TempFile,
-    TraceOptions, TracefsSession,
+    check_free_space, Backing, CpuPace, EmulatedRequest, Emulator, KernelFs, KernelFsOptions,
+    LoopDevice, RigLock, TempFile, TraceOptions, TracefsSession,
 };
 use layoutlab_trace::{Op, Trace};
 use serde::{Deserialize, Serialize};
@@ -130,6 +139,11 @@ impl Operation for RandomRead {
         true
     }
 
+    /// `--closed-loop` runs each target's reads on the preset's emulated disk (`run_target`).
+    fn supports_closed_loop(&self) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: RandomReadSpec = exp.params()?;
         check_spec(&s)
@@ -193,6 +207,9 @@ pub struct ReadRun {
     pub ms_per_read: f64,
     /// Read requests the device saw.
     pub device_requests: u64,
+    /// Requests of the traced phase in every direction (reads, and any write or flush in
+    /// it): what an emulated disk serves for it.
+    pub phase_requests: u64,
     /// Of them, reads of the file's mapping (indirect blocks or extent-tree nodes), by the
     /// class of their first block.
     pub mapping_reads: u64,
@@ -202,8 +219,14 @@ pub struct ReadRun {
     pub other_reads: u64,
     /// The file's mapping blocks (indirect blocks or extent nodes); 0 for raw.
     pub mapping_blocks: u64,
-    /// Seconds the reads took here (loop device over a sparse file or zram): context only.
+    /// Seconds the reads took here (loop device over a sparse file or zram, or the emulated
+    /// disk): context only.
     pub seconds_here: f64,
+    /// With --closed-loop: the reads' time measured on the emulated disk (first request to
+    /// last completion), K and the requests served; `seconds` stays the open-loop replay of
+    /// the same stream, beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<ClosedLoopRun>,
     /// The captured trace (not serialized).
     #[serde(skip)]
     pub trace: Trace,
@@ -258,6 +281,9 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
         );
     }
     drop(dev);
+    if let Some(k) = a.closed_loop {
+        crate::support::check_emulable(&device, k)?;
+    }
     layoutlab_rig::require_root("making loop devices, kernel file systems and tracing them")?;
     let workdir = a.workdir.clone().unwrap_or_else(std::env::temp_dir);
     crate::support::warn_if_leftovers();
@@ -284,11 +310,12 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
             &device,
             &workdir,
             exp.seed,
+            a.closed_loop,
         )
         .with_context(|| format!("target {name}"))?;
         for r in &got {
             eprintln!(
-                "  {}: {} requests ({} mapping, {} data, {} other); {:.1} s on {device} ({:.2} ms/read); {:.1} s here",
+                "  {}: {} requests ({} mapping, {} data, {} other); {:.1} s on {device} ({:.2} ms/read); {:.1} s here{}",
                 r.mode,
                 r.device_requests,
                 r.mapping_reads,
@@ -296,7 +323,14 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 r.other_reads,
                 r.seconds,
                 r.ms_per_read,
-                r.seconds_here
+                r.seconds_here,
+                match &r.closed_loop {
+                    Some(c) => format!(
+                        "; closed loop at K = {}: {:.3} s measured, {} requests served",
+                        c.time_scale, c.measured_seconds, c.requests_served
+                    ),
+                    None => String::new(),
+                }
             );
         }
         runs.extend(got);
@@ -312,6 +346,12 @@ enum Target {
         _file: TempFile,
         _lock: RigLock,
     },
+    /// The raw target closed loop: the emulated disk over the sparse file, read-only.
+    Emulated {
+        emulator: Box<Emulator>,
+        _file: TempFile,
+        _lock: RigLock,
+    },
     Fs(Box<KernelFs>),
 }
 
@@ -319,12 +359,42 @@ impl Target {
     fn loopdev(&self) -> &LoopDevice {
         match self {
             Target::Raw { loopdev, .. } => loopdev,
+            Target::Emulated { emulator, .. } => emulator.device(),
             Target::Fs(k) => k.device(),
         }
     }
+
+    /// What paces the emulated disk's clock; `None` open loop.
+    fn cpu_pace(&self) -> Option<CpuPace> {
+        match self {
+            Target::Raw { .. } => None,
+            Target::Emulated { emulator, .. } => Some(emulator.cpu_pace()),
+            Target::Fs(k) => k.cpu_pace(),
+        }
+    }
+
+    /// Requests the emulated disk has served so far (0 open loop).
+    fn served_so_far(&self) -> usize {
+        match self {
+            Target::Raw { .. } => 0,
+            Target::Emulated { emulator, .. } => emulator.served_count(),
+            Target::Fs(k) => k.served_so_far(),
+        }
+    }
+
+    /// Stops emulating and returns every request the emulated disk served (empty open loop).
+    fn stop_emulating(self) -> Result<Vec<EmulatedRequest>> {
+        Ok(match self {
+            Target::Raw { .. } => Vec::new(),
+            Target::Emulated { emulator, .. } => emulator.stop()?,
+            Target::Fs(mut k) if k.cpu_pace().is_some() => k.stop_emulating()?,
+            Target::Fs(_) => Vec::new(),
+        })
+    }
 }
 
-/// Makes one target, then runs each mode cold and traced.
+/// Makes one target, then runs each mode cold and traced; with `closed_loop` (the time scale
+/// K) on `device`'s emulated disk.
 #[allow(clippy::too_many_arguments)]
 pub fn run_target(
     spec: &RandomReadSpec,
@@ -337,6 +407,7 @@ pub fn run_target(
     device: &str,
     workdir: &Path,
     seed: u64,
+    closed_loop: Option<f64>,
 ) -> Result<Vec<ReadRun>> {
     // A period layout always comes from its policy; today's kernel's from the engine unless
     // `layout = "kernel"` asks the kernel to write it.
@@ -356,15 +427,26 @@ pub fn run_target(
             let path = workdir.join(format!("layoutlab-raw-{}.img", std::process::id()));
             let file =
                 layoutlab_rig::cleanup::creating(|| TempFile::create_sparse(&path, fs_bytes))?;
-            let loopdev = LoopDevice::attach_presenting(file.path(), false, &queue)?;
-            (
-                Target::Raw {
-                    loopdev,
+            let target = match closed_loop {
+                None => Target::Raw {
+                    loopdev: LoopDevice::attach_presenting(file.path(), false, &queue)?,
                     _file: file,
                     _lock: lock,
                 },
-                "none".to_string(),
-            )
+                // Only read: the emulator serves the sparse file read-only.
+                Some(k) => Target::Emulated {
+                    emulator: Box::new(crate::support::start_emulator(
+                        device,
+                        file.path(),
+                        k,
+                        true,
+                        queue.clone(),
+                    )?),
+                    _file: file,
+                    _lock: lock,
+                },
+            };
+            (target, "none".to_string())
         }
         Some(p) => {
             let base = KernelFsOptions {
@@ -439,20 +521,29 @@ pub fn run_target(
     };
     // What every block is, and the check that every read reaches the device.
     let layout = match &mut target {
-        Target::Raw { .. } => None,
+        Target::Raw { .. } | Target::Emulated { .. } => None,
         Target::Fs(k) => {
             k.remount()?;
             let file = k.mount_point().join("big");
             check_fully_written(&file, file_bytes)?;
-            Some(ExtLayout::read(k.device().path(), "/big")?)
+            let layout = ExtLayout::read(k.device().path(), "/big")?;
+            if let Some(time_scale) = closed_loop {
+                // The layout was read on the plain loop device; the reads run on the emulated
+                // disk over the same backing.
+                k.emulate(time_scale, crate::support::emulator_model(device)?)?;
+            }
+            Some(layout)
         }
     };
     drop(image_stage);
+    let pace = target.cpu_pace();
+    let mut served_ranges = Vec::new();
     let mut runs = Vec::new();
     for mode in modes {
         let capture_stage = crate::stages::enter(crate::stages::CAPTURE);
         let (path, dev_name) = match &mut target {
-            Target::Raw { loopdev, .. } => {
+            Target::Raw { .. } | Target::Emulated { .. } => {
+                let loopdev = target.loopdev();
                 layoutlab_rig::drop_caches()?;
                 loopdev.flush_buffers()?;
                 (
@@ -470,14 +561,18 @@ pub fn run_target(
                 )
             }
         };
-        let (trace, seconds_here) = traced_reads(
+        let served_now = || target.served_so_far();
+        let (trace, seconds_here, served) = traced_reads(
             target.loopdev(),
             &dev_name,
             &path,
             mode == "direct",
             offs,
             spec.read_bytes,
+            pace.as_ref()
+                .map(|p| (p, &served_now as &dyn Fn() -> usize)),
         )?;
+        served_ranges.push(served);
         drop(capture_stage);
         let _pricing = crate::stages::enter(crate::stages::PRICE);
         let replayed = crate::steps::price::on_preset(device, &trace, 1.0)?;
@@ -505,6 +600,8 @@ pub fn run_target(
             seconds,
             ms_per_read: seconds * 1e3 / offs.len() as f64,
             device_requests: reads.len() as u64,
+            phase_requests: trace.requests.len() as u64,
+            closed_loop: None,
             mapping_reads: count(&|c| c == "indirect" || c == "extent"),
             data_reads: count(&|c| c == "data"),
             other_reads: count(&|c| !matches!(c, "indirect" | "extent" | "data")),
@@ -515,7 +612,12 @@ pub fn run_target(
             trace,
         });
     }
-    drop(target);
+    let served = target.stop_emulating()?;
+    if let Some(k) = closed_loop {
+        for (r, (from, to)) in runs.iter_mut().zip(served_ranges) {
+            r.closed_loop = Some(ClosedLoopRun::of(k, &served[from..to], 0.0));
+        }
+    }
     Ok(runs)
 }
 
@@ -540,7 +642,9 @@ pub fn dd_write(file: &Path, bytes: u64) -> Result<()> {
 }
 
 /// The random reads of `path` at `offs`, traced on `loopdev` as one phase: the trace of the
-/// reads (sectors checked against the device's counters) and the seconds they took here.
+/// reads (sectors checked against the device's counters), the seconds they took here, and on
+/// an emulated disk (`emulated`: its pace and served count) the range of the requests it
+/// served between the phase's marks, while this thread's CPU paced its clock.
 fn traced_reads(
     loopdev: &LoopDevice,
     dev_name: &str,
@@ -548,7 +652,8 @@ fn traced_reads(
     direct: bool,
     offs: &[u64],
     read_bytes: u64,
-) -> Result<(Trace, f64)> {
+    emulated: Option<(&CpuPace, &dyn Fn() -> usize)>,
+) -> Result<(Trace, f64, (usize, usize))> {
     let mut opts = std::fs::OpenOptions::new();
     opts.read(true);
     if direct {
@@ -563,13 +668,24 @@ fn traced_reads(
     // The reads run in this thread: its CPU time is the think time between them.
     session.follow(gettid())?;
     let window = crate::steps::capture::open(&session, dev_name, "reads")?;
-    let t = std::time::Instant::now();
-    for &o in offs {
-        f.read_exact_at(buf.as_mut(), o)
-            .with_context(|| format!("read {} at {o}", path.display()))?;
+    // The device is settled before both marks: what it serves in between is the phase's.
+    let served_from = emulated.map_or(0, |(_, served)| served());
+    if let Some((pace, _)) = emulated {
+        pace.follow_this_thread();
     }
+    let t = std::time::Instant::now();
+    let read = offs.iter().try_for_each(|&o| {
+        f.read_exact_at(buf.as_mut(), o)
+            .with_context(|| format!("read {} at {o}", path.display()))
+    });
     let seconds_here = t.elapsed().as_secs_f64();
+    if let Some((pace, _)) = emulated {
+        // The rig's own work from here (settling, remounting) is placed by the wall.
+        pace.stop_following();
+    }
+    read?;
     let (before, after) = window.close("after")?;
+    let served_to = emulated.map_or(0, |(_, served)| served());
     let capture = session.stop()?;
     crate::steps::capture::complete(&capture)?;
     let trace = of_tag(&capture.trace, "reads", None, TagTable::Own);
@@ -585,7 +701,7 @@ fn traced_reads(
             after.0 - before.0
         );
     }
-    Ok((trace, seconds_here))
+    Ok((trace, seconds_here, (served_from, served_to)))
 }
 
 fn gettid() -> u32 {

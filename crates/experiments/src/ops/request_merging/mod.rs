@@ -20,15 +20,24 @@
 //! and the stream priced on each device preset as a queue holding the whole stream at once,
 //! in issue order (FCFS at the preset's queue depth): the bio stream as if nothing had merged,
 //! the request stream as issued.
+//!
+//! With `--closed-loop [K]` the loop device is the emulated disk of the one preset
+//! (`layoutlab device emulate`'s route, docs/emulate.md): each `dd` waits for its requests as
+//! that disk answers them, at its time divided by K. The model's clock between requests follows
+//! the `dd`'s own CPU time (`layoutlab_rig::CpuPace`: each `dd` is one process this operation
+//! spawns and names before it execs), so the machine's load moves no arrival; the kernel's own
+//! threads (the loop worker, jbd2 on ext3/ext4) are not counted, as for e2fsck. The request
+//! level's row carries the time measured there beside the replays of the same stream.
 
 use crate::output::{write_json, Human};
+use crate::steps::check::ClosedLoopRun;
 use crate::steps::phases::{of_tag, TagTable};
 use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_report::{Cell, Column, HtmlBundle, SweepChart, SweepSeries, SweepStyle, Table};
 use layoutlab_rig::{
-    check_fits, Backing, BioEvents, FsKind, KernelFs, KernelFsOptions, LoopDevice, RigLock,
-    TraceOptions, TracefsSession, Zram,
+    check_fits, Backing, BioEvents, CpuPace, EmulatedRequest, Emulator, FsKind, KernelFs,
+    KernelFsOptions, LoopDevice, RigLock, TraceOptions, TracefsSession, Zram,
 };
 use layoutlab_trace::{Op, Trace};
 use serde::{Deserialize, Serialize};
@@ -65,6 +74,12 @@ impl Operation for RequestMerging {
 
     /// It makes loop devices on zram and traces them.
     fn needs_root(&self, _exp: &Experiment) -> bool {
+        true
+    }
+
+    /// `--closed-loop` captures every target on the emulated disk of its one preset
+    /// (`capture_target`).
+    fn supports_closed_loop(&self) -> bool {
         true
     }
 
@@ -112,12 +127,27 @@ pub struct LevelRun {
     pub level: String,
     /// Bios or requests of the phase in its direction.
     pub requests: u64,
+    /// The request level only: the phase's requests in every direction (its reads, writes
+    /// and cache flushes), which is what an emulated disk serves for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase_requests: Option<u64>,
     /// Their mean size, KiB.
     pub mean_request_kb: f64,
     /// The device preset.
     pub device: String,
     /// Seconds the device needs to serve the stream (all of it queued at once, in order).
     pub seconds: f64,
+    /// The request level only: the open-loop replay of the stream with its captured timing
+    /// (each request issued its think time after the completion before it, FCFS at the
+    /// preset's queue depth, as large-delete prices its delete): what a closed-loop measured
+    /// time is compared with, s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed_seconds: Option<f64>,
+    /// With --closed-loop, the request level on the emulated preset: the phase's time
+    /// measured on the emulated disk (first request to last completion), K and the requests
+    /// served; `seconds` and `replayed_seconds` stay the open-loop prices of the same stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<ClosedLoopRun>,
     /// The queue the traced loop device presented (docs/rig.md), when the trace came from
     /// a capture.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -137,10 +167,16 @@ pub struct Phase {
     pub bios: Trace,
     /// Requests of the phase in its direction, in issue order.
     pub requests: Trace,
+    /// Requests of the phase in every direction (reads, writes, flushes).
+    pub all_requests: u64,
     /// Bio-level events of the whole capture of this target (splits, merges, remaps).
     pub bio_events: BioEvents,
-    /// Seconds the `dd` took here (zram under loop): context only.
+    /// Seconds the `dd` took here (zram under loop, or the emulated disk): context only.
     pub seconds_here: f64,
+    /// With --closed-loop: what the emulated disk measured for the phase's requests.
+    pub closed_loop: Option<ClosedLoopRun>,
+    /// On an emulated disk: the phase's requests in the emulator's served log (indices).
+    pub served: Option<std::ops::Range<usize>>,
 }
 
 /// JSON of `--json`.
@@ -151,6 +187,9 @@ struct RequestMergingJson<'a> {
     mib: u64,
     read_ahead_kb: u32,
     max_sectors_kb: u32,
+    /// The time scale K of a closed-loop capture (`--closed-loop`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    closed_loop: Option<f64>,
     runs: &'a [LevelRun],
 }
 
@@ -179,6 +218,9 @@ fn run_request_merging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     for d in &devices {
         crate::support::load_device(d).with_context(|| format!("device '{d}'"))?;
     }
+    if let Some(k) = a.closed_loop {
+        check_closed_loop(&spec, &devices, k)?;
+    }
     let targets = spec
         .targets
         .iter()
@@ -199,16 +241,23 @@ fn run_request_merging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     for (i, (name, profile)) in targets.iter().enumerate() {
         eprintln!("[{}/{}] {name}", i + 1, targets.len());
         // One capture is priced on every device: it presents the first one's queue.
-        let got = capture_target(&spec, name, profile.as_ref(), first)
+        let got = capture_target(&spec, name, profile.as_ref(), first, a.closed_loop)
             .with_context(|| format!("target {name}"))?;
         for p in &got {
             eprintln!(
-                "  {} {}: {} bios, {} requests ({:.1} s here)",
+                "  {} {}: {} bios, {} requests ({:.1} s here){}",
                 p.mode,
                 op_name(p.op),
                 p.bios.requests.len(),
                 p.requests.requests.len(),
-                p.seconds_here
+                p.seconds_here,
+                match &p.closed_loop {
+                    Some(c) => format!(
+                        "; closed loop at K = {}: {:.3} s measured, {} requests served",
+                        c.time_scale, c.measured_seconds, c.requests_served
+                    ),
+                    None => String::new(),
+                }
             );
         }
         phases.extend(got);
@@ -216,6 +265,32 @@ fn run_request_merging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let runs = crate::stages::timed(crate::stages::PRICE, || price(&phases, &devices))?;
     let _reporting = crate::stages::enter(crate::stages::REPORT);
     report(exp, a, &spec, &devices, &phases, &runs, &h)
+}
+
+/// What a closed-loop run needs, checked before any work: one preset (the capture is one
+/// emulated disk; the streams of another preset would be another capture), one the route can
+/// honour at K, and requests FUSE passes whole.
+fn check_closed_loop(spec: &RequestMergingSpec, devices: &[String], k: f64) -> Result<()> {
+    if devices.len() != 1 {
+        bail!(
+            "--closed-loop captures on one emulated disk, and this run prices on {} presets ({}): \
+             pass --device with one of them (the open-loop run prices one capture on all)",
+            devices.len(),
+            devices.join(", ")
+        );
+    }
+    crate::support::check_emulable(&devices[0], k)?;
+    let fuse_kb = layoutlab_rig::fuse_max_request_kb();
+    if spec.max_sectors_kb > fuse_kb {
+        bail!(
+            "--closed-loop: the emulated disk passes requests of at most {fuse_kb} KiB whole (FUSE's \
+             limit, /proc/sys/fs/fuse/max_pages_limit), and this run asks the loop device for \
+             {} KiB: add --set max_sectors_kb={fuse_kb} (and compare with an open-loop run at the \
+             same setting)",
+            spec.max_sectors_kb
+        );
+    }
+    Ok(())
 }
 
 fn op_name(op: Op) -> &'static str {
@@ -232,6 +307,12 @@ enum Stack {
         _zram: Zram,
         _lock: RigLock,
     },
+    /// The raw target closed loop: the emulated disk over the zram device.
+    Emulated {
+        emulator: Box<Emulator>,
+        _zram: Zram,
+        _lock: RigLock,
+    },
     Fs(Box<KernelFs>),
 }
 
@@ -239,19 +320,52 @@ impl Stack {
     fn loopdev(&self) -> &LoopDevice {
         match self {
             Stack::Raw { loopdev, .. } => loopdev,
+            Stack::Emulated { emulator, .. } => emulator.device(),
             Stack::Fs(k) => k.device(),
         }
+    }
+
+    /// What paces the emulated disk's clock by the traced program's CPU; `None` open loop.
+    fn cpu_pace(&self) -> Option<CpuPace> {
+        match self {
+            Stack::Raw { .. } => None,
+            Stack::Emulated { emulator, .. } => Some(emulator.cpu_pace()),
+            Stack::Fs(k) => k.cpu_pace(),
+        }
+    }
+
+    /// Requests the emulated disk has served so far (0 open loop).
+    fn served_so_far(&self) -> usize {
+        match self {
+            Stack::Raw { .. } => 0,
+            Stack::Emulated { emulator, .. } => emulator.served_count(),
+            Stack::Fs(k) => k.served_so_far(),
+        }
+    }
+
+    /// Stops emulating and returns every request the emulated disk served, in arrival order
+    /// (empty open loop).
+    fn stop_emulating(self) -> Result<Vec<EmulatedRequest>> {
+        Ok(match self {
+            Stack::Raw { .. } => Vec::new(),
+            Stack::Emulated { emulator, .. } => emulator.stop()?,
+            Stack::Fs(mut k) if k.cpu_pace().is_some() => k.stop_emulating()?,
+            Stack::Fs(_) => Vec::new(),
+        })
     }
 }
 
 /// Makes the target's stack, its loop device presenting the queue of device preset
 /// `queue_of` (rotational as the model is, the spec's read-ahead and request size), and runs
-/// every mode's write and read as traced phases.
+/// every mode's write and read as traced phases. With `closed_loop` (the time scale K) the
+/// loop device is `queue_of`'s emulated disk over the same zram device (a file system is made
+/// on the plain loop device, then moved there), and each phase gets the time measured on it.
 pub fn capture_target(
     spec: &RequestMergingSpec,
     name: &str,
     profile: Option<&kernel_profile::KernelProfile>,
     queue_of: &str,
+    closed_loop: Option<f64>,
 ) -> Result<Vec<Phase>> {
     let queue = crate::support::capture_queue(
         queue_of,
@@ -273,8 +387,11 @@ pub fn capture_target(
         queue: queue.clone(),
     };
     let image_stage = crate::stages::enter(crate::stages::IMAGE);
-    let stack = match profile {
-        None => {
+    if let Some(k) = closed_loop {
+        crate::support::check_emulable(queue_of, k)?;
+    }
+    let stack = match (profile, closed_loop) {
+        (None, None) => {
             check_fits(&opts)?;
             let lock = RigLock::acquire()?;
             let zram = Zram::create(dev_bytes)?;
@@ -285,11 +402,36 @@ pub fn capture_target(
                 _lock: lock,
             }
         }
-        Some(_) => Stack::Fs(Box::new(KernelFs::create(&opts)?)),
+        (None, Some(k)) => {
+            check_fits(&opts)?;
+            let lock = RigLock::acquire()?;
+            let zram = Zram::create(dev_bytes)?;
+            let emulator = Box::new(crate::support::start_emulator(
+                queue_of,
+                zram.path(),
+                k,
+                false,
+                queue.clone(),
+            )?);
+            Stack::Emulated {
+                emulator,
+                _zram: zram,
+                _lock: lock,
+            }
+        }
+        (Some(_), closed_loop) => {
+            let mut kfs = Box::new(KernelFs::create(&opts)?);
+            if let Some(k) = closed_loop {
+                // Made on the plain loop device (mkfs is not the subject), then moved onto
+                // the emulated disk over the same zram device.
+                kfs.emulate(k, crate::support::emulator_model(queue_of)?)?;
+            }
+            Stack::Fs(kfs)
+        }
     };
     let target_path = |mode: &str| -> PathBuf {
         match &stack {
-            Stack::Raw { loopdev, .. } => loopdev.path().to_path_buf(),
+            Stack::Raw { .. } | Stack::Emulated { .. } => stack.loopdev().path().to_path_buf(),
             Stack::Fs(k) => k.mount_point().join(format!("dd-{mode}")),
         }
     };
@@ -302,22 +444,42 @@ pub fn capture_target(
             plan.push((mode.clone(), op, target_path(mode)));
         }
     }
-    let phases = traced_dd(stack.loopdev(), &plan, spec.mib, |_| match &stack {
-        Stack::Fs(k) => k.drop_caches().map_err(anyhow::Error::from),
-        Stack::Raw { loopdev, .. } => {
-            layoutlab_rig::drop_caches()?;
-            loopdev.flush_buffers()?;
-            Ok(())
+    let emulated = stack.cpu_pace().map(|pace| Emulated {
+        pace,
+        served_so_far: Box::new(|| stack.served_so_far()),
+    });
+    let mut phases = traced_dd(
+        stack.loopdev(),
+        &plan,
+        spec.mib,
+        |_| match &stack {
+            Stack::Fs(k) => k.drop_caches().map_err(anyhow::Error::from),
+            Stack::Raw { .. } | Stack::Emulated { .. } => {
+                layoutlab_rig::drop_caches()?;
+                stack.loopdev().flush_buffers()?;
+                Ok(())
+            }
+        },
+        emulated.as_ref(),
+    )?;
+    drop(emulated);
+    let served = stack.stop_emulating()?;
+    for p in &mut phases {
+        p.target = name.to_string();
+        if let (Some(k), Some(range)) = (closed_loop, p.served.clone()) {
+            p.closed_loop = Some(ClosedLoopRun::of(k, &served[range], 0.0));
         }
-    })?;
-    drop(stack);
-    Ok(phases
-        .into_iter()
-        .map(|mut p| {
-            p.target = name.to_string();
-            p
-        })
-        .collect())
+    }
+    Ok(phases)
+}
+
+/// A capture on the emulated disk: the handle that paces its clock by each `dd`'s CPU, and how
+/// many requests it has served so far (to find each phase's).
+pub struct Emulated<'a> {
+    /// Named by each `dd` between fork and exec.
+    pub pace: CpuPace,
+    /// The emulator's served count now.
+    pub served_so_far: Box<dyn Fn() -> usize + 'a>,
 }
 
 /// Size of each target's device: room for one file per mode, the file system's metadata and
@@ -329,11 +491,14 @@ pub fn device_bytes(spec: &RequestMergingSpec) -> u64 {
 /// Runs `dd bs=1M count=MIB` for each (mode, op, path) of `plan` as a traced phase of
 /// `loopdev` (caches dropped by `drop_caches` before each read), checks each phase's sectors
 /// against the device's counters and its bios against its requests, and returns the phases.
+/// On an emulated disk (`emulated`) each `dd` paces its clock, and each phase gets the range of
+/// the emulator's served requests between its marks ([`Phase::served`]).
 pub fn traced_dd(
     loopdev: &LoopDevice,
     plan: &[(String, Op, PathBuf)],
     mib: u64,
     mut drop_caches: impl FnMut(&LoopDevice) -> Result<()>,
+    emulated: Option<&Emulated<'_>>,
 ) -> Result<Vec<Phase>> {
     let dev_name = format!("loop{}", loopdev.number());
     let session = TracefsSession::start(
@@ -351,18 +516,30 @@ pub fn traced_dd(
         }
         let tag = format!("p{i}-{mode}-{}", op_name(*op));
         let window = crate::steps::capture::open(&session, &dev_name, &tag)?;
+        // The device is settled before the mark and again before the closing one: the
+        // requests served in between are the phase's.
+        let served_from = emulated.map_or(0, |e| (e.served_so_far)());
         let t = std::time::Instant::now();
-        run_dd(path, mode == "direct", *op, mib)?;
+        run_dd(path, mode == "direct", *op, mib, emulated.map(|e| &e.pace))?;
         let seconds_here = t.elapsed().as_secs_f64();
         let (before, after) = window.close("between")?;
-        windows.push((tag, mode.clone(), *op, before, after, seconds_here));
+        let served_to = emulated.map_or(0, |e| (e.served_so_far)());
+        windows.push((
+            tag,
+            mode.clone(),
+            *op,
+            before,
+            after,
+            seconds_here,
+            emulated.map(|_| served_from..served_to),
+        ));
     }
     let capture = session.stop()?;
     crate::steps::capture::complete(&capture)?;
     let bios = capture.bios.expect("bio_queue was asked");
     let bio_events = capture.bio_events.unwrap_or_default();
     let mut phases = Vec::new();
-    for (tag, mode, op, before, after, seconds_here) in windows {
+    for (tag, mode, op, before, after, seconds_here, served) in windows {
         let requests = of_tag(&capture.trace, &tag, None, TagTable::Own);
         let (r, w) = sectors(&requests);
         let (sr, sw) = (after.0 - before.0, after.1 - before.1);
@@ -389,14 +566,19 @@ pub fn traced_dd(
             requests: phase_requests,
             bio_events,
             seconds_here,
+            all_requests: requests.requests.len() as u64,
+            closed_loop: None,
+            served,
         });
     }
     Ok(phases)
 }
 
 /// `dd bs=1M count=MIB` writing zeros to `path` (with `conv=fsync`) or reading it to
-/// /dev/null, with `oflag=direct`/`iflag=direct` when `direct`.
-fn run_dd(path: &Path, direct: bool, op: Op, mib: u64) -> Result<()> {
+/// /dev/null, with `oflag=direct`/`iflag=direct` when `direct`. With `pace` the `dd` names
+/// itself as the program whose CPU paces the emulated disk's clock, before it execs (so its
+/// first request is paced too).
+fn run_dd(path: &Path, direct: bool, op: Op, mib: u64, pace: Option<&CpuPace>) -> Result<()> {
     let mut args = vec![
         "bs=1M".to_string(),
         format!("count={mib}"),
@@ -419,8 +601,19 @@ fn run_dd(path: &Path, direct: bool, op: Op, mib: u64) -> Result<()> {
             }
         }
     }
-    let out = std::process::Command::new("dd")
-        .args(&args)
+    let mut command = std::process::Command::new("dd");
+    command.args(&args);
+    if let Some(pace) = pace.cloned() {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: `follow_self` is one atomic store into a shared page (async-signal-safe).
+        unsafe {
+            command.pre_exec(move || {
+                pace.follow_self();
+                Ok(())
+            });
+        }
+    }
+    let out = command
         .output()
         .context("running dd (Debian package coreutils)")?;
     if !out.status.success() {
@@ -470,7 +663,8 @@ pub fn all_queued(t: &Trace) -> Trace {
     out
 }
 
-/// Prices both levels of every phase on every device.
+/// Prices both levels of every phase on every device; the request level is also replayed
+/// with its captured timing.
 fn price(phases: &[Phase], devices: &[String]) -> Result<Vec<LevelRun>> {
     let mut runs = Vec::new();
     for p in phases {
@@ -478,7 +672,18 @@ fn price(phases: &[Phase], devices: &[String]) -> Result<Vec<LevelRun>> {
             let queued = all_queued(t);
             for d in devices {
                 let r = crate::steps::price::on_preset(d, &queued, 1.0)?;
+                let replayed_seconds = match level {
+                    "request" => Some(crate::steps::price::on_preset(d, t, 1.0)?.wall_ns / 1e9),
+                    _ => None,
+                };
                 runs.push(LevelRun {
+                    phase_requests: (level == "request").then_some(p.all_requests),
+                    replayed_seconds,
+                    // A closed-loop capture is of one preset's disk (`check_closed_loop`).
+                    closed_loop: match level {
+                        "request" => p.closed_loop.clone(),
+                        _ => None,
+                    },
                     capture_queue: p.requests.queue.clone(),
                     target: p.target.clone(),
                     mode: p.mode.clone(),
@@ -681,6 +886,7 @@ fn report(
                 mib: spec.mib,
                 read_ahead_kb: spec.read_ahead_kb,
                 max_sectors_kb: spec.max_sectors_kb,
+                closed_loop: a.closed_loop,
                 runs,
             },
         )?;

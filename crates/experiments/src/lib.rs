@@ -312,7 +312,10 @@ mod tests {
         };
         for (args, applies) in [
             (&sens, "applies to fsck experiments"),
-            (&closed, "applies to fsck, large-delete experiments"),
+            (
+                &closed,
+                "applies to fsck, large-delete, inode-readahead, metacluster-io",
+            ),
         ] {
             check_capture_flags(&fsck, args).unwrap();
             let err = check_capture_flags(&fio, args).unwrap_err().to_string();
@@ -324,6 +327,10 @@ mod tests {
         let delete = experiment::load("large-delete").unwrap();
         check_capture_flags(&delete, &closed).unwrap();
         assert!(check_capture_flags(&delete, &sens).is_err());
+        for n in ["inode-readahead", "metacluster-io"] {
+            let e = experiment::load(n).unwrap();
+            check_capture_flags(&e, &closed).unwrap();
+        }
         check_capture_flags(&fio, &RunArgs::default()).unwrap();
         assert!(RunArgs::default().run_scale(&fsck).is_ok());
         assert!(!fio.operation().unwrap().needs_root(&fio));

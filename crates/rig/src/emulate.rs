@@ -43,7 +43,7 @@ use std::ffi::OsStr;
 use std::io::Seek;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, UNIX_EPOCH};
@@ -103,7 +103,13 @@ pub struct CpuPace {
     /// The CPU factor F (`f64` bits; 1.0 unless [`CpuPace::set_cpu_scale`]): each ns of the
     /// program's CPU here advances the model's clock F ns, as on a CPU F times slower.
     cpu_scale: Arc<AtomicU64>,
+    /// The CPU clock of a thread of this process followed in place of a process
+    /// ([`CpuPace::follow_this_thread`]), or [`NO_THREAD`].
+    thread_clock: Arc<AtomicI64>,
 }
+
+/// [`CpuPace::thread_clock`] when no thread is followed (a CPU clock id is an `i32`).
+const NO_THREAD: i64 = i64::MIN;
 
 impl std::fmt::Debug for CpuPace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -160,6 +166,7 @@ impl CpuPace {
         Ok(CpuPace {
             pid: Arc::new(SharedPid::new()?),
             cpu_scale: Arc::new(AtomicU64::new(1.0f64.to_bits())),
+            thread_clock: Arc::new(AtomicI64::new(NO_THREAD)),
         })
     }
 
@@ -195,17 +202,50 @@ impl CpuPace {
         self.pid.get().store(libc::getpid(), Ordering::SeqCst);
     }
 
-    /// The followed process's CPU time now (user and system, all its threads), times the CPU
-    /// factor ([`CpuPace::set_cpu_scale`]), ns; `None` when none is followed or it has exited.
-    fn now_ns(&self) -> Option<u64> {
-        let pid = self.pid.get().load(Ordering::Relaxed);
-        if pid <= 0 {
-            return None;
-        }
+    /// Makes the calling thread the followed one, in place of any process: for a traced
+    /// program that is a thread of this process (inode-readahead's walk, metacluster-io's
+    /// reader), whose process CPU clock would also count the emulator's own threads and any
+    /// other work of this process. Its CPU clock (user and system time of this thread alone,
+    /// `pthread_getcpuclockid`) is read by the emulator's threads, which the kernel allows
+    /// within one process. Undo it with [`CpuPace::unfollow_thread`] before the thread ends
+    /// (a dead thread's clock reads as an error, and the request is then placed by the wall).
+    pub fn follow_this_thread(&self) -> Result<()> {
         let mut id: libc::clockid_t = 0;
-        if unsafe { libc::clock_getcpuclockid(pid, &mut id) } != 0 {
-            return None;
+        let rc = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) };
+        if rc != 0 {
+            return Err(RigError::io(
+                "read this thread's CPU clock id",
+                std::io::Error::from_raw_os_error(rc),
+            ));
         }
+        self.thread_clock.store(i64::from(id), Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Stops following the thread [`CpuPace::follow_this_thread`] named: later requests are
+    /// placed by the wall (or by a followed process).
+    pub fn unfollow_thread(&self) {
+        self.thread_clock.store(NO_THREAD, Ordering::SeqCst);
+    }
+
+    /// The followed thread's or process's CPU time now (user and system; a process's counts
+    /// all its threads), times the CPU factor ([`CpuPace::set_cpu_scale`]), ns; `None` when
+    /// none is followed or it has exited.
+    fn now_ns(&self) -> Option<u64> {
+        let thread = self.thread_clock.load(Ordering::Relaxed);
+        let id: libc::clockid_t = if thread != NO_THREAD {
+            thread as libc::clockid_t
+        } else {
+            let pid = self.pid.get().load(Ordering::Relaxed);
+            if pid <= 0 {
+                return None;
+            }
+            let mut id: libc::clockid_t = 0;
+            if unsafe { libc::clock_getcpuclockid(pid, &mut id) } != 0 {
+                return None;
+            }
+            id
+        };
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -1283,6 +1323,63 @@ mod tests {
         // A request without the CPU (the program exited, or not followed yet) falls back to the
         // wall rule, never before the last arrival.
         assert_eq!(clock.arrival_ns(3_000_000, 8.0, true, None), 31_010_000.0);
+    }
+
+    /// This thread's own CPU time, ns.
+    fn thread_cpu_ns() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
+    /// Spins until this thread has used `ns` more of its own CPU.
+    fn burn_cpu_ns(ns: u64) {
+        let start = thread_cpu_ns();
+        while thread_cpu_ns() - start < ns {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// A program that is a thread of this process paces the clock by its own CPU alone: the
+    /// rest of the process (here the reading thread, in the emulator the daemon's threads)
+    /// does not advance it. Followed through the process's clock instead, the 100 ms the
+    /// reading thread burns would count and the first check would fail.
+    #[test]
+    fn a_followed_thread_s_cpu_is_its_own_not_its_process_s() {
+        let pace = CpuPace::new().unwrap();
+        assert_eq!(pace.now_ns(), None, "nothing followed yet");
+        let (to_thread, thread_rx) = mpsc::channel::<u64>();
+        let (to_main, main_rx) = mpsc::channel::<()>();
+        let followed = pace.clone();
+        let thread = std::thread::spawn(move || {
+            followed.follow_this_thread().unwrap();
+            to_main.send(()).unwrap();
+            // Asked to burn CPU, then to stop being followed and end.
+            while let Ok(ns) = thread_rx.recv() {
+                burn_cpu_ns(ns);
+                to_main.send(()).unwrap();
+            }
+            followed.unfollow_thread();
+        });
+        main_rx.recv().unwrap();
+        let before = pace.now_ns().expect("the thread is followed");
+        // This thread's CPU is not the followed thread's (it sleeps in `recv`).
+        burn_cpu_ns(100_000_000);
+        let idle = pace.now_ns().unwrap() - before;
+        assert!(
+            idle < 20_000_000,
+            "{idle} ns counted while the thread slept"
+        );
+        to_thread.send(50_000_000).unwrap();
+        main_rx.recv().unwrap();
+        let busy = pace.now_ns().unwrap() - before;
+        assert!(busy >= 50_000_000, "{busy} ns counted for 50 ms of its CPU");
+        drop(to_thread);
+        thread.join().unwrap();
+        assert_eq!(pace.now_ns(), None, "unfollowed");
     }
 
     #[test]

@@ -218,6 +218,9 @@ pub fn traced_reads_emulated(
     ))
 }
 
+/// On the emulated device: a phase's requests among those the emulator served, `[from, to)`.
+type ServedWindow = Option<(usize, usize)>;
+
 /// The traced reads of [`traced_reads`], and on the emulated device the phase's requests
 /// among those it served, `[from, to)`.
 fn read_traced(
@@ -225,7 +228,7 @@ fn read_traced(
     tag: &str,
     accesses: &[Access],
     random: bool,
-) -> Result<(Trace, f64, Option<(usize, usize)>)> {
+) -> Result<(Trace, f64, ServedWindow)> {
     kfs.drop_caches()?;
     let path: PathBuf = kfs.mount_point().join(FILE_NAME);
     let longest = accesses.iter().map(|a| a.1).max().unwrap_or(0) as usize;

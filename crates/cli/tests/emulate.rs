@@ -299,13 +299,13 @@ fn metacluster_fsck_closed_loop_reports_the_emulated_time_beside_the_replay() {
         // The open-loop replay of the same stream stays beside it.
         assert!(run["total_seconds"].as_f64().unwrap() > 0.0);
     }
-    // Closed loop is built for the fsck and large-delete captures: another operation refuses
-    // it, naming those that take it.
+    // Closed loop is built for the fsck, large-delete, inode-readahead, metacluster-io,
+    // request-merging and random-read captures: another operation refuses it, naming those.
     let o = layoutlab(&["reproduce", "fio-randread", "--closed-loop"]);
     assert!(!o.status.success());
     assert!(
         stderr(&o)
-            .contains("applies to fsck, large-delete, request-merging, random-read experiments"),
+            .contains("applies to fsck, large-delete, inode-readahead, metacluster-io, request-merging, random-read experiments"),
         "{}",
         stderr(&o)
     );
@@ -744,10 +744,169 @@ fn fsck_predict_and_sweeps_take_the_closed_loop_flag_or_refuse_it() {
     assert!(!o.status.success());
     assert!(
         stderr(&o)
-            .contains("applies to fsck, large-delete, request-merging, random-read experiments"),
+            .contains("applies to fsck, large-delete, inode-readahead, metacluster-io, request-merging, random-read experiments"),
         "{}",
         stderr(&o)
     );
     assert!(!none.exists(), "a refused sweep made its directory");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// inode-readahead closed loop: each walk runs on a fresh emulated disk of the one preset
+/// (the image mounted there read-only, then back), its thread's CPU placing every request on
+/// the model's clock. The emulator serves exactly the requests the kernel traced in the walk,
+/// every one paced, and the JSON gives the time measured there beside the open-loop replay of
+/// the same stream. Both policies walked at once (two emulators), two settings, both orders;
+/// scale 0.005 (about 1,600 names), K = 8. Several presets, or an SSD faster than the route,
+/// are refused before anything is made.
+#[test]
+fn inode_readahead_closed_loop_walks_on_the_emulated_disk_and_reports_both_times() {
+    if !is_root() {
+        eprintln!("skipped: a closed-loop capture needs root (FUSE mount, loop device, tracefs)");
+        return;
+    }
+    let dir = scratch("emulate", "inode-readahead");
+    for (device, says) in [
+        ("sata-500g-2008,sata-400g-2007", "give one --device"),
+        ("ssd-nvme-2024", "faster than this route"),
+    ] {
+        let o = layoutlab(&[
+            "reproduce",
+            "inode-readahead",
+            "--scale",
+            "0.005",
+            "--device",
+            device,
+            "--closed-loop",
+            "8",
+            "--out",
+            dir.join("refused").to_str().unwrap(),
+        ]);
+        assert!(!o.status.success(), "{device}");
+        assert!(stderr(&o).contains(says), "{device}: {}", stderr(&o));
+        assert!(
+            !dir.join("refused").exists(),
+            "a refused run wrote a report"
+        );
+    }
+    let json = dir.join("r.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "inode-readahead",
+            "--scale",
+            "0.005",
+            "--settings",
+            "0,32",
+            "--device",
+            "sata-500g-2008",
+            "--closed-loop",
+            "8",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Every emulator's mount, directory and loop device is gone.
+    assert_eq!(leftovers(pid), Vec::<String>::new());
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = r["runs"].as_array().unwrap();
+    // 2 policies x 2 orders x 2 settings, one device
+    assert_eq!(runs.len(), 8, "{r}");
+    for run in runs {
+        let closed = &run["closed_loop"];
+        assert_eq!(closed["time_scale"], 8.0, "{run}");
+        assert!(run["requests"].as_u64().unwrap() > 20, "{run}");
+        // The walk ran on the emulated disk: one served request per traced one (a read-only
+        // walk issues reads only).
+        assert_eq!(closed["requests_served"], run["requests"], "{run}");
+        // The walk's thread named itself: its CPU placed every request (`CpuPace`).
+        assert_eq!(closed["requests_paced"], run["requests"], "{run}");
+        assert!(closed["measured_seconds"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(run["seconds"].as_f64().unwrap() > 0.0, "{run}");
+        assert_eq!(run["capture_queue"]["rotational"], true, "{run}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// metacluster-io closed loop: benchmarks 2-4 read on a fresh emulated disk each (the file
+/// system moved there read-write over its own backing, then back), the reader's CPU placing
+/// every request on the model's clock. The emulator serves exactly the requests the kernel
+/// traced, every one paced; the JSON gives the measured time on the captured runs without the
+/// read-ahead option (not on the write stream, nor on the read-ahead option's rewritten
+/// traces, which no device served). Scale 0.02, K = 8. A CPU factor is refused with it.
+#[test]
+fn metacluster_io_closed_loop_serves_the_traced_reads_and_reports_both_times() {
+    if !is_root() {
+        eprintln!("skipped: a closed-loop capture needs root (FUSE mount, loop device, tracefs)");
+        return;
+    }
+    let dir = scratch("emulate", "metacluster-io");
+    let o = layoutlab(&[
+        "reproduce",
+        "metacluster-io",
+        "--scale",
+        "0.02",
+        "--closed-loop",
+        "8",
+        "--cpu-scale",
+        "2",
+        "--out",
+        dir.join("refused").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("drop --cpu-scale"), "{}", stderr(&o));
+    let json = dir.join("r.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "metacluster-io",
+            "--scale",
+            "0.02",
+            "--closed-loop",
+            "8",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(leftovers(pid), Vec::<String>::new());
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = r["runs"].as_array().unwrap();
+    let mut closed_runs = 0;
+    for run in runs {
+        let captured = run["source"] == "kernel trace";
+        let closed = &run["closed_loop"];
+        assert_eq!(closed.is_null(), !captured, "{run}");
+        if !captured {
+            continue;
+        }
+        closed_runs += 1;
+        assert_eq!(closed["time_scale"], 8.0, "{run}");
+        assert!(run["requests"].as_u64().unwrap() > 20, "{run}");
+        assert_eq!(closed["requests_served"], run["requests"], "{run}");
+        assert_eq!(closed["requests_paced"], run["requests"], "{run}");
+        assert!(closed["measured_seconds"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(run["seconds"].as_f64().unwrap() > 0.0, "{run}");
+        assert_eq!(run["capture_queue"]["rotational"], true, "{run}");
+    }
+    // benchmarks 2, 3 and 4 of both policies
+    assert_eq!(closed_runs, 6, "{r}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

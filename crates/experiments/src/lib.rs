@@ -315,7 +315,7 @@ mod tests {
             (&sens, "applies to fsck experiments"),
             (
                 &closed,
-                "applies to fsck, large-delete, request-merging, random-read experiments",
+                "applies to fsck, large-delete, inode-readahead, metacluster-io, request-merging, random-read experiments",
             ),
         ] {
             check_capture_flags(&fsck, args).unwrap();
@@ -328,6 +328,10 @@ mod tests {
         let delete = experiment::load("large-delete").unwrap();
         check_capture_flags(&delete, &closed).unwrap();
         assert!(check_capture_flags(&delete, &sens).is_err());
+        for n in ["inode-readahead", "metacluster-io"] {
+            let e = experiment::load(n).unwrap();
+            check_capture_flags(&e, &closed).unwrap();
+        }
         check_capture_flags(&fio, &RunArgs::default()).unwrap();
         assert!(RunArgs::default().run_scale(&fsck).is_ok());
         assert!(!fio.operation().unwrap().needs_root(&fio));

@@ -282,16 +282,18 @@ impl KernelFs {
         Ok(())
     }
 
+    /// The emulated device's [`crate::CpuPace`] while [`KernelFs::emulate`] has moved the file
+    /// system there (`None` otherwise): a traced program that is a thread of this process
+    /// names itself with [`crate::CpuPace::follow_this_thread`], so that its CPU, not the wall,
+    /// places its requests on the model's clock.
+    pub fn cpu_pace(&self) -> Option<crate::CpuPace> {
+        self.emulator.as_ref().map(Emulator::cpu_pace)
+    }
+
     /// Requests the emulated device has served so far (0 when not emulated): an index into
     /// what [`KernelFs::stop_emulating`] returns, to find one stretch of work's requests.
     pub fn served_so_far(&self) -> usize {
         self.emulator.as_ref().map_or(0, Emulator::served_count)
-    }
-
-    /// The handle that makes a program's CPU time pace the emulated device's model clock
-    /// ([`Emulator::cpu_pace`]); `None` when the file system is not on the emulated device.
-    pub fn cpu_pace(&self) -> Option<crate::CpuPace> {
-        self.emulator.as_ref().map(Emulator::cpu_pace)
     }
 
     /// Moves the file system back from the emulated device (writes back, unmounts, stops the

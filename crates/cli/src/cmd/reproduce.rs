@@ -66,11 +66,11 @@ pub struct Args {
     /// how much each moves both totals and the reduction (fsck experiments).
     #[arg(long)]
     sensitivity: bool,
-    /// Capture closed loop (the fsck experiments, large-delete, request-merging, random-read;
-    /// another operation refuses it, naming these): the traced work runs on the emulated
-    /// device (`device emulate`: requests complete when the preset's model says, K times
-    /// faster), and the report gives the time measured there beside the open-loop replay of
-    /// the same stream (docs/emulate.md). K defaults to 1.
+    /// Capture closed loop (the operations that take it: `layoutlab experiments --json` says
+    /// which, and the others refuse it naming them): the traced work (e2fsck, a delete, a walk,
+    /// a benchmark's reads) runs on the emulated device (`device emulate`: requests complete
+    /// when the preset's model says, K times faster), and the report gives the time measured
+    /// there beside the open-loop replay of the same stream (docs/emulate.md). K defaults to 1.
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "1")]
     closed_loop: Option<f64>,
     /// The tree walked: shorthand for `--set tree=NAME` (inode-readahead: a population name

@@ -98,6 +98,12 @@ impl Operation for InodeReadahead {
         true
     }
 
+    /// `--closed-loop` walks each image on the emulated device of the one preset given
+    /// (`run_inode_readahead`): a fresh emulated disk per walk, paced by the walk's own CPU.
+    fn supports_closed_loop(&self) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: InodeReadaheadSpec = exp.params()?;
         if s.policies.is_empty() || s.settings.is_empty() || s.orders.is_empty() {
@@ -152,6 +158,12 @@ pub struct WalkRun {
     /// a capture.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
+    /// With --closed-loop: the walk's time measured on the emulated device of this preset
+    /// (the model's time from its first request to its last completion, the walk's CPU
+    /// between requests placing each on the model's clock). `seconds` stays the open-loop
+    /// replay of the same stream, beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<crate::steps::check::ClosedLoopRun>,
 }
 
 /// The sweet spot of one device and order (and policy): the fastest setting.
@@ -203,6 +215,9 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     }
     // One capture is priced on every device: it presents the first one's queue (docs/rig.md).
     let first = devices.first().context("no device presets to price on")?;
+    if let Some(k) = a.closed_loop {
+        check_closed_loop(&devices, k)?;
+    }
     let queue = crate::support::capture_queue(first, Some(spec.os_read_ahead_kb), None)?;
     let settings = spec.settings.clone();
     let mut formats = Vec::new();
@@ -259,12 +274,24 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 policy,
                 profile,
                 geometry,
+                a.closed_loop.is_some(),
             )?);
         }
         let mut results: Vec<Vec<WalkRun>> = mounted.iter().map(|_| Vec::new()).collect();
         for order in &spec.orders {
             for &k in &settings {
                 let capture_stage = crate::stages::enter(crate::stages::CAPTURE);
+                if let Some(time_scale) = a.closed_loop {
+                    // A fresh emulated disk per walk, as the replay prices each walk on a
+                    // fresh model: a drive cache warm from the previous walk (the default
+                    // tree reads about 10 MB a walk) would serve this one.
+                    for m in &mut mounted {
+                        m.kfs
+                            .emulate(time_scale, crate::support::emulator_model(first)?)?;
+                        // The tunable belongs to the mount, now on the emulated device.
+                        m.sysfs = readahead_tunable(&m.kfs)?;
+                    }
+                }
                 for m in &mounted {
                     set_tunable(&m.sysfs, k)?;
                 }
@@ -272,20 +299,40 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 for m in &mounted {
                     m.kfs.drop_caches()?;
                 }
-                let walked: Vec<Result<(layoutlab_trace::Trace, f64)>> =
-                    std::thread::scope(|scope| {
-                        let handles: Vec<_> = mounted
-                            .iter_mut()
-                            .map(|m| scope.spawn(move || traced_walk(m, order)))
-                            .collect();
-                        handles
-                            .into_iter()
-                            .map(|h| h.join().expect("a walk thread panicked"))
-                            .collect()
+                let walked: Vec<Result<Walked>> = std::thread::scope(|scope| {
+                    let handles: Vec<_> = mounted
+                        .iter_mut()
+                        .map(|m| scope.spawn(move || traced_walk(m, order)))
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().expect("a walk thread panicked"))
+                        .collect()
+                });
+                let mut closed: Vec<Option<crate::steps::check::ClosedLoopRun>> = Vec::new();
+                let mut traces = Vec::new();
+                for (m, walked) in mounted.iter_mut().zip(walked) {
+                    let walked = walked?;
+                    closed.push(match (a.closed_loop, walked.served) {
+                        (Some(time_scale), Some((from, to))) => {
+                            let served = m.kfs.stop_emulating()?;
+                            Some(crate::steps::check::ClosedLoopRun::of(
+                                time_scale,
+                                &served[from..to],
+                                0.0,
+                            ))
+                        }
+                        _ => None,
                     });
+                    traces.push((walked.trace, walked.seconds_here));
+                }
                 drop(capture_stage);
-                for ((m, walked), runs) in mounted.iter().zip(walked).zip(results.iter_mut()) {
-                    let (trace, seconds_here) = walked?;
+                for (((m, (trace, seconds_here)), closed_loop), runs) in mounted
+                    .iter()
+                    .zip(traces)
+                    .zip(closed)
+                    .zip(results.iter_mut())
+                {
                     let _pricing = crate::stages::enter(crate::stages::PRICE);
                     let policy = &m.policy;
                     let (wasted, itable_blocks) = m.itable.read_stats(&trace);
@@ -297,7 +344,14 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
                     let mb_read = reads.iter().map(|r| r.bytes() as f64).sum::<f64>() / MB;
                     let requests = reads.len() as u64;
                     eprintln!(
-                        "  [{policy}] {order} readahead {k}: {requests} requests, {mb_read:.1} MB, {wasted} blocks wasted ({seconds_here:.1} s here)"
+                        "  [{policy}] {order} readahead {k}: {requests} requests, {mb_read:.1} MB, {wasted} blocks wasted ({seconds_here:.1} s here){}",
+                        match &closed_loop {
+                            Some(c) => format!(
+                                "; closed loop at K = {}: {:.3} s measured, {} requests served, {} paced",
+                                c.time_scale, c.measured_seconds, c.requests_served, c.requests_paced
+                            ),
+                            None => String::new(),
+                        }
                     );
                     // The devices' replays are independent: priced at once, kept in order.
                     let replays: Vec<Result<_>> = std::thread::scope(|scope| {
@@ -319,6 +373,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
                     for (d, replayed) in devices.iter().zip(replays) {
                         let replayed = replayed?;
                         runs.push(WalkRun {
+                            closed_loop: closed_loop.clone(),
                             capture_queue: trace.queue.clone(),
                             policy: policy.clone(),
                             device: d.clone(),
@@ -455,6 +510,7 @@ fn mount_policy(
     policy: &str,
     profile: &MkfsProfile,
     geometry: &Geometry,
+    closed_loop: bool,
 ) -> Result<Mounted> {
     let t = std::time::Instant::now();
     let planning = crate::stages::enter(crate::stages::PLAN);
@@ -475,7 +531,16 @@ fn mount_policy(
     let opts = KernelFsOptions {
         kind: FsKind::Ext4,
         mkfs_args: Vec::new(),
-        mount_options: String::new(),
+        // Closed loop mounts the image again for each walk (on the emulated device, then
+        // back): read-only from the start, so that no mount is read-write, where ext4 starts
+        // its lazyinit thread's block-bitmap prefetch (reads that would land on the emulated
+        // disk around a walk) and writes the superblock. Open loop mounts once, read-write,
+        // and remounts read-only before any walk, as it always has.
+        mount_options: if closed_loop {
+            "ro".into()
+        } else {
+            String::new()
+        },
         bytes: fs_bytes,
         backing: Backing::SparseFile(workdir.to_path_buf()),
         // The image's data blocks are holes: at most what mke2fs makes plus the plan's
@@ -504,7 +569,12 @@ fn mount_policy(
         t.elapsed().as_secs_f64()
     );
     drop(image_stage);
-    let mut random_paths = readdir_paths.clone();
+    // Relative to the mount point: closed loop mounts the image elsewhere for each walk.
+    let mut random_paths: Vec<PathBuf> = readdir_paths
+        .iter()
+        .map(|p| p.strip_prefix(kfs.mount_point()).map(Path::to_path_buf))
+        .collect::<std::result::Result<_, _>>()
+        .context("a listed path outside the mount point")?;
     random_paths.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(exp.seed));
     Ok(Mounted {
         policy: policy.to_string(),
@@ -515,15 +585,42 @@ fn mount_policy(
     })
 }
 
-/// One traced walk of `m` in `order` (its caches already dropped): the trace, and the seconds
-/// it took here.
-fn traced_walk(m: &mut Mounted, order: &str) -> Result<(layoutlab_trace::Trace, f64)> {
+/// What one traced walk produced.
+struct Walked {
+    trace: layoutlab_trace::Trace,
+    /// The seconds it took here.
+    seconds_here: f64,
+    /// On the emulated device: the walk's requests among those it served, `[from, to)`.
+    served: Option<(usize, usize)>,
+}
+
+/// One traced walk of `m` in `order` (its caches already dropped). On the emulated device the
+/// walk's thread names itself to the emulator's `CpuPace`: its own CPU time (the `lstat`s, in
+/// this process, which also runs the emulator), not the wall, places each request on the
+/// model's clock, as the open-loop replay takes the think time from this thread's CPU.
+fn traced_walk(m: &mut Mounted, order: &str) -> Result<Walked> {
     let _capture = crate::stages::enter(crate::stages::CAPTURE);
+    let pace = m.kfs.cpu_pace();
+    if let Some(pace) = &pace {
+        pace.follow_this_thread();
+    }
+    let walked = walk_traced(m, order);
+    if let Some(pace) = &pace {
+        pace.stop_following();
+    }
+    walked
+}
+
+fn walk_traced(m: &mut Mounted, order: &str) -> Result<Walked> {
     let t = std::time::Instant::now();
     let mount = m.kfs.mount_point().to_path_buf();
     let random_paths = &m.random_paths;
+    let mut served_from = 0;
     let mut traced = m.kfs.trace(&TraceOptions::default())?;
-    traced.phase("walk", |_| {
+    traced.phase("walk", |fs| {
+        // Counted once the device is settled and the phase marked: a request the emulator
+        // serves from here on is the walk's.
+        served_from = fs.served_so_far();
         let stat = |p: &Path| {
             std::fs::symlink_metadata(p).map(|_| ()).map_err(|e| {
                 layoutlab_rig::RigError::Unsupported(format!("lstat {}: {e}", p.display()))
@@ -535,11 +632,44 @@ fn traced_walk(m: &mut Mounted, order: &str) -> Result<(layoutlab_trace::Trace, 
             })
             .map_err(|e| layoutlab_rig::RigError::Unsupported(e.to_string()))
         } else {
-            random_paths.iter().try_for_each(|p| stat(p))
+            random_paths.iter().try_for_each(|p| stat(&mount.join(p)))
         }
     })?;
+    let seconds_here = t.elapsed().as_secs_f64();
     let captured = traced.finish()?;
-    Ok((captured.capture.trace, t.elapsed().as_secs_f64()))
+    let served = m
+        .kfs
+        .cpu_pace()
+        .is_some()
+        .then(|| (served_from, m.kfs.served_so_far()));
+    Ok(Walked {
+        trace: captured.capture.trace,
+        seconds_here,
+        served,
+    })
+}
+
+/// Refuses `--closed-loop` where it cannot run, before anything is made: each walk is captured
+/// on one emulated disk, so one preset (`--device`), and one the route can honour at K.
+fn check_closed_loop(devices: &[String], time_scale: f64) -> Result<()> {
+    if devices.len() != 1 {
+        let emulable: Vec<&str> = devices
+            .iter()
+            .filter(|d| crate::support::check_emulable(d, time_scale).is_ok())
+            .map(String::as_str)
+            .collect();
+        bail!(
+            "--closed-loop captures each walk on one emulated disk, but this run prices on {} \
+             presets ({}): give one --device{}",
+            devices.len(),
+            devices.join(", "),
+            match emulable.as_slice() {
+                [] => String::new(),
+                some => format!(" (of these the route can emulate {})", some.join(", ")),
+            }
+        );
+    }
+    crate::support::check_emulable(&devices[0], time_scale)
 }
 
 /// Blocks the image holds that are not file data: mke2fs's own (bitmaps, inode tables,
@@ -739,6 +869,17 @@ fn report(
             for d in devices {
                 cols.push(Column::number(d, Some("s")));
             }
+            // Closed loop: the time measured on the emulated disk, beside the replay of the
+            // same stream on it (the one device).
+            let closed_k = runs
+                .iter()
+                .find_map(|r| r.closed_loop.as_ref().map(|c| c.time_scale));
+            if let Some(k) = closed_k {
+                cols.push(Column::number(
+                    &format!("{} closed loop (K = {k}), measured", devices[0]),
+                    Some("s"),
+                ));
+            }
             let mut t = Table::new(
                 &format!("stat of {inodes} entries of {tree} in {o} order, laid out by {p}: predicted seconds per device"),
                 cols,
@@ -757,6 +898,15 @@ fn report(
                     row.push(
                         find(p, o, k, d)
                             .map(|r| Cell::num(r.seconds, 2))
+                            .unwrap_or(Cell::Empty),
+                    );
+                }
+                if closed_k.is_some() {
+                    row.push(
+                        first
+                            .closed_loop
+                            .as_ref()
+                            .map(|c| Cell::num(c.measured_seconds, 2))
                             .unwrap_or(Cell::Empty),
                     );
                 }
@@ -873,4 +1023,34 @@ fn report(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_closed_loop;
+
+    /// Closed loop captures each walk on one emulated disk: several presets are refused,
+    /// naming those the route can emulate; an SSD faster than the route is refused alone.
+    #[test]
+    fn closed_loop_takes_one_preset_the_route_can_emulate() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let four = names(&[
+            "sata-500g-2008",
+            "sata-400g-2007",
+            "ssd-sata-2010",
+            "ssd-nvme-2024",
+        ]);
+        let err = check_closed_loop(&four, 1.0).unwrap_err().to_string();
+        assert!(
+            err.contains("give one --device")
+                && err.contains("the route can emulate sata-500g-2008, sata-400g-2007)"),
+            "{err}"
+        );
+        let err = check_closed_loop(&names(&["ssd-nvme-2024"]), 1.0)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("faster than this route"), "{err}");
+        check_closed_loop(&names(&["sata-500g-2008"]), 1.0).unwrap();
+        assert!(check_closed_loop(&names(&["sata-500g-2008"]), 0.0).is_err());
+    }
 }

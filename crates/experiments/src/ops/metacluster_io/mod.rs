@@ -142,6 +142,13 @@ impl Operation for MetaclusterIo {
         true
     }
 
+    /// `--closed-loop` reads each benchmark's file on the emulated device (a fresh emulated
+    /// disk per benchmark, paced by the reader's own CPU): benchmarks 2-4, the captured ones
+    /// ([`run::traced_reads_emulated`]).
+    fn supports_closed_loop(&self) -> bool {
+        true
+    }
+
     fn check(&self, exp: &Experiment) -> Result<()> {
         let s: MetaclusterIoSpec = exp.params()?;
         s.validate()?;

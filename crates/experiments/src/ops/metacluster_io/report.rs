@@ -54,6 +54,18 @@ pub fn table(exp: &Experiment, device: &str, scale: f64, runs: &[BenchRun]) -> R
     if comparable {
         columns.push(Column::published("time", Some("s")));
     }
+    // Closed loop: the time measured on the emulated disk beside the replay of the same
+    // stream (the captured reads only; the write stream and the read-ahead option are not
+    // captures).
+    let closed_k = runs
+        .iter()
+        .find_map(|r| r.closed_loop.as_ref().map(|c| c.time_scale));
+    if let Some(k) = closed_k {
+        columns.push(Column::number(
+            &format!("closed loop (K = {k}), measured"),
+            Some("s"),
+        ));
+    }
     columns.extend([
         Column::number(&format!("vs {baseline}"), Some("%")),
         Column::number("requests", None),
@@ -85,6 +97,13 @@ pub fn table(exp: &Experiment, device: &str, scale: f64, runs: &[BenchRun]) -> R
                     .figures
                     .get(&format!("{}.{}", r.benchmark, r.policy))
                     .map_or(Cell::Empty, |v| Cell::published(*v, 1)),
+            );
+        }
+        if closed_k.is_some() {
+            row.push(
+                r.closed_loop
+                    .as_ref()
+                    .map_or(Cell::Empty, |c| Cell::num(c.measured_seconds, 1)),
             );
         }
         row.extend([

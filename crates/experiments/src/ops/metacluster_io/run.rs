@@ -124,6 +124,20 @@ pub fn mount_image(
     workdir: &Path,
     queue: &layoutlab_rig::QueueSpec,
 ) -> Result<KernelFs> {
+    mount_image_holding(profile, geometry, plan, workdir, queue, None)
+}
+
+/// [`mount_image`] under the rig lock this run already holds (`Some`): a run mounts an image
+/// per policy and file size (four at the default), and taking the lock once keeps it from
+/// queueing behind other runs between them.
+pub fn mount_image_holding(
+    profile: &MkfsProfile,
+    geometry: &Geometry,
+    plan: &Plan,
+    workdir: &Path,
+    queue: &layoutlab_rig::QueueSpec,
+    lock: Option<&layoutlab_rig::RigLock>,
+) -> Result<KernelFs> {
     let _stage = crate::stages::enter(crate::stages::IMAGE);
     let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
     let opts = KernelFsOptions {
@@ -142,7 +156,7 @@ pub fn mount_image(
             + (256 << 20),
         queue: queue.clone(),
     };
-    let kfs = KernelFs::from_image(&opts, &mut |path: &Path| {
+    let kfs = KernelFs::from_image_holding(&opts, lock, &mut |path: &Path| {
         crate::steps::image::write_plan(path, fs_bytes, profile, plan)?;
         let verdict = layoutlab_image::fsck_check(path).map_err(|e| e.to_string())?;
         if !verdict.clean {
@@ -167,13 +181,65 @@ pub fn traced_reads(
     random: bool,
 ) -> Result<(Trace, f64)> {
     let _stage = crate::stages::enter(crate::stages::CAPTURE);
+    let (trace, seconds_here, _) = read_traced(kfs, tag, accesses, random)?;
+    Ok((trace, seconds_here))
+}
+
+/// [`traced_reads`] closed loop: the file system is moved onto the emulated device of
+/// `device` at time scale `time_scale` (a fresh emulated disk, as the replay prices each
+/// benchmark on a fresh model), the reads run there, and it is moved back. This thread (the
+/// reader) names itself to the emulator's `CpuPace`, so its own CPU time between requests,
+/// not the wall, places each request on the model's clock: the think time the open-loop
+/// replay takes from the same thread's CPU. Returns the trace, the seconds here and the time
+/// measured on the emulated device for the phase's requests.
+pub fn traced_reads_emulated(
+    kfs: &mut KernelFs,
+    tag: &str,
+    accesses: &[Access],
+    random: bool,
+    device: &str,
+    time_scale: f64,
+) -> Result<(Trace, f64, crate::steps::check::ClosedLoopRun)> {
+    let _stage = crate::stages::enter(crate::stages::CAPTURE);
+    kfs.emulate(time_scale, crate::support::emulator_model(device)?)?;
+    let pace = kfs
+        .cpu_pace()
+        .context("the emulated device has no CPU pace")?;
+    pace.follow_this_thread();
+    let read = read_traced(kfs, tag, accesses, random);
+    pace.stop_following();
+    let (trace, seconds_here, served) = read?;
+    let (from, to) = served.context("no requests counted on the emulated device")?;
+    let served = kfs.stop_emulating()?;
+    Ok((
+        trace,
+        seconds_here,
+        crate::steps::check::ClosedLoopRun::of(time_scale, &served[from..to], 0.0),
+    ))
+}
+
+/// On the emulated device: a phase's requests among those the emulator served, `[from, to)`.
+type ServedWindow = Option<(usize, usize)>;
+
+/// The traced reads of [`traced_reads`], and on the emulated device the phase's requests
+/// among those it served, `[from, to)`.
+fn read_traced(
+    kfs: &mut KernelFs,
+    tag: &str,
+    accesses: &[Access],
+    random: bool,
+) -> Result<(Trace, f64, ServedWindow)> {
     kfs.drop_caches()?;
     let path: PathBuf = kfs.mount_point().join(FILE_NAME);
     let longest = accesses.iter().map(|a| a.1).max().unwrap_or(0) as usize;
     let mut buf = vec![0u8; longest];
     let started = std::time::Instant::now();
+    let mut served_from = 0;
     let mut traced = kfs.trace(&TraceOptions::default())?;
-    traced.phase(tag, |_| {
+    traced.phase(tag, |fs| {
+        // Counted once the device is settled and the phase marked: a request the emulator
+        // serves from here on is the phase's.
+        served_from = fs.served_so_far();
         let f = std::fs::File::open(&path)
             .map_err(|e| RigError::Unsupported(format!("open {}: {e}", path.display())))?;
         if random {
@@ -202,9 +268,14 @@ pub fn traced_reads(
     })?;
     let seconds_here = started.elapsed().as_secs_f64();
     let captured = traced.finish()?;
+    let served = kfs
+        .cpu_pace()
+        .is_some()
+        .then(|| (served_from, kfs.served_so_far()));
     Ok((
         of_tag(&captured.capture.trace, tag, None, TagTable::Kept),
         seconds_here,
+        served,
     ))
 }
 
@@ -329,6 +400,12 @@ pub struct BenchRun {
     /// a capture.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture_queue: Option<layoutlab_trace::DeviceQueue>,
+    /// With --closed-loop, on a captured benchmark's run without the read-ahead option: the
+    /// reads' time measured on the emulated device (first request to last completion, the
+    /// reader's CPU placing each request on the model's clock). `seconds` stays the open-loop
+    /// replay of the same stream, beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<crate::steps::check::ClosedLoopRun>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -368,6 +445,7 @@ fn summarize(
         }
     }
     BenchRun {
+        closed_loop: None,
         capture_queue: trace.queue.clone(),
         benchmark,
         policy: policy.to_string(),
@@ -398,6 +476,7 @@ fn price_reads(
     spec: &MetaclusterIoSpec,
     device: &str,
     cpu_scale: f64,
+    closed_loop: Option<crate::steps::check::ClosedLoopRun>,
 ) -> Result<[BenchRun; 2]> {
     let _stage = crate::stages::enter(crate::stages::PRICE);
     let spb = block_size / 512;
@@ -405,7 +484,7 @@ fn price_reads(
     let applied = ind_readahead::apply(&trace, inode, block_size, spec.ind_readahead_blocks);
     let plain = crate::steps::price::on_preset(device, &trace, cpu_scale)?;
     let ahead = crate::steps::price::on_preset(device, &applied.trace, cpu_scale)?;
-    let without = summarize(
+    let mut without = summarize(
         benchmark,
         policy,
         false,
@@ -426,7 +505,41 @@ fn price_reads(
         spb,
     );
     with.readahead_inserted_dropped = Some((applied.inserted, applied.dropped));
+    without.closed_loop = closed_loop;
     Ok([without, with])
+}
+
+/// One benchmark's traced reads: on the plain loop device, or closed loop (`--closed-loop K`)
+/// on the emulated one, with the time measured there.
+fn capture(
+    kfs: &mut KernelFs,
+    tag: &str,
+    acc: &[Access],
+    random: bool,
+    device: &str,
+    a: &RunArgs,
+) -> Result<(Trace, f64, Option<crate::steps::check::ClosedLoopRun>)> {
+    Ok(match a.closed_loop {
+        Some(k) => {
+            let (trace, here, closed) = traced_reads_emulated(kfs, tag, acc, random, device, k)?;
+            (trace, here, Some(closed))
+        }
+        None => {
+            let (trace, here) = traced_reads(kfs, tag, acc, random)?;
+            (trace, here, None)
+        }
+    })
+}
+
+/// The progress line's closed-loop part.
+fn closed_note(run: &BenchRun) -> String {
+    match &run.closed_loop {
+        Some(c) => format!(
+            "; closed loop at K = {}: {:.3} s measured, {} requests served, {} paced",
+            c.time_scale, c.measured_seconds, c.requests_served, c.requests_paced
+        ),
+        None => String::new(),
+    }
 }
 
 /// Run the experiment and report it.
@@ -438,6 +551,19 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let h = Human::new(a.json.as_deref());
     let scale = a.run_scale(exp)?;
     let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
+    if let Some(k) = a.closed_loop {
+        // The reader is a thread of this process: no cgroup throttles it to a period CPU's
+        // share, as the fsck experiments' e2fsck is, so the model's clock can only count its
+        // CPU at this machine's speed.
+        if cpu_scale != 1.0 {
+            bail!(
+                "--closed-loop paces metacluster-io's reads by the reader's CPU at this machine's \
+                 speed; a CPU factor ({cpu_scale}) goes with it only in the fsck experiments: \
+                 drop --cpu-scale (or set cpu_scale = 1.0)"
+            );
+        }
+        crate::support::check_emulable(&device, k)?;
+    }
     // Every name resolved before any work: a typo fails at once and changes nothing.
     for p in &spec.policies {
         layoutlab_layout::policy_by_name(p, &layoutlab_layout::PolicyParams::new())?;
@@ -491,6 +617,9 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
         random_bytes as f64 / 1e9
     );
     let started = std::time::Instant::now();
+    // One lock for the run's four mounts; its wait for other runs counts as image time, as
+    // KernelFs's own wait does.
+    let lock = crate::stages::timed(crate::stages::IMAGE, layoutlab_rig::RigLock::acquire)?;
     let mut runs: Vec<BenchRun> = Vec::new();
     let wants = |b: u32| spec.benchmarks.contains(&b);
     for policy in &spec.policies {
@@ -534,14 +663,20 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 runs.push(r);
             }
             if wants(2) {
-                let mut kfs = mount_image(&profile, &geometry, &plan, &workdir, &queue)?;
+                let mut kfs =
+                    mount_image_holding(&profile, &geometry, &plan, &workdir, &queue, Some(&lock))?;
                 let acc = accesses(2, seq_bytes, &spec, scale, exp.seed);
-                let (trace, here) = traced_reads(&mut kfs, "b2", &acc, false)?;
+                let (trace, here, closed) = capture(&mut kfs, "b2", &acc, false, &device, a)?;
                 drop(kfs);
-                let pair = price_reads(2, policy, trace, inode, block, &spec, &device, cpu_scale)?;
+                let pair = price_reads(
+                    2, policy, trace, inode, block, &spec, &device, cpu_scale, closed,
+                )?;
                 eprintln!(
-                    "  b2 (kernel, {:.1} s here): {:.1} s, {:.1} s with read-ahead",
-                    here, pair[0].seconds, pair[1].seconds
+                    "  b2 (kernel, {:.1} s here): {:.1} s, {:.1} s with read-ahead{}",
+                    here,
+                    pair[0].seconds,
+                    pair[1].seconds,
+                    closed_note(&pair[0])
                 );
                 runs.extend(pair);
             }
@@ -555,22 +690,28 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 random_bytes as f64 / 1e9,
                 inode.mapping.len()
             );
-            let mut kfs = mount_image(&profile, &geometry, &plan, &workdir, &queue)?;
+            let mut kfs =
+                mount_image_holding(&profile, &geometry, &plan, &workdir, &queue, Some(&lock))?;
             for b in [3u32, 4].into_iter().filter(|b| wants(*b)) {
                 let acc = accesses(b, random_bytes, &spec, scale, exp.seed);
-                let (trace, here) = traced_reads(&mut kfs, &format!("b{b}"), &acc, true)?;
-                let pair = price_reads(b, policy, trace, inode, block, &spec, &device, cpu_scale)?;
+                let (trace, here, closed) =
+                    capture(&mut kfs, &format!("b{b}"), &acc, true, &device, a)?;
+                let pair = price_reads(
+                    b, policy, trace, inode, block, &spec, &device, cpu_scale, closed,
+                )?;
                 eprintln!(
-                    "  b{b} ({} reads, {:.1} s here): {:.1} s, {:.1} s with read-ahead",
+                    "  b{b} ({} reads, {:.1} s here): {:.1} s, {:.1} s with read-ahead{}",
                     acc.len(),
                     here,
                     pair[0].seconds,
-                    pair[1].seconds
+                    pair[1].seconds,
+                    closed_note(&pair[0])
                 );
                 runs.extend(pair);
             }
         }
     }
+    drop(lock);
     let seconds_here = started.elapsed().as_secs_f64();
     runs.sort_by_key(|r| (r.benchmark, r.ind_readahead));
     let _reporting = crate::stages::enter(crate::stages::REPORT);

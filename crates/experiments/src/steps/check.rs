@@ -258,6 +258,11 @@ pub struct PolicyRun {
     /// Its replay (not serialized).
     #[serde(skip)]
     pub replayed: Replayed,
+    /// With --closed-loop: every request the emulator served, in arrival order, with its
+    /// receipt, the program's CPU then and its model times (not serialized; `--keep` writes
+    /// it beside the trace, to tell where two captures of one image part).
+    #[serde(skip)]
+    pub served: Vec<layoutlab_rig::EmulatedRequest>,
     /// What each block of the image holds, to attribute the trace (not serialized).
     #[serde(skip)]
     pub classes: BlockClasses,
@@ -502,10 +507,16 @@ pub fn traced_e2fsck(
     let mut device = crate::steps::price::linear_device(&opts.device, fs_sectors)?;
     let replayed = crate::steps::price::on(device.as_mut(), &trace, opts.cpu_scale);
     stages.replay = t.elapsed().as_secs_f64();
-    let closed_loop = served.map(|(time_scale, served)| ClosedLoopRun {
-        cpu_share: crate::support::closed_loop_cpu_share(opts.cpu_scale, time_scale),
-        ..ClosedLoopRun::of(time_scale, &served, head_seconds + tail_seconds)
-    });
+    let (closed_loop, served) = match served {
+        Some((time_scale, served)) => (
+            Some(ClosedLoopRun {
+                cpu_share: crate::support::closed_loop_cpu_share(opts.cpu_scale, time_scale),
+                ..ClosedLoopRun::of(time_scale, &served, head_seconds + tail_seconds)
+            }),
+            served,
+        ),
+        None => (None, Vec::new()),
+    };
     let passes: Vec<PassResult> =
         crate::steps::phases::tag_phases(&replayed, head_seconds, tail_seconds)
             .into_iter()
@@ -573,6 +584,7 @@ pub fn traced_e2fsck(
         trace,
         cpu_outside_trace_seconds: head_seconds + tail_seconds,
         replayed,
+        served,
         classes: BlockClasses::new(geometry, plan),
     })
 }

@@ -80,11 +80,16 @@ const RUNS: usize = 15;
 /// machine-as-is mean: the issue's 1% (see [`RUNS`]).
 const TOTALS_BOUND: f64 = 0.01;
 
+/// How far ext3-2007's mean measured time may lie from the mean replay of its streams, each
+/// way, as a fraction (see the test).
+const SITS_ON_REPLAY: f64 = 0.005;
+
 /// Requests within 0.5% (ext3-2007's identical in all 110 runs measured, ext3-metacluster's in
 /// 108), the time measured on the
 /// emulated device (`closed_loop.measured_seconds`) and the open-loop replay of the closed-loop
 /// stream (`total_seconds`) within [`TOTALS_BOUND`]; means of [`RUNS`] runs each way. Every
-/// request must have been placed on the model's clock by e2fsck's CPU.
+/// request must have been placed on the model's clock by e2fsck's CPU, and ext3-2007's
+/// measured time must sit on its replay ([`SITS_ON_REPLAY`]).
 #[test]
 fn a_closed_loop_capture_does_not_depend_on_how_busy_the_machine_is() {
     if !is_root() {
@@ -130,6 +135,21 @@ fn a_closed_loop_capture_does_not_depend_on_how_busy_the_machine_is() {
             "{policy}: measured closed loop {mq} s as is, {mb} s with two CPU-bound loops \
              (bound {TOTALS_BOUND})"
         );
+        // ext3-2007's stream is synchronous (e2fsck waits for each read), so its measured time
+        // sits on the replay of its own stream, whose think time is the scheduler trace's CPU:
+        // single runs within ±0.37% of it (40 runs, the pace on the task-clock). With the pace
+        // on e2fsck's process CPU clock, which ran ahead under load, single runs measured up to
+        // +3.5% above it, and means of fifteen exceeded 0.5% in 99% (as is, load 9-13) and 59%
+        // (two loops) of resamples; on the task-clock in none of 100,000.
+        if policy == "ext3-2007" {
+            for (side, m, t) in [("as is", mq, tq), ("with two loops", mb, tb)] {
+                assert!(
+                    (m / t - 1.0).abs() <= SITS_ON_REPLAY,
+                    "{policy} {side}: measured {m} s against its streams' replay {t} s \
+                     (bound {SITS_ON_REPLAY})"
+                );
+            }
+        }
         // The replay of each run's own stream: a different capture's stream each time (its
         // overlaps and, rarely, its requests differ), so it carries the capture's spread.
         assert!(

@@ -474,6 +474,30 @@ fn published_cell(v: Option<f64>) -> Cell {
     v.map(|v| Cell::published(v, 1)).unwrap_or(Cell::Empty)
 }
 
+/// A closed-loop capture's served requests as CSV, one line each in arrival order: the
+/// request, its receipt (wall ns since the emulator started), the followed program's CPU then
+/// (ns, times the CPU factor; empty where the wall placed it) and its model arrival and
+/// completion (model ns).
+fn served_csv(served: &[layoutlab_rig::EmulatedRequest]) -> String {
+    let mut csv = String::from(
+        "index,op,sector,sectors,received_ns,cpu_ns,arrival_ns,complete_ns,reply_late_ns\n",
+    );
+    for (i, s) in served.iter().enumerate() {
+        csv.push_str(&format!(
+            "{i},{:?},{},{},{},{},{:.0},{:.0},{:.0}\n",
+            s.request.op,
+            s.request.sector,
+            s.request.sectors,
+            s.received_ns,
+            s.cpu_ns.map(|c| c.to_string()).unwrap_or_default(),
+            s.arrival_ns,
+            s.complete_ns,
+            s.reply_late_ns
+        ));
+    }
+    csv
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -552,28 +576,4 @@ mod tests {
     fn golden_report_at_scale_1_on_another_device() {
         check_golden("scale1", "sata-500g-2008", 1.0);
     }
-}
-
-/// A closed-loop capture's served requests as CSV, one line each in arrival order: the
-/// request, its receipt (wall ns since the emulator started), the followed program's CPU then
-/// (ns, times the CPU factor; empty where the wall placed it) and its model arrival and
-/// completion (model ns).
-fn served_csv(served: &[layoutlab_rig::EmulatedRequest]) -> String {
-    let mut csv = String::from(
-        "index,op,sector,sectors,received_ns,cpu_ns,arrival_ns,complete_ns,reply_late_ns\n",
-    );
-    for (i, s) in served.iter().enumerate() {
-        csv.push_str(&format!(
-            "{i},{:?},{},{},{},{},{:.0},{:.0},{:.0}\n",
-            s.request.op,
-            s.request.sector,
-            s.request.sectors,
-            s.received_ns,
-            s.cpu_ns.map(|c| c.to_string()).unwrap_or_default(),
-            s.arrival_ns,
-            s.complete_ns,
-            s.reply_late_ns
-        ));
-    }
-    csv
 }

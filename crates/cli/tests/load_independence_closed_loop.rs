@@ -19,8 +19,9 @@ mod common;
 use common::{is_root, reproduce_in};
 
 /// One policy's run: (policy, requests, open-loop total of the stream, s, closed-loop
-/// measured time, s).
-type Run = (String, f64, f64, f64);
+/// measured time, s, e2fsck's CPU in the trace as the pace counted it, s, and as the scheduler
+/// trace counted it, s).
+type Run = (String, f64, f64, f64, f64, f64);
 
 /// Per policy, one closed-loop run at scale 0.005, K = 8.
 fn closed_loop_run() -> Vec<Run> {
@@ -49,6 +50,10 @@ fn closed_loop_run() -> Vec<Run> {
                 r["requests"].as_f64().unwrap(),
                 r["total_seconds"].as_f64().unwrap(),
                 r["closed_loop"]["measured_seconds"].as_f64().unwrap(),
+                r["closed_loop"]["paced_cpu_seconds"].as_f64().unwrap(),
+                r["measured_here"]["scheduler_cpu_in_trace_seconds"]
+                    .as_f64()
+                    .unwrap(),
             )
         })
         .collect()
@@ -80,16 +85,22 @@ const RUNS: usize = 15;
 /// machine-as-is mean: the issue's 1% (see [`RUNS`]).
 const TOTALS_BOUND: f64 = 0.01;
 
-/// How far ext3-2007's mean measured time may lie from the mean replay of its streams, each
-/// way, as a fraction (see the test).
-const SITS_ON_REPLAY: f64 = 0.005;
+/// How far the pace's count of e2fsck's CPU in the trace, summed over each way's runs, may lie
+/// from the scheduler trace's count, as a fraction. On the task-clock, 48 single runs (24 as
+/// is, 24 with two loops, both policies) lay within -3.0% to +2.1% of it (the pace counts from
+/// the first request's receipt to the last's, the trace from the first issue to the last
+/// completion), and one run whose stream had 484 of ext3-metacluster's usual 475 requests
+/// +14%: summed, so that such a stream moves the sum by about 1%. On e2fsck's process CPU
+/// clock, which the pace read before, 120 single runs lay -27% to +695% (median +144% for
+/// ext3-2007, +55% for ext3-metacluster), more the busier the machine.
+const PACE_AGAINST_TRACE: f64 = 0.10;
 
 /// Requests within 0.5% (ext3-2007's identical in all 110 runs measured, ext3-metacluster's in
 /// 108), the time measured on the
 /// emulated device (`closed_loop.measured_seconds`) and the open-loop replay of the closed-loop
 /// stream (`total_seconds`) within [`TOTALS_BOUND`]; means of [`RUNS`] runs each way. Every
-/// request must have been placed on the model's clock by e2fsck's CPU, and ext3-2007's
-/// measured time must sit on its replay ([`SITS_ON_REPLAY`]).
+/// request must have been placed on the model's clock by e2fsck's CPU, counted as the
+/// scheduler trace counts it ([`PACE_AGAINST_TRACE`]).
 #[test]
 fn a_closed_loop_capture_does_not_depend_on_how_busy_the_machine_is() {
     if !is_root() {
@@ -126,6 +137,15 @@ fn a_closed_loop_capture_does_not_depend_on_how_busy_the_machine_is() {
             "{policy}: requests {rq} as is, {rb} with two CPU-bound loops; measured closed loop \
              {mq:.4} s, {mb:.4} s; open-loop total of the closed-loop stream {tq:.4} s, {tb:.4} s"
         );
+        for (side, runs) in [("as is", &as_is), ("with two loops", &busy)] {
+            let paced: f64 = runs.iter().map(|r| r[i].4).sum();
+            let traced: f64 = runs.iter().map(|r| r[i].5).sum();
+            assert!(
+                (paced / traced - 1.0).abs() <= PACE_AGAINST_TRACE,
+                "{policy} {side}: the pace counted {paced} s of e2fsck's CPU over {RUNS} runs, \
+                 the scheduler trace {traced} s (bound {PACE_AGAINST_TRACE})"
+            );
+        }
         assert!(
             (rq - rb).abs() <= 0.005 * rq,
             "{policy}: {rq} requests as is, {rb} with two CPU-bound loops"
@@ -135,21 +155,6 @@ fn a_closed_loop_capture_does_not_depend_on_how_busy_the_machine_is() {
             "{policy}: measured closed loop {mq} s as is, {mb} s with two CPU-bound loops \
              (bound {TOTALS_BOUND})"
         );
-        // ext3-2007's stream is synchronous (e2fsck waits for each read), so its measured time
-        // sits on the replay of its own stream, whose think time is the scheduler trace's CPU:
-        // single runs within ±0.37% of it (40 runs, the pace on the task-clock). With the pace
-        // on e2fsck's process CPU clock, which ran ahead under load, single runs measured up to
-        // +3.5% above it, and means of fifteen exceeded 0.5% in 99% (as is, load 9-13) and 59%
-        // (two loops) of resamples; on the task-clock in none of 100,000.
-        if policy == "ext3-2007" {
-            for (side, m, t) in [("as is", mq, tq), ("with two loops", mb, tb)] {
-                assert!(
-                    (m / t - 1.0).abs() <= SITS_ON_REPLAY,
-                    "{policy} {side}: measured {m} s against its streams' replay {t} s \
-                     (bound {SITS_ON_REPLAY})"
-                );
-            }
-        }
         // The replay of each run's own stream: a different capture's stream each time (its
         // overlaps and, rarely, its requests differ), so it carries the capture's spread.
         assert!(

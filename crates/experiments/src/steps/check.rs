@@ -80,6 +80,12 @@ pub struct ClosedLoopRun {
     /// model's clock (`layoutlab_rig::CpuPace`: e2fsck's closed-loop captures); the others
     /// the wall time (the kernel experiments, whose work runs in kernel threads).
     pub requests_paced: u64,
+    /// The traced program's CPU time between its first and last paced request's receipts as
+    /// the pace counted it (its task-clock, times the CPU factor F), s: beside the scheduler
+    /// trace's count (`measured_here.scheduler_cpu_in_trace_seconds`), which the replay's think
+    /// time comes from, it shows that both clocks counted the same CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paced_cpu_seconds: Option<f64>,
     /// The share of one CPU the traced program was held to (K/F), when it was throttled
     /// ([`crate::support::closed_loop_cpu_share`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -100,6 +106,12 @@ impl ClosedLoopRun {
             measured_seconds: crate::support::charged_ns(served, time_scale) / 1e9 + extra_seconds,
             requests_served: served.len() as u64,
             requests_paced: served.iter().filter(|r| r.cpu_ns.is_some()).count() as u64,
+            paced_cpu_seconds: {
+                let mut paced = served.iter().filter_map(|r| r.cpu_ns);
+                paced
+                    .next()
+                    .map(|first| paced.last().unwrap_or(first).saturating_sub(first) as f64 / 1e9)
+            },
             cpu_share: None,
         }
     }

@@ -107,10 +107,11 @@ impl ClosedLoopRun {
             requests_served: served.len() as u64,
             requests_paced: served.iter().filter(|r| r.cpu_ns.is_some()).count() as u64,
             paced_cpu_seconds: {
-                let mut paced = served.iter().filter_map(|r| r.cpu_ns);
-                paced
-                    .next()
-                    .map(|first| paced.last().unwrap_or(first).saturating_sub(first) as f64 / 1e9)
+                let first = served.iter().find_map(|r| r.cpu_ns);
+                let last = served.iter().rev().find_map(|r| r.cpu_ns);
+                first
+                    .zip(last)
+                    .map(|(first, last)| last.saturating_sub(first) as f64 / 1e9)
             },
             cpu_share: None,
         }

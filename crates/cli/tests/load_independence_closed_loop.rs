@@ -78,7 +78,7 @@ fn mean(v: &[f64]) -> f64 {
 ///   0.6%, of fifteen 0.07% (0.08% with the two sets pooled; 200,000 resamples), so fifteen,
 ///   under the 0.1% false-failure target. Its replays: means of fifteen exceeded 1% in 0.001%.
 ///
-/// Cost: about 2.5 s per run on a quiet machine (both policies' captures), 75 s and more a side.
+/// Cost: the whole test took 64-131 s at load 5-12 (2026-11-27), against about 25-40 s for ten runs.
 const RUNS: usize = 15;
 
 /// Each policy's bound on the measured time and on the open-loop replay, as a fraction of the

@@ -80,6 +80,12 @@ pub struct ClosedLoopRun {
     /// model's clock (`layoutlab_rig::CpuPace`: e2fsck's closed-loop captures); the others
     /// the wall time (the kernel experiments, whose work runs in kernel threads).
     pub requests_paced: u64,
+    /// The traced program's CPU time between its first and last paced request's receipts as
+    /// the pace counted it (its task-clock, times the CPU factor F), s: beside the scheduler
+    /// trace's count (`measured_here.scheduler_cpu_in_trace_seconds`), which the replay's think
+    /// time comes from, it shows that both clocks counted the same CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paced_cpu_seconds: Option<f64>,
     /// The share of one CPU the traced program was held to (K/F), when it was throttled
     /// ([`crate::support::closed_loop_cpu_share`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -100,6 +106,13 @@ impl ClosedLoopRun {
             measured_seconds: crate::support::charged_ns(served, time_scale) / 1e9 + extra_seconds,
             requests_served: served.len() as u64,
             requests_paced: served.iter().filter(|r| r.cpu_ns.is_some()).count() as u64,
+            paced_cpu_seconds: {
+                let first = served.iter().find_map(|r| r.cpu_ns);
+                let last = served.iter().rev().find_map(|r| r.cpu_ns);
+                first
+                    .zip(last)
+                    .map(|(first, last)| last.saturating_sub(first) as f64 / 1e9)
+            },
             cpu_share: None,
         }
     }
@@ -258,6 +271,11 @@ pub struct PolicyRun {
     /// Its replay (not serialized).
     #[serde(skip)]
     pub replayed: Replayed,
+    /// With --closed-loop: every request the emulator served, in arrival order, with its
+    /// receipt, the program's CPU then and its model times (not serialized; `--keep` writes
+    /// it beside the trace, to tell where two captures of one image part).
+    #[serde(skip)]
+    pub served: Vec<layoutlab_rig::EmulatedRequest>,
     /// What each block of the image holds, to attribute the trace (not serialized).
     #[serde(skip)]
     pub classes: BlockClasses,
@@ -502,10 +520,16 @@ pub fn traced_e2fsck(
     let mut device = crate::steps::price::linear_device(&opts.device, fs_sectors)?;
     let replayed = crate::steps::price::on(device.as_mut(), &trace, opts.cpu_scale);
     stages.replay = t.elapsed().as_secs_f64();
-    let closed_loop = served.map(|(time_scale, served)| ClosedLoopRun {
-        cpu_share: crate::support::closed_loop_cpu_share(opts.cpu_scale, time_scale),
-        ..ClosedLoopRun::of(time_scale, &served, head_seconds + tail_seconds)
-    });
+    let (closed_loop, served) = match served {
+        Some((time_scale, served)) => (
+            Some(ClosedLoopRun {
+                cpu_share: crate::support::closed_loop_cpu_share(opts.cpu_scale, time_scale),
+                ..ClosedLoopRun::of(time_scale, &served, head_seconds + tail_seconds)
+            }),
+            served,
+        ),
+        None => (None, Vec::new()),
+    };
     let passes: Vec<PassResult> =
         crate::steps::phases::tag_phases(&replayed, head_seconds, tail_seconds)
             .into_iter()
@@ -573,6 +597,7 @@ pub fn traced_e2fsck(
         trace,
         cpu_outside_trace_seconds: head_seconds + tail_seconds,
         replayed,
+        served,
         classes: BlockClasses::new(geometry, plan),
     })
 }

@@ -358,6 +358,13 @@ pub fn render(
             }
             let cp = workdir.join(format!("{}-{}.classes.csv", exp.name, r.policy));
             std::fs::write(&cp, csv).with_context(|| format!("writing {}", cp.display()))?;
+            if !r.served.is_empty() {
+                // Closed loop: what the emulator served, to compare captures of one image
+                // request by request (where their arrivals part, and by how much).
+                let sp = workdir.join(format!("{}-{}.served.csv", exp.name, r.policy));
+                std::fs::write(&sp, served_csv(&r.served))
+                    .with_context(|| format!("writing {}", sp.display()))?;
+            }
             eprintln!(
                 "kept {} and {}",
                 r.image
@@ -465,6 +472,30 @@ pub(super) fn alternatives<'a>(exp: &'a Experiment, device: &str) -> &'a [String
 /// A published number, or an empty cell. (They are for scale 1; the summary says so.)
 fn published_cell(v: Option<f64>) -> Cell {
     v.map(|v| Cell::published(v, 1)).unwrap_or(Cell::Empty)
+}
+
+/// A closed-loop capture's served requests as CSV, one line each in arrival order: the
+/// request, its receipt (wall ns since the emulator started), the followed program's CPU then
+/// (ns, times the CPU factor; empty where the wall placed it) and its model arrival and
+/// completion (model ns).
+fn served_csv(served: &[layoutlab_rig::EmulatedRequest]) -> String {
+    let mut csv = String::from(
+        "index,op,sector,sectors,received_ns,cpu_ns,arrival_ns,complete_ns,reply_late_ns\n",
+    );
+    for (i, s) in served.iter().enumerate() {
+        csv.push_str(&format!(
+            "{i},{:?},{},{},{},{},{:.0},{:.0},{:.0}\n",
+            s.request.op,
+            s.request.sector,
+            s.request.sectors,
+            s.received_ns,
+            s.cpu_ns.map(|c| c.to_string()).unwrap_or_default(),
+            s.arrival_ns,
+            s.complete_ns,
+            s.reply_late_ns
+        ));
+    }
+    csv
 }
 
 #[cfg(test)]

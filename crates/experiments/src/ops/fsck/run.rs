@@ -344,6 +344,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
             trace,
             cpu_outside_trace_seconds: 0.0,
             replayed,
+            served: Vec::new(),
             classes: BlockClasses::default(),
         }
     };

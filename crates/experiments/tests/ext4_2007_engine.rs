@@ -16,6 +16,11 @@
 //!   elsewhere (measured by tests/ext4_2007_kernel.rs: one window of 238 in 2 of 5 runs of the
 //!   contiguous file). Everything after such a window is still compared, from the engine's
 //!   own state (not resynchronised), so a moved window that shifts the rest fails.
+//!   Besides those, the first window of the second file may differ: its first 16 blocks come
+//!   from the locality group of the CPU the writer runs on then (per CPU:
+//!   `ext4_mb_group_or_file()`), the first file's leftover preallocation or a new one; the
+//!   engine takes a new one. Both were seen, one run each (2026-11-27: 0 and 1 windows of
+//!   239 differed, the one being that window).
 //! - **the extent-tree blocks**: reported beside the kernel's, with the number that differ
 //!   (their place is where the model is least sure: the header of
 //!   crates/layout/src/policy/ext4_2007.rs).
@@ -107,21 +112,42 @@ fn check(variant: &str, scale: f64) -> Vec<(usize, u64, usize)> {
             .planned;
         let engine = plan.inodes.iter().find(|i| i.name == *name).unwrap();
         assert_eq!(kernel.ino, engine.ino, "{variant} {name}: inode number");
-        assert_eq!(kernel.size_bytes, engine.size_bytes, "{variant} {name}: size");
+        assert_eq!(
+            kernel.size_bytes, engine.size_bytes,
+            "{variant} {name}: size"
+        );
         let blocks = file_bytes.div_ceil(4096);
         let windows = blocks.div_ceil(WINDOW_BLOCKS);
-        let differ: Vec<u64> = (0..windows)
+        // the second file's first window: which CPU's locality group (the header)
+        let first = usize::from(*name != names[0]);
+        let differ: Vec<u64> = (first as u64..windows)
             .filter(|w| {
                 let (s, e) = (w * WINDOW_BLOCKS, ((w + 1) * WINDOW_BLOCKS).min(blocks));
                 runs_in(kernel, s, e) != runs_in(engine, s, e)
             })
             .collect();
+        let (s, e) = (0, WINDOW_BLOCKS.min(blocks));
+        let first_differs = runs_in(kernel, s, e) != runs_in(engine, s, e);
         println!(
-            "{variant} {name} at scale {scale}: kernel {} extents, engine {}; {} of {windows} windows differ",
+            "{variant} {name} at scale {scale}: kernel {} extents, engine {}; {} of {} windows \
+             differ{}",
             kernel.data.len(),
             engine.data.len(),
-            differ.len()
+            differ.len(),
+            windows - first as u64,
+            if first == 1 {
+                format!(
+                    " (its first window, not counted: {})",
+                    if first_differs { "differs" } else { "the same" }
+                )
+            } else {
+                String::new()
+            }
         );
+        if first == 1 && first_differs {
+            println!("  window 0: kernel {:?}", runs_in(kernel, s, e));
+            println!("  window 0: engine {:?}", runs_in(engine, s, e));
+        }
         for w in differ.iter().take(6) {
             let (s, e) = (w * WINDOW_BLOCKS, (w + 1) * WINDOW_BLOCKS);
             println!("  window {w}: kernel {:?}", runs_in(kernel, s, e));
@@ -133,8 +159,8 @@ fn check(variant: &str, scale: f64) -> Vec<(usize, u64, usize)> {
         }
         let tree = |i: &PlannedInode| i.mapping.iter().map(|m| m.physical).collect::<Vec<_>>();
         let (kt, et) = (tree(kernel), tree(engine));
-        let tree_differ = kt.len().max(et.len())
-            - kt.iter().zip(&et).filter(|(a, b)| a == b).count();
+        let tree_differ =
+            kt.len().max(et.len()) - kt.iter().zip(&et).filter(|(a, b)| a == b).count();
         println!("  tree blocks: kernel {kt:?}, engine {et:?}");
         out.push((differ.len(), windows, tree_differ));
     }

@@ -18,7 +18,10 @@ use std::process::Command;
 /// `dumpe2fs` of `image` less the lines that differ between two runs of mke2fs with the same
 /// options, and the journal inode's extents (`debugfs stat <8>`).
 fn described(image: &Path) -> String {
-    let out = Command::new("dumpe2fs").arg(image).output().expect("dumpe2fs (e2fsprogs)");
+    let out = Command::new("dumpe2fs")
+        .arg(image)
+        .output()
+        .expect("dumpe2fs (e2fsprogs)");
     assert!(out.status.success(), "dumpe2fs {}", image.display());
     let text = String::from_utf8_lossy(&out.stdout);
     let volatile = [
@@ -63,7 +66,10 @@ fn the_ext4_2007_mkfs_profile_makes_the_kernel_profiles_file_system() {
         let (_, fs_bytes) = large_delete::sizes(&spec, scale);
         // One image at a time: scale 1's journal (1 GiB, zeroed by mke2fs) is real data.
         let image = dir.path().join("fs.img");
-        std::fs::File::create(&image).unwrap().set_len(fs_bytes).unwrap();
+        std::fs::File::create(&image)
+            .unwrap()
+            .set_len(fs_bytes)
+            .unwrap();
         let args: Vec<&str> = kernel.mkfs_args.iter().map(String::as_str).collect();
         layoutlab_rig::mkfs(kernel.fs_kind().unwrap(), &image, &args).unwrap();
         let a = described(&image);
@@ -86,7 +92,10 @@ fn the_ext4_2007_mkfs_profile_makes_the_kernel_profiles_file_system() {
                 diff.join("\n")
             );
         }
-        println!("scale {scale}: {} lines of dumpe2fs the same", a.lines().count());
+        println!(
+            "scale {scale}: {} lines of dumpe2fs the same",
+            a.lines().count()
+        );
     }
 }
 
@@ -111,7 +120,9 @@ fn ext4_2007_plans_make_clean_sparse_images() {
             assert!(v.clean, "{variant} at {scale}: e2fsck:\n{}", v.output);
             let back = layoutlab_image::inspect(&image).unwrap();
             for p in &layoutlab_image::normalize_plan(&made.plan).inodes {
-                let got = back.inode(p.ino).unwrap_or_else(|| panic!("inode {}", p.ino));
+                let got = back
+                    .inode(p.ino)
+                    .unwrap_or_else(|| panic!("inode {}", p.ino));
                 assert_eq!(&got.planned, p, "{variant} at {scale}: inode {}", p.ino);
             }
             let held = std::fs::metadata(&image).unwrap().blocks() * 512;
@@ -124,7 +135,10 @@ fn ext4_2007_plans_make_clean_sparse_images() {
                 fs_bytes >> 20
             );
             // file data written would be at least the file: the image holds metadata only
-            assert!(held < file_bytes / 2, "{variant}: the image holds {held} bytes");
+            assert!(
+                held < file_bytes / 2,
+                "{variant}: the image holds {held} bytes"
+            );
             std::fs::remove_file(&image).unwrap();
         }
     }

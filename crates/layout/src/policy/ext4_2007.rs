@@ -154,6 +154,9 @@ struct Writing {
 /// hold (both used to a new allocation).
 struct Space {
     map: FreeMap,
+    /// mballoc's largest buddy order: `MB_NUM_ORDERS(sb) - 1`, the block size's bits plus
+    /// one (8192 blocks of 4 KiB), or the group's size when that is smaller.
+    max_order: u32,
     /// Whether a data block was allocated since the mount.
     allocated: bool,
 }
@@ -161,6 +164,9 @@ struct Space {
 impl Space {
     /// `ext4_mb_find_by_goal()`: `len` blocks at `goal`, when all free and in one group.
     fn at_goal(&self, goal: u64, len: u64) -> bool {
+        if goal >= self.map.blocks_count() {
+            return false;
+        }
         let group = self.map.group_of(goal);
         goal + len <= self.map.group_end(group)
             && self.map.next_used(goal, goal + len) == goal + len
@@ -168,9 +174,9 @@ impl Space {
 
     /// `CR_POWER2_ALIGNED` for `len` (a power of two) blocks: in the first group from
     /// `group` on (wrapping) that has one, the start of its first free buddy of the smallest
-    /// order from `len`'s up that it has (`ext4_mb_simple_scan_group()`), a buddy of order k
-    /// being a free, 2^k-aligned run of 2^k blocks (group-relative) whose pair does not
-    /// complete a free run of the next order.
+    /// order from `len`'s up to [`Space::max_order`] that it has (`ext4_mb_simple_scan_group()`),
+    /// a buddy of order k being a free, 2^k-aligned run of 2^k blocks (group-relative) whose
+    /// pair does not complete a free run of the next order.
     fn aligned(&self, group: u64, len: u64) -> Option<u64> {
         debug_assert!(len.is_power_of_two());
         let groups = self.map.group_count();
@@ -182,9 +188,8 @@ impl Space {
     fn aligned_in_group(&self, group: u64, len: u64) -> Option<u64> {
         let start = self.map.group_first(group);
         let end = self.map.group_end(group);
-        let bpg = self.map.blocks_per_group();
         let free = |a: u64, n: u64| a + n <= end && self.map.next_used(a, a + n) == a + n;
-        let top = bpg.trailing_zeros();
+        let top = self.max_order;
         (len.trailing_zeros()..=top).find_map(|order| {
             let size = 1u64 << order;
             let mut a = start;
@@ -265,6 +270,7 @@ impl Policy for Ext4_2007 {
         }];
         let mut space = Space {
             map: geo.free_map(),
+            max_order: (bs.trailing_zeros() + 1).min(geo.blocks_per_group.trailing_zeros()),
             allocated: false,
         };
         let mut files: Vec<(String, Writing)> = Vec::new();

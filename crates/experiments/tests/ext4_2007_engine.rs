@@ -19,8 +19,8 @@
 //!   Besides those, the first window of the second file may differ: its first 16 blocks come
 //!   from the locality group of the CPU the writer runs on then (per CPU:
 //!   `ext4_mb_group_or_file()`), the first file's leftover preallocation or a new one; the
-//!   engine takes a new one. Both were seen, one run each (2026-11-27: 0 and 1 windows of
-//!   239 differed, the one being that window).
+//!   engine takes a new one. In three kernel runs (2026-11-27) the leftover was taken twice,
+//!   a new one once; the rest of the pair was the engine's every time.
 //! - **the extent-tree blocks**: reported beside the kernel's, with the number that differ
 //!   (their place is where the model is least sure: the header of
 //!   crates/layout/src/policy/ext4_2007.rs).

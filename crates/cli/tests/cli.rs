@@ -1219,8 +1219,9 @@ fn large_delete_end_to_end_json_contract() {
     }
     assert!(dir.join("out/large-delete/delete-offset.svg").exists());
     // ext3's files are 2007's layout (the ext3-2007 policy through libext2fs), ext4's
-    // contiguous file the engine's plan of the kernel's write (tests/ext4_engine.rs), the rest
-    // the kernel's; every run has its plot coloured by class.
+    // contiguous file the engine's plan of the kernel's write (tests/ext4_engine.rs), ext4-2007's
+    // files both the engine's (tests/ext4_2007_engine.rs), the rest the kernel's; every run has
+    // its plot coloured by class.
     let layout = |fs: &str, variant: &str| {
         runs.iter()
             .find(|r| r["fs"] == fs && r["variant"] == variant)
@@ -1234,7 +1235,8 @@ fn large_delete_end_to_end_json_contract() {
     assert_eq!(layout("xfs", "contiguous"), "kernel");
     assert_eq!(layout("ext4", "contiguous"), "engine ext4-kernel");
     assert_eq!(layout("ext4", "fragmented"), "kernel");
-    assert_eq!(layout("ext4-2007", "contiguous"), "kernel");
+    assert_eq!(layout("ext4-2007", "contiguous"), "engine ext4-2007");
+    assert_eq!(layout("ext4-2007", "fragmented"), "engine ext4-2007");
     let svg =
         std::fs::read_to_string(dir.join("out/large-delete/delete-ext3-contiguous.svg")).unwrap();
     for class in ["indirect", "block_bitmap", "inode_table"] {

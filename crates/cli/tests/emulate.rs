@@ -317,7 +317,8 @@ fn metacluster_fsck_closed_loop_reports_the_emulated_time_beside_the_replay() {
 /// kernel traced in the delete's window (not the mount's or the unmount's, nor a flush
 /// fewer: a journal's barrier reaches it as the FUSE file's fsync), and the JSON gives the
 /// time measured there beside the open-loop replay of the same stream. ext3 is a policy's
-/// image on a sparse file, ext4-2007 a kernel-written file on zram, XFS a 512-byte-sector file
+/// image on a sparse file, ext4-2007 a kernel-written file on zram (`--set layout=kernel`: its
+/// default is the engine's sparse image, as ext3's), XFS a 512-byte-sector file
 /// system: the three ways large-delete's file systems reach the device. Scale 0.002 (a 200 MB
 /// file), K = 8.
 #[test]
@@ -338,6 +339,8 @@ fn large_delete_closed_loop_serves_the_traced_requests_and_reports_both_times() 
             "ext3,ext4-2007,xfs",
             "--set",
             "variants=contiguous",
+            "--set",
+            "layout=kernel",
             "--closed-loop",
             "8",
             "--out",

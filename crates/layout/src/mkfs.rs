@@ -126,6 +126,10 @@ const PROFILES: &[(&str, &str)] = &[
         include_str!("../../../profiles/mkfs/ext4-meta-ssd.toml"),
     ),
     ("ext4-kernel", EXT4_KERNEL_TOML),
+    (
+        "ext4-2007",
+        include_str!("../../../profiles/mkfs/ext4-2007.toml"),
+    ),
 ];
 
 /// Names of the embedded profiles.
@@ -135,6 +139,7 @@ pub const MKFS_PROFILE_NAMES: &[&str] = &[
     "ext4-2009",
     "ext4-meta-ssd",
     "ext4-kernel",
+    "ext4-2007",
 ];
 
 const EXT3_2007_TOML: &str = include_str!("../../../profiles/mkfs/ext3-2007.toml");

@@ -238,6 +238,20 @@ fn ext4_kernel_geometry_matches_real_mke2fs() {
     }
 }
 
+/// The ext4-2007 profile (the ext4-2007 kernel profile's file system: extents, no flex_bg,
+/// 128-byte inodes, 1.47's journal at the midpoint): large-delete's default-scale file system
+/// and a few shapes around it.
+#[test]
+fn ext4_2007_geometry_matches_real_mke2fs() {
+    for fs_bytes in [
+        512 << 20,                 // 4 groups: large-delete's smallest file system
+        4767 << 20,                // 38 groups: large-delete's default scale (2 GB file x 2.5)
+        (32768 * 9 + 3000) * 4096, // a short last group
+    ] {
+        check_profile_size("ext4-2007", fs_bytes);
+    }
+}
+
 /// 64bit: 64-byte group descriptors (half as many per block: more descriptor and reserved
 /// descriptor blocks), and flex groups of 4 — variations of the 2009 profile.
 #[test]

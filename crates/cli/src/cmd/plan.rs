@@ -20,17 +20,18 @@ pub struct Args {
     pub workload: String,
     /// Layout policy: ext3-2007, ext3-metacluster, rext3, ext4-2008, ext4-2009, ext4-kernel
     /// (today's kernel), or ext4-meta-ssd / ext3-meta-ssd (metadata in a leading region for an
-    /// SSD; parameter region=FRACTION).
+    /// SSD; parameter region=FRACTION); ext4-2007 (today's kernel under nodelalloc) plans
+    /// only files in the root directory written from their start, as large-delete writes them.
     #[arg(long, default_value = "ext3-2007")]
     pub policy: String,
     /// A policy parameter NAME=VALUE (repeatable), e.g. --param region_start=1/2.
     #[arg(long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
     /// mkfs profile: ext3-2007 (e2fsprogs 1.40), ext4-2009 (1.41.3/1.41.4, flex_bg),
-    /// ext4-meta-ssd (ext4-2009 with every table and the journal at the start) or ext4-kernel
-    /// (today's mke2fs -t ext4). Default: the policy's era (ext3-2007 for the ext3 policies,
-    /// ext4-2009 for ext4-2008/ext4-2009, ext4-meta-ssd for ext4-meta-ssd, ext4-kernel for
-    /// ext4-kernel).
+    /// ext4-meta-ssd (ext4-2009 with every table and the journal at the start), ext4-kernel
+    /// (today's mke2fs -t ext4) or ext4-2007 (the ext4-2007 kernel profile's mke2fs). Default:
+    /// the policy's era (ext3-2007 for the ext3 policies, ext4-2009 for ext4-2008/ext4-2009,
+    /// ext4-meta-ssd for ext4-meta-ssd, ext4-kernel for ext4-kernel, ext4-2007 for ext4-2007).
     #[arg(long)]
     pub mkfs_profile: Option<String>,
     /// Shrink the disk and every file together (1.0 = the profile's full size).

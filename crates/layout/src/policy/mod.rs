@@ -346,9 +346,20 @@ policies!(
     ext3_meta_ssd,
 );
 
-/// The registry's entry of the built-in policy `name`.
+pub mod ext4_2007;
+
+/// Built-in policies that model only some populations (the writes their docs name) and
+/// refuse the others with an error that says so: today `ext4-2007`, which models the files
+/// large-delete writes. They are not in [`POLICIES`] or [`POLICY_NAMES`], the lists every
+/// general population (trees, aging streams) is planned with, but [`by_name`] finds them.
+pub const SCOPED_POLICIES: &[PolicyEntry] = &[ext4_2007::ENTRY];
+
+/// The registry's entry of the built-in policy `name` (general or scoped).
 pub fn entry(name: &str) -> Option<&'static PolicyEntry> {
-    POLICIES.iter().find(|e| e.name == name)
+    POLICIES
+        .iter()
+        .chain(SCOPED_POLICIES)
+        .find(|e| e.name == name)
 }
 
 /// The mkfs profile a built-in policy lays out on unless told otherwise: the file system
@@ -365,7 +376,11 @@ pub fn by_name(name: &str, params: &PolicyParams) -> Result<Box<dyn Policy>, Lay
         Some(e) => (e.build)(params),
         None => Err(LayoutError::UnknownPolicy {
             name: name.to_string(),
-            valid: POLICY_NAMES.to_vec(),
+            valid: POLICY_NAMES
+                .iter()
+                .copied()
+                .chain(SCOPED_POLICIES.iter().map(|e| e.name))
+                .collect(),
         }),
     }
 }

@@ -65,6 +65,11 @@ pub struct LargeDeleteSpec {
     /// not model) stays kernel-written.
     #[serde(default)]
     pub engine_images: std::collections::BTreeMap<String, String>,
+    /// The `engine_images` file systems whose policy also plans the fragmented variant (the
+    /// two writers' appends), proven for that shape too: `ext4-2007`
+    /// (tests/ext4_2007_engine.rs). The others' fragmented file stays kernel-written.
+    #[serde(default)]
+    pub engine_fragmented: Vec<String>,
     /// "engine" (default) or "kernel" (`--set layout=kernel`: the kernel writes the
     /// `engine_images` files too, the path the engine is proven against).
     #[serde(default = "default_layout")]
@@ -157,6 +162,13 @@ impl Operation for LargeDelete {
                 s.write,
                 WRITE_PATHS.join(", ")
             );
+        }
+        if let Some(fs) = s
+            .engine_fragmented
+            .iter()
+            .find(|fs| !s.engine_images.contains_key(*fs))
+        {
+            bail!("engine_fragmented names {fs}, which engine_images does not plan");
         }
         for (fs, policy) in s.policy_images.iter().chain(&s.engine_images) {
             kernel_profile::by_name(fs)?;
@@ -272,14 +284,16 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 resident_bytes: fs_bytes / 50 + 64 * MIB,
                 queue: queue.clone(),
             };
-            // A period layout always comes from its policy; today's kernel's contiguous
-            // file from the engine unless `layout = "kernel"`.
+            // A period layout always comes from its policy; today's kernel's files from the
+            // engine unless `layout = "kernel"` (the fragmented one only where the engine's
+            // policy is proven for it).
+            let engine_plans = variant == "contiguous" || spec.engine_fragmented.contains(&p.name);
             let (policy, label) = match (
                 spec.policy_images.get(&p.name),
                 spec.engine_images.get(&p.name),
             ) {
                 (Some(policy), _) => (Some(policy.clone()), "policy"),
-                (None, Some(policy)) if spec.layout == "engine" && variant == "contiguous" => {
+                (None, Some(policy)) if spec.layout == "engine" && engine_plans => {
                     (Some(policy.clone()), "engine")
                 }
                 _ => (None, "kernel"),
@@ -753,8 +767,8 @@ fn report(
            the ext4 driver in ext3 mode, whose allocator is not 2007's); for the fragmented \
            variant P is given the same two writers taking turns (appends to open files). \
            'engine P' files are P's plan of what today's kernel writes, block for block \
-           (crates/experiments/tests/ext4_engine.rs; `--set layout=kernel` has the kernel write \
-           them), written through libext2fs as sparse images. \
+           (crates/experiments/tests/ext4_engine.rs, ext4_2007_engine.rs; `--set layout=kernel` \
+           has the kernel write them), written through libext2fs as sparse images. \
            'kernel' files were written by today's kernel, through a loop device with direct I/O \
            where the JSON's written_through says so (the same layout, \
            crates/experiments/tests/large_delete_write.rs; `--set write=buffered` writes through \

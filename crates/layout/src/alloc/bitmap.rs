@@ -52,9 +52,11 @@ impl FreeMap {
         (self.group_first(group) + self.blocks_per_group).min(self.blocks_count)
     }
 
-    /// Group holding `block`.
+    /// Group holding `block`; a block before the first data block (block 0 of a 1 KiB file
+    /// system, a goal of 0) counts as group 0's, as ext4_mb_new_blocks() raises such a goal to
+    /// s_first_data_block (found by the free-extent proptest: goal 0 with first_data_block 1).
     pub fn group_of(&self, block: u64) -> u64 {
-        (block - self.first_data_block) / self.blocks_per_group
+        block.saturating_sub(self.first_data_block) / self.blocks_per_group
     }
 
     /// Blocks per group.

@@ -133,6 +133,25 @@ pub struct PlannedInode {
 }
 
 impl PlannedInode {
+    /// The root directory as mke2fs leaves it: inode 2, its own parent, one block at the
+    /// geometry's root directory block, mapped by `format` (the ext3 and ext4 planners start
+    /// from it).
+    pub fn fresh_root(geo: &Geometry, format: MapFormat) -> PlannedInode {
+        PlannedInode {
+            ino: crate::alloc::ext3_fs::ROOT_INO,
+            kind: InodeKind::Dir,
+            parent: crate::alloc::ext3_fs::ROOT_INO,
+            size_bytes: u64::from(geo.block_size_bytes),
+            data: vec![Run {
+                logical: 0,
+                physical: geo.root_dir_block(),
+                len: 1,
+            }],
+            format,
+            ..Default::default()
+        }
+    }
+
     /// Number of data blocks.
     pub fn data_blocks(&self) -> u64 {
         self.data.iter().map(|r| r.len).sum()

@@ -242,19 +242,7 @@ pub fn plan_ext3_in(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut pid: u64 = rng.gen_range(300..30_000);
     let mut inodes = InodeMap::new(geo);
-    let mut out = vec![PlannedInode {
-        ino: ROOT_INO,
-        kind: InodeKind::Dir,
-        parent: ROOT_INO,
-        name: String::new(),
-        size_bytes: bs,
-        data: vec![Run {
-            logical: 0,
-            physical: geo.root_dir_block(),
-            len: 1,
-        }],
-        ..Default::default()
-    }];
+    let mut out = vec![PlannedInode::fresh_root(geo, MapFormat::Blocks)];
     let mut dirs: FxHashMap<&str, DirState> = FxHashMap::default();
     dirs.insert(
         "",

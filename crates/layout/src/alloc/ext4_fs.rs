@@ -7,7 +7,6 @@
 //! system with the extent feature (`ext4_new_inode()`), fast symlinks excepted.
 
 use crate::alloc::dir_growth::DirGrowth;
-use crate::alloc::ext3_fs::ROOT_INO;
 use crate::alloc::ext4_ialloc::{InodeChooser, SbCounters, SbTotals};
 use crate::alloc::ialloc::InodeMap;
 use crate::alloc::mballoc::Mballoc;
@@ -183,19 +182,7 @@ pub fn plan_ext4_in(
     } else {
         0
     };
-    let mut out = vec![PlannedInode {
-        ino: ROOT_INO,
-        kind: InodeKind::Dir,
-        parent: ROOT_INO,
-        size_bytes: bs,
-        data: vec![Run {
-            logical: 0,
-            physical: geo.root_dir_block(),
-            len: 1,
-        }],
-        format: MapFormat::Extents,
-        ..Default::default()
-    }];
+    let mut out = vec![PlannedInode::fresh_root(geo, MapFormat::Extents)];
     let mut dirs: FxHashMap<&str, DirState> = FxHashMap::default();
     dirs.insert(
         "",

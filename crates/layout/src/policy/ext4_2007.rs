@@ -43,7 +43,7 @@ use crate::alloc::ialloc::InodeMap;
 use crate::alloc::FreeMap;
 use crate::geometry::Geometry;
 use crate::mapping::{required_mapping, MapFormat};
-use crate::plan::{push_run, InodeKind, MapBlock, Plan, PlannedInode, Run};
+use crate::plan::{push_run, InodeKind, MapBlock, Plan, PlannedInode};
 use crate::policy::{check_known, Policy, PolicyEntry, PolicyParams};
 use crate::LayoutError;
 use layoutlab_workload::{NsOp, Population};
@@ -255,19 +255,7 @@ impl Policy for Ext4_2007 {
         let bs = u64::from(geo.block_size_bytes);
         let mut inodes = InodeMap::new(geo);
         let mut root_dir = DirGrowth::fresh_root(bs, geo.has_feature("dir_index"));
-        let mut out = vec![PlannedInode {
-            ino: ROOT_INO,
-            kind: InodeKind::Dir,
-            parent: ROOT_INO,
-            size_bytes: bs,
-            data: vec![Run {
-                logical: 0,
-                physical: geo.root_dir_block(),
-                len: 1,
-            }],
-            format: MapFormat::Extents,
-            ..Default::default()
-        }];
+        let mut out = vec![PlannedInode::fresh_root(geo, MapFormat::Extents)];
         let mut space = Space {
             map: geo.free_map(),
             max_order: (bs.trailing_zeros() + 1).min(geo.blocks_per_group.trailing_zeros()),

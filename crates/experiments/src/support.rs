@@ -336,3 +336,71 @@ mod tests {
         assert_eq!(started.load(Ordering::SeqCst), 3);
     }
 }
+
+/// The device a raw-or-file-system capture runs on (random-read's targets, request-merging's
+/// stacks): a loop device over a backing store `B` (a sparse file, a zram device), the
+/// emulated disk over that store (closed loop), or a kernel file system, itself possibly moved
+/// onto an emulated disk. Field order is drop order: the device before its store, the rig
+/// lock last.
+pub enum CaptureTarget<B> {
+    /// A loop device presenting the preset's queue over the store, open loop.
+    Raw {
+        /// The device the capture traces.
+        loopdev: layoutlab_rig::LoopDevice,
+        /// Kept alive until the device is gone.
+        _backing: B,
+        /// Held for the target's life.
+        _lock: layoutlab_rig::RigLock,
+    },
+    /// The emulated disk over the store (closed loop).
+    Emulated {
+        /// The emulator, whose loop device the capture traces.
+        emulator: Box<layoutlab_rig::Emulator>,
+        /// Kept alive until the emulator is stopped.
+        _backing: B,
+        /// Held for the target's life.
+        _lock: layoutlab_rig::RigLock,
+    },
+    /// A kernel file system (it holds its own devices and lock).
+    Fs(Box<layoutlab_rig::KernelFs>),
+}
+
+impl<B> CaptureTarget<B> {
+    /// The loop device the capture traces.
+    pub fn loopdev(&self) -> &layoutlab_rig::LoopDevice {
+        match self {
+            CaptureTarget::Raw { loopdev, .. } => loopdev,
+            CaptureTarget::Emulated { emulator, .. } => emulator.device(),
+            CaptureTarget::Fs(k) => k.device(),
+        }
+    }
+
+    /// What paces the emulated disk's clock by the traced program's CPU; `None` open loop.
+    pub fn cpu_pace(&self) -> Option<layoutlab_rig::CpuPace> {
+        match self {
+            CaptureTarget::Raw { .. } => None,
+            CaptureTarget::Emulated { emulator, .. } => Some(emulator.cpu_pace()),
+            CaptureTarget::Fs(k) => k.cpu_pace(),
+        }
+    }
+
+    /// Requests the emulated disk has served so far (0 open loop).
+    pub fn served_so_far(&self) -> usize {
+        match self {
+            CaptureTarget::Raw { .. } => 0,
+            CaptureTarget::Emulated { emulator, .. } => emulator.served_count(),
+            CaptureTarget::Fs(k) => k.served_so_far(),
+        }
+    }
+
+    /// Stops emulating and returns every request the emulated disk served, in arrival order
+    /// (empty open loop).
+    pub fn stop_emulating(self) -> Result<Vec<layoutlab_rig::EmulatedRequest>> {
+        Ok(match self {
+            CaptureTarget::Raw { .. } => Vec::new(),
+            CaptureTarget::Emulated { emulator, .. } => emulator.stop()?,
+            CaptureTarget::Fs(mut k) if k.cpu_pace().is_some() => k.stop_emulating()?,
+            CaptureTarget::Fs(_) => Vec::new(),
+        })
+    }
+}

@@ -43,8 +43,8 @@ use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, Table};
 use layoutlab_rig::{
-    check_free_space, Backing, CpuPace, EmulatedRequest, Emulator, KernelFs, KernelFsOptions,
-    LoopDevice, RigLock, TempFile, TraceOptions, TracefsSession,
+    check_free_space, Backing, CpuPace, KernelFs, KernelFsOptions, LoopDevice, RigLock, TempFile,
+    TraceOptions, TracefsSession,
 };
 use layoutlab_trace::{Op, Trace};
 use serde::{Deserialize, Serialize};
@@ -340,58 +340,7 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
 }
 
 /// A target's device and what keeps it alive (field order = drop order).
-enum Target {
-    Raw {
-        loopdev: LoopDevice,
-        _file: TempFile,
-        _lock: RigLock,
-    },
-    /// The raw target closed loop: the emulated disk over the sparse file, read-only.
-    Emulated {
-        emulator: Box<Emulator>,
-        _file: TempFile,
-        _lock: RigLock,
-    },
-    Fs(Box<KernelFs>),
-}
-
-impl Target {
-    fn loopdev(&self) -> &LoopDevice {
-        match self {
-            Target::Raw { loopdev, .. } => loopdev,
-            Target::Emulated { emulator, .. } => emulator.device(),
-            Target::Fs(k) => k.device(),
-        }
-    }
-
-    /// What paces the emulated disk's clock; `None` open loop.
-    fn cpu_pace(&self) -> Option<CpuPace> {
-        match self {
-            Target::Raw { .. } => None,
-            Target::Emulated { emulator, .. } => Some(emulator.cpu_pace()),
-            Target::Fs(k) => k.cpu_pace(),
-        }
-    }
-
-    /// Requests the emulated disk has served so far (0 open loop).
-    fn served_so_far(&self) -> usize {
-        match self {
-            Target::Raw { .. } => 0,
-            Target::Emulated { emulator, .. } => emulator.served_count(),
-            Target::Fs(k) => k.served_so_far(),
-        }
-    }
-
-    /// Stops emulating and returns every request the emulated disk served (empty open loop).
-    fn stop_emulating(self) -> Result<Vec<EmulatedRequest>> {
-        Ok(match self {
-            Target::Raw { .. } => Vec::new(),
-            Target::Emulated { emulator, .. } => emulator.stop()?,
-            Target::Fs(mut k) if k.cpu_pace().is_some() => k.stop_emulating()?,
-            Target::Fs(_) => Vec::new(),
-        })
-    }
-}
+type Target = crate::support::CaptureTarget<TempFile>;
 
 /// Makes one target, then runs each mode cold and traced; with `closed_loop` (the time scale
 /// K) on `device`'s emulated disk.
@@ -430,7 +379,7 @@ pub fn run_target(
             let target = match closed_loop {
                 None => Target::Raw {
                     loopdev: LoopDevice::attach_presenting(file.path(), false, &queue)?,
-                    _file: file,
+                    _backing: file,
                     _lock: lock,
                 },
                 // Only read: the emulator serves the sparse file read-only.
@@ -442,7 +391,7 @@ pub fn run_target(
                         true,
                         queue.clone(),
                     )?),
-                    _file: file,
+                    _backing: file,
                     _lock: lock,
                 },
             };

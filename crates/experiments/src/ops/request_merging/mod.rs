@@ -36,8 +36,8 @@ use crate::{kernel_profile, Experiment, Operation, RunArgs};
 use anyhow::{bail, Context, Result};
 use layoutlab_report::{Cell, Column, HtmlBundle, SweepChart, SweepSeries, SweepStyle, Table};
 use layoutlab_rig::{
-    check_fits, Backing, BioEvents, CpuPace, EmulatedRequest, Emulator, FsKind, KernelFs,
-    KernelFsOptions, LoopDevice, RigLock, TraceOptions, TracefsSession, Zram,
+    check_fits, Backing, BioEvents, CpuPace, FsKind, KernelFs, KernelFsOptions, LoopDevice,
+    RigLock, TraceOptions, TracefsSession, Zram,
 };
 use layoutlab_trace::{Op, Trace};
 use serde::{Deserialize, Serialize};
@@ -301,59 +301,7 @@ fn op_name(op: Op) -> &'static str {
 }
 
 /// The loop device of a target and what keeps it alive (field order = drop order).
-enum Stack {
-    Raw {
-        loopdev: LoopDevice,
-        _zram: Zram,
-        _lock: RigLock,
-    },
-    /// The raw target closed loop: the emulated disk over the zram device.
-    Emulated {
-        emulator: Box<Emulator>,
-        _zram: Zram,
-        _lock: RigLock,
-    },
-    Fs(Box<KernelFs>),
-}
-
-impl Stack {
-    fn loopdev(&self) -> &LoopDevice {
-        match self {
-            Stack::Raw { loopdev, .. } => loopdev,
-            Stack::Emulated { emulator, .. } => emulator.device(),
-            Stack::Fs(k) => k.device(),
-        }
-    }
-
-    /// What paces the emulated disk's clock by the traced program's CPU; `None` open loop.
-    fn cpu_pace(&self) -> Option<CpuPace> {
-        match self {
-            Stack::Raw { .. } => None,
-            Stack::Emulated { emulator, .. } => Some(emulator.cpu_pace()),
-            Stack::Fs(k) => k.cpu_pace(),
-        }
-    }
-
-    /// Requests the emulated disk has served so far (0 open loop).
-    fn served_so_far(&self) -> usize {
-        match self {
-            Stack::Raw { .. } => 0,
-            Stack::Emulated { emulator, .. } => emulator.served_count(),
-            Stack::Fs(k) => k.served_so_far(),
-        }
-    }
-
-    /// Stops emulating and returns every request the emulated disk served, in arrival order
-    /// (empty open loop).
-    fn stop_emulating(self) -> Result<Vec<EmulatedRequest>> {
-        Ok(match self {
-            Stack::Raw { .. } => Vec::new(),
-            Stack::Emulated { emulator, .. } => emulator.stop()?,
-            Stack::Fs(mut k) if k.cpu_pace().is_some() => k.stop_emulating()?,
-            Stack::Fs(_) => Vec::new(),
-        })
-    }
-}
+type Stack = crate::support::CaptureTarget<Zram>;
 
 /// Makes the target's stack, its loop device presenting the queue of device preset
 /// `queue_of` (rotational as the model is, the spec's read-ahead and request size), and runs
@@ -398,7 +346,7 @@ pub fn capture_target(
             let loopdev = LoopDevice::attach_presenting(zram.path(), false, &queue)?;
             Stack::Raw {
                 loopdev,
-                _zram: zram,
+                _backing: zram,
                 _lock: lock,
             }
         }
@@ -415,7 +363,7 @@ pub fn capture_target(
             )?);
             Stack::Emulated {
                 emulator,
-                _zram: zram,
+                _backing: zram,
                 _lock: lock,
             }
         }

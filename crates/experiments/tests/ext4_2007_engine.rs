@@ -29,34 +29,10 @@
 
 mod common;
 
-use layoutlab_experiments::{kernel_profile, large_delete, steps};
+use layoutlab_experiments::{large_delete, steps};
 use layoutlab_layout::{PlannedInode, Run};
-use layoutlab_rig::{Backing, KernelFs, KernelFsOptions};
-use std::path::Path;
 
-const MIB: u64 = 1 << 20;
-
-/// mballoc's largest normalised request, 8 MiB of 4 KiB blocks: the unit compared.
-const WINDOW_BLOCKS: u64 = 2048;
-
-/// Windows per file the kernel may place other than the engine: twice the most measured
-/// (tests/ext4_2007_kernel.rs: one split window in 2 of 5 contiguous runs at load 10-14, none
-/// in 3 and in 4 fragmented runs).
-const WINDOWS_THE_KERNEL_MOVES: usize = 2;
-
-fn options(bytes: u64) -> KernelFsOptions {
-    let p = kernel_profile::by_name("ext4-2007").unwrap();
-    let exp = layoutlab_experiments::experiment::load("large-delete").unwrap();
-    KernelFsOptions {
-        kind: p.fs_kind().unwrap(),
-        mkfs_args: p.mkfs_args.clone(),
-        mount_options: p.mount_options.clone(),
-        bytes,
-        backing: Backing::Zram,
-        resident_bytes: bytes / 50 + 64 * MIB,
-        queue: layoutlab_experiments::support::capture_queue(&exp.device, Some(128), None).unwrap(),
-    }
-}
+use common::ext4_2007::{kernel_write, names, WINDOWS_THE_KERNEL_MOVES, WINDOW_BLOCKS};
 
 /// The runs of `file` over logical `[start, end)`, cut to it.
 fn runs_in(file: &PlannedInode, start: u64, end: u64) -> Vec<(u64, u64, u64)> {
@@ -83,20 +59,11 @@ fn show(runs: &[Run]) -> String {
 fn check(variant: &str, scale: f64) -> Vec<(usize, u64, usize)> {
     let exp = layoutlab_experiments::experiment::load("large-delete").unwrap();
     let spec: large_delete::LargeDeleteSpec = exp.params().unwrap();
-    let (file_bytes, fs_bytes) = large_delete::sizes(&spec, scale);
-    let names: &[&str] = if variant == "contiguous" {
-        &["big"]
-    } else {
-        &["big", "other"]
-    };
+    let names = names(variant);
     // The kernel's.
-    let k = KernelFs::create(&options(fs_bytes)).unwrap();
-    let root = k.mount_point().to_path_buf();
-    let paths: Vec<_> = names.iter().map(|n| root.join(n)).collect();
-    let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
-    let turn = (variant != "contiguous").then_some(spec.fragment_chunk_mib * MIB);
-    large_delete::write_zeros(&refs, file_bytes, spec.write_chunk_mib * MIB, turn).unwrap();
-    let back = k.unmount_then(layoutlab_image::inspect).unwrap().unwrap();
+    let (back, file_bytes) = kernel_write(variant, scale, layoutlab_image::inspect);
+    let back = back.unwrap();
+    let (_, fs_bytes) = large_delete::sizes(&spec, scale);
     // The engine's.
     let pop = large_delete::write_population(variant, fs_bytes, file_bytes, &spec);
     let plan = steps::plan::policy_image("ext4-2007", &pop, exp.seed)

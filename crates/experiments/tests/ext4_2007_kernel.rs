@@ -38,23 +38,12 @@
 
 mod common;
 
-use layoutlab_experiments::{kernel_profile, large_delete};
+use layoutlab_experiments::large_delete;
 use layoutlab_layout::PlannedInode;
-use layoutlab_rig::{Backing, KernelFs, KernelFsOptions};
 use std::collections::BTreeSet;
 use std::path::Path;
 
-const MIB: u64 = 1 << 20;
-
-/// The steady-state window: 8 MiB of 4 KiB blocks (mballoc's largest normalised request).
-const WINDOW_BLOCKS: u64 = 2048;
-
-/// Windows per file the kernel may place other than the rule says. Measured 2026-11-27 at
-/// load 10-14 (other engineers' builds and root runs): in 2 of 5 runs of the contiguous
-/// file one window of 238 was split (its preallocation ended early, the rest of the window
-/// went into the free blocks before the next group's first 2048-block buddy; the next window
-/// was where the rule puts it again), in the other 3 none. Twice the largest.
-const WINDOWS_THE_KERNEL_MOVES: usize = 2;
+use common::ext4_2007::{kernel_write, names, MIB, WINDOWS_THE_KERNEL_MOVES, WINDOW_BLOCKS};
 
 /// What the test reads back from the kernel's file system.
 struct KernelLayout {
@@ -183,39 +172,15 @@ fn aligned_in_group(k: &KernelLayout, used: &BTreeSet<u64>, group: u64) -> Optio
     })
 }
 
-fn options(bytes: u64) -> KernelFsOptions {
-    let p = kernel_profile::by_name("ext4-2007").unwrap();
-    let exp = layoutlab_experiments::experiment::load("large-delete").unwrap();
-    KernelFsOptions {
-        kind: p.fs_kind().unwrap(),
-        mkfs_args: p.mkfs_args.clone(),
-        mount_options: p.mount_options.clone(),
-        bytes,
-        backing: Backing::Zram,
-        resident_bytes: bytes / 50 + 64 * MIB,
-        // The experiment's queue: rotational as its priced disk, 128 KiB readahead.
-        queue: layoutlab_experiments::support::capture_queue(&exp.device, Some(128), None).unwrap(),
-    }
-}
-
 /// Writes `variant` as large-delete does at its default scale on a fresh ext4-2007, and
 /// checks every window from logical 2048 on against the rule.
 fn check(variant: &str) {
     let exp = layoutlab_experiments::experiment::load("large-delete").unwrap();
     let spec: large_delete::LargeDeleteSpec = exp.params().unwrap();
-    let (file_bytes, fs_bytes) = large_delete::sizes(&spec, spec.default_scale);
-    let names: &[&str] = if variant == "contiguous" {
-        &["big"]
-    } else {
-        &["big", "other"]
-    };
-    let k = KernelFs::create(&options(fs_bytes)).unwrap();
-    let root = k.mount_point().to_path_buf();
-    let paths: Vec<_> = names.iter().map(|n| root.join(n)).collect();
-    let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
-    let turn = (variant != "contiguous").then_some(spec.fragment_chunk_mib * MIB);
-    large_delete::write_zeros(&refs, file_bytes, spec.write_chunk_mib * MIB, turn).unwrap();
-    let layout = k.unmount_then(|image| read_layout(image, names)).unwrap();
+    let names = names(variant);
+    let (layout, file_bytes) = kernel_write(variant, spec.default_scale, |image| {
+        read_layout(image, names)
+    });
     let file_blocks = file_bytes / 4096;
     let windows = file_blocks.div_ceil(WINDOW_BLOCKS) - 1;
     // Contiguous: one writer. Fragmented: 8 MiB turns, `big` first; a turn is one window

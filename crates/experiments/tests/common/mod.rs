@@ -2,6 +2,8 @@
 //! need loop devices, mounts, zram, tracefs or memory cgroups.
 #![allow(dead_code)]
 
+pub mod ext4_2007;
+
 /// True when the tests run as root, with the rig's cleanup installed (so a failing or
 /// interrupted test leaves no device or mount behind); otherwise prints
 /// `SKIP TEST: needs root (NEEDS)` and returns false, so the skip is never silent.

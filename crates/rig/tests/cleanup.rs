@@ -59,6 +59,8 @@ fn cleanup_child() {
 }
 
 struct Outcome {
+    /// The child's pid: its tracefs instances are named `layoutlab-PID-N`.
+    pid: u32,
     code: Option<i32>,
     mount_target: PathBuf,
     instance: PathBuf,
@@ -98,6 +100,7 @@ fn run_child(
             }
         }
     }
+    let pid = child.id();
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let ready = ready.unwrap_or_else(|| panic!("child never got ready: {stderr}"));
@@ -110,6 +113,7 @@ fn run_child(
             .join(" | ")
     );
     Outcome {
+        pid,
         code: output.status.code(),
         mount_target: ready[1].clone(),
         instance: ready[2].clone(),
@@ -130,9 +134,9 @@ fn check_teardown(mode: &str, signal: Option<i32>, expected_code: i32) {
         TempFile::create_sparse(&scratch(&format!("cleanup-{mode}.img")), 64 << 20).unwrap();
     mkfs(FsKind::Ext4, image.path(), &[]).unwrap();
     let temp = scratch(&format!("cleanup-{mode}.tmp"));
-    let mounts_before = tracefs_mounts();
-    // Instances of any child are named layoutlab-PID-N; compare all of ours by that prefix.
-    let state_before = tracefs_state("layoutlab-");
+    // The global state, and no instance: the child's pid is not known yet, and pid 0 never
+    // names one.
+    let state_before = tracefs_state("layoutlab-0-");
     let outcome = run_child(mode, signal, image.path(), &temp);
     assert_eq!(outcome.code, Some(expected_code), "{mode}: exit status");
     assert_eq!(
@@ -144,13 +148,19 @@ fn check_teardown(mode: &str, signal: Option<i32>, expected_code: i32) {
     assert!(!outcome.mount_target.exists(), "{mode}: mount point left");
     assert!(!outcome.instance.exists(), "{mode}: tracefs instance left");
     assert!(!temp.exists(), "{mode}: temp file left");
+    // Only the child's tracefs mounts (a session mounts its own where tracefs is not at a
+    // standard place, `layoutlab-mnt-PID-N`): another process's live session is not this
+    // child's leftover.
+    let tag = format!("layoutlab-mnt-{}-", outcome.pid);
+    let left: Vec<String> = tracefs_mounts()
+        .into_iter()
+        .filter(|m| m.contains(&tag))
+        .collect();
+    assert!(left.is_empty(), "{mode}: tracefs mounts left: {left:?}");
+    // Only the child's instances: another process's live session (another engineer's
+    // capture, a test binary run by hand beside the suite) is not this child's leftover.
     assert_eq!(
-        tracefs_mounts(),
-        mounts_before,
-        "{mode}: tracefs mounts changed"
-    );
-    assert_eq!(
-        tracefs_state("layoutlab-"),
+        tracefs_state(&format!("layoutlab-{}-", outcome.pid)),
         state_before,
         "{mode}: tracing state changed"
     );

@@ -273,70 +273,6 @@ pub fn charged_ns(served: &[layoutlab_rig::EmulatedRequest], time_scale: f64) ->
     charged
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{charged_ns, closed_loop_cpu_share, run_queue};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    /// Two requests of 10 model ms each with a 40 model-ms gap between them, the second
-    /// placed by the program's CPU (`paced`) or by the wall.
-    fn two_requests(paced: bool) -> Vec<layoutlab_rig::EmulatedRequest> {
-        let r = |arrival_ms: f64, cpu_ns: Option<u64>| layoutlab_rig::EmulatedRequest {
-            request: layoutlab_rig::EmuRequest {
-                op: layoutlab_trace::Op::Read,
-                sector: 0,
-                sectors: 8,
-            },
-            arrival_ns: arrival_ms * 1e6,
-            received_ns: 0,
-            cpu_ns,
-            complete_ns: (arrival_ms + 10.0) * 1e6,
-            reply_late_ns: 0.0,
-        };
-        vec![r(0.0, None), r(50.0, paced.then_some(7))]
-    }
-
-    #[test]
-    fn the_time_between_requests_is_charged_as_the_clock_that_placed_them() {
-        let ms = |ns: f64| (ns / 1e3).round() / 1e3;
-        // Placed by the wall at K = 4: the 40 model ms between are 10 ms of the wall.
-        assert_eq!(ms(charged_ns(&two_requests(false), 4.0)), 30.0);
-        // Placed by the program's CPU (times F): the model's clock already is the CPU's.
-        assert_eq!(ms(charged_ns(&two_requests(true), 4.0)), 60.0);
-        // The throttle: K/F when F > K, none otherwise.
-        assert_eq!(closed_loop_cpu_share(8.0, 4.0), Some(0.5));
-        assert_eq!(closed_loop_cpu_share(2.0, 4.0), None);
-        assert_eq!(closed_loop_cpu_share(1.0, 1.0), None);
-    }
-
-    #[test]
-    fn a_queue_keeps_the_order_of_its_units_whatever_finishes_first() {
-        // Early units sleep longest, so with 3 threads later ones finish first.
-        let out = run_queue(6, 3, |i| {
-            std::thread::sleep(std::time::Duration::from_millis(5 * (6 - i as u64)));
-            Ok(i * 10)
-        })
-        .unwrap();
-        assert_eq!(out, vec![0, 10, 20, 30, 40, 50]);
-    }
-
-    #[test]
-    fn after_a_failure_nothing_new_starts_and_the_failure_is_returned() {
-        let started = AtomicUsize::new(0);
-        let err = run_queue(10, 1, |i| {
-            started.fetch_add(1, Ordering::SeqCst);
-            if i == 2 {
-                anyhow::bail!("unit 2 failed")
-            }
-            Ok(i)
-        })
-        .unwrap_err();
-        assert_eq!(err.to_string(), "unit 2 failed");
-        // one thread: units 0, 1 and 2 ran, none after the failure
-        assert_eq!(started.load(Ordering::SeqCst), 3);
-    }
-}
-
 /// The device a raw-or-file-system capture runs on (random-read's targets, request-merging's
 /// stacks): a loop device over a backing store `B` (a sparse file, a zram device), the
 /// emulated disk over that store (closed loop), or a kernel file system, itself possibly moved
@@ -402,5 +338,69 @@ impl<B> CaptureTarget<B> {
             CaptureTarget::Fs(mut k) if k.cpu_pace().is_some() => k.stop_emulating()?,
             CaptureTarget::Fs(_) => Vec::new(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{charged_ns, closed_loop_cpu_share, run_queue};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Two requests of 10 model ms each with a 40 model-ms gap between them, the second
+    /// placed by the program's CPU (`paced`) or by the wall.
+    fn two_requests(paced: bool) -> Vec<layoutlab_rig::EmulatedRequest> {
+        let r = |arrival_ms: f64, cpu_ns: Option<u64>| layoutlab_rig::EmulatedRequest {
+            request: layoutlab_rig::EmuRequest {
+                op: layoutlab_trace::Op::Read,
+                sector: 0,
+                sectors: 8,
+            },
+            arrival_ns: arrival_ms * 1e6,
+            received_ns: 0,
+            cpu_ns,
+            complete_ns: (arrival_ms + 10.0) * 1e6,
+            reply_late_ns: 0.0,
+        };
+        vec![r(0.0, None), r(50.0, paced.then_some(7))]
+    }
+
+    #[test]
+    fn the_time_between_requests_is_charged_as_the_clock_that_placed_them() {
+        let ms = |ns: f64| (ns / 1e3).round() / 1e3;
+        // Placed by the wall at K = 4: the 40 model ms between are 10 ms of the wall.
+        assert_eq!(ms(charged_ns(&two_requests(false), 4.0)), 30.0);
+        // Placed by the program's CPU (times F): the model's clock already is the CPU's.
+        assert_eq!(ms(charged_ns(&two_requests(true), 4.0)), 60.0);
+        // The throttle: K/F when F > K, none otherwise.
+        assert_eq!(closed_loop_cpu_share(8.0, 4.0), Some(0.5));
+        assert_eq!(closed_loop_cpu_share(2.0, 4.0), None);
+        assert_eq!(closed_loop_cpu_share(1.0, 1.0), None);
+    }
+
+    #[test]
+    fn a_queue_keeps_the_order_of_its_units_whatever_finishes_first() {
+        // Early units sleep longest, so with 3 threads later ones finish first.
+        let out = run_queue(6, 3, |i| {
+            std::thread::sleep(std::time::Duration::from_millis(5 * (6 - i as u64)));
+            Ok(i * 10)
+        })
+        .unwrap();
+        assert_eq!(out, vec![0, 10, 20, 30, 40, 50]);
+    }
+
+    #[test]
+    fn after_a_failure_nothing_new_starts_and_the_failure_is_returned() {
+        let started = AtomicUsize::new(0);
+        let err = run_queue(10, 1, |i| {
+            started.fetch_add(1, Ordering::SeqCst);
+            if i == 2 {
+                anyhow::bail!("unit 2 failed")
+            }
+            Ok(i)
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), "unit 2 failed");
+        // one thread: units 0, 1 and 2 ran, none after the failure
+        assert_eq!(started.load(Ordering::SeqCst), 3);
     }
 }

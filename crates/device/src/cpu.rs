@@ -54,6 +54,11 @@ pub struct Score {
     /// its first benchmark's name (7-Zip MIPS) so that presets keep one format; the shipped
     /// preset's unit is sysbench events per second.
     pub score_mips: Cited<toml::Value>,
+    /// `[here]` only: the CPU model string (`/proc/cpuinfo`'s "model name") of the machine the
+    /// score was measured on. A score measured on one machine says nothing of another's, so
+    /// [`CpuPreset::factor_on`] refuses to form F anywhere else.
+    #[serde(default)]
+    pub machine: Option<Cited<String>>,
 }
 
 impl Score {
@@ -87,13 +92,50 @@ impl CpuPreset {
         Ok(preset)
     }
 
-    /// The CPU factor F = here / period: the period CPU needs F times this machine's CPU time.
-    /// Errors when either score lacks a source or is not a positive number.
+    /// The CPU factor F = here / period on this machine ([`this_machine_cpu`]).
     pub fn factor(&self, path: &str) -> Result<f64, DeviceError> {
+        self.factor_on(this_machine_cpu().as_deref(), path)
+    }
+
+    /// The CPU factor F = here / period on a machine whose CPU model string is `machine`: the
+    /// period CPU needs F times that machine's CPU time. Errors when either score lacks a
+    /// source or is not a positive number, and when `here` was measured on another machine
+    /// (or `machine` is unknown): F would divide one machine's score by the period's and apply
+    /// it to another's CPU time.
+    pub fn factor_on(&self, machine: Option<&str>, path: &str) -> Result<f64, DeviceError> {
         let period = self.period.number("period.score_mips", path)?;
         let here = self.here.number("here.score_mips", path)?;
-        Ok(here / period)
+        let refuse = |reason: String| DeviceError::Parse {
+            path: path.to_string(),
+            line: 0,
+            reason,
+        };
+        let Some(measured_on) = &self.here.machine else {
+            return Err(refuse(
+                "'here.machine' is missing: the machine 'here.score_mips' was measured on must be named"
+                    .to_string(),
+            ));
+        };
+        let measured_on = measured_on.get("here.machine", path)?;
+        match machine {
+            Some(m) if m.trim() == measured_on.trim() => Ok(here / period),
+            Some(m) => Err(refuse(format!(
+                "'here.score_mips' was measured on a '{measured_on}', and this machine is a                  '{m}': measure the benchmark here as [here]'s source says and record the new                  score and machine (a new source) before forming F"
+            ))),
+            None => Err(refuse(format!(
+                "this machine's CPU model cannot be read from /proc/cpuinfo, so it cannot be                  shown to be the '{measured_on}' 'here.score_mips' was measured on"
+            ))),
+        }
     }
+}
+
+/// This machine's CPU model string: the first "model name" of `/proc/cpuinfo`, trimmed.
+pub fn this_machine_cpu() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(_, model)| model.trim().to_string())
 }
 
 /// The CPU presets shipped in `cpus/`, by name (one registry: add a line per file).
@@ -142,6 +184,11 @@ mod tests {
     const N270: &str = include_str!("../../../cpus/atom-n270-2008.toml");
     const PATH: &str = "cpus/atom-n270-2008.toml";
 
+    /// The machine the shipped `[here]` score was measured on.
+    fn measured_on(p: &CpuPreset) -> String {
+        p.here.machine.as_ref().unwrap().get("here.machine", PATH).unwrap()
+    }
+
     /// `text` with `[section]`'s score line replaced, so that the refusals below hold whatever
     /// the shipped file cites.
     fn with_score(text: &str, section: &str, value: &str, source: &str) -> String {
@@ -181,7 +228,7 @@ mod tests {
         let p = CpuPreset::parse(N270, PATH).unwrap();
         let period = p.period.number("period.score_mips", PATH).unwrap();
         let here = p.here.number("here.score_mips", PATH).unwrap();
-        let f = p.factor(PATH).unwrap();
+        let f = p.factor_on(Some(&measured_on(&p)), PATH).unwrap();
         assert_eq!(f, here / period);
         // The period CPU is the slower one: F > 1 stretches think time, never shrinks it.
         assert!(f > 1.0, "F = {f}");
@@ -201,7 +248,32 @@ mod tests {
         let text = with_score(N270, "period", "1000", "a test's stand-in");
         let text = with_score(&text, "here", "2500", "a test's stand-in");
         let p = CpuPreset::parse(&text, PATH).unwrap();
-        assert_eq!(p.factor(PATH).unwrap(), 2.5);
+        assert_eq!(p.factor_on(Some(&measured_on(&p)), PATH).unwrap(), 2.5);
+    }
+
+    #[test]
+    fn a_here_score_of_another_machine_defines_no_factor() {
+        let p = CpuPreset::parse(N270, PATH).unwrap();
+        let err = p
+            .factor_on(Some("Some Other CPU @ 3.00GHz"), PATH)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("measured on") && err.contains("Some Other CPU"),
+            "{err}"
+        );
+        let err = p.factor_on(None, PATH).unwrap_err().to_string();
+        assert!(err.contains("/proc/cpuinfo"), "{err}");
+        // A preset that names no machine for its here score is refused too.
+        let text: String = N270
+            .lines()
+            .filter(|l| !l.starts_with("machine"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let p = CpuPreset::parse(&text, PATH).unwrap();
+        let m = Some("AMD EPYC");
+        let err = p.factor_on(m, PATH).unwrap_err().to_string();
+        assert!(err.contains("here.machine"), "{err}");
     }
 
     #[test]
@@ -245,7 +317,18 @@ mod tests {
         let err = resolve_cpu_scale("pentium-9").unwrap_err().to_string();
         assert!(err.contains("atom-n270-2008"), "{err}");
         // The shipped preset's name resolves to its factor.
-        let f = CpuPreset::parse(N270, PATH).unwrap().factor(PATH).unwrap();
-        assert_eq!(resolve_cpu_scale("atom-n270-2008").unwrap(), f);
+        // The shipped preset's name resolves to its factor on the machine it was measured on,
+        // and is refused with that reason elsewhere.
+        let p = CpuPreset::parse(N270, PATH).unwrap();
+        match resolve_cpu_scale("atom-n270-2008") {
+            Ok(f) => {
+                assert_eq!(this_machine_cpu(), Some(measured_on(&p)));
+                assert_eq!(f, p.factor_on(Some(&measured_on(&p)), PATH).unwrap());
+            }
+            Err(e) => {
+                assert_ne!(this_machine_cpu(), Some(measured_on(&p)));
+                assert!(e.to_string().contains("measured on"), "{e}");
+            }
+        }
     }
 }

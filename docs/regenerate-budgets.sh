@@ -10,7 +10,9 @@
 #   ONLY="fio mkfs" docs/regenerate-budgets.sh   only these blocks: fio (fio-randread), mkfs
 #                                       (mkfs-overhead), mio (metacluster-io), ld (large-delete),
 #                                       rr (random-read), kernel (ld and rr), cpu (ext4-fsck-allocator and
-#                                       metacluster-fsck without think time), tree (metacluster-fsck's
+#                                       metacluster-fsck without think time), cpuf (the two netbook
+#                                       experiments with the period CPU preset, open and closed
+#                                       loop: 6 runs, a few min), tree (metacluster-fsck's
 #                                       bench5 plans against the post's file list; no root, seconds),
 #                                       fsck (the three fsck tables, metacluster-fsck at scale 1, and
 #                                       docs/emulate.md's closed-loop block: 17 runs, 15-20 min here
@@ -375,6 +377,36 @@ done
   done
 } >"$snip"
 splice "$fidelity" budget-cpu-fsck "$snip"
+fi
+
+if want cpuf; then
+# ---- The period CPU (issue 25 "Period CPU", issue 27 "5. CPU"): Ts'o's netbook experiments with
+# the pre-registered preset cpus/atom-n270-2008.toml, open loop (think time times F) and closed
+# loop at K = closed_k (e2fsck throttled to K/F of a CPU on the emulated disk, its computing
+# charged at F). metacluster-fsck's 2007 machine is not identified: no preset, no row.
+cpu_preset=atom-n270-2008
+for exp in ext4-fsck-allocator ext3-vs-ext4-fsck; do
+  fsck_run "$exp" shipped --sensitivity
+  fsck_run "$exp" cpuF --cpu-scale "$cpu_preset"
+  fsck_run "$exp" cpuF-closed --closed-loop "$closed_k" --cpu-scale "$cpu_preset"
+done
+{
+  provenance "one run per cell (each a new capture); seconds are the model's, closed loop the time measured on the emulated disk; F from cpus/$cpu_preset.toml"
+  echo "| experiment | policy | as shipped [s] | e2fsck CPU here [s] | \`--cpu-scale $cpu_preset\`, open loop [s] | its e2fsck CPU charged [s] | \`--closed-loop $closed_k --cpu-scale $cpu_preset\`, measured [s] | its replay [s] | requests: shipped / open loop at F / closed loop at F | published [s] |"
+  echo '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|'
+  for exp in ext4-fsck-allocator ext3-vs-ext4-fsck; do
+    for policy in $(jq -r '.runs[].policy' "$out/$exp-shipped.json"); do
+      t() { jq -r --arg p "$policy" "$f1"'.runs[] | select(.policy == $p) | .'"$2"' | if . == null then "–" else f1 end' "$out/$exp-$1.json"; }
+      pub=$(jq -r --arg p "$policy" "$f1"'(.published.total_seconds // {})[$p] | if . == null then "kept aside" else f1 end' "$out/$exp-shipped.json")
+      n() { jq -r --arg p "$policy" '.runs[] | select(.policy == $p) | .requests' "$out/$exp-$1.json"; }
+      printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s | %s |\n' "$exp" "$policy" \
+        "$(t shipped total_seconds)" "$(t shipped cpu_seconds)" "$(t cpuF total_seconds)" "$(t cpuF cpu_seconds)" \
+        "$(t cpuF-closed closed_loop.measured_seconds)" "$(t cpuF-closed total_seconds)" \
+        "$(n shipped)" "$(n cpuF)" "$(n cpuF-closed)" "$pub"
+    done
+  done
+} >"$snip"
+splice "$fidelity" budget-cpu-period "$snip"
 fi
 
 if want fsck; then

@@ -263,7 +263,7 @@ fn a_preset_faster_than_the_route_is_refused_and_nothing_is_made() {
 
 /// What `--closed-loop` refused with names: the operations that take it.
 const CLOSED_LOOP_TAKERS: &str =
-    "applies to fsck, large-delete, inode-readahead, metacluster-io, request-merging, random-read experiments";
+    "applies to fsck, large-delete, inode-readahead, metacluster-io, request-merging, random-read, aging experiments";
 
 /// Whether a closed-loop test can run here (it needs root: FUSE mount, loop device, tracefs);
 /// says so when it cannot.

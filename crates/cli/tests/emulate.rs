@@ -829,3 +829,67 @@ fn metacluster_io_closed_loop_serves_the_traced_reads_and_reports_both_times() {
     assert_eq!(closed_runs, 6, "{r}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// metacluster-aging closed loop: each cell's traced e2fsck runs on its own emulated disk
+/// (the check step the fsck experiments use), one cell at a time. The emulator serves exactly
+/// the requests the kernel traced in every cell, e2fsck's CPU placing each one, and the JSON
+/// gives the time measured there beside the open-loop replay of the same stream, within a
+/// bound of it. A preset faster than the route is refused before anything is made. bench5 at
+/// scale 0.005 (a 2 GB file system), its four policies at ages 0 and 1 (8 cells), K = 8.
+#[test]
+fn metacluster_aging_closed_loop_checks_each_cell_on_its_own_emulated_disk() {
+    // The measured time against its own stream's replay, 8 runs of this matrix (release build
+    // of 653cd04, 2026-11-27 12:53-12:54 UTC, load 9-11): the ext3 policies' cells (435-1,028
+    // requests, 1.0-4.5 s) lay -2.4% to +0.8% off, ext4-2009's (19 requests, 0.09-0.10 s) at
+    // most 16.6 ms off: two revolutions of the 7,200 rpm disk (a request that reaches the
+    // model a little later waits a turn more). Bound: 4% plus three revolutions.
+    const WITHIN: f64 = 0.04;
+    const REVOLUTIONS_S: f64 = 3.0 * 60.0 / 7200.0;
+    if !closed_loop_can_run() {
+        return;
+    }
+    let dir = scratch("emulate", "aging");
+    assert_refused(
+        &[
+            "reproduce",
+            "metacluster-aging",
+            "--device",
+            "ssd-nvme-2024",
+            "--closed-loop",
+            "8",
+        ],
+        &dir.join("refused"),
+        "faster than this route",
+    );
+    let r = reproduce_closed_loop(
+        &dir,
+        "metacluster-aging",
+        &[
+            "--scale",
+            "0.005",
+            "--set",
+            "workloads=bench5",
+            "--set",
+            "ages=0,1",
+            "--closed-loop",
+            "8",
+        ],
+    );
+    assert_eq!(r["closed_loop"], 8.0, "{r}");
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 8, "{r}");
+    for run in runs {
+        assert_eq!(run["fsck_clean"], true, "{run}");
+        assert_closed_loop(run, 8.0, "requests", Paced::All, "/total_seconds");
+        let measured = run["closed_loop"]["measured_seconds"].as_f64().unwrap();
+        let replay = run["total_seconds"].as_f64().unwrap();
+        assert!(
+            (measured - replay).abs() <= WITHIN * replay + REVOLUTIONS_S,
+            "{} {} age {}: measured {measured:.3} s against its replay {replay:.3} s",
+            run["population"],
+            run["policy"],
+            run["age"]
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

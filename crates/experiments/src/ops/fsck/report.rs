@@ -285,10 +285,7 @@ pub fn render(
     }
     for r in runs {
         if let Some(c) = &r.closed_loop {
-            h.say(&format!(
-                "{}\n",
-                c.line(&r.policy, device, r.total_seconds)
-            ));
+            h.say(&format!("{}\n", c.line(&r.policy, device, r.total_seconds)));
         }
     }
 

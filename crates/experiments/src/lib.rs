@@ -315,7 +315,7 @@ mod tests {
             (&sens, "applies to fsck experiments"),
             (
                 &closed,
-                "applies to fsck, large-delete, inode-readahead, metacluster-io, request-merging, random-read experiments",
+                "applies to fsck, large-delete, inode-readahead, metacluster-io, request-merging, random-read, aging experiments",
             ),
         ] {
             check_capture_flags(&fsck, args).unwrap();
@@ -328,7 +328,7 @@ mod tests {
         let delete = experiment::load("large-delete").unwrap();
         check_capture_flags(&delete, &closed).unwrap();
         assert!(check_capture_flags(&delete, &sens).is_err());
-        for n in ["inode-readahead", "metacluster-io"] {
+        for n in ["inode-readahead", "metacluster-io", "metacluster-aging"] {
             let e = experiment::load(n).unwrap();
             check_capture_flags(&e, &closed).unwrap();
         }

@@ -58,7 +58,8 @@ pub struct Args {
     /// Policies run at once, each with its own image, loop device and traced e2fsck (fsck
     /// experiments; metacluster-aging: the policies of one age). Default: as many as this
     /// machine has CPUs. Predictions do not depend on it (think times come
-    /// from each e2fsck's own CPU time).
+    /// from each e2fsck's own CPU time). With --closed-loop: one at a time (fsck: one policy,
+    /// aging: one cell, each on its own emulated device), whatever is asked.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     jobs: Option<u32>,
     /// Also replay the captured traces on variants of the device preset, one borrowed or

@@ -116,6 +116,16 @@ impl ClosedLoopRun {
             cpu_share: None,
         }
     }
+
+    /// The report's line for one check (`what`: a policy, or a policy's cell) measured on the
+    /// emulated `device`, beside `replay_seconds`, the open-loop replay of the same stream:
+    /// the fsck and aging operations print it alike.
+    pub fn line(&self, what: &str, device: &str, replay_seconds: f64) -> String {
+        format!(
+            "closed loop, {what}: {:.2} s measured on the emulated {device} (time scale {}, {} requests served); open-loop replay of the same stream {replay_seconds:.2} s",
+            self.measured_seconds, self.time_scale, self.requests_served
+        )
+    }
 }
 
 /// One e2fsck pass as the model predicts it.

@@ -149,6 +149,12 @@ impl Operation for Aging {
         true
     }
 
+    /// `--closed-loop` runs each cell's traced e2fsck on its own emulated device, through the
+    /// check step the fsck operation uses, one cell at a time.
+    fn supports_closed_loop(&self) -> bool {
+        true
+    }
+
     fn options(&self) -> &'static [crate::OpOption] {
         &[crate::OpOption {
             key: "e2fsck_real_time",
@@ -202,8 +208,12 @@ pub struct AgingRun {
     pub layout_score: f64,
     /// e2fsck per pass on the device model.
     pub passes: Vec<crate::steps::check::PassResult>,
-    /// Predicted e2fsck seconds.
+    /// Predicted e2fsck seconds (the open-loop replay of the traced stream).
     pub total_seconds: f64,
+    /// With `--closed-loop`: the check's time measured on the emulated device, beside
+    /// `total_seconds`, the open-loop replay of the same stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<crate::steps::check::ClosedLoopRun>,
     /// Requests e2fsck issued.
     pub requests: u64,
     /// Mapping (indirect or extent-tree) blocks in the plan.
@@ -250,8 +260,11 @@ struct Output<'a> {
     device: &'a str,
     scale: f64,
     fullness: f64,
-    /// Whether the traced e2fsck ran under `SCHED_FIFO` (`e2fsck_real_time`).
+    /// Whether the traced e2fsck ran under `SCHED_FIFO` (`e2fsck_real_time`, or closed loop).
     e2fsck_real_time: bool,
+    /// The time scale K of a closed-loop run (`--closed-loop`); absent open loop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    closed_loop: Option<f64>,
     runs: &'a [AgingRun],
     conclusion: &'a [String],
     seconds: f64,
@@ -515,6 +528,12 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     if let Some(fast) = &spec.fast_device {
         crate::steps::price::check_faster(fast, &device)?;
     }
+    if let Some(k) = a.closed_loop {
+        // The capture's device is the experiment's disk (a split device is priced from the
+        // same stream, never captured on): refused here, before any work, if the route cannot
+        // honour it.
+        crate::support::check_emulable(&device, k)?;
+    }
     layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
     let memory;
     let workdir = match &a.workdir {
@@ -536,18 +555,32 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         cpu_scale,
         jobs: 1,
         e2fsck: layoutlab_rig::E2fsprogs::Today,
-        closed_loop: None,
+        closed_loop: a.closed_loop,
     };
     let check_spec = spec.check_spec();
     let started = Instant::now();
     let cells = pops.len() * spec.policies.len() * spec.ages.len();
-    let jobs = crate::support::jobs(a.jobs).clamp(1, spec.policies.len());
+    // Closed loop measures time on this machine: one cell at a time, each on its own emulator,
+    // so that the cells do not slow each other's route (as the fsck operation's policies).
+    let jobs = match a.closed_loop {
+        Some(_) => 1,
+        None => crate::support::jobs(a.jobs).clamp(1, spec.policies.len()),
+    };
     eprintln!(
-        "{} — scale {scale} on {device}: {} workloads × {} policies × {} ages = {cells} cells, {jobs} at a time",
+        "{} — scale {scale} on {device}: {} workloads × {} policies × {} ages = {cells} cells, {jobs} at a time{}",
         exp.title,
         pops.len(),
         spec.policies.len(),
-        spec.ages.len()
+        spec.ages.len(),
+        match (a.closed_loop, &spec.fast_device) {
+            (None, _) => String::new(),
+            (Some(k), fast) => format!(
+                " (closed loop at time scale {k}: one cell at a time, each e2fsck on its own emulated {device}{})",
+                fast.as_ref().map_or(String::new(), |f| format!(
+                    "; the split device with {f} is priced open loop from the same stream"
+                ))
+            ),
+        }
     );
     let mut runs = Vec::new();
     for (w, pop) in pops.iter().enumerate() {
@@ -676,7 +709,8 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
             h.say(&t.to_terminal(Some(120))?);
         }
     }
-    for line in &conclusion {
+    let closed_lines = closed_loop_lines(&runs, &device);
+    for line in closed_lines.iter().chain(&conclusion) {
         h.say(&format!("{line}\n"));
     }
     // report files
@@ -733,7 +767,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
             );
         }
     }
-    for line in &conclusion {
+    for line in closed_lines.iter().chain(&conclusion) {
         html.text(line);
     }
     html.save(&out_dir)?;
@@ -745,7 +779,8 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 device: &device,
                 scale,
                 fullness: spec.fullness,
-                e2fsck_real_time: spec.e2fsck_real_time,
+                e2fsck_real_time: spec.e2fsck_real_time || a.closed_loop.is_some(),
+                closed_loop: a.closed_loop,
                 runs: &runs,
                 conclusion: &conclusion,
                 seconds,
@@ -866,6 +901,7 @@ impl PolicyPass<'_> {
             layout_score: metrics.layout_score.score,
             passes: run.passes,
             total_seconds: run.total_seconds,
+            closed_loop: run.closed_loop,
             requests: run.requests,
             mapping_blocks: plan.mapping_blocks(),
             mapping_blocks_outside: outside,
@@ -888,6 +924,18 @@ impl PolicyPass<'_> {
             seconds_here: 0.0,
         })
     }
+}
+
+/// Each closed-loop cell's measured time beside its replay, as the fsck operation prints a
+/// policy's (none open loop).
+fn closed_loop_lines(runs: &[AgingRun], device: &str) -> Vec<String> {
+    runs.iter()
+        .filter_map(|r| {
+            let c = r.closed_loop.as_ref()?;
+            let what = format!("{} {} age {}", r.population, r.policy, r.age);
+            Some(c.line(&what, device, r.total_seconds))
+        })
+        .collect()
 }
 
 /// `run`'s check and `traces`' reads priced with the metadata region (blocks `0..end`) on

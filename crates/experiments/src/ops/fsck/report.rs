@@ -285,10 +285,7 @@ pub fn render(
     }
     for r in runs {
         if let Some(c) = &r.closed_loop {
-            h.say(&format!(
-                "closed loop, {}: {:.2} s measured on the emulated {device} (time scale {}, {} requests served); open-loop replay of the same stream {:.2} s\n",
-                r.policy, c.measured_seconds, c.time_scale, c.requests_served, r.total_seconds
-            ));
+            h.say(&format!("{}\n", c.line(&r.policy, device, r.total_seconds)));
         }
     }
 

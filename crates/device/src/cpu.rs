@@ -186,7 +186,12 @@ mod tests {
 
     /// The machine the shipped `[here]` score was measured on.
     fn measured_on(p: &CpuPreset) -> String {
-        p.here.machine.as_ref().unwrap().get("here.machine", PATH).unwrap()
+        p.here
+            .machine
+            .as_ref()
+            .unwrap()
+            .get("here.machine", PATH)
+            .unwrap()
     }
 
     /// `text` with `[section]`'s score line replaced, so that the refusals below hold whatever

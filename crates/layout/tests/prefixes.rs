@@ -10,7 +10,7 @@ mod common;
 use common::{random_aging, random_population};
 use layoutlab_layout::{policy, Geometry, LayoutError, MkfsProfile, Plan, PolicyParams};
 use layoutlab_workload::aging::{age_prefixes, AgingSpec};
-use layoutlab_workload::{population_shrunk, NsOp, Population};
+use layoutlab_workload::{population_shrunk, CheckedTree, NsOp, Population};
 use proptest::prelude::*;
 use std::ops::ControlFlow;
 
@@ -56,7 +56,27 @@ fn one_pass(name: &str, geo: &Geometry, pop: &Population, seed: u64, ends: &[usi
     (plans, r.err())
 }
 
-fn assert_same(name: &str, seed: u64, got: Outcome, want: Outcome) {
+/// [`one_pass`] of a population checked once by the caller (`plan_prefixes_checked`: the
+/// planners do not check it again; issue 28).
+fn one_pass_checked(
+    name: &str,
+    geo: &Geometry,
+    pop: &Population,
+    seed: u64,
+    ends: &[usize],
+) -> Outcome {
+    let p = policy::by_name(name, &PolicyParams::new()).unwrap();
+    let checked = CheckedTree::new(pop).expect("the tests' streams are possible");
+    let mut plans = Vec::new();
+    let r = p.plan_prefixes_checked(geo, checked, seed, ends, &mut |i, plan| {
+        assert_eq!(i, plans.len(), "{name}: prefixes in order");
+        plans.push(plan);
+        ControlFlow::Continue(())
+    });
+    (plans, r.err())
+}
+
+fn assert_same(name: &str, seed: u64, got: Outcome, want: &Outcome) {
     assert_eq!(got.0.len(), want.0.len(), "{name} seed {seed}: plans made");
     for (i, (g, w)) in got.0.iter().zip(&want.0).enumerate() {
         assert!(g == w, "{name} seed {seed}: prefix {i} differs");
@@ -80,14 +100,28 @@ proptest! {
         ends.sort();
         for &name in policy::POLICY_NAMES {
             let geo = geometry(name, &aged);
-            assert_same(
-                name,
-                seed,
-                one_pass(name, &geo, &aged, seed, &ends),
-                alone(name, &geo, &aged, seed, &ends),
-            );
+            let want = alone(name, &geo, &aged, seed, &ends);
+            assert_same(name, seed, one_pass(name, &geo, &aged, seed, &ends), &want);
+            assert_same(name, seed, one_pass_checked(name, &geo, &aged, seed, &ends), &want);
         }
     }
+}
+
+/// A tree checked once is refused as the planners refuse it: `CheckedTree` is the only way
+/// to skip their check.
+#[test]
+fn an_impossible_tree_is_not_checked() {
+    let bad = Population {
+        name: "bad".into(),
+        fs_bytes: 64 << 20,
+        ops: vec![NsOp::Unlink {
+            path: "nothing".into(),
+        }],
+    };
+    let refused = CheckedTree::new(&bad).unwrap_err();
+    let p = policy::by_name("ext3-2007", &PolicyParams::new()).unwrap();
+    let planned = p.plan(&geometry("ext3-2007", &bad), &bad, 1).unwrap_err();
+    assert_eq!(planned, LayoutError::BadPopulation(refused.to_string()));
 }
 
 /// metacluster-aging's own case: the aging generator's streams of ages 0, 1, 2 and 3 over a
@@ -121,7 +155,10 @@ fn the_aging_generators_ages_plan_as_alone() {
             let geo = geometry(name, &aged);
             let got = one_pass(name, &geo, &aged, 2007, &ends);
             assert!(got.1.is_none(), "{name} on {}: {:?}", tree.name, got.1);
-            assert_same(name, 2007, got, alone(name, &geo, &aged, 2007, &ends));
+            let want = alone(name, &geo, &aged, 2007, &ends);
+            assert_same(name, 2007, got, &want);
+            let checked = one_pass_checked(name, &geo, &aged, 2007, &ends);
+            assert_same(name, 2007, checked, &want);
         }
     }
 }

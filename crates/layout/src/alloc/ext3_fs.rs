@@ -15,7 +15,7 @@ use crate::mapping::MapFormat;
 use crate::plan::{
     HardLink, InodeKind, MapBlock, Plan, PlannedInode, Run, Special, FAST_SYMLINK_MAX_BYTES,
 };
-use crate::policy::Prefixes;
+use crate::policy::{Prefixes, Tree};
 use crate::LayoutError;
 use layoutlab_workload::{NodeKind, NsOp, Population};
 use rand::{Rng, SeedableRng};
@@ -156,25 +156,66 @@ impl OpenFile {
     }
 }
 
-/// The regular files a population writes: for every operation, the file it writes (a
-/// create or an append, under any of the file's names; numbered in creation order) and
-/// whether it is that file's last write, after which the writer closes it. `pop` passed
-/// `check_tree()`.
-fn file_writes(pop: &Population) -> (Vec<Option<usize>>, Vec<bool>) {
+/// The names an operation could not make (ENOSPC), whose later operations fail too. Empty
+/// unless the file system filled: then no path is hashed to look it up (each lookup read the
+/// path's bytes once more, for each of tens of millions of operations; issue 28).
+#[derive(Default)]
+struct Failed<'a>(FxHashSet<&'a str>);
+
+impl<'a> Failed<'a> {
+    fn contains(&self, path: &str) -> bool {
+        !self.0.is_empty() && self.0.contains(path)
+    }
+
+    /// Whether `path` was there (and is no more).
+    fn remove(&mut self, path: &str) -> bool {
+        !self.0.is_empty() && self.0.remove(path)
+    }
+
+    fn insert(&mut self, path: &'a str) {
+        self.0.insert(path);
+    }
+}
+
+/// When each file appended to is written and closed ([`file_writes`]).
+#[derive(Default)]
+struct FileWrites {
+    /// Each append's file, named by the index of the operation that created it.
+    file_of_append: FxHashMap<usize, usize>,
+    /// The creates and appends after which the writer keeps its file open: every write of a
+    /// file appended to but its last.
+    stays_open: FxHashSet<usize>,
+}
+
+/// The files a population appends to: each append's file (under any of the file's names)
+/// and the writes after which the writer keeps the file open (it closes it after its last
+/// write, so a file never appended to closes after its create). `pop` passed `check_tree()`.
+/// Kept per append rather than per operation, and read only up to the last append (a file
+/// created after it is never appended to): an aging stream of tens of millions of operations
+/// has no append, and a table per operation took 17 of each pass's bytes per operation
+/// (issue 28).
+fn file_writes(pop: &Population) -> FileWrites {
+    let mut w = FileWrites::default();
+    let Some(last_append) = pop
+        .ops
+        .iter()
+        .rposition(|op| matches!(op, NsOp::Append { .. }))
+    else {
+        return w;
+    };
     let mut file_of: FxHashMap<&str, usize> = FxHashMap::default();
-    let mut writes = vec![None; pop.ops.len()];
-    let mut last: Vec<usize> = Vec::new();
-    for (i, op) in pop.ops.iter().enumerate() {
+    // each appended file's latest write so far
+    let mut latest: FxHashMap<usize, usize> = FxHashMap::default();
+    for (i, op) in pop.ops[..=last_append].iter().enumerate() {
         match op {
             NsOp::Create { path, .. } => {
-                file_of.insert(path, last.len());
-                writes[i] = Some(last.len());
-                last.push(i);
+                file_of.insert(path, i);
             }
             NsOp::Append { path, .. } => {
                 let f = file_of[path.as_str()];
-                writes[i] = Some(f);
-                last[f] = i;
+                w.file_of_append.insert(i, f);
+                // the write before this one was not the file's last
+                w.stays_open.insert(latest.insert(f, i).unwrap_or(f));
             }
             NsOp::Link { path, target } => {
                 if let Some(&f) = file_of.get(target.as_str()) {
@@ -184,11 +225,7 @@ fn file_writes(pop: &Population) -> (Vec<Option<usize>>, Vec<bool>) {
             _ => {}
         }
     }
-    let mut closes = vec![false; pop.ops.len()];
-    for i in last {
-        closes[i] = true;
-    }
-    (writes, closes)
+    w
 }
 
 /// Plans `pop` on `geo` with an ext3 policy's allocator and indirect-block placer.
@@ -217,11 +254,21 @@ pub fn plan_ext3(
     placer: &mut dyn IndirectPlacer,
     dir_index: bool,
 ) -> Result<Plan, LayoutError> {
-    let plan = plan_ext3_in(policy, geo, pop, seed, alloc, placer, dir_index, None)?;
+    let plan = plan_ext3_in(
+        policy,
+        geo,
+        Tree::Unchecked(pop),
+        seed,
+        alloc,
+        placer,
+        dir_index,
+        None,
+    )?;
     Ok(plan.expect("without prefixes the planner runs to the end"))
 }
 
-/// [`plan_ext3`], also giving `prefixes` the plan of each of their prefixes of `pop` as it
+/// [`plan_ext3`] of `tree` (checked here unless its caller checked it), also giving
+/// `prefixes` the plan of each of their prefixes of it as it
 /// passes their ends (then None once no prefix is owed; [`crate::Policy::plan_prefixes`]).
 /// The planner reads its operations in order but for one look ahead, each file's last write
 /// (when its writer closes it): a prefix that ends while a file is open for appends is
@@ -230,7 +277,7 @@ pub fn plan_ext3(
 pub fn plan_ext3_in(
     policy: &str,
     geo: &Geometry,
-    pop: &Population,
+    tree: Tree<'_>,
     seed: u64,
     mut alloc: Ext3Alloc,
     placer: &mut dyn IndirectPlacer,
@@ -254,14 +301,14 @@ pub fn plan_ext3_in(
         },
     );
     // every operation must be possible on the tree the earlier ones made
-    pop.check_tree()
-        .map_err(|e| LayoutError::BadPopulation(e.to_string()))?;
+    let pop = tree.checked()?;
     // non-directories by path (hard-link targets): their index in `out`
     let mut others: FxHashMap<&str, usize> = FxHashMap::default();
     let mut links: Vec<HardLink> = Vec::new();
-    let mut failed: FxHashSet<&str> = FxHashSet::default();
-    let (writes, closes) = file_writes(pop);
-    // regular files open for writing (by file number): their index in `out` and writer
+    let mut failed = Failed::default();
+    let writes = file_writes(pop);
+    // regular files open for writing (by their create's operation): their index in `out` and
+    // writer
     let mut open: FxHashMap<usize, (usize, OpenFile)> = FxHashMap::default();
     let mut names = Names::new(out.len());
     // the plan so far, as the end of the loop below makes it
@@ -292,7 +339,7 @@ pub fn plan_ext3_in(
         let path = op.path();
         if let NsOp::Append { bytes, .. } = op {
             // Not open: its create failed (ENOSPC), and so does every write to it.
-            let file_no = writes[op_index].expect("an append writes a file");
+            let file_no = writes.file_of_append[&op_index];
             let Some((index, mut file)) = open.remove(&file_no) else {
                 continue;
             };
@@ -303,7 +350,7 @@ pub fn plan_ext3_in(
                 file.write(&mut alloc, placer, *bytes, bs);
                 alloc.park_window(&file.writer.rsv);
             }
-            if closes[op_index] {
+            if !writes.stays_open.contains(&op_index) {
                 alloc.unpark_window(&file.writer.rsv);
                 file.close_into(&mut out[index]);
             } else {
@@ -542,12 +589,11 @@ pub fn plan_ext3_in(
                 size: 0,
             };
             file.write(&mut alloc, placer, *bytes, bs);
-            if closes[op_index] {
+            if !writes.stays_open.contains(&op_index) {
                 file.close_into(&mut out[index]);
             } else {
                 alloc.park_window(&file.writer.rsv);
-                let file_no = writes[op_index].expect("a create writes a file");
-                open.insert(file_no, (index, file));
+                open.insert(op_index, (index, file));
             }
         }
     }
@@ -635,6 +681,109 @@ mod tests {
             // needs an IND.
             .chain((0..600).map(|i| cr(&format!("b/{i:0>200}"), 4096)))
             .collect(),
+        }
+    }
+
+    /// The per-operation tables `file_writes` made before issue 28's cut: each write's file
+    /// number (files numbered in creation order) and whether it is its file's last write.
+    fn per_operation_tables(pop: &Population) -> (Vec<Option<usize>>, Vec<bool>) {
+        let mut file_of: FxHashMap<&str, usize> = FxHashMap::default();
+        let mut writes = vec![None; pop.ops.len()];
+        let mut last: Vec<usize> = Vec::new();
+        for (i, op) in pop.ops.iter().enumerate() {
+            match op {
+                NsOp::Create { path, .. } => {
+                    file_of.insert(path, last.len());
+                    writes[i] = Some(last.len());
+                    last.push(i);
+                }
+                NsOp::Append { path, .. } => {
+                    let f = file_of[path.as_str()];
+                    writes[i] = Some(f);
+                    last[f] = i;
+                }
+                NsOp::Link { path, target } => {
+                    if let Some(&f) = file_of.get(target.as_str()) {
+                        file_of.insert(path, f);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut closes = vec![false; pop.ops.len()];
+        for i in last {
+            closes[i] = true;
+        }
+        (writes, closes)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        /// `file_writes`, kept per append and read up to the last append, answers every write
+        /// as the per-operation tables did: the same file for each append and the same closes,
+        /// over creates, appends through any name, hard links and names made again.
+        #[test]
+        fn file_writes_answer_as_the_per_operation_tables(
+            steps in proptest::collection::vec((0u8..5, proptest::prelude::any::<proptest::sample::Index>()), 0..60),
+        ) {
+            // names that exist (one per path), and every name ever made
+            let mut live: Vec<String> = Vec::new();
+            let mut gone: Vec<String> = Vec::new();
+            let mut ops = Vec::new();
+            for (n, (kind, pick)) in steps.into_iter().enumerate() {
+                match kind {
+                    // a write to a name that exists, when one does
+                    0 | 1 if !live.is_empty() => ops.push(NsOp::Append {
+                        path: pick.get(&live).clone(),
+                        bytes: 1,
+                    }),
+                    2 if !live.is_empty() => {
+                        let target = pick.get(&live).clone();
+                        live.push(format!("l{n}"));
+                        ops.push(NsOp::Link { path: format!("l{n}"), target });
+                    }
+                    // a name goes (its path may be made again)
+                    3 if !live.is_empty() => {
+                        let path = live.remove(pick.index(live.len()));
+                        ops.push(NsOp::Unlink { path: path.clone() });
+                        gone.push(path);
+                    }
+                    // a create: a name made again, or a new one
+                    _ => {
+                        let path = if kind == 4 && !gone.is_empty() {
+                            gone.remove(pick.index(gone.len()))
+                        } else {
+                            format!("f{n}")
+                        };
+                        live.push(path.clone());
+                        ops.push(NsOp::Create { path, bytes: 1 });
+                    }
+                }
+            }
+            let pop = Population { name: "writes".into(), fs_bytes: 1 << 30, ops };
+            let (old_writes, old_closes) = per_operation_tables(&pop);
+            let created: Vec<usize> = (0..pop.ops.len())
+                .filter(|&i| matches!(pop.ops[i], NsOp::Create { .. }))
+                .collect();
+            let w = file_writes(&pop);
+            for (i, op) in pop.ops.iter().enumerate() {
+                match op {
+                    NsOp::Append { .. } => {
+                        let f = old_writes[i].unwrap();
+                        proptest::prop_assert_eq!(w.file_of_append.get(&i), Some(&created[f]));
+                        proptest::prop_assert_eq!(!w.stays_open.contains(&i), old_closes[i]);
+                    }
+                    NsOp::Create { .. } => {
+                        proptest::prop_assert!(!w.file_of_append.contains_key(&i));
+                        proptest::prop_assert_eq!(!w.stays_open.contains(&i), old_closes[i]);
+                    }
+                    _ => {
+                        proptest::prop_assert!(!w.file_of_append.contains_key(&i));
+                        proptest::prop_assert!(!w.stays_open.contains(&i));
+                    }
+                }
+            }
         }
     }
 

@@ -17,7 +17,7 @@ use crate::plan::{
     push_run, HardLink, InodeKind, MapBlock, Plan, PlannedInode, Run, Special,
     FAST_SYMLINK_MAX_BYTES,
 };
-use crate::policy::Prefixes;
+use crate::policy::{Prefixes, Tree};
 use crate::LayoutError;
 use layoutlab_workload::{NodeKind, NsOp, Population};
 use rand::{Rng, SeedableRng};
@@ -118,11 +118,21 @@ pub fn plan_ext4_with(
     rules: Ext4Rules,
     space: Ext4SpaceRules,
 ) -> Result<Plan, LayoutError> {
-    let plan = plan_ext4_in(policy, geo, pop, seed, chooser, rules, space, None)?;
+    let plan = plan_ext4_in(
+        policy,
+        geo,
+        Tree::Unchecked(pop),
+        seed,
+        chooser,
+        rules,
+        space,
+        None,
+    )?;
     Ok(plan.expect("without prefixes the planner runs to the end"))
 }
 
-/// [`plan_ext4_with`], also giving `prefixes` the plan of each of their prefixes of `pop` as
+/// [`plan_ext4_with`] of `tree` (checked here unless its caller checked it), also giving
+/// `prefixes` the plan of each of their prefixes of it as
 /// it passes their ends (then None once no prefix is owed; [`crate::Policy::plan_prefixes`]).
 /// The planner reads its operations strictly in order; a prefix's plan is the state so far
 /// finished as the end of the plan finishes it (files still waiting for writeback written
@@ -131,7 +141,7 @@ pub fn plan_ext4_with(
 pub fn plan_ext4_in(
     policy: &str,
     geo: &Geometry,
-    pop: &Population,
+    tree: Tree<'_>,
     seed: u64,
     chooser: &dyn InodeChooser,
     rules: Ext4Rules,
@@ -145,8 +155,7 @@ pub fn plan_ext4_in(
             p = crate::policy::default_mkfs_profile(policy).unwrap_or("ext4-2009"),
         )));
     }
-    pop.check_tree()
-        .map_err(|e| LayoutError::BadPopulation(e.to_string()))?;
+    let pop = tree.checked()?;
     // Appends would need a model of when ext4 allocates (delayed allocation at writeback,
     // mballoc's per-inode preallocation kept between writes): not built yet.
     if let Some((i, op)) = pop

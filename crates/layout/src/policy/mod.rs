@@ -8,7 +8,7 @@ use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
 use crate::LayoutError;
-use layoutlab_workload::Population;
+use layoutlab_workload::{CheckedTree, Population};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
@@ -53,6 +53,44 @@ pub trait Policy: Send + Sync {
             }
         }
         Ok(())
+    }
+
+    /// [`Policy::plan_prefixes`] of a population its caller checked: the one-pass planners
+    /// do not check it again, so that several policies planning one long stream check it
+    /// once between them (issue 28). The same plans, and the same errors but a bad tree's.
+    fn plan_prefixes_checked(
+        &self,
+        geo: &Geometry,
+        pop: CheckedTree<'_>,
+        seed: u64,
+        ends: &[usize],
+        sink: &mut dyn FnMut(usize, Plan) -> ControlFlow<()>,
+    ) -> Result<(), LayoutError> {
+        self.plan_prefixes(geo, pop.population(), seed, ends, sink)
+    }
+}
+
+/// A population as the one-pass planners get it: to be checked where they always checked it
+/// ([`Population::check_tree`]), or checked once by their caller ([`CheckedTree`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Tree<'a> {
+    /// The planner checks it.
+    Unchecked(&'a Population),
+    /// Checked already.
+    Checked(CheckedTree<'a>),
+}
+
+impl<'a> Tree<'a> {
+    /// The population, checked here if it was not already.
+    pub(crate) fn checked(self) -> Result<&'a Population, LayoutError> {
+        match self {
+            Tree::Unchecked(pop) => {
+                pop.check_tree()
+                    .map_err(|e| LayoutError::BadPopulation(e.to_string()))?;
+                Ok(pop)
+            }
+            Tree::Checked(checked) => Ok(checked.population()),
+        }
     }
 }
 
@@ -119,7 +157,7 @@ impl OnePass {
         self,
         policy: &str,
         geo: &Geometry,
-        pop: &Population,
+        pop: Tree<'_>,
         seed: u64,
         prefixes: Option<&mut Prefixes>,
     ) -> Result<Option<Plan>, LayoutError> {
@@ -202,9 +240,13 @@ macro_rules! one_pass_policy {
                 pop: &layoutlab_workload::Population,
                 seed: u64,
             ) -> Result<crate::plan::Plan, crate::LayoutError> {
-                let plan = self
-                    .one_pass(geo)?
-                    .plan_in(ENTRY.name, geo, pop, seed, None)?;
+                let plan = self.one_pass(geo)?.plan_in(
+                    ENTRY.name,
+                    geo,
+                    crate::policy::Tree::Unchecked(pop),
+                    seed,
+                    None,
+                )?;
                 Ok(plan.expect("without prefixes the planner runs to the end"))
             }
 
@@ -219,7 +261,33 @@ macro_rules! one_pass_policy {
                 // the ends are checked before the policy looks at the geometry, as before
                 let mut prefixes = crate::policy::Prefixes::new(pop, ends, sink)?;
                 self.one_pass(geo)?
-                    .plan_in(ENTRY.name, geo, pop, seed, Some(&mut prefixes))
+                    .plan_in(
+                        ENTRY.name,
+                        geo,
+                        crate::policy::Tree::Unchecked(pop),
+                        seed,
+                        Some(&mut prefixes),
+                    )
+                    .map(|_| ())
+            }
+
+            fn plan_prefixes_checked(
+                &self,
+                geo: &crate::geometry::Geometry,
+                pop: layoutlab_workload::CheckedTree<'_>,
+                seed: u64,
+                ends: &[usize],
+                sink: &mut dyn FnMut(usize, crate::plan::Plan) -> std::ops::ControlFlow<()>,
+            ) -> Result<(), crate::LayoutError> {
+                let mut prefixes = crate::policy::Prefixes::new(pop.population(), ends, sink)?;
+                self.one_pass(geo)?
+                    .plan_in(
+                        ENTRY.name,
+                        geo,
+                        crate::policy::Tree::Checked(pop),
+                        seed,
+                        Some(&mut prefixes),
+                    )
                     .map(|_| ())
             }
         }

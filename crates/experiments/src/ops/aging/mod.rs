@@ -26,7 +26,7 @@ use layoutlab_layout::{Geometry, InodeKind, MapKind, MkfsProfile, Plan, PlannedI
 use layoutlab_report::{Cell, Column, HtmlBundle, SweepChart, SweepSeries, Table};
 use layoutlab_trace::{Flags, Op, Request, Trace};
 use layoutlab_workload::aging::{age_prefixes, AgingSpec as StreamSpec};
-use layoutlab_workload::{NsOp, Population};
+use layoutlab_workload::{CheckedTree, NsOp, Population};
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -634,7 +634,15 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         // metacluster-fsck's policies do; the policies at once, one per CPU, within memory.
         // Predictions take e2fsck's think time from its CPU time, not the wall clock
         // (docs/replay.md), so running them together changes no number.
+        // every operation possible in order, checked once for all the policies' passes
+        // rather than by each (issue 28)
+        let checked = crate::stages::timed(crate::stages::PLAN, || CheckedTree::new(&aged))
+            .with_context(|| format!("{} aged up to {oldest}", pop.name))?;
         let jobs_here = cell_jobs(jobs, a.jobs.is_some(), aged.ops.len())?;
+        eprintln!(
+            "{}: {jobs_here} policies' passes at once (of {jobs} asked)",
+            pop.name
+        );
         let first = w * spec.policies.len() * spec.ages.len();
         let got = crate::support::run_queue(spec.policies.len(), jobs_here, |k| {
             let pname = &spec.policies[k];
@@ -659,7 +667,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 crate::steps::plan::format(spec.mkfs_profile_of(pname), aged.fs_bytes)?;
             let pol = policy::by_name(pname, &PolicyParams::new())?;
             let planning = crate::stages::enter(crate::stages::PLAN);
-            pol.plan_prefixes(&geo, &aged, exp.seed, &ends_in_order, &mut |j, plan| {
+            pol.plan_prefixes_checked(&geo, checked, exp.seed, &ends_in_order, &mut |j, plan| {
                 let i = by_end[j];
                 let n = spec.ages[i];
                 eprintln!("[{}/{cells}] {} {pname} age {n}", cell(i), pop.name);
@@ -794,13 +802,16 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Memory one policy's pass may take per operation of the oldest stream, bytes: the full
-/// matrix's peak, 13.4 GB, over the 36 million operations of ubuntu-32g's 25 capacities, run
-/// one cell at a time (docs/experiments/metacluster-aging.md), rounded up (at scale 0.25,
-/// 9.0 million operations, the code before the one-pass cut peaked at 3.28 GB, 364 bytes
-/// each, and the one pass at 3.37 GB, 374 bytes each). An upper bound for the pass's own share: the stream, which all passes share, is
-/// inside that peak.
-const CELL_BYTES_PER_OP: u64 = 400;
+/// Memory one policy's pass may take per operation of the oldest stream, bytes. Measured
+/// (`cargo run --release -p layoutlab-layout --example pass_memory -- ubuntu-32g 0.25`: each
+/// pass's peak resident set above the stream, every age's plan checked, 2026-11-27): 63.4
+/// bytes per operation at most (ext3-2007; ext4-2009 61.0) over ubuntu-32g@0.25's 9.1 million
+/// operations, after issue 28's cut of the ext3 planner's per-operation tables (17 bytes of
+/// them); the stream itself, which all passes share, is 170 bytes per operation and is not
+/// in this. Half as much again for what a cell holds beside its pass (its age's plan, the
+/// plan's metrics, the image's writer), rounded: 96. It was 400, the whole matrix's peak per
+/// operation with the stream inside, which kept ubuntu-32g's scale 1 to one pass at a time.
+const CELL_BYTES_PER_OP: u64 = 96;
 
 /// Policies' passes run at once: `jobs`, unless the user did not ask for a number and that
 /// many passes over `ops` operations each would not fit in half the memory available now

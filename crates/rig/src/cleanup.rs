@@ -23,6 +23,17 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, Once, RwLock};
 
+/// Writes a line to stderr and ignores a failure. A signal's cleanup must go on when stderr is
+/// gone (a closed pipe: `layoutlab ... | head`, or a parent that died first), where `eprintln!`
+/// panics: the watcher thread then died before cleaning up and the main thread waited for it
+/// forever, holding every device (seen on 2026-11-27: a test child whose test was killed).
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 type Action = Box<dyn FnOnce() + Send + 'static>;
 
 struct Entry {
@@ -148,7 +159,7 @@ fn run_entries(entries: Vec<Entry>) -> usize {
         let label = entry.label;
         let action = entry.action;
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(action)).is_err() {
-            eprintln!("layoutlab: the cleanup of {label} panicked; continuing with the rest");
+            note!("layoutlab: the cleanup of {label} panicked; continuing with the rest");
         }
     }
     count
@@ -176,7 +187,7 @@ pub fn install_signal_handlers() {
     SIGNALS_ONCE.call_once(|| {
         let mut fds = [-1; 2];
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            eprintln!(
+            note!(
                 "layoutlab-rig: cannot create the signal pipe ({}); Ctrl-C will not clean up",
                 std::io::Error::last_os_error()
             );
@@ -188,9 +199,7 @@ pub fn install_signal_handlers() {
             .name(WATCHER.into())
             .spawn(move || watch_signals(read_fd));
         if let Err(e) = spawned {
-            eprintln!(
-                "layoutlab-rig: cannot start the signal watcher ({e}); Ctrl-C will not clean up"
-            );
+            note!("layoutlab-rig: cannot start the signal watcher ({e}); Ctrl-C will not clean up");
             return;
         }
         for signal in [libc::SIGINT, libc::SIGTERM] {
@@ -200,7 +209,7 @@ pub fn install_signal_handlers() {
                 action.sa_flags = libc::SA_RESTART;
                 libc::sigemptyset(&mut action.sa_mask);
                 if libc::sigaction(signal, &action, std::ptr::null_mut()) != 0 {
-                    eprintln!(
+                    note!(
                         "layoutlab-rig: sigaction({signal}) failed: {}",
                         std::io::Error::last_os_error()
                     );
@@ -226,7 +235,7 @@ fn watch_signals(read_fd: libc::c_int) {
             // `_exit` so no new one starts.
             let _exclusive = CREATING.write().unwrap_or_else(|p| p.into_inner());
             let labels = pending();
-            eprintln!(
+            note!(
                 "layoutlab: caught {name}; cleaning up {} resource(s) the rig created",
                 labels.len()
             );
@@ -264,7 +273,7 @@ pub fn install_panic_hook() {
             }
             let count = run_all_for_exit();
             if count > 0 {
-                eprintln!("layoutlab: panic; cleaned up {count} resource(s) the rig created");
+                note!("layoutlab: panic; cleaned up {count} resource(s) the rig created");
             }
             std::process::exit(101);
         }));

@@ -585,7 +585,9 @@ fn remove_instance(
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
-    eprintln!(
+    // Not eprintln!: this runs in a signal's cleanup, which must not panic on a closed stderr.
+    let _ = writeln!(
+        std::io::stderr(),
         "layoutlab-rig: could not remove tracefs instance {}; remove it with rmdir",
         instance.display()
     );

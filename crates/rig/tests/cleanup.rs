@@ -86,6 +86,27 @@ fn run_child(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    if mode.ends_with("stderr-closed") {
+        // The child's stderr a pipe nobody reads any more: every write to it fails (EPIPE).
+        drop(child.stderr.take());
+    }
+    // A child that never exits (its cleanup stuck) is killed after 60 s, so the test fails
+    // on its exit status instead of hanging.
+    let pid = child.id() as i32;
+    let exited = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let exited = exited.clone();
+        std::thread::spawn(move || {
+            for _ in 0..600 {
+                if exited.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            eprintln!("child {pid} still running after 60 s: SIGKILL");
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        })
+    };
     let mut ready = None;
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line.unwrap();
@@ -100,8 +121,9 @@ fn run_child(
             }
         }
     }
-    let pid = child.id();
     let output = child.wait_with_output().unwrap();
+    exited.store(true, std::sync::atomic::Ordering::SeqCst);
+    watchdog.join().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let ready = ready.unwrap_or_else(|| panic!("child never got ready: {stderr}"));
     eprintln!(
@@ -113,7 +135,7 @@ fn run_child(
             .join(" | ")
     );
     Outcome {
-        pid,
+        pid: pid as u32,
         code: output.status.code(),
         mount_target: ready[1].clone(),
         instance: ready[2].clone(),
@@ -177,6 +199,16 @@ fn sigint_tears_everything_down() {
 fn sigterm_tears_everything_down() {
     if root_or_skip("sigterm_tears_everything_down") {
         check_teardown("sigterm", Some(libc::SIGTERM), 143);
+    }
+}
+
+/// A signal's cleanup must not depend on stderr: with its pipe closed (a parent that died, a
+/// `| head`), the watcher's message used to panic (`eprintln!`), the watcher died before any
+/// cleanup, and the process slept forever holding its loop device and mount.
+#[test]
+fn sigterm_tears_everything_down_with_stderr_closed() {
+    if root_or_skip("sigterm_tears_everything_down_with_stderr_closed") {
+        check_teardown("sigterm-stderr-closed", Some(libc::SIGTERM), 143);
     }
 }
 
@@ -281,4 +313,66 @@ fn tracefs_is_mounted_and_unmounted_when_absent() {
         Ok(s) => assert!(s.success(), "child in a private mount namespace: {s}"),
         Err(e) => eprintln!("SKIP tracefs_is_mounted_and_unmounted_when_absent: unshare: {e}"),
     }
+}
+
+/// The child of [`a_signal_cleans_up_when_stderr_is_gone`]: registers one cleanup that writes
+/// a marker file, says READY and waits for the signal.
+#[test]
+fn stderr_gone_child() {
+    let Ok(marker) = std::env::var("RIG_STDERR_GONE_MARKER") else {
+        return;
+    };
+    cleanup::install();
+    let _id = cleanup::register("the marker", move || {
+        std::fs::write(&marker, b"cleaned").unwrap();
+    });
+    println!("READY");
+    std::io::stdout().flush().unwrap();
+    std::thread::sleep(Duration::from_secs(60));
+    panic!("no signal arrived within 60 s");
+}
+
+/// The same guarantee without root, on the registry alone: SIGTERM with stderr a closed pipe
+/// still runs every registered cleanup and exits 143. Before the fix the watcher's message
+/// panicked, nothing was cleaned and the child slept until the test killed it.
+#[test]
+fn a_signal_cleans_up_when_stderr_is_gone() {
+    let marker = std::env::temp_dir().join(format!("rig-test-{}-stderr-gone", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "stderr_gone_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("RIG_STDERR_GONE_MARKER", &marker)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    for line in stdout.lines() {
+        if line.unwrap().contains("READY") {
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            break;
+        }
+    }
+    let mut status = None;
+    for _ in 0..200 {
+        if let Some(s) = child.try_wait().unwrap() {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let Some(status) = status else {
+        child.kill().unwrap();
+        child.wait().unwrap();
+        panic!("the child did not exit within 20 s of SIGTERM with its stderr closed");
+    };
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert_eq!(std::fs::read(&marker).unwrap(), b"cleaned");
+    std::fs::remove_file(&marker).unwrap();
 }

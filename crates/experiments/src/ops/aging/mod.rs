@@ -634,8 +634,8 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         // metacluster-fsck's policies do; the policies at once, one per CPU, within memory.
         // Predictions take e2fsck's think time from its CPU time, not the wall clock
         // (docs/replay.md), so running them together changes no number.
-        // every operation possible in order, checked once for all the policies' passes
-        // rather than by each (issue 28)
+        // The stream is checked once (every operation possible in order) for all the
+        // policies' passes, rather than by each pass (issue 28).
         let checked = crate::stages::timed(crate::stages::PLAN, || CheckedTree::new(&aged))
             .with_context(|| format!("{} aged up to {oldest}", pop.name))?;
         let jobs_here = cell_jobs(jobs, a.jobs.is_some(), aged.ops.len())?;

@@ -452,6 +452,9 @@ pub struct Emulator {
     pace: CpuPace,
     mount_point: PathBuf,
     _dir: TempDir,
+    /// The machine's CPUs kept out of idle while the device serves (`crate::awake`: the
+    /// pace's CPU time must not depend on how busy the machine is); stopped on shut-down.
+    awake: Option<crate::awake::CpusAwake>,
 }
 
 impl std::fmt::Debug for Emulator {
@@ -590,6 +593,8 @@ impl Emulator {
             pace,
             mount_point,
             _dir: dir,
+            // Before the calibration, so the route is measured as the capture will see it.
+            awake: Some(crate::awake::CpusAwake::start()),
         };
         emulator.session = Some(
             session
@@ -718,6 +723,7 @@ impl Emulator {
         if let Some(thread) = self.scheduler.take() {
             let _ = thread.join();
         }
+        drop(self.awake.take());
     }
 }
 

@@ -30,6 +30,7 @@
 
 mod age;
 mod apply;
+mod awake;
 mod cgroup;
 mod checker;
 mod child;

@@ -120,10 +120,13 @@ impl CpuPreset {
         match machine {
             Some(m) if m.trim() == measured_on.trim() => Ok(here / period),
             Some(m) => Err(refuse(format!(
-                "'here.score_mips' was measured on a '{measured_on}', and this machine is a                  '{m}': measure the benchmark here as [here]'s source says and record the new                  score and machine (a new source) before forming F"
+                "'here.score_mips' was measured on a '{measured_on}', and this machine is a \
+                 '{m}': measure the benchmark here as [here]'s source says and record the new \
+                 score and machine (a new source) before forming F"
             ))),
             None => Err(refuse(format!(
-                "this machine's CPU model cannot be read from /proc/cpuinfo, so it cannot be                  shown to be the '{measured_on}' 'here.score_mips' was measured on"
+                "this machine's CPU model cannot be read from /proc/cpuinfo, so it cannot be \
+                 shown to be the '{measured_on}' 'here.score_mips' was measured on"
             ))),
         }
     }

@@ -81,6 +81,14 @@ pub enum Tree<'a> {
 }
 
 impl<'a> Tree<'a> {
+    /// The population, checked or not.
+    pub(crate) fn population(self) -> &'a Population {
+        match self {
+            Tree::Unchecked(pop) => pop,
+            Tree::Checked(checked) => checked.population(),
+        }
+    }
+
     /// The population, checked here if it was not already.
     pub(crate) fn checked(self) -> Result<&'a Population, LayoutError> {
         match self {
@@ -258,17 +266,15 @@ macro_rules! one_pass_policy {
                 ends: &[usize],
                 sink: &mut dyn FnMut(usize, crate::plan::Plan) -> std::ops::ControlFlow<()>,
             ) -> Result<(), crate::LayoutError> {
-                // the ends are checked before the policy looks at the geometry, as before
-                let mut prefixes = crate::policy::Prefixes::new(pop, ends, sink)?;
-                self.one_pass(geo)?
-                    .plan_in(
-                        ENTRY.name,
-                        geo,
-                        crate::policy::Tree::Unchecked(pop),
-                        seed,
-                        Some(&mut prefixes),
-                    )
-                    .map(|_| ())
+                crate::policy::one_pass_prefixes(
+                    ENTRY.name,
+                    geo,
+                    crate::policy::Tree::Unchecked(pop),
+                    seed,
+                    ends,
+                    sink,
+                    || self.one_pass(geo),
+                )
             }
 
             fn plan_prefixes_checked(
@@ -279,21 +285,39 @@ macro_rules! one_pass_policy {
                 ends: &[usize],
                 sink: &mut dyn FnMut(usize, crate::plan::Plan) -> std::ops::ControlFlow<()>,
             ) -> Result<(), crate::LayoutError> {
-                let mut prefixes = crate::policy::Prefixes::new(pop.population(), ends, sink)?;
-                self.one_pass(geo)?
-                    .plan_in(
-                        ENTRY.name,
-                        geo,
-                        crate::policy::Tree::Checked(pop),
-                        seed,
-                        Some(&mut prefixes),
-                    )
-                    .map(|_| ())
+                crate::policy::one_pass_prefixes(
+                    ENTRY.name,
+                    geo,
+                    crate::policy::Tree::Checked(pop),
+                    seed,
+                    ends,
+                    sink,
+                    || self.one_pass(geo),
+                )
             }
         }
     };
 }
 use one_pass_policy;
+
+/// The body of a one-pass policy's [`Policy::plan_prefixes`] and
+/// [`Policy::plan_prefixes_checked`]: the plans of `tree`'s prefixes ending at `ends`, in one
+/// pass of the planner `one_pass` makes (the policy's parts for the geometry, or its refusal).
+pub(crate) fn one_pass_prefixes(
+    policy: &str,
+    geo: &Geometry,
+    tree: Tree<'_>,
+    seed: u64,
+    ends: &[usize],
+    sink: &mut dyn FnMut(usize, Plan) -> ControlFlow<()>,
+    one_pass: impl FnOnce() -> Result<OnePass, LayoutError>,
+) -> Result<(), LayoutError> {
+    // the ends are checked before the policy looks at the geometry, as before
+    let mut prefixes = Prefixes::new(tree.population(), ends, sink)?;
+    one_pass()?
+        .plan_in(policy, geo, tree, seed, Some(&mut prefixes))
+        .map(|_| ())
+}
 
 /// Refuses prefix ends that are not non-decreasing or pass the population's end.
 fn check_ends(pop: &Population, ends: &[usize]) -> Result<(), LayoutError> {

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{random_aging, random_population};
-use layoutlab_layout::{policy, Geometry, LayoutError, MkfsProfile, Plan, PolicyParams};
+use layoutlab_layout::{policy, Geometry, LayoutError, MkfsProfile, Plan, Policy, PolicyParams};
 use layoutlab_workload::aging::{age_prefixes, AgingSpec};
 use layoutlab_workload::{population_shrunk, CheckedTree, NsOp, Population};
 use proptest::prelude::*;
@@ -45,15 +45,27 @@ fn alone(name: &str, geo: &Geometry, pop: &Population, seed: u64, ends: &[usize]
 /// The plans one pass gave, and its error.
 type Outcome = (Vec<Plan>, Option<LayoutError>);
 
-fn one_pass(name: &str, geo: &Geometry, pop: &Population, seed: u64, ends: &[usize]) -> Outcome {
+/// The prefix plans one call of `plan` (a policy's `plan_prefixes` or
+/// `plan_prefixes_checked`) hands its sink, and its error.
+fn collect(
+    name: &str,
+    plan: impl FnOnce(
+        &dyn Policy,
+        &mut dyn FnMut(usize, Plan) -> ControlFlow<()>,
+    ) -> Result<(), LayoutError>,
+) -> Outcome {
     let p = policy::by_name(name, &PolicyParams::new()).unwrap();
     let mut plans = Vec::new();
-    let r = p.plan_prefixes(geo, pop, seed, ends, &mut |i, plan| {
+    let r = plan(p.as_ref(), &mut |i, plan| {
         assert_eq!(i, plans.len(), "{name}: prefixes in order");
         plans.push(plan);
         ControlFlow::Continue(())
     });
     (plans, r.err())
+}
+
+fn one_pass(name: &str, geo: &Geometry, pop: &Population, seed: u64, ends: &[usize]) -> Outcome {
+    collect(name, |p, sink| p.plan_prefixes(geo, pop, seed, ends, sink))
 }
 
 /// [`one_pass`] of a population checked once by the caller (`plan_prefixes_checked`: the
@@ -65,15 +77,10 @@ fn one_pass_checked(
     seed: u64,
     ends: &[usize],
 ) -> Outcome {
-    let p = policy::by_name(name, &PolicyParams::new()).unwrap();
     let checked = CheckedTree::new(pop).expect("the tests' streams are possible");
-    let mut plans = Vec::new();
-    let r = p.plan_prefixes_checked(geo, checked, seed, ends, &mut |i, plan| {
-        assert_eq!(i, plans.len(), "{name}: prefixes in order");
-        plans.push(plan);
-        ControlFlow::Continue(())
-    });
-    (plans, r.err())
+    collect(name, |p, sink| {
+        p.plan_prefixes_checked(geo, checked, seed, ends, sink)
+    })
 }
 
 fn assert_same(name: &str, seed: u64, got: Outcome, want: &Outcome) {

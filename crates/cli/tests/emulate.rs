@@ -278,23 +278,9 @@ fn closed_loop_can_run() -> bool {
 /// `layoutlab reproduce NAME ARGS... --out DIR/out --json DIR/r.json`: the result JSON, once
 /// the run succeeded and left none of its emulators' mounts, directories or loop devices.
 fn reproduce_closed_loop(dir: &Path, name: &str, args: &[&str]) -> serde_json::Value {
-    let json = dir.join("r.json");
-    let child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args(["reproduce", name])
-        .args(args)
-        .arg("--out")
-        .arg(dir.join("out"))
-        .arg("--json")
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (v, _, pid) = reproduce_into(dir, name, args);
     assert_eq!(leftovers(pid), Vec::<String>::new());
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    v
 }
 
 /// Which of a closed-loop run's requests the traced program's CPU placed on the model's clock.

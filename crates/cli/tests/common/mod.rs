@@ -57,27 +57,38 @@ pub fn loops_under(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// `layoutlab reproduce NAME EXTRA... --out DIR/out --json DIR/r.json`: the result JSON, the
+/// run's output and its pid (what it made is named after it). Panics with the run's stderr when
+/// it fails.
+pub fn reproduce_into(dir: &Path, name: &str, extra: &[&str]) -> (Value, Output, u32) {
+    let json = dir.join("r.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args(["reproduce", name])
+        .args(extra)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--json")
+        .arg(&json)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (v, o, pid)
+}
+
 /// `layoutlab reproduce metacluster-fsck --scale SCALE --json` into `dir` (report in
 /// `dir/out`): the result JSON. Panics with the run's stderr when it fails.
 pub fn fsck_json(scale: &str, dir: &Path) -> serde_json::Value {
-    let json = dir.join("r.json");
-    let o = layoutlab(&[
-        "reproduce",
-        "metacluster-fsck",
-        "--scale",
-        scale,
-        "--out",
-        dir.join("out").to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    reproduce_into(dir, "metacluster-fsck", &["--scale", scale]).0
 }
 
-/// `layoutlab reproduce NAME EXTRA... --out DIR/out --json DIR/r.json`, DIR being a fresh
-/// `scratch(prefix, tag)`: the result JSON, what the run printed, and DIR (the caller removes
-/// it). Panics with the run's stderr when it fails.
+/// [`reproduce_into`] a fresh `scratch(prefix, tag)`: the result JSON, what the run printed,
+/// and the directory (the caller removes it).
 pub fn reproduce_in(
     prefix: &str,
     tag: &str,
@@ -85,17 +96,6 @@ pub fn reproduce_in(
     extra: &[&str],
 ) -> (Value, String, PathBuf) {
     let dir = scratch(prefix, tag);
-    let json = dir.join("r.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args(["reproduce", name])
-        .args(extra)
-        .arg("--out")
-        .arg(dir.join("out"))
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (v, o, _) = reproduce_into(&dir, name, extra);
     (v, String::from_utf8_lossy(&o.stdout).into_owned(), dir)
 }

@@ -250,10 +250,11 @@ fn metacluster_fsck_sensitivity_rows_and_refusals() {
         .map(|l| l.matches("{ \"").count())
         .sum();
     assert!(variants >= 10, "{variants}");
-    // ... and one row per alternative drive, last (docs/fidelity.md, the device factor).
-    assert_eq!(rows.len(), 1 + variants + 1);
+    // ... then one row per alternative drive (docs/fidelity.md, the device factor), and last
+    // the same traces with no think time (the CPU factor; metacluster-fsck names no period CPU).
+    assert_eq!(rows.len(), 1 + variants + 1 + 1);
     assert_eq!(rows[0]["change"], "as shipped");
-    let alt = &rows[rows.len() - 1];
+    let alt = &rows[rows.len() - 2];
     assert_eq!(alt["change"], "another drive: sata-400g-2007-alt-samsung");
     assert!(alt["why"].as_str().unwrap().contains("SpinPoint"), "{alt}");
     // Another drive is another model: its totals differ from the shipped preset's.
@@ -267,8 +268,18 @@ fn metacluster_fsck_sensitivity_rows_and_refusals() {
             "{policy}: {a} vs {s}"
         );
     }
+    let no_think = &rows[rows.len() - 1];
+    assert_eq!(no_think["change"], "CPU: no think time (--cpu-scale 0)");
     for (i, r) in v["runs"].as_array().unwrap().iter().enumerate() {
         let policy = r["policy"].as_str().unwrap();
+        // The same stream without e2fsck's think time is another replay (the sensitivity
+        // unit tests hold it exact); here, that the run's think time reached it.
+        let without = no_think["total_seconds"][policy].as_f64().unwrap();
+        let with = rows[0]["total_seconds"][policy].as_f64().unwrap();
+        assert!(
+            without > 0.0 && (without - with).abs() > 1e-6,
+            "{policy}: {without} {with}"
+        );
         let shipped = rows[0]["total_seconds"][policy].as_f64().unwrap();
         let run = r["total_seconds"].as_f64().unwrap();
         assert!(

@@ -43,6 +43,11 @@ pub struct Experiment {
     /// `--sensitivity`, the same traces are priced on each.
     #[serde(default)]
     pub alternatives: Vec<String>,
+    /// CPU presets (cpus/) standing for the post's machine: with `--sensitivity`, the same
+    /// traces are also priced with e2fsck's think time times each one's factor F (issue 27's
+    /// CPU factor, docs/fidelity.md section 5).
+    #[serde(default)]
+    pub period_cpus: Vec<String>,
 }
 
 /// One borrowed or assumed preset value and its plausible alternatives.

@@ -278,6 +278,10 @@ pub struct PolicyRun {
     /// which the total adds to the replay of `trace` (not serialized: `measured_here` has it).
     #[serde(skip)]
     pub cpu_outside_trace_seconds: f64,
+    /// The same CPU seconds as measured here (CPU factor 1), for replays at another factor
+    /// (`--sensitivity`'s CPU rows; not serialized).
+    #[serde(skip)]
+    pub cpu_outside_trace_seconds_here: f64,
     /// Its replay (not serialized).
     #[serde(skip)]
     pub replayed: Replayed,
@@ -506,6 +510,10 @@ pub fn traced_e2fsck(
     // request: part of the command's time, outside the replay's window.
     let (head_seconds, tail_seconds) =
         crate::steps::phases::head_tail_cpu_seconds(&run.capture, opts.cpu_scale);
+    let cpu_outside_trace_seconds_here = {
+        let (head, tail) = crate::steps::phases::head_tail_cpu_seconds(&run.capture, 1.0);
+        head + tail
+    };
     let tt_sections = run.times.sections.clone();
     let trace = run.capture.trace;
     let think = think_summary(&trace);
@@ -606,6 +614,7 @@ pub fn traced_e2fsck(
         closed_loop,
         trace,
         cpu_outside_trace_seconds: head_seconds + tail_seconds,
+        cpu_outside_trace_seconds_here,
         replayed,
         served,
         classes: BlockClasses::new(geometry, plan),

@@ -376,11 +376,18 @@ pub fn render(
         eprintln!("sensitivity: replaying the captured traces on variants of {device}");
         let traces: Vec<(String, &layoutlab_trace::Trace, f64)> = runs
             .iter()
-            .map(|r| (r.policy.clone(), &r.trace, r.cpu_outside_trace_seconds))
+            .map(|r| (r.policy.clone(), &r.trace, r.cpu_outside_trace_seconds_here))
             .collect();
         let alts = alternatives(exp, device);
         let rows = crate::stages::timed(crate::stages::PRICE, || {
-            sensitivity::run(device, &exp.sensitivity, alts, &traces, cpu_scale)
+            sensitivity::run(
+                device,
+                &exp.sensitivity,
+                alts,
+                &exp.period_cpus,
+                &traces,
+                cpu_scale,
+            )
         })?;
         let policies: Vec<String> = runs.iter().map(|r| r.policy.clone()).collect();
         let t = sensitivity::table(

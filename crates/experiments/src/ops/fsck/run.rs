@@ -34,7 +34,12 @@ pub fn run_fsck(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let scale = a.run_scale(exp)?;
     let cpu_scale = a.cpu_scale.unwrap_or(spec.cpu_scale);
     if a.sensitivity {
-        sensitivity::check(device, &exp.sensitivity, alternatives(exp, device))?;
+        sensitivity::check(
+            device,
+            &exp.sensitivity,
+            alternatives(exp, device),
+            &exp.period_cpus,
+        )?;
     }
     let memory;
     let workdir = match &a.workdir {
@@ -343,6 +348,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
             closed_loop: None,
             trace,
             cpu_outside_trace_seconds: 0.0,
+            cpu_outside_trace_seconds_here: 0.0,
             replayed,
             served: Vec::new(),
             classes: BlockClasses::default(),

@@ -1317,8 +1317,16 @@ fn kernel_experiments_refuse_a_bad_device_list_and_make_nothing() {
                 .output()
                 .unwrap();
             assert_eq!(o.status.code(), Some(2), "{exp} {extra:?}: {}", stderr(&o));
-            assert!(stderr(&o).contains(&says), "{exp} {extra:?}: {}", stderr(&o));
-            assert!(entries(&dir).is_empty(), "{exp} {extra:?}: {:?}", entries(&dir));
+            assert!(
+                stderr(&o).contains(&says),
+                "{exp} {extra:?}: {}",
+                stderr(&o)
+            );
+            assert!(
+                entries(&dir).is_empty(),
+                "{exp} {extra:?}: {:?}",
+                entries(&dir)
+            );
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -1386,7 +1394,11 @@ fn large_delete_prices_each_trace_on_every_device_given() {
             ]);
             assert!(o.status.success(), "{}", stderr(&o));
             let replayed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-            assert_eq!(replayed["wall_seconds"].as_f64().unwrap(), on(d), "{d}: {r}");
+            assert_eq!(
+                replayed["wall_seconds"].as_f64().unwrap(),
+                on(d),
+                "{d}: {r}"
+            );
         }
         assert!(on(devices[0]) != on(devices[1]), "{r}");
     }

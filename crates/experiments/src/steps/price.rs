@@ -371,9 +371,13 @@ mod tests {
     #[test]
     fn a_trace_priced_on_several_presets_is_each_presets_own_replay() {
         let trace = stream();
-        let presets: Vec<String> = ["sata-400g-2007", "sata-400g-2007-alt-samsung", "ssd-sata-2010"]
-            .map(String::from)
-            .to_vec();
+        let presets: Vec<String> = [
+            "sata-400g-2007",
+            "sata-400g-2007-alt-samsung",
+            "ssd-sata-2010",
+        ]
+        .map(String::from)
+        .to_vec();
         let all = on_presets(&presets, &trace, 1.0).unwrap();
         assert_eq!(all.len(), presets.len());
         for (p, got) in presets.iter().zip(&all) {
@@ -385,7 +389,10 @@ mod tests {
             assert_eq!(seconds[p], r.wall_ns / 1e9);
         }
         let s = |p: &str| seconds[p];
-        assert!(s("sata-400g-2007") != s("sata-400g-2007-alt-samsung"), "{seconds:?}");
+        assert!(
+            s("sata-400g-2007") != s("sata-400g-2007-alt-samsung"),
+            "{seconds:?}"
+        );
         assert!(s("ssd-sata-2010") < s("sata-400g-2007"), "{seconds:?}");
         assert_eq!(
             also_on(&presets, &seconds),

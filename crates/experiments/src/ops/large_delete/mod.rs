@@ -757,7 +757,10 @@ fn report(
     }
     h.say(&format!("{}\n", t.to_terminal(None)?));
     let per_device = crate::support::per_device_table(
-        &format!("{} at scale {scale}: each delete's trace priced on every preset", exp.name),
+        &format!(
+            "{} at scale {scale}: each delete's trace priced on every preset",
+            exp.name
+        ),
         &["file system", "variant"],
         devices,
         runs.iter()
@@ -813,8 +816,7 @@ fn report(
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     // Every delete's trace, so each can be priced again alone (`layoutlab trace replay`).
     let traces = out_dir.join("traces");
-    std::fs::create_dir_all(&traces)
-        .with_context(|| format!("creating {}", traces.display()))?;
+    std::fs::create_dir_all(&traces).with_context(|| format!("creating {}", traces.display()))?;
     for r in runs {
         let path = traces.join(format!("delete-{}-{}.csv", r.fs, r.variant));
         std::fs::write(&path, layoutlab_trace::csv::write(&r.trace)?)

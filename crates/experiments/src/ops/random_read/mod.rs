@@ -780,7 +780,10 @@ fn report(
     }
     h.say(&format!("{}\n", t.to_terminal(None)?));
     let per_device = crate::support::per_device_table(
-        &format!("{} at scale {scale}: each target's reads priced on every preset", exp.name),
+        &format!(
+            "{} at scale {scale}: each target's reads priced on every preset",
+            exp.name
+        ),
         &["target", "mode"],
         devices,
         runs.iter()

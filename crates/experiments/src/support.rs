@@ -83,7 +83,7 @@ pub fn check_closed_loop_devices(devices: &[String], time_scale: f64) -> Result<
             .collect();
         anyhow::bail!(
             "--closed-loop captures on one emulated disk, but this run prices on {} presets \
-             ({}): give one --device{} (the open-loop run prices one capture on all)",
+             ({}): give one --device{}; the open-loop run prices one capture on all",
             devices.len(),
             devices.join(", "),
             match emulable.as_slice() {

@@ -3,10 +3,11 @@
 # each block `budget-NAME` is one experiment's factors, each switched alone, from runs made here.
 #
 #   docs/regenerate-budgets.sh          every block (an hour or more here: metacluster-io twice at
-#                                       scale 1, random-read once (15-30 min: its 1.9 TB image's
+#                                       scale 1, random-read twice (15-30 min each: its 1.9 TB image's
 #                                       inode tables are punched on the work directory's disk) and
-#                                       large-delete's ext runs three times at scale 1, XFS and btrfs
-#                                       twice at scale 0.1, the two fsck experiments twice each)
+#                                       large-delete's ext runs twice at scale 1 (the second ext4
+#                                       only), XFS and btrfs once at scale 0.1, the two fsck
+#                                       experiments twice each)
 #   ONLY="fio mkfs" docs/regenerate-budgets.sh   only these blocks: fio (fio-randread), mkfs
 #                                       (mkfs-overhead), mio (metacluster-io), ld (large-delete),
 #                                       rr (random-read), kernel (ld and rr), cpu (ext4-fsck-allocator and
@@ -234,8 +235,10 @@ splice "$fidelity" budget-metacluster-io "$snip"
 fi
 
 if want kernel || want ld || want rr; then
-# ---- random-read and large-delete: kernel experiments whose traces are not kept, so every row
-# is its own capture. Cells are the model's seconds; "—" where the run has no such target.
+# ---- random-read and large-delete: kernel experiments whose traces are not kept between runs, so
+# every row that changes the capture is its own capture; the device row is the shipped run's own
+# traces, priced on the alternative by the same run (`--device PRESET,ALTERNATIVE`: the JSON's
+# `seconds_on`). Cells are the model's seconds; "—" where the run has no such target.
 kernel_run() { # experiment name scale [args...]
   local exp=$1 name=$2 scale=$3; shift 3
   if [ -n "${REUSE:-}" ] && [ -s "$out/$exp-$name.json" ]; then
@@ -250,14 +253,18 @@ kernel_run() { # experiment name scale [args...]
   "$bin" reproduce "$exp" --scale "$scale" --out "$out/$exp-$name" --json "$out/$exp-$name.json" "$@" >/dev/null
 }
 # The model's seconds of the run whose KEY1 is V1 and KEY2 is V2; with `here`, the seconds the
-# reads or the delete took on this machine instead, as a bound on its think time.
-kcell() { # file key1 v1 key2 v2 [here]
-  local field=seconds prefix=""
-  if [ "${6:-}" = here ]; then field=seconds_here; prefix="≤ "; fi
+# reads or the delete took on this machine instead, as a bound on its think time; with
+# `on=PRESET`, the same trace's seconds on PRESET (`seconds_on`; "not run" when the run was not
+# priced on it, e.g. a REUSEd JSON of an older build).
+kcell() { # file key1 v1 key2 v2 [here|on=PRESET]
+  local how=${6:-} prefix="" on=""
+  case $how in here) prefix="≤ ";; on=*) on=${how#on=};; esac
   [ -s "$1" ] || { echo "not run"; return; }
-  jq -r --arg k1 "$2" --arg v1 "$3" --arg k2 "$4" --arg v2 "$5" --arg field "$field" --arg prefix "$prefix" "$f1"'
-    [.runs[] | select(.[$k1] == $v1 and .[$k2] == $v2)][0][$field] // null
-    | if . == null then "—" else "\($prefix)\(f1)" end' "$1"
+  jq -r --arg k1 "$2" --arg v1 "$3" --arg k2 "$4" --arg v2 "$5" --arg how "$how" --arg on "$on" --arg prefix "$prefix" "$f1"'
+    [.runs[] | select(.[$k1] == $v1 and .[$k2] == $v2)][0]
+    | if . == null then "—"
+      elif $on != "" then (.seconds_on[$on] // null | if . == null then "not run" else f1 end)
+      else (if $how == "here" then .seconds_here else .seconds end) | "\($prefix)\(f1)" end' "$1"
 }
 fi
 
@@ -270,29 +277,29 @@ ld_row() { # factor switched-to name fs-list [here]
   printf '| %s | %s |%s\n' "$1" "$2" "$cells"
 }
 ext="ext3 ext4-2007 ext4"
-kernel_run large-delete shipped 1 --fs ext3,ext4-2007,ext4
-kernel_run large-delete alt 1 --fs ext3,ext4-2007,ext4 --device sata-400g-2007-alt-samsung
+# The shipped run also prices every delete's trace on the alternative drive (the device row).
+ld_alt=sata-400g-2007-alt-samsung
+kernel_run large-delete shipped 1 --fs ext3,ext4-2007,ext4 --device "sata-400g-2007,$ld_alt"
 kernel_run large-delete kernel 1 --fs ext4 --set layout=kernel
 {
-  provenance "each row one run at scale 1 (a 100 GB file); seconds are the model's"
+  provenance "each row but the device's one run at scale 1 (a 100 GB file); the device row prices the shipped run's traces; seconds are the model's"
   echo '| factor | switched to | ext3 contiguous | ext3 fragmented | ext4-2007 contiguous | ext4-2007 fragmented | ext4 contiguous | ext4 fragmented |'
   echo '|---|---|---:|---:|---:|---:|---:|---:|'
   ld_row "as shipped" "sata-400g-2007" shipped "$ext"
   ld_row "layout: who writes ext4" "today's kernel writes the ext4 files (\`--set layout=kernel\`) instead of the engine" kernel "$ext"
-  ld_row "device: another drive" "sata-400g-2007-alt-samsung (a new capture)" alt "$ext"
+  ld_row "device: another drive" "$ld_alt (the shipped run's traces)" shipped "$ext" "on=$ld_alt"
   ld_row "CPU (bound)" "the delete's wall time here: the most this machine's think time can add" shipped "$ext" here
 } >"$snip"
 splice "$fidelity" budget-large-delete "$snip"
 # XFS and btrfs at scale 0.1 (a 10 GB file): their scale-1 writes took about 17 min here.
 xfsbtrfs="xfs btrfs"
-kernel_run large-delete xfsbtrfs 0.1 --fs xfs,btrfs
-kernel_run large-delete xfsbtrfs-alt 0.1 --fs xfs,btrfs --device sata-400g-2007-alt-samsung
+kernel_run large-delete xfsbtrfs 0.1 --fs xfs,btrfs --device "sata-400g-2007,$ld_alt"
 {
-  provenance "each row one run at scale 0.1 (a 10 GB file); seconds are the model's"
+  provenance "one run at scale 0.1 (a 10 GB file); the device row prices its traces on the alternative; seconds are the model's"
   echo '| factor | switched to | xfs contiguous | xfs fragmented | btrfs contiguous | btrfs fragmented |'
   echo '|---|---|---:|---:|---:|---:|'
   ld_row "as shipped" "sata-400g-2007" xfsbtrfs "$xfsbtrfs"
-  ld_row "device: another drive" "sata-400g-2007-alt-samsung (a new capture)" xfsbtrfs-alt "$xfsbtrfs"
+  ld_row "device: another drive" "$ld_alt (the shipped run's traces)" xfsbtrfs "$xfsbtrfs" "on=$ld_alt"
   ld_row "CPU (bound)" "the delete's wall time here" xfsbtrfs "$xfsbtrfs" here
 } >"$snip"
 splice "$fidelity" budget-large-delete-xfs-btrfs "$snip"
@@ -306,7 +313,10 @@ rr_row() { # factor switched-to name [here]
   done; done
   printf '| %s | %s |%s\n' "$1" "$2" "$cells"
 }
-kernel_run random-read shipped 1
+# No alternative to sata-2t-5400-2010 is registered (docs/hdd-model.md, "Alternative presets"):
+# once one is, name it here and the shipped run prices its traces on it too (the device row).
+rr_alt=""
+kernel_run random-read shipped 1 ${rr_alt:+--device "sata-2t-5400-2010,$rr_alt"}
 # Today's default, prefetching every block bitmap after the mount: the option list replaces the
 # experiment's `no_prefetch_block_bitmaps` (--set takes no empty value, so it names data=ordered,
 # which both ext3 and ext4 mount with anyway).
@@ -316,6 +326,11 @@ kernel_run random-read prefetch 1 --set extra_mount_options=data=ordered
   echo '| factor | switched to | ext3 buffered | ext3 direct | ext4 buffered | ext4 direct | raw buffered | raw direct |'
   echo '|---|---|---:|---:|---:|---:|---:|---:|'
   rr_row "as shipped" "sata-2t-5400-2010; ext4 mounted \`no_prefetch_block_bitmaps\` as 2010's kernel behaved" shipped
+  if [ -n "$rr_alt" ]; then
+    rr_row "device: another drive" "$rr_alt (the shipped run's traces)" shipped "on=$rr_alt"
+  else
+    echo '| device: another drive | no alternative registered for a 2 TB 5400-rpm drive of 2010 | — | — | — | — | — | — |'
+  fi
   rr_row "kernel: today's block-bitmap prefetch" "mounted without \`no_prefetch_block_bitmaps\` (\`--set extra_mount_options=data=ordered\`, each file system's default journalling mode; a new capture)" prefetch
   rr_row "CPU (bound)" "the reads' wall time here, I/O on the loop device included: the most this machine's think time can add" shipped here
 } >"$snip"

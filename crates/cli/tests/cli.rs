@@ -1295,6 +1295,139 @@ fn large_delete_unknown_fs_lists_the_valid_ones_and_makes_nothing() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--device A,B` of the kernel experiments whose traces are not kept elsewhere: a name in the
+/// list that is no preset is refused naming it, and `--closed-loop` over two presets is refused
+/// (a closed-loop capture is of one disk); exit 2 and nothing made, before the root check
+/// (this test needs no root).
+#[test]
+fn kernel_experiments_refuse_a_bad_device_list_and_make_nothing() {
+    let dir = scratch("device-list-bad");
+    for (exp, first) in [
+        ("large-delete", "sata-400g-2007"),
+        ("random-read", "sata-2t-5400-2010"),
+    ] {
+        for (extra, says) in [
+            (
+                vec!["--device", &*format!("{first},sata-400g-2007-alt")],
+                "device 'sata-400g-2007-alt'".to_string(),
+            ),
+            (
+                vec![
+                    "--device",
+                    &*format!("{first},sata-400g-2007-alt-samsung"),
+                    "--closed-loop",
+                    "8",
+                ],
+                "give one --device".to_string(),
+            ),
+        ] {
+            let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+                .args(["reproduce", exp, "--out", dir.join("out").to_str().unwrap()])
+                .args(&extra)
+                .env("TMPDIR", &dir)
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(2), "{exp} {extra:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(&says),
+                "{exp} {extra:?}: {}",
+                stderr(&o)
+            );
+            assert!(
+                entries(&dir).is_empty(),
+                "{exp} {extra:?}: {:?}",
+                entries(&dir)
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `reproduce large-delete --device P,ALT` prices each delete's one trace on both presets: the
+/// JSON's `seconds` is `seconds_on[P]`, and each of `seconds_on` is exactly what `layoutlab
+/// trace replay` gives for the trace the run keeps (`traces/delete-FS-VARIANT.csv`) on that
+/// preset: the replays of one stored trace, deterministic (no second capture to compare).
+/// ext3 at scale 0.002 (a 200 MB file, both variants from the ext3-2007 policy's sparse
+/// image): its delete reads about 50 indirect blocks one by one, which two drives price
+/// differently.
+#[test]
+fn large_delete_prices_each_trace_on_every_device_given() {
+    if !is_root() {
+        eprintln!("SKIP large_delete_prices_each_trace_on_every_device_given: the experiment needs root (zram, loop devices, tracefs)");
+        return;
+    }
+    let dir = scratch("large-delete-devices");
+    let json = dir.join("r.json");
+    let devices = ["sata-400g-2007", "sata-400g-2007-alt-samsung"];
+    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "large-delete",
+            "--scale",
+            "0.002",
+            "--fs",
+            "ext3",
+            "--device",
+            &devices.join(","),
+            "--out",
+            dir.join("out").to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .env("TMPDIR", &dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["device"], devices[0]);
+    assert_eq!(v["devices"], serde_json::json!(devices));
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        let on = |d: &str| r["seconds_on"][d].as_f64().unwrap();
+        assert_eq!(r["seconds_on"].as_object().unwrap().len(), 2, "{r}");
+        assert_eq!(r["seconds"].as_f64().unwrap(), on(devices[0]), "{r}");
+        let trace = dir.join(format!(
+            "out/large-delete/traces/delete-{}-{}.csv",
+            r["fs"].as_str().unwrap(),
+            r["variant"].as_str().unwrap()
+        ));
+        for d in devices {
+            let o = layoutlab(&[
+                "trace",
+                "replay",
+                trace.to_str().unwrap(),
+                "--device",
+                d,
+                "--json",
+                "-",
+            ]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let replayed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(
+                replayed["wall_seconds"].as_f64().unwrap(),
+                on(d),
+                "{d}: {r}"
+            );
+        }
+        assert!(on(devices[0]) != on(devices[1]), "{r}");
+    }
+    // The report names both presets in its table of seconds per device.
+    let report = std::fs::read_to_string(dir.join("out/large-delete/report.md")).unwrap();
+    assert!(
+        report.contains("priced on every preset") && report.contains(devices[1]),
+        "{report}"
+    );
+    let left: Vec<String> = entries(&dir)
+        .into_iter()
+        .filter(|n| n.starts_with("layoutlab-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(loops_under(&dir).is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `reproduce --set`: a value of `layout` that is not one lists the valid ones, a key that is
 /// not the experiment's lists its keys, and several values point at `sweep`; exit 2, nothing
 /// made.

@@ -23,6 +23,78 @@ pub fn load_device_with(
     Ok(preset::load_preset_with(name_or_path, opts)?)
 }
 
+/// The device presets a run prices on: `--device`'s comma-separated list (`list`), else
+/// `default`. Every name is loaded here, so a typo fails before any work and makes nothing;
+/// the first preset is the one the capture presents and the report leads with.
+pub fn device_list(list: Option<&str>, default: &[String]) -> Result<Vec<String>> {
+    let devices: Vec<String> = match list {
+        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
+        None => default.to_vec(),
+    };
+    if devices.is_empty() || devices.iter().any(String::is_empty) {
+        anyhow::bail!(
+            "--device '{}': give one or more device presets, separated by commas (`layoutlab device list`)",
+            list.unwrap_or_default()
+        );
+    }
+    for d in &devices {
+        load_device(d).with_context(|| format!("device '{d}'"))?;
+    }
+    Ok(devices)
+}
+
+/// The table of captures priced on several presets (`--device A,B`): each row's key cells
+/// (`keys` name their columns), then its predicted seconds on every preset, in `devices`'
+/// order. `None` for one preset, whose seconds the run's own table has.
+pub fn per_device_table<'a>(
+    title: &str,
+    keys: &[&str],
+    devices: &[String],
+    rows: impl IntoIterator<Item = (Vec<String>, &'a crate::steps::price::SecondsOn)>,
+) -> Result<Option<layoutlab_report::Table>> {
+    use layoutlab_report::{Cell, Column, Table};
+    if devices.len() < 2 {
+        return Ok(None);
+    }
+    let mut columns: Vec<Column> = keys.iter().map(|k| Column::text(k)).collect();
+    columns.extend(devices.iter().map(|d| Column::number(d, Some("s"))));
+    let mut table = Table::new(title, columns);
+    for (key, seconds) in rows {
+        let mut row: Vec<Cell> = key.iter().map(Cell::text).collect();
+        row.extend(
+            devices
+                .iter()
+                .map(|d| seconds.get(d).map_or(Cell::Empty, |s| Cell::num(*s, 3))),
+        );
+        table.push_row(row)?;
+    }
+    Ok(Some(table))
+}
+
+/// Refuses `--closed-loop` over several presets, before anything is made: a closed-loop
+/// capture runs on one emulated disk, so it is of one preset (another's stream would be
+/// another capture); also refuses one the route cannot honour at `time_scale`.
+pub fn check_closed_loop_devices(devices: &[String], time_scale: f64) -> Result<()> {
+    if devices.len() != 1 {
+        let emulable: Vec<&str> = devices
+            .iter()
+            .filter(|d| check_emulable(d, time_scale).is_ok())
+            .map(String::as_str)
+            .collect();
+        anyhow::bail!(
+            "--closed-loop captures on one emulated disk, but this run prices on {} presets \
+             ({}): give one --device{}; the open-loop run prices one capture on all",
+            devices.len(),
+            devices.join(", "),
+            match emulable.as_slice() {
+                [] => String::new(),
+                some => format!(" (of these the route can emulate {})", some.join(", ")),
+            }
+        );
+    }
+    check_emulable(&devices[0], time_scale)
+}
+
 /// The queue a capture device presents for the drive preset `device` models: rotational as
 /// the model is ([`layoutlab_device::Device::rotational`]: every hard disk, no SSD), with the
 /// experiment's read-ahead and largest request (`None` leaves the kernel's). A loop device
@@ -343,7 +415,9 @@ impl<B> CaptureTarget<B> {
 
 #[cfg(test)]
 mod tests {
-    use super::{charged_ns, closed_loop_cpu_share, run_queue};
+    use super::{
+        charged_ns, check_closed_loop_devices, closed_loop_cpu_share, device_list, run_queue,
+    };
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Two requests of 10 model ms each with a 40 model-ms gap between them, the second
@@ -402,5 +476,53 @@ mod tests {
         assert_eq!(err.to_string(), "unit 2 failed");
         // one thread: units 0, 1 and 2 ran, none after the failure
         assert_eq!(started.load(Ordering::SeqCst), 3);
+    }
+
+    /// Closed loop captures on one emulated disk: several presets are refused, naming those
+    /// the route can emulate; an SSD faster than the route is refused alone.
+    #[test]
+    fn closed_loop_takes_one_preset_the_route_can_emulate() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let four = names(&[
+            "sata-500g-2008",
+            "sata-400g-2007",
+            "ssd-sata-2010",
+            "ssd-nvme-2024",
+        ]);
+        let err = check_closed_loop_devices(&four, 1.0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("give one --device")
+                && err.contains("the route can emulate sata-500g-2008, sata-400g-2007)"),
+            "{err}"
+        );
+        let err = check_closed_loop_devices(&names(&["ssd-nvme-2024"]), 1.0)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("faster than this route"), "{err}");
+        check_closed_loop_devices(&names(&["sata-500g-2008"]), 1.0).unwrap();
+        assert!(check_closed_loop_devices(&names(&["sata-500g-2008"]), 0.0).is_err());
+    }
+
+    /// `--device A,B`: the presets in the order given, trimmed; none given, the default; an
+    /// unknown or empty name in the list is refused, naming it.
+    #[test]
+    fn a_device_list_is_checked_name_by_name() {
+        let default = vec!["sata-400g-2007".to_string()];
+        assert_eq!(device_list(None, &default).unwrap(), default);
+        assert_eq!(
+            device_list(Some("sata-400g-2007, sata-400g-2007-alt-samsung"), &default).unwrap(),
+            ["sata-400g-2007", "sata-400g-2007-alt-samsung"]
+        );
+        let err = format!(
+            "{:#}",
+            device_list(Some("sata-400g-2007,sata-400g-2007-alt"), &default).unwrap_err()
+        );
+        assert!(err.contains("device 'sata-400g-2007-alt'"), "{err}");
+        for bad in ["sata-400g-2007,", ",", ""] {
+            let err = device_list(Some(bad), &default).unwrap_err().to_string();
+            assert!(err.contains("one or more device presets"), "{bad}: {err}");
+        }
     }
 }

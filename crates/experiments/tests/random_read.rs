@@ -69,7 +69,7 @@ fn mapping_reads_are_the_distinct_mapping_blocks_the_reads_walk_through() {
             file_bytes,
             fs_bytes,
             &offs,
-            "sata-2t-5400-2010",
+            &["sata-2t-5400-2010".to_string()],
             &work,
             exp.seed,
             None,
@@ -120,7 +120,7 @@ fn both_modes(
         file_bytes,
         fs_bytes,
         &offs,
-        "sata-2t-5400-2010",
+        &["sata-2t-5400-2010".to_string()],
         &std::env::temp_dir(),
         seed,
         None,
@@ -206,5 +206,60 @@ fn mapping_reads_per_read_follow_the_occupancy_law() {
             "{}: {per_read:.4} mapping reads per read, the law says {law:.4}",
             r.mode
         );
+    }
+}
+
+/// `--device P,ALT`: each mode's one trace is priced on every preset given, in order, and each
+/// figure is that preset's own replay of the same trace (`steps::price::on_preset`): the first
+/// preset's is the run's `seconds`, as a run on it alone would price this trace; the other's is
+/// the drive's price of this capture, with no second capture's spread in it. The 64 MiB ext3
+/// file (its block map read cold) and the raw device, 200 seeded reads each mode.
+#[test]
+fn every_trace_is_priced_on_each_preset_given() {
+    if !common::root_or_skip(
+        "every_trace_is_priced_on_each_preset_given",
+        "loop devices, kernel mounts, tracefs",
+    ) {
+        return;
+    }
+    let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
+    let mut spec: RandomReadSpec = exp.params().unwrap();
+    spec.file_gb = 64.0 * 1048576.0 / 1e9;
+    let (file_bytes, fs_bytes) = sizes(&spec, 1.0);
+    let offs =
+        layoutlab_experiments::random_read::offsets(exp.seed, 200, file_bytes, spec.read_bytes);
+    let devices = ["sata-2t-5400-2010", "sata-400g-2007-alt-samsung"].map(String::from);
+    for target in ["ext3", "raw"] {
+        let profile = (target != "raw")
+            .then(|| layoutlab_experiments::kernel_profile::by_name(target).unwrap());
+        let runs = run_target(
+            &spec,
+            target,
+            profile.as_ref(),
+            &["buffered".to_string(), "direct".to_string()],
+            file_bytes,
+            fs_bytes,
+            &offs,
+            &devices,
+            &std::env::temp_dir(),
+            exp.seed,
+            None,
+        )
+        .unwrap();
+        assert_eq!(runs.len(), 2);
+        for r in &runs {
+            // Buffered reads of neighbouring blocks may merge: a request or more, not one a read.
+            assert!(r.device_requests > 0, "{target} {}", r.mode);
+            assert_eq!(r.seconds_on.len(), 2);
+            for d in &devices {
+                let alone = layoutlab_experiments::steps::price::on_preset(d, &r.trace, 1.0)
+                    .unwrap()
+                    .wall_ns
+                    / 1e9;
+                assert_eq!(r.seconds_on[d], alone, "{target} {} on {d}", r.mode);
+            }
+            assert_eq!(r.seconds, r.seconds_on[&devices[0]]);
+            assert!(r.seconds_on[&devices[0]] != r.seconds_on[&devices[1]]);
+        }
     }
 }

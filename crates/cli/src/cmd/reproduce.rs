@@ -23,8 +23,9 @@ pub struct Args {
     /// Shrink the disk and every file together (1.0 = as published). Default: the experiment's.
     #[arg(long)]
     scale: Option<f64>,
-    /// Device preset (name or .toml file) to price the traces on; inode-readahead and
-    /// request-merging take a comma-separated list. Default: the experiment's.
+    /// Device preset (name or .toml file) to price the traces on; inode-readahead,
+    /// request-merging, large-delete and random-read take a comma-separated list (one capture
+    /// priced on each; the first is the capture's). Default: the experiment's.
     #[arg(long)]
     device: Option<String>,
     /// Write the results as JSON to PATH ("-" for stdout).

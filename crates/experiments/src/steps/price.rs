@@ -43,6 +43,51 @@ pub fn on_preset(preset: &str, trace: &Trace, cpu_scale: f64) -> Result<Replayed
     Ok(on(dev.as_mut(), trace, cpu_scale))
 }
 
+/// Fresh devices of each of `presets` replay `trace`, think time times `cpu_scale`: one
+/// capture priced on several drives (`--device A,B`), in `presets`' order. The replays are
+/// independent, so they run at once, each on its own thread in the [`crate::stages::PRICE`]
+/// stage; each is [`on_preset`]'s, number for number.
+pub fn on_presets(presets: &[String], trace: &Trace, cpu_scale: f64) -> Result<Vec<Replayed>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = presets
+            .iter()
+            .map(|p| {
+                scope.spawn(move || {
+                    let _pricing = crate::stages::enter(crate::stages::PRICE);
+                    on_preset(p, trace, cpu_scale)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a replay thread panicked"))
+            .collect()
+    })
+}
+
+/// Predicted seconds of one capture on each preset it was priced on (`--device A,B`), by
+/// preset name: the `seconds_on` of a run's JSON.
+pub type SecondsOn = std::collections::BTreeMap<String, f64>;
+
+/// [`SecondsOn`] of `replays`, the replays of one trace on `presets` ([`on_presets`]).
+pub fn seconds_on(presets: &[String], replays: &[Replayed]) -> SecondsOn {
+    presets
+        .iter()
+        .zip(replays)
+        .map(|(p, r)| (p.clone(), r.wall_ns / 1e9))
+        .collect()
+}
+
+/// The seconds on every preset after the first, as a run's progress line ends: ", 0.512 s on
+/// B, ..." (empty for one preset).
+pub fn also_on(presets: &[String], seconds: &SecondsOn) -> String {
+    presets
+        .iter()
+        .skip(1)
+        .filter_map(|p| seconds.get(p).map(|s| format!(", {s:.3} s on {p}")))
+        .collect()
+}
+
 /// The device a run is priced on: `fast_members` SSDs holding the region, then disks.
 pub struct SplitDevice {
     /// The concatenation.
@@ -291,6 +336,72 @@ mod tests {
             sectors: 8,
             flags: Flags::default(),
         }
+    }
+
+    /// A delete-like stream: synchronous 4 KiB reads and writes at seeded addresses over a
+    /// 400 GB disk, 50 µs apart.
+    fn stream() -> Trace {
+        let mut x: u64 = 27;
+        let requests = (0..300u64)
+            .map(|i| {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                layoutlab_trace::Request {
+                    issue_ns: i * 50_000,
+                    complete_ns: None,
+                    op: if i % 3 == 0 { Op::Write } else { Op::Read },
+                    sector: (x >> 11) % (700 << 20) / 8 * 8,
+                    sectors: 8,
+                    flags: Flags::SYNC,
+                    tag: 0,
+                    cpu: None,
+                }
+            })
+            .collect();
+        Trace {
+            requests,
+            ..Trace::default()
+        }
+    }
+
+    /// One capture priced on several presets at once (`--device A,B`) is, preset by preset
+    /// and in the order given, the replay each preset alone gives; the presets price it
+    /// differently, so a swap would show.
+    #[test]
+    fn a_trace_priced_on_several_presets_is_each_presets_own_replay() {
+        let trace = stream();
+        let presets: Vec<String> = [
+            "sata-400g-2007",
+            "sata-400g-2007-alt-samsung",
+            "ssd-sata-2010",
+        ]
+        .map(String::from)
+        .to_vec();
+        let all = on_presets(&presets, &trace, 1.0).unwrap();
+        assert_eq!(all.len(), presets.len());
+        for (p, got) in presets.iter().zip(&all) {
+            assert_eq!(got, &on_preset(p, &trace, 1.0).unwrap(), "{p}");
+        }
+        let seconds = seconds_on(&presets, &all);
+        assert_eq!(seconds.len(), 3);
+        for (p, r) in presets.iter().zip(&all) {
+            assert_eq!(seconds[p], r.wall_ns / 1e9);
+        }
+        let s = |p: &str| seconds[p];
+        assert!(
+            s("sata-400g-2007") != s("sata-400g-2007-alt-samsung"),
+            "{seconds:?}"
+        );
+        assert!(s("ssd-sata-2010") < s("sata-400g-2007"), "{seconds:?}");
+        assert_eq!(
+            also_on(&presets, &seconds),
+            format!(
+                ", {:.3} s on sata-400g-2007-alt-samsung, {:.3} s on ssd-sata-2010",
+                s("sata-400g-2007-alt-samsung"),
+                s("ssd-sata-2010")
+            )
+        );
     }
 
     /// The routing the issue asks for: a request in the region is served as the SSD model

@@ -206,17 +206,11 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
         layoutlab_workload::population_shrunk(&tree, scale)
             .with_context(|| format!("the tree of experiment '{}' at scale {scale}", exp.name))
     })?;
-    let devices: Vec<String> = match &a.device {
-        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
-        None => spec.devices.clone(),
-    };
-    for d in &devices {
-        drop(crate::support::load_device(d)?);
-    }
+    let devices = crate::support::device_list(a.device.as_deref(), &spec.devices)?;
     // One capture is priced on every device: it presents the first one's queue (docs/rig.md).
     let first = devices.first().context("no device presets to price on")?;
     if let Some(k) = a.closed_loop {
-        check_closed_loop(&devices, k)?;
+        crate::support::check_closed_loop_devices(&devices, k)?;
     }
     let queue = crate::support::capture_queue(first, Some(spec.os_read_ahead_kb), None)?;
     let settings = spec.settings.clone();
@@ -353,25 +347,8 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
                             None => String::new(),
                         }
                     );
-                    // The devices' replays are independent: priced at once, kept in order.
-                    let replays: Vec<Result<_>> = std::thread::scope(|scope| {
-                        let handles: Vec<_> = devices
-                            .iter()
-                            .map(|d| {
-                                let trace = &trace;
-                                scope.spawn(move || -> Result<_> {
-                                    let _pricing = crate::stages::enter(crate::stages::PRICE);
-                                    crate::steps::price::on_preset(d, trace, 1.0)
-                                })
-                            })
-                            .collect();
-                        handles
-                            .into_iter()
-                            .map(|h| h.join().expect("a replay thread panicked"))
-                            .collect()
-                    });
+                    let replays = crate::steps::price::on_presets(&devices, &trace, 1.0)?;
                     for (d, replayed) in devices.iter().zip(replays) {
-                        let replayed = replayed?;
                         runs.push(WalkRun {
                             closed_loop: closed_loop.clone(),
                             capture_queue: trace.queue.clone(),
@@ -647,29 +624,6 @@ fn walk_traced(m: &mut Mounted, order: &str) -> Result<Walked> {
         seconds_here,
         served,
     })
-}
-
-/// Refuses `--closed-loop` where it cannot run, before anything is made: each walk is captured
-/// on one emulated disk, so one preset (`--device`), and one the route can honour at K.
-fn check_closed_loop(devices: &[String], time_scale: f64) -> Result<()> {
-    if devices.len() != 1 {
-        let emulable: Vec<&str> = devices
-            .iter()
-            .filter(|d| crate::support::check_emulable(d, time_scale).is_ok())
-            .map(String::as_str)
-            .collect();
-        bail!(
-            "--closed-loop captures each walk on one emulated disk, but this run prices on {} \
-             presets ({}): give one --device{}",
-            devices.len(),
-            devices.join(", "),
-            match emulable.as_slice() {
-                [] => String::new(),
-                some => format!(" (of these the route can emulate {})", some.join(", ")),
-            }
-        );
-    }
-    crate::support::check_emulable(&devices[0], time_scale)
 }
 
 /// Blocks the image holds that are not file data: mke2fs's own (bitmaps, inode tables,
@@ -1023,34 +977,4 @@ fn report(
         )?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::check_closed_loop;
-
-    /// Closed loop captures each walk on one emulated disk: several presets are refused,
-    /// naming those the route can emulate; an SSD faster than the route is refused alone.
-    #[test]
-    fn closed_loop_takes_one_preset_the_route_can_emulate() {
-        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let four = names(&[
-            "sata-500g-2008",
-            "sata-400g-2007",
-            "ssd-sata-2010",
-            "ssd-nvme-2024",
-        ]);
-        let err = check_closed_loop(&four, 1.0).unwrap_err().to_string();
-        assert!(
-            err.contains("give one --device")
-                && err.contains("the route can emulate sata-500g-2008, sata-400g-2007)"),
-            "{err}"
-        );
-        let err = check_closed_loop(&names(&["ssd-nvme-2024"]), 1.0)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("faster than this route"), "{err}");
-        check_closed_loop(&names(&["sata-500g-2008"]), 1.0).unwrap();
-        assert!(check_closed_loop(&names(&["sata-500g-2008"]), 0.0).is_err());
-    }
 }

@@ -206,8 +206,13 @@ pub struct DeleteRun {
     pub sectors_written: u64,
     /// Requests of the delete.
     pub requests: u64,
-    /// Predicted elapsed seconds of the delete's trace on the device preset.
+    /// Predicted elapsed seconds of the delete's trace on the device preset (the first of
+    /// `--device A,B`).
     pub seconds: f64,
+    /// Predicted seconds of this same trace on every preset of `--device A,B`, by name (the
+    /// first's is `seconds`): another drive's price of one capture, free of the spread
+    /// between captures.
+    pub seconds_on: crate::steps::price::SecondsOn,
     /// Seconds the delete took here (zram under loop): context only.
     pub seconds_here: f64,
     /// The least the layout lets a delete read, sectors: the file's mapping blocks plus the
@@ -242,7 +247,11 @@ pub struct DeleteRun {
 /// Run every file system and variant, then report.
 fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let spec: LargeDeleteSpec = exp.params()?;
-    let device = a.device_or(exp);
+    // Resolve every name before any work: the first preset is the capture's, and each
+    // delete's trace is priced on all of them.
+    let devices =
+        crate::support::device_list(a.device.as_deref(), std::slice::from_ref(&exp.device))?;
+    let device = devices[0].clone();
     let out_dir = a.out_dir(exp);
     let h = Human::new(a.json.as_deref());
     let scale = a.run_scale(exp)?;
@@ -256,7 +265,7 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
     // its `ssd` allocation mode, and ext4 its group scan, from the queue's rotational flag.
     let queue = crate::support::capture_queue(&device, Some(128), None)?;
     if let Some(k) = a.closed_loop {
-        crate::support::check_emulable(&device, k)?;
+        crate::support::check_closed_loop_devices(&devices, k)?;
     }
     layoutlab_rig::require_root(
         "making kernel file systems on zram and loop devices and tracing them",
@@ -264,10 +273,11 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
     crate::support::warn_if_leftovers();
     let (file_bytes, fs_bytes) = sizes(&spec, scale);
     eprintln!(
-        "{} — scale {scale}: a {:.2} GB file on {:.2} GB file systems; delete priced on {device}",
+        "{} — scale {scale}: a {:.2} GB file on {:.2} GB file systems; delete priced on {}",
         exp.title,
         file_bytes as f64 / 1e9,
-        fs_bytes as f64 / 1e9
+        fs_bytes as f64 / 1e9,
+        devices.join(", ")
     );
     let mut runs = Vec::new();
     let total = profiles.len() * spec.variants.len();
@@ -314,18 +324,19 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 &p.name,
                 variant,
                 file_bytes,
-                &device,
+                &devices,
                 policy.as_deref().map(|p| (label, p)),
                 exp.seed,
                 a.closed_loop,
             )
             .with_context(|| format!("{} {variant}", p.name))?;
             eprintln!(
-                "  {} fragments; delete read {} and wrote {} sectors; {:.3} s on {device}{}",
+                "  {} fragments; delete read {} and wrote {} sectors; {:.3} s on {device}{}{}",
                 run.fragments,
                 run.sectors_read,
                 run.sectors_written,
                 run.seconds,
+                crate::steps::price::also_on(&devices, &run.seconds_on),
                 match &run.closed_loop {
                     Some(c) => format!(
                         " (replay); closed loop at K = {}: {:.3} s measured, {} requests served",
@@ -338,7 +349,7 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
         }
     }
     let _reporting = crate::stages::enter(crate::stages::REPORT);
-    report(exp, a, &device, &out_dir, scale, &runs, &h)
+    report(exp, a, &devices, &out_dir, scale, &runs, &h)
 }
 
 /// Sizes of a run at `scale`: (file bytes, a whole number of write chunks; file-system bytes,
@@ -357,11 +368,13 @@ fn one_run(
     fs: &str,
     variant: &str,
     file_bytes: u64,
-    device: &str,
+    devices: &[String],
     policy: Option<(&str, &str)>,
     seed: u64,
     closed_loop: Option<f64>,
 ) -> Result<DeleteRun> {
+    // The capture's own disk (the queue it presents, the emulated one); the others price it.
+    let device = &devices[0];
     let label = policy.map(|(l, _)| l);
     let policy = policy.map(|(_, p)| p);
     let image_stage = crate::stages::enter(crate::stages::IMAGE);
@@ -441,7 +454,9 @@ fn one_run(
     let trace = captured.capture.trace;
     drop(capture_stage);
     let _pricing = crate::stages::enter(crate::stages::PRICE);
-    let replayed = crate::steps::price::on_preset(device, &trace, 1.0)?;
+    let replays = crate::steps::price::on_presets(devices, &trace, 1.0)?;
+    let seconds_on = crate::steps::price::seconds_on(devices, &replays);
+    let replayed = &replays[0];
     let closed_loop = served.map(|(time_scale, served)| {
         crate::steps::check::ClosedLoopRun::of(time_scale, &served, 0.0)
     });
@@ -460,6 +475,7 @@ fn one_run(
         sectors_written: phase.sectors_written,
         requests: trace.requests.len() as u64,
         seconds: replayed.wall_ns / 1e9,
+        seconds_on,
         seconds_here,
         min_sectors_read: ext.as_ref().map(ExtLayout::min_sectors_to_free),
         by_class: match (&ext, &other) {
@@ -688,19 +704,23 @@ pub fn count_fragments(text: &str) -> Result<u64> {
 struct LargeDeleteJson<'a> {
     experiment: &'a str,
     scale: f64,
+    /// The preset of `seconds` (the first of `devices`).
     device: &'a str,
+    /// Every preset the deletes were priced on (`seconds_on`), the capture's first.
+    devices: &'a [String],
     runs: &'a [DeleteRun],
 }
 
 fn report(
     exp: &Experiment,
     a: &RunArgs,
-    device: &str,
+    devices: &[String],
     out_dir: &Path,
     scale: f64,
     runs: &[DeleteRun],
     h: &Human,
 ) -> Result<()> {
+    let device = devices[0].as_str();
     let mut t = Table::new(
         &format!(
             "{} at scale {scale}: rm FILE && sync, predicted on {device}",
@@ -736,6 +756,19 @@ fn report(
         ])?;
     }
     h.say(&format!("{}\n", t.to_terminal(None)?));
+    let per_device = crate::support::per_device_table(
+        &format!(
+            "{} at scale {scale}: each delete's trace priced on every preset",
+            exp.name
+        ),
+        &["file system", "variant"],
+        devices,
+        runs.iter()
+            .map(|r| (vec![r.fs.clone(), r.variant.clone()], &r.seconds_on)),
+    )?;
+    if let Some(p) = &per_device {
+        h.say(&format!("{}\n", p.to_terminal(None)?));
+    }
     let classes: std::collections::BTreeSet<&String> = runs
         .iter()
         .filter_map(|r| r.by_class.as_ref())
@@ -781,6 +814,14 @@ fn report(
         h.say(&format!("published: {}\n", exp.published.source));
     }
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    // Every delete's trace, so each can be priced again alone (`layoutlab trace replay`).
+    let traces = out_dir.join("traces");
+    std::fs::create_dir_all(&traces).with_context(|| format!("creating {}", traces.display()))?;
+    for r in runs {
+        let path = traces.join(format!("delete-{}-{}.csv", r.fs, r.variant));
+        std::fs::write(&path, layoutlab_trace::csv::write(&r.trace)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     let series: Vec<OffsetSeries> = runs
         .iter()
         .map(|r| OffsetSeries {
@@ -794,6 +835,9 @@ fn report(
     );
     let mut html = HtmlBundle::new(&exp.title);
     html.table(t.clone());
+    if let Some(p) = per_device {
+        html.table(p);
+    }
     html.table(by_class.clone());
     html.figure(
         &format!(
@@ -827,7 +871,7 @@ fn report(
     }
     html.save(out_dir)?;
     eprintln!(
-        "report: {}/{{report.md,index.html,delete-offset.svg,delete-FS-VARIANT.svg}}",
+        "report: {}/{{report.md,index.html,delete-offset.svg,delete-FS-VARIANT.svg,traces/}}",
         out_dir.display()
     );
     if let Some(path) = &a.json {
@@ -837,6 +881,7 @@ fn report(
                 experiment: &exp.name,
                 scale,
                 device,
+                devices,
                 runs,
             },
         )?;

@@ -201,8 +201,13 @@ pub struct ReadRun {
     pub layout: String,
     /// Random reads issued.
     pub reads: u64,
-    /// Predicted seconds of the traced reads on the device preset.
+    /// Predicted seconds of the traced reads on the device preset (the first of
+    /// `--device A,B`).
     pub seconds: f64,
+    /// Predicted seconds of this same trace on every preset of `--device A,B`, by name (the
+    /// first's is `seconds`): another drive's price of one capture, free of the spread
+    /// between captures.
+    pub seconds_on: crate::steps::price::SecondsOn,
     /// Predicted milliseconds per read.
     pub ms_per_read: f64,
     /// Read requests the device saw.
@@ -247,7 +252,10 @@ pub struct ReadRun {
 struct RandomReadJson<'a> {
     experiment: &'a str,
     scale: f64,
+    /// The preset of `seconds` (the first of `devices`).
     device: &'a str,
+    /// Every preset the reads were priced on (`seconds_on`), the capture's first.
+    devices: &'a [String],
     file_bytes: u64,
     runs: &'a [ReadRun],
 }
@@ -261,7 +269,11 @@ pub fn sizes(spec: &RandomReadSpec, scale: f64) -> (u64, u64) {
 fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let spec: RandomReadSpec = exp.params()?;
     check_spec(&spec)?;
-    let device = a.device_or(exp);
+    // Resolve every name before any work: the first preset is the capture's, and each trace
+    // is priced on all of them.
+    let devices =
+        crate::support::device_list(a.device.as_deref(), std::slice::from_ref(&exp.device))?;
+    let device = devices[0].clone();
     let h = Human::new(a.json.as_deref());
     let scale = a.run_scale(exp)?;
     let modes: Vec<String> = spec.modes.clone();
@@ -271,29 +283,32 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
         .into_iter()
         .map(|t| Ok((t.clone(), kernel_profile::target(&t)?)))
         .collect::<Result<_>>()?;
-    let dev = crate::support::load_device(&device)?;
     let (file_bytes, fs_bytes) = sizes(&spec, scale);
-    if fs_bytes > dev.capacity_sectors() * 512 {
-        bail!(
-            "a {:.1} GB file system does not fit on {device} ({:.1} GB): use a smaller --scale",
-            fs_bytes as f64 / 1e9,
-            dev.capacity_sectors() as f64 * 512.0 / 1e9
-        );
+    // Each preset prices the same requests, so each must hold the file system.
+    for d in &devices {
+        let dev = crate::support::load_device(d)?;
+        if fs_bytes > dev.capacity_sectors() * 512 {
+            bail!(
+                "a {:.1} GB file system does not fit on {d} ({:.1} GB): use a smaller --scale",
+                fs_bytes as f64 / 1e9,
+                dev.capacity_sectors() as f64 * 512.0 / 1e9
+            );
+        }
     }
-    drop(dev);
     if let Some(k) = a.closed_loop {
-        crate::support::check_emulable(&device, k)?;
+        crate::support::check_closed_loop_devices(&devices, k)?;
     }
     layoutlab_rig::require_root("making loop devices, kernel file systems and tracing them")?;
     let workdir = a.workdir.clone().unwrap_or_else(std::env::temp_dir);
     crate::support::warn_if_leftovers();
     eprintln!(
-        "{} — scale {scale}: a {:.2} GB file on {:.2} GB; {} random {}-byte reads per target and mode; priced on {device}",
+        "{} — scale {scale}: a {:.2} GB file on {:.2} GB; {} random {}-byte reads per target and mode; priced on {}",
         exp.title,
         file_bytes as f64 / 1e9,
         fs_bytes as f64 / 1e9,
         spec.reads,
-        spec.read_bytes
+        spec.read_bytes,
+        devices.join(", ")
     );
     let offs = offsets(exp.seed, spec.reads, file_bytes, spec.read_bytes);
     let mut runs = Vec::new();
@@ -307,7 +322,7 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
             file_bytes,
             fs_bytes,
             &offs,
-            &device,
+            &devices,
             &workdir,
             exp.seed,
             a.closed_loop,
@@ -315,7 +330,7 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
         .with_context(|| format!("target {name}"))?;
         for r in &got {
             eprintln!(
-                "  {}: {} requests ({} mapping, {} data, {} other); {:.1} s on {device} ({:.2} ms/read); {:.1} s here{}",
+                "  {}: {} requests ({} mapping, {} data, {} other); {:.1} s on {device} ({:.2} ms/read){}; {:.1} s here{}",
                 r.mode,
                 r.device_requests,
                 r.mapping_reads,
@@ -323,6 +338,7 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 r.other_reads,
                 r.seconds,
                 r.ms_per_read,
+                crate::steps::price::also_on(&devices, &r.seconds_on),
                 r.seconds_here,
                 match &r.closed_loop {
                     Some(c) => format!(
@@ -336,14 +352,15 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
         runs.extend(got);
     }
     let _reporting = crate::stages::enter(crate::stages::REPORT);
-    report(exp, a, &device, scale, file_bytes, &runs, &h)
+    report(exp, a, &devices, scale, file_bytes, &runs, &h)
 }
 
 /// A target's device and what keeps it alive (field order = drop order).
 type Target = crate::support::CaptureTarget<TempFile>;
 
-/// Makes one target, then runs each mode cold and traced; with `closed_loop` (the time scale
-/// K) on `device`'s emulated disk.
+/// Makes one target, then runs each mode cold and traced, each trace priced on every preset of
+/// `devices`; the first is the capture's (the queue its loop device presents; with
+/// `closed_loop`, the time scale K, its emulated disk).
 #[allow(clippy::too_many_arguments)]
 pub fn run_target(
     spec: &RandomReadSpec,
@@ -353,11 +370,15 @@ pub fn run_target(
     file_bytes: u64,
     fs_bytes: u64,
     offs: &[u64],
-    device: &str,
+    devices: &[String],
     workdir: &Path,
     seed: u64,
     closed_loop: Option<f64>,
 ) -> Result<Vec<ReadRun>> {
+    let device = devices
+        .first()
+        .context("no device preset to capture for")?
+        .as_str();
     // A period layout always comes from its policy; today's kernel's from the engine unless
     // `layout = "kernel"` asks the kernel to write it.
     let (policy, label) = match (spec.policy_images.get(name), spec.engine_images.get(name)) {
@@ -524,7 +545,9 @@ pub fn run_target(
         served_ranges.push(served);
         drop(capture_stage);
         let _pricing = crate::stages::enter(crate::stages::PRICE);
-        let replayed = crate::steps::price::on_preset(device, &trace, 1.0)?;
+        let replays = crate::steps::price::on_presets(devices, &trace, 1.0)?;
+        let seconds_on = crate::steps::price::seconds_on(devices, &replays);
+        let replayed = &replays[0];
         let request_class: Vec<&'static str> = trace
             .requests
             .iter()
@@ -547,6 +570,7 @@ pub fn run_target(
             layout: layout_by.clone(),
             reads: offs.len() as u64,
             seconds,
+            seconds_on,
             ms_per_read: seconds * 1e3 / offs.len() as f64,
             device_requests: reads.len() as u64,
             phase_requests: trace.requests.len() as u64,
@@ -708,12 +732,13 @@ impl Drop for AlignedBuf {
 fn report(
     exp: &Experiment,
     a: &RunArgs,
-    device: &str,
+    devices: &[String],
     scale: f64,
     file_bytes: u64,
     runs: &[ReadRun],
     h: &Human,
 ) -> Result<()> {
+    let device = devices[0].as_str();
     let out_dir = a.out_dir(exp);
     let mut t = Table::new(
         &format!(
@@ -754,6 +779,19 @@ fn report(
         ])?;
     }
     h.say(&format!("{}\n", t.to_terminal(None)?));
+    let per_device = crate::support::per_device_table(
+        &format!(
+            "{} at scale {scale}: each target's reads priced on every preset",
+            exp.name
+        ),
+        &["target", "mode"],
+        devices,
+        runs.iter()
+            .map(|r| (vec![r.target.clone(), r.mode.clone()], &r.seconds_on)),
+    )?;
+    if let Some(p) = &per_device {
+        h.say(&format!("{}\n", p.to_terminal(None)?));
+    }
     // The post's argument, checked against this run's own numbers.
     let mapping = |target: &str| {
         runs.iter()
@@ -787,6 +825,9 @@ fn report(
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let mut html = HtmlBundle::new(&exp.title);
     html.table(t.clone());
+    if let Some(p) = per_device {
+        html.table(p);
+    }
     for r in runs {
         let series =
             crate::support::io_series_by_class(&r.trace, |i| r.start_s[i], |i| r.request_class[i]);
@@ -818,6 +859,7 @@ fn report(
                 experiment: &exp.name,
                 scale,
                 device,
+                devices,
                 file_bytes,
                 runs,
             },

@@ -210,14 +210,8 @@ fn run_request_merging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     if a.scale.is_some_and(|s| s != 1.0) {
         bail!("request-merging takes no --scale other than 1 (the dd size is the experiment's `mib`; targets are raw, ext3, ext4)");
     }
-    let devices: Vec<String> = match &a.device {
-        Some(d) => d.split(',').map(|s| s.trim().to_string()).collect(),
-        None => spec.devices.clone(),
-    };
     // Resolve every name before any work.
-    for d in &devices {
-        crate::support::load_device(d).with_context(|| format!("device '{d}'"))?;
-    }
+    let devices = crate::support::device_list(a.device.as_deref(), &spec.devices)?;
     if let Some(k) = a.closed_loop {
         check_closed_loop(&spec, &devices, k)?;
     }
@@ -271,15 +265,7 @@ fn run_request_merging(exp: &Experiment, a: &RunArgs) -> Result<()> {
 /// emulated disk; the streams of another preset would be another capture), one the route can
 /// honour at K, and requests FUSE passes whole.
 fn check_closed_loop(spec: &RequestMergingSpec, devices: &[String], k: f64) -> Result<()> {
-    if devices.len() != 1 {
-        bail!(
-            "--closed-loop captures on one emulated disk, and this run prices on {} presets ({}): \
-             pass --device with one of them (the open-loop run prices one capture on all)",
-            devices.len(),
-            devices.join(", ")
-        );
-    }
-    crate::support::check_emulable(&devices[0], k)?;
+    crate::support::check_closed_loop_devices(devices, k)?;
     let fuse_kb = layoutlab_rig::fuse_max_request_kb();
     if spec.max_sectors_kb > fuse_kb {
         bail!(

@@ -10,7 +10,7 @@ mod common;
 use common::{random_aging, random_population};
 use layoutlab_layout::{policy, Geometry, LayoutError, MkfsProfile, Plan, Policy, PolicyParams};
 use layoutlab_workload::aging::{age_prefixes, AgingSpec};
-use layoutlab_workload::{population_shrunk, CheckedTree, NsOp, Population};
+use layoutlab_workload::{population_shrunk, CheckedPopulation, CheckedTree, NsOp, Population};
 use proptest::prelude::*;
 use std::ops::ControlFlow;
 
@@ -77,9 +77,10 @@ fn one_pass_checked(
     seed: u64,
     ends: &[usize],
 ) -> Outcome {
-    let checked = CheckedTree::new(pop).expect("the tests' streams are possible");
+    // owned and checked, as metacluster-aging makes each workload's stream
+    let checked = CheckedPopulation::new(pop.clone()).expect("the tests' streams are possible");
     collect(name, |p, sink| {
-        p.plan_prefixes_checked(geo, checked, seed, ends, sink)
+        p.plan_prefixes_checked(geo, checked.tree(), seed, ends, sink)
     })
 }
 
@@ -114,8 +115,9 @@ proptest! {
     }
 }
 
-/// A tree checked once is refused as the planners refuse it: `CheckedTree` is the only way
-/// to skip their check.
+/// A tree checked once is refused as the planners refuse it: `CheckedTree` and
+/// `CheckedPopulation` (the owned one, checked on the thread that made it) are the only ways
+/// to skip their check, and both refuse it with the planners' error.
 #[test]
 fn an_impossible_tree_is_not_checked() {
     let bad = Population {
@@ -129,6 +131,8 @@ fn an_impossible_tree_is_not_checked() {
     let p = policy::by_name("ext3-2007", &PolicyParams::new()).unwrap();
     let planned = p.plan(&geometry("ext3-2007", &bad), &bad, 1).unwrap_err();
     assert_eq!(planned, LayoutError::BadPopulation(refused.to_string()));
+    let owned = CheckedPopulation::new(bad.clone()).unwrap_err();
+    assert_eq!(owned, refused);
 }
 
 /// metacluster-aging's own case: the aging generator's streams of ages 0, 1, 2 and 3 over a

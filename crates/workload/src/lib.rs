@@ -273,6 +273,30 @@ impl<'a> CheckedTree<'a> {
     }
 }
 
+/// A population that passed [`Population::check_tree`], owned: checked on the thread that
+/// made it (the next workload's aging stream, made while another's passes run; issue 28) and
+/// planned on others as a [`CheckedTree`] without a second check.
+#[derive(Clone, Debug)]
+pub struct CheckedPopulation(Population);
+
+impl CheckedPopulation {
+    /// `pop`, once [`Population::check_tree`] passes; its error otherwise.
+    pub fn new(pop: Population) -> Result<CheckedPopulation, Error> {
+        pop.check_tree()?;
+        Ok(CheckedPopulation(pop))
+    }
+
+    /// The population, checked, for the planners.
+    pub fn tree(&self) -> CheckedTree<'_> {
+        CheckedTree { pop: &self.0 }
+    }
+
+    /// The population.
+    pub fn population(&self) -> &Population {
+        &self.0
+    }
+}
+
 /// Why a workload could not be built.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum Error {

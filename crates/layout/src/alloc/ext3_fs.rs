@@ -38,11 +38,12 @@ fn add_entry(
     (name_len, addr, bs): (usize, u64, u64),
     placer: &mut dyn IndirectPlacer,
 ) -> Option<()> {
-    let saved = dir.growth.clone();
+    let mark = dir.growth.mark();
     let grow_by = dir.growth.add_entry(name_len);
+    // fails only when the directory grows (by `grow_by` > 0 blocks)
     let grown = grow_dir(alloc, node, grow_by, addr, bs, placer);
     if grown.is_none() {
-        dir.growth = saved;
+        dir.growth.undo_growth(mark);
     }
     grown
 }
@@ -431,7 +432,11 @@ pub fn plan_ext3_in(
             failed.insert(path);
             continue;
         }
-        let parent = dirs.get(parent_path).expect("check_tree: parents exist");
+        // looked up once for the whole operation: each lookup hashes and compares the path
+        // (issue 28)
+        let parent = dirs
+            .get_mut(parent_path)
+            .expect("check_tree: parents exist");
         let parent_ino = out[parent.index].ino;
         let parent_index = parent.index;
         if let NsOp::Link { target, .. } = op {
@@ -441,7 +446,6 @@ pub fn plan_ext3_in(
                 continue;
             }
             let target_index = others[target.as_str()];
-            let parent = dirs.get_mut(parent_path).expect("looked up above");
             let entry = (name.len(), addr, bs);
             if add_entry(&mut alloc, parent, &mut out[parent_index], entry, placer).is_none() {
                 failed.insert(path);
@@ -498,7 +502,6 @@ pub fn plan_ext3_in(
         }
         // ext3_add_entry() in the parent, growing it if needed; on ENOSPC the operation
         // fails and gives back its inode and blocks.
-        let parent = dirs.get_mut(parent_path).expect("looked up above");
         let entry = (name.len(), addr, bs);
         if add_entry(&mut alloc, parent, &mut out[parent_index], entry, placer).is_none() {
             if let Some(b) = first_block {
@@ -643,7 +646,7 @@ impl Namespace<'_, '_, Ext3Space<'_>> {
     /// file at `index`, whose first block (if it has none) aims at `first_goal`.
     fn extend(&mut self, index: usize, first_goal: u64, bytes: u64) {
         let mut file = OpenFile {
-            writer: FileWriter::resume(&self.out[index], first_goal, self.space.addr),
+            writer: FileWriter::resume(&mut self.out[index], first_goal, self.space.addr),
             size: self.out[index].size_bytes,
         };
         file.write(self.space.alloc, self.space.placer, bytes, self.bs);

@@ -323,20 +323,23 @@ pub fn plan_ext4_in(
             continue;
         }
         let (parent_path, name) = path.rsplit_once('/').unwrap_or(("", path));
-        let parent = dirs.get(parent_path).expect("check_tree: parents exist");
+        // looked up once for the whole operation: each lookup hashes and compares the path
+        // (issue 28)
+        let parent = dirs
+            .get_mut(parent_path)
+            .expect("check_tree: parents exist");
         let (parent_index, parent_group, parent_last) =
             (parent.index, parent.group, parent.last_alloc_group);
         let parent_ino = out[parent_index].ino;
         // the entry in the parent (ext4_add_entry): a new block when it does not fit
-        let add_entry = |dirs: &mut FxHashMap<&str, DirState>,
+        let add_entry = |parent: &mut DirState,
                          out: &mut Vec<PlannedInode>,
                          mb: &mut Mballoc|
          -> Result<(), LayoutError> {
-            let parent = dirs.get_mut(parent_path).expect("exists");
-            add_dir_entry(parent, &mut out[parent.index], name.len(), mb, bs)
+            add_dir_entry(parent, &mut out[parent_index], name.len(), mb, bs)
         };
         if let NsOp::Link { target, .. } = op {
-            add_entry(&mut dirs, &mut out, &mut mb)?;
+            add_entry(parent, &mut out, &mut mb)?;
             let index = others[target.as_str()];
             links.push(HardLink {
                 parent: parent_ino,
@@ -380,7 +383,7 @@ pub fn plan_ext4_in(
         if let Some(c) = &mut counters {
             c.took_inode(is_dir);
         }
-        dirs.get_mut(parent_path).expect("exists").last_alloc_group = Some(group);
+        parent.last_alloc_group = Some(group);
         pid += rng.gen_range(1..=4);
         let regular = matches!(op, NsOp::Create { .. });
         let goal = goal_of(group, regular, pid);
@@ -404,7 +407,7 @@ pub fn plan_ext4_in(
                     physical: b,
                     len: 1,
                 }];
-                add_entry(&mut dirs, &mut out, &mut mb)?;
+                add_entry(parent, &mut out, &mut mb)?;
                 dirs.insert(
                     path,
                     DirState {
@@ -416,7 +419,7 @@ pub fn plan_ext4_in(
                 );
             }
             NsOp::Create { bytes, .. } => {
-                add_entry(&mut dirs, &mut out, &mut mb)?;
+                add_entry(parent, &mut out, &mut mb)?;
                 node.kind = InodeKind::File;
                 node.size_bytes = *bytes;
                 if rules.writeback_window_bytes.is_some() {
@@ -447,7 +450,7 @@ pub fn plan_ext4_in(
                     // fast symlinks drop the extent flag (ext4_symlink())
                     node.format = MapFormat::Blocks;
                 }
-                add_entry(&mut dirs, &mut out, &mut mb)?;
+                add_entry(parent, &mut out, &mut mb)?;
             }
             NsOp::Mknod {
                 node: kind,
@@ -455,7 +458,7 @@ pub fn plan_ext4_in(
                 minor,
                 ..
             } => {
-                add_entry(&mut dirs, &mut out, &mut mb)?;
+                add_entry(parent, &mut out, &mut mb)?;
                 node.format = MapFormat::Blocks;
                 node.kind = match kind {
                     NodeKind::Char => InodeKind::CharDev,

@@ -149,16 +149,20 @@ impl FileWriter {
     /// `ext3_find_near()`, which aims at the nearest block before the new one in its
     /// indirect block — the last data block, or the indirect block itself when it starts
     /// one; the difference is ignored here. An empty file's first block aims at `first_goal`.
-    pub fn resume(node: &crate::plan::PlannedInode, first_goal: u64, addr: u64) -> FileWriter {
+    ///
+    /// The node's runs and mapping blocks move into the writer (the node has none until they
+    /// are put back when the file is closed) rather than being copied for every extend
+    /// (issue 28).
+    pub fn resume(node: &mut crate::plan::PlannedInode, first_goal: u64, addr: u64) -> FileWriter {
         FileWriter {
             rsv: Rsv::new(),
             last_phys: node.data.last().map(|r| r.physical + r.len - 1),
             first_goal,
             addr,
             out: FileOutcome {
-                data: node.data.clone(),
-                mapping: node.mapping.clone(),
                 blocks_written: node.data_blocks(),
+                data: std::mem::take(&mut node.data),
+                mapping: std::mem::take(&mut node.mapping),
             },
         }
     }

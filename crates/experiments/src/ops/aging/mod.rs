@@ -26,7 +26,7 @@ use layoutlab_layout::{Geometry, InodeKind, MapKind, MkfsProfile, Plan, PlannedI
 use layoutlab_report::{Cell, Column, HtmlBundle, SweepChart, SweepSeries, Table};
 use layoutlab_trace::{Flags, Op, Request, Trace};
 use layoutlab_workload::aging::{age_prefixes, AgingSpec as StreamSpec};
-use layoutlab_workload::{CheckedTree, NsOp, Population};
+use layoutlab_workload::{CheckedPopulation, NsOp, Population};
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -582,50 +582,19 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
             ),
         }
     );
+    let oldest = spec.ages.iter().copied().fold(0.0, f64::max);
     let mut runs = Vec::new();
+    // the next workload's stream, when made while this one's passes ran
+    let mut ahead: Option<AgedStream> = None;
     for (w, pop) in pops.iter().enumerate() {
-        let budget = (pop.fs_bytes as f64 * spec.fullness) as u64;
-        let (tree, left_out) = trim_to(pop, budget);
-        if left_out > 0 {
-            eprintln!(
-                "{}: {left_out} files left out to hold {:.0}% of the file system",
-                pop.name,
-                spec.fullness * 100.0
-            );
-        }
-        // One stream, the oldest age's, for every age: a younger age's stream is its prefix
-        // (`age_prefixes`), so `ends[i]` operations of it are the tree aged `ages[i]`.
-        let t = Instant::now();
-        let generating = crate::stages::enter(crate::stages::PLAN);
-        let oldest = spec.ages.iter().copied().fold(0.0, f64::max);
-        let (aged, ends) = if oldest == 0.0 {
-            (tree.clone(), vec![tree.ops.len(); spec.ages.len()])
-        } else {
-            age_prefixes(
-                &tree,
-                &StreamSpec {
-                    fullness: Some(spec.fullness),
-                    ..StreamSpec::new(oldest, exp.seed)
-                },
-                metadata_margin_bytes(tree.fs_bytes),
-                &spec.ages,
-            )
-            .with_context(|| format!("aging {} by {oldest} capacities", pop.name))?
+        let AgedStream {
+            aged,
+            ends,
+            tree_ops,
+        } = match ahead.take() {
+            Some(made) => made,
+            None => make_stream(pop, &spec, exp.seed)?,
         };
-        drop(generating);
-        let tree_ops = tree.ops.len();
-        drop(tree);
-        eprintln!(
-            "{}: {} aging operations made in {:.1} s for ages {}",
-            pop.name,
-            aged.ops.len() - tree_ops,
-            t.elapsed().as_secs_f64(),
-            spec.ages
-                .iter()
-                .map(|a| format!("{a}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
         // The ages in the order their prefixes end, for the one pass of each policy.
         let mut by_end: Vec<usize> = (0..spec.ages.len()).collect();
         by_end.sort_by_key(|&i| ends[i]);
@@ -634,71 +603,89 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         // metacluster-fsck's policies do; the policies at once, one per CPU, within memory.
         // Predictions take e2fsck's think time from its CPU time, not the wall clock
         // (docs/replay.md), so running them together changes no number.
-        // The stream is checked once (every operation possible in order) for all the
-        // policies' passes, rather than by each pass (issue 28).
-        let checked = crate::stages::timed(crate::stages::PLAN, || CheckedTree::new(&aged))
-            .with_context(|| format!("{} aged up to {oldest}", pop.name))?;
+        let (checked, aged) = (aged.tree(), aged.population());
         let jobs_here = cell_jobs(jobs, a.jobs.is_some(), aged.ops.len())?;
         eprintln!(
             "{}: {jobs_here} policies' passes at once (of {jobs} asked)",
             pop.name
         );
         let first = w * spec.policies.len() * spec.ages.len();
-        let got = crate::support::run_queue(spec.policies.len(), jobs_here, |k| {
-            let pname = &spec.policies[k];
-            let opts = RunOptions {
-                e2fsck: e2fsck_of[pname],
-                ..opts.clone()
-            };
-            let cell = |i: usize| first + k * spec.ages.len() + i + 1;
-            let pass = PolicyPass {
-                exp,
-                spec: &spec,
-                check_spec: &check_spec,
-                opts: &opts,
-                pop: &aged,
-                pname,
-            };
-            let mut made: Vec<Option<AgingRun>> = vec![None; spec.ages.len()];
-            let mut failed: Option<anyhow::Error> = None;
-            let mut since = Instant::now();
-            let ends_in_order: Vec<usize> = by_end.iter().map(|&i| ends[i]).collect();
-            let (profile, geo) =
-                crate::steps::plan::format(spec.mkfs_profile_of(pname), aged.fs_bytes)?;
-            let pol = policy::by_name(pname, &PolicyParams::new())?;
-            let planning = crate::stages::enter(crate::stages::PLAN);
-            pol.plan_prefixes_checked(&geo, checked, exp.seed, &ends_in_order, &mut |j, plan| {
-                let i = by_end[j];
-                let n = spec.ages[i];
-                eprintln!("[{}/{cells}] {} {pname} age {n}", cell(i), pop.name);
-                let aging_operations = (ends[i] - tree_ops) as u64;
-                match pass.cell(&profile, &geo, plan, n, aging_operations) {
-                    Ok(mut run) => {
-                        // this cell's share of the pass since the previous age's, and its check
-                        run.seconds_here = since.elapsed().as_secs_f64();
-                        since = Instant::now();
-                        // the aged population's name says how it was aged; tables group by
-                        // the tree
-                        run.population = pop.name.clone();
-                        made[i] = Some(run);
-                        std::ops::ControlFlow::Continue(())
-                    }
-                    Err(e) => {
-                        failed = Some(e.context(format!("{} {pname} age {n}", pop.name)));
-                        std::ops::ControlFlow::Break(())
-                    }
+        // The next workload's stream is made beside these passes when they are small (issue
+        // 28: bench5's, while ubuntu-32g's stream took 52 s alone at scale 1); beside big
+        // passes it waits for them, as their memory guard counted no other stream, and with
+        // one job (`--jobs 1`) everything still runs one at a time.
+        let small = passes_bytes(aged.ops.len(), jobs_here) <= AHEAD_BESIDE_BYTES;
+        let next = pops.get(w + 1).filter(|_| jobs > 1 && small);
+        let (got, next_stream) = std::thread::scope(|scope| {
+            let making = next.map(|p| scope.spawn(|| make_stream(p, &spec, exp.seed)));
+            let got = crate::support::run_queue(spec.policies.len(), jobs_here, |k| {
+                let pname = &spec.policies[k];
+                let opts = RunOptions {
+                    e2fsck: e2fsck_of[pname],
+                    ..opts.clone()
+                };
+                let cell = |i: usize| first + k * spec.ages.len() + i + 1;
+                let pass = PolicyPass {
+                    exp,
+                    spec: &spec,
+                    check_spec: &check_spec,
+                    opts: &opts,
+                    pop: aged,
+                    pname,
+                };
+                let mut made: Vec<Option<AgingRun>> = vec![None; spec.ages.len()];
+                let mut failed: Option<anyhow::Error> = None;
+                let mut since = Instant::now();
+                let ends_in_order: Vec<usize> = by_end.iter().map(|&i| ends[i]).collect();
+                let (profile, geo) =
+                    crate::steps::plan::format(spec.mkfs_profile_of(pname), aged.fs_bytes)?;
+                let pol = policy::by_name(pname, &PolicyParams::new())?;
+                let planning = crate::stages::enter(crate::stages::PLAN);
+                pol.plan_prefixes_checked(
+                    &geo,
+                    checked,
+                    exp.seed,
+                    &ends_in_order,
+                    &mut |j, plan| {
+                        let i = by_end[j];
+                        let n = spec.ages[i];
+                        eprintln!("[{}/{cells}] {} {pname} age {n}", cell(i), pop.name);
+                        let aging_operations = (ends[i] - tree_ops) as u64;
+                        match pass.cell(&profile, &geo, plan, n, aging_operations) {
+                            Ok(mut run) => {
+                                // this cell's share of the pass since the previous age's,
+                                // and its check
+                                run.seconds_here = since.elapsed().as_secs_f64();
+                                since = Instant::now();
+                                // the aged population's name says how it was aged; tables
+                                // group by the tree
+                                run.population = pop.name.clone();
+                                made[i] = Some(run);
+                                std::ops::ControlFlow::Continue(())
+                            }
+                            Err(e) => {
+                                failed = Some(e.context(format!("{} {pname} age {n}", pop.name)));
+                                std::ops::ControlFlow::Break(())
+                            }
+                        }
+                    },
+                )
+                .with_context(|| format!("{pname} planning {} aged up to {oldest}", pop.name))?;
+                drop(planning);
+                if let Some(e) = failed {
+                    return Err(e);
                 }
-            })
-            .with_context(|| format!("{pname} planning {} aged up to {oldest}", pop.name))?;
-            drop(planning);
-            if let Some(e) = failed {
-                return Err(e);
-            }
-            Ok(made
-                .into_iter()
-                .map(|r| r.expect("the pass gave every age's plan"))
-                .collect::<Vec<AgingRun>>())
-        })?;
+                Ok(made
+                    .into_iter()
+                    .map(|r| r.expect("the pass gave every age's plan"))
+                    .collect::<Vec<AgingRun>>())
+            });
+            let next_stream =
+                making.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            (got, next_stream)
+        });
+        let got = got?;
+        ahead = next_stream.transpose()?;
         // back in the experiment's order: per age, the policies
         for i in 0..spec.ages.len() {
             for policy_runs in &got {
@@ -802,6 +789,81 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// A workload's oldest stream, which every age's cell plans a prefix of.
+struct AgedStream {
+    /// The tree (trimmed to the fullness) and the stream after it, checked once (every
+    /// operation possible in order) for all the policies' passes rather than by each (issue 28).
+    aged: CheckedPopulation,
+    /// Where each age's prefix ends: `ends[i]` operations are the tree aged `ages[i]`.
+    ends: Vec<usize>,
+    /// The tree's operations, before the stream's.
+    tree_ops: usize,
+}
+
+/// `pop` trimmed to the experiment's fullness, aged to its oldest age with `seed`, checked.
+fn make_stream(pop: &Population, spec: &AgingOpSpec, seed: u64) -> Result<AgedStream> {
+    let budget = (pop.fs_bytes as f64 * spec.fullness) as u64;
+    let (tree, left_out) = trim_to(pop, budget);
+    if left_out > 0 {
+        eprintln!(
+            "{}: {left_out} files left out to hold {:.0}% of the file system",
+            pop.name,
+            spec.fullness * 100.0
+        );
+    }
+    // One stream, the oldest age's, for every age: a younger age's stream is its prefix
+    // (`age_prefixes`), so `ends[i]` operations of it are the tree aged `ages[i]`.
+    let t = Instant::now();
+    let generating = crate::stages::enter(crate::stages::PLAN);
+    let oldest = spec.ages.iter().copied().fold(0.0, f64::max);
+    let (aged, ends) = if oldest == 0.0 {
+        (tree.clone(), vec![tree.ops.len(); spec.ages.len()])
+    } else {
+        age_prefixes(
+            &tree,
+            &StreamSpec {
+                fullness: Some(spec.fullness),
+                ..StreamSpec::new(oldest, seed)
+            },
+            metadata_margin_bytes(tree.fs_bytes),
+            &spec.ages,
+        )
+        .with_context(|| format!("aging {} by {oldest} capacities", pop.name))?
+    };
+    let tree_ops = tree.ops.len();
+    drop(tree);
+    eprintln!(
+        "{}: {} aging operations made in {:.1} s for ages {}",
+        pop.name,
+        aged.ops.len() - tree_ops,
+        t.elapsed().as_secs_f64(),
+        spec.ages
+            .iter()
+            .map(|a| format!("{a}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let aged = CheckedPopulation::new(aged)
+        .with_context(|| format!("{} aged up to {oldest}", pop.name))?;
+    drop(generating);
+    Ok(AgedStream {
+        aged,
+        ends,
+        tree_ops,
+    })
+}
+
+/// The next workload's stream is made beside the passes of one whose passes the memory guard
+/// counts at most this many bytes ([`passes_bytes`]): bench5's, not ubuntu-32g's. Making it
+/// early raises the peak by at most what that workload holds meanwhile, these passes and
+/// their stream (170 bytes per operation against each pass's 96): under 3 GiB.
+const AHEAD_BESIDE_BYTES: u64 = 1 << 30;
+
+/// What the memory guard counts for `jobs` passes over `ops` operations at once.
+fn passes_bytes(ops: usize, jobs: usize) -> u64 {
+    (ops as u64).max(1) * CELL_BYTES_PER_OP * jobs as u64
+}
+
 /// Memory one policy's pass may take per operation of the oldest stream, bytes. Measured
 /// (`cargo run --release -p layoutlab-layout --example pass_memory -- ubuntu-32g 0.25`: each
 /// pass's peak resident set above the stream, every age's plan checked, 2026-11-27): 63.4
@@ -824,8 +886,7 @@ fn cell_jobs(jobs: usize, asked: bool, ops: usize) -> Result<usize> {
         return Ok(jobs.max(1));
     }
     let budget = layoutlab_rig::mem_available_bytes()? / 2;
-    let per_cell = (ops as u64).max(1) * CELL_BYTES_PER_OP;
-    Ok(jobs.min((budget / per_cell).max(1) as usize))
+    Ok(jobs.min((budget / passes_bytes(ops, 1)).max(1) as usize))
 }
 
 /// One policy's pass over a workload's oldest stream: what every age's cell of it shares.

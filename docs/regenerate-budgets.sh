@@ -370,24 +370,29 @@ fsck_runs() { # experiment
   fsck_run "$1" closed --closed-loop "$closed_k"
   fsck_run "$1" period --e2fsck period
   fsck_run "$1" rot0 --set os_rotational=false
-  fsck_run "$1" cpu0 --cpu-scale 0
+}
+
+# A `--sensitivity` CPU row of a run (the shipped run's traces at another CPU factor,
+# sensitivity.rs): its total for POLICY, "–" where the run has no such row or it was not priced.
+cpu_row() { # json change-prefix policy
+  jq -r --arg c "CPU: $2" --arg p "$3" "$f1"'[(.sensitivity // [])[] | select(.change | startswith($c))][0].total_seconds[$p] | if . == null then "–" else f1 end' "$1"
 }
 
 if want cpu; then
 # ---- The CPU factor where a period CPU preset would apply (fsck experiments): what this
-# machine's think time adds, switched off alone (`--cpu-scale 0`, a new capture each).
+# machine's think time adds, switched off alone (the shipped run's traces replayed with no
+# think time, `--sensitivity`'s CPU row: exact against the capture).
 for exp in ext4-fsck-allocator metacluster-fsck; do
   fsck_run "$exp" shipped --sensitivity
-  fsck_run "$exp" cpu0 --cpu-scale 0
 done
 {
-  provenance "one run per cell; seconds are the model's"
+  provenance "one run per experiment; seconds are the model's, the no-think-time column a replay of the same traces"
   echo '| experiment | policy | as shipped [s] | no think time (`--cpu-scale 0`) [s] | CPU not overlapped with I/O, as shipped [s] |'
   echo '|---|---|---:|---:|---:|'
   for exp in ext4-fsck-allocator metacluster-fsck; do
     for policy in $(jq -r '.runs[].policy' "$out/$exp-shipped.json"); do
       t() { jq -r --arg p "$policy" "$f1"'.runs[] | select(.policy == $p) | .'"$2"' | f1' "$out/$exp-$1.json"; }
-      printf '| %s | %s | %s | %s | %s |\n' "$exp" "$policy" "$(t shipped total_seconds)" "$(t cpu0 total_seconds)" "$(t shipped cpu_seconds)"
+      printf '| %s | %s | %s | %s | %s |\n' "$exp" "$policy" "$(t shipped total_seconds)" "$(cpu_row "$out/$exp-shipped.json" "no think time" "$policy")" "$(t shipped cpu_seconds)"
     done
   done
 } >"$snip"
@@ -402,22 +407,21 @@ if want cpuf; then
 cpu_preset=atom-n270-2008
 for exp in ext4-fsck-allocator ext3-vs-ext4-fsck; do
   fsck_run "$exp" shipped --sensitivity
-  fsck_run "$exp" cpuF --cpu-scale "$cpu_preset"
   fsck_run "$exp" cpuF-closed --closed-loop "$closed_k" --cpu-scale "$cpu_preset"
 done
 {
-  provenance "one run per cell (each a new capture); seconds are the model's, closed loop the time measured on the emulated disk; F from cpus/$cpu_preset.toml"
-  echo "| experiment | policy | as shipped [s] | e2fsck CPU here [s] | \`--cpu-scale $cpu_preset\`, open loop [s] | its e2fsck CPU charged [s] | \`--closed-loop $closed_k --cpu-scale $cpu_preset\`, measured [s] | its replay [s] | requests: shipped / open loop at F / closed loop at F | published [s] |"
-  echo '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|'
+  provenance "two runs per experiment: the run as shipped, whose traces are also replayed at F (\`--sensitivity\`'s CPU row, exact against that capture), and a closed-loop capture at F; seconds are the model's, closed loop the time measured on the emulated disk; F from cpus/$cpu_preset.toml"
+  echo "| experiment | policy | as shipped [s] | e2fsck CPU here [s] | \`--cpu-scale $cpu_preset\`, open loop: the same traces [s] | \`--closed-loop $closed_k --cpu-scale $cpu_preset\`, measured [s] | its replay [s] | requests: shipped / closed loop at F | published [s] |"
+  echo '|---|---|---:|---:|---:|---:|---:|---:|---:|'
   for exp in ext4-fsck-allocator ext3-vs-ext4-fsck; do
     for policy in $(jq -r '.runs[].policy' "$out/$exp-shipped.json"); do
       t() { jq -r --arg p "$policy" "$f1"'.runs[] | select(.policy == $p) | .'"$2"' | if . == null then "–" else f1 end' "$out/$exp-$1.json"; }
       pub=$(jq -r --arg p "$policy" "$f1"'(.published.total_seconds // {})[$p] | if . == null then "kept aside" else f1 end' "$out/$exp-shipped.json")
       n() { jq -r --arg p "$policy" '.runs[] | select(.policy == $p) | .requests' "$out/$exp-$1.json"; }
-      printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s | %s |\n' "$exp" "$policy" \
-        "$(t shipped total_seconds)" "$(t shipped cpu_seconds)" "$(t cpuF total_seconds)" "$(t cpuF cpu_seconds)" \
+      printf '| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |\n' "$exp" "$policy" \
+        "$(t shipped total_seconds)" "$(t shipped cpu_seconds)" "$(cpu_row "$out/$exp-shipped.json" "$cpu_preset" "$policy")" \
         "$(t cpuF-closed closed_loop.measured_seconds)" "$(t cpuF-closed total_seconds)" \
-        "$(n shipped)" "$(n cpuF)" "$(n cpuF-closed)" "$pub"
+        "$(n shipped)" "$(n cpuF-closed)" "$pub"
     done
   done
 } >"$snip"
@@ -432,7 +436,7 @@ if want fsck; then
 for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do fsck_runs "$exp"; done
 fsck_table() { # experiment
   local exp=$1 j="$out/$1-shipped.json"
-  local runs=(shipped again rot0 closed period cpu0) files=() loads=()
+  local runs=(shipped again rot0 closed period) files=() loads=()
   local n; for n in "${runs[@]}"; do
     files+=("$out/$exp-$n.json")
     if [ -s "$out/$exp-$n.load" ]; then loads+=("$(awk '{printf "%s → %s", $1, $2}' "$out/$exp-$n.load")"); else loads+=(""); fi
@@ -467,11 +471,13 @@ fsck_table() { # experiment
       row("checker"; "e2fsck \(if $period[0] == null then "of the period" else $period[0].runs[0].e2fsck end) (`--e2fsck period`; a new capture)"; totals($period[0]); $load_period),
       (($s.sensitivity // []) | map(select(.change | startswith("another drive: ")))[] as $alt
         | row("device: another drive"; "\($alt.change | ltrimstr("another drive: ")) (the shipped run'"'"'s traces)"; [$alt.total_seconds[$p[0]], $alt.total_seconds[$p[1]]]; "")),
-      (($s.sensitivity // []) | map(select(.change != "as shipped" and (.change | startswith("another drive: ") | not)))) as $v
+      (($s.sensitivity // []) | map(select(.change != "as shipped" and (.change | startswith("another drive: ") | not) and (.change | startswith("CPU: ") | not)))) as $v
       | (if ($v | length) == 0 then "| device: preset values | `--sensitivity` | not run | not run | not run | |" else
           def span(f): ([$v[] | f] | min) as $lo | ([$v[] | f] | max) as $hi | "\($lo | pct) … \($hi | pct)";
           "| device: preset values | `--sensitivity`: \($v | length) variants of the preset, one borrowed or assumed value at a time (the shipped run'"'"'s traces); lowest … highest; the widest, for \($p[0]): `\($v | max_by(.total_seconds[$p[0]] / $base[0] - 1 | fabs) | .change)` | \(span(.total_seconds[$p[0]] / $base[0] - 1))% | \(span(.total_seconds[$p[1]] / $base[1] - 1))% | \(([$v[] | .reduction * 100] | min | f1)) … \(([$v[] | .reduction * 100] | max | f1))% | |" end),
-      row("CPU"; "no think time (`--cpu-scale 0`; a new capture): what this machine'"'"'s CPU adds"; totals($cpu0[0]); $load_cpu0),
+      # The CPU factor: the shipped run'"'"'s traces with no think time, and at each period CPU'"'"'s F.
+      (($s.sensitivity // []) | map(select(.change | startswith("CPU: ")))[] as $c
+        | row("CPU"; "\($c.change | ltrimstr("CPU: ") | if startswith("no think time") then "no think time (`--cpu-scale 0`)" else "the period CPU, `--cpu-scale \(split(" ")[0])`, F = \((split("F = ")[1] // "not formed on this machine") | rtrimstr(")"))" end) (the shipped run'"'"'s traces)"; [$c.total_seconds[$p[0]], $c.total_seconds[$p[1]]]; "")),
       (if $exp == "ext4-fsck-allocator" then
         def mb($r; $pass): [$r.measured_here.e2fsck_tt[] | select(.label == "Pass \($pass)")][0].read_mib;
         "| tree | e2fsck'"'"'s own MB, pass 2 (below) | \(mb($s.runs[0]; 2)) MB | \(mb($s.runs[1]; 2)) MB | (post: \($s.published.pass_mb_read[$p[0]]["2"]) MB) | |"

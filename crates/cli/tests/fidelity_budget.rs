@@ -1170,7 +1170,10 @@ fn period_cpu_prose_follows_its_block() {
         // The cells are rounded to 0.1 s, so the nearest the unrounded pair can lie is 0.1 s
         // closer; the prose's finer range comes from the runs' JSON.
         let nearest = ((measured - replay).abs() - 0.1).max(0.0) / replay * 100.0;
-        assert!(nearest < 2.0, "closed loop off its replay by {nearest:.2}%: {r:?}");
+        assert!(
+            nearest < 2.0,
+            "closed loop off its replay by {nearest:.2}%: {r:?}"
+        );
     }
     let claim = "lies within 2% of its own stream's replay";
     assert!(text.contains(claim), "the prose no longer says: {claim}");

@@ -310,10 +310,23 @@ impl MountedRo {
 
 impl Drop for MountedRo {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.mnt).status();
+        unmount_for_sure(&self.mnt);
         let _ = Command::new("losetup")
             .arg("-d")
             .arg(&self.loop_dev)
             .status();
     }
+}
+
+/// Unmounts `mnt`, retrying while it is busy and detaching it lazily as a last resort: one
+/// failed `umount` under a loaded CI run left this test's mount and loop device behind
+/// (2026-11-27), and the mount point outlived its TempDir.
+fn unmount_for_sure(mnt: &Path) {
+    for _ in 0..10 {
+        match Command::new("umount").arg(mnt).status() {
+            Ok(s) if s.success() => return,
+            _ => std::thread::sleep(std::time::Duration::from_millis(200)),
+        }
+    }
+    let _ = Command::new("umount").arg("-l").arg(mnt).status();
 }

@@ -53,7 +53,20 @@ impl Mounted {
 impl Drop for Mounted {
     fn drop(&mut self) {
         if self.mounted {
-            let _ = Command::new("umount").arg(&self.mnt).status();
+            // Retried while busy, then lazily: a single failed umount under load would leave
+            // the mount and its loop device behind (seen once with every_kind.rs's copy).
+            for _ in 0..10 {
+                match Command::new("umount").arg(&self.mnt).status() {
+                    Ok(s) if s.success() => {
+                        self.mounted = false;
+                        break;
+                    }
+                    _ => std::thread::sleep(std::time::Duration::from_millis(200)),
+                }
+            }
+            if self.mounted {
+                let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
+            }
         }
         let _ = Command::new("losetup")
             .arg("-d")

@@ -1357,29 +1357,19 @@ fn large_delete_prices_each_trace_on_every_device_given() {
         return;
     }
     let dir = scratch("large-delete-devices");
-    let json = dir.join("r.json");
     let devices = ["sata-400g-2007", "sata-400g-2007-alt-samsung"];
-    let o = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
-        .args([
-            "reproduce",
-            "large-delete",
+    let v = common::reproduce_under(
+        &dir,
+        "large-delete",
+        &[
             "--scale",
             "0.002",
             "--fs",
             "ext3",
             "--device",
             &devices.join(","),
-            "--out",
-            dir.join("out").to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-        ])
-        .env("TMPDIR", &dir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        ],
+    );
     assert_eq!(v["device"], devices[0]);
     assert_eq!(v["devices"], serde_json::json!(devices));
     let runs = v["runs"].as_array().unwrap();
@@ -1419,13 +1409,7 @@ fn large_delete_prices_each_trace_on_every_device_given() {
         report.contains("priced on every preset") && report.contains(devices[1]),
         "{report}"
     );
-    let left: Vec<String> = entries(&dir)
-        .into_iter()
-        .filter(|n| n.starts_with("layoutlab-"))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
-    assert!(loops_under(&dir).is_empty());
-    std::fs::remove_dir_all(&dir).unwrap();
+    common::assert_nothing_left(&dir);
 }
 
 /// `reproduce --set`: a value of `layout` that is not one lists the valid ones, a key that is

@@ -109,13 +109,7 @@ fn request_merging_json_contract_and_what_merging_does() {
         assert!(rep.join(f).exists(), "{f}");
     }
     // Nothing left: no temp file or loop device of the run.
-    let left: Vec<String> = entries(&dir)
-        .into_iter()
-        .filter(|n| n.starts_with("layoutlab-"))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
-    assert!(loops_under(&dir).is_empty());
-    std::fs::remove_dir_all(&dir).unwrap();
+    common::assert_nothing_left(&dir);
 }
 
 #[test]

@@ -28,6 +28,21 @@ fn mapping_path(b: u64) -> Vec<String> {
     }
 }
 
+/// The shipped random-read experiment with its file cut to 64 MiB: the experiment, its spec,
+/// and the file's and file system's bytes at scale 1.
+fn file_of_64_mib() -> (
+    layoutlab_experiments::experiment::Experiment,
+    RandomReadSpec,
+    u64,
+    u64,
+) {
+    let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
+    let mut spec: RandomReadSpec = exp.params().unwrap();
+    spec.file_gb = 64.0 * 1048576.0 / 1e9;
+    let (file_bytes, fs_bytes) = sizes(&spec, 1.0);
+    (exp, spec, file_bytes, fs_bytes)
+}
+
 #[test]
 fn mapping_reads_are_the_distinct_mapping_blocks_the_reads_walk_through() {
     if !common::root_or_skip(
@@ -36,10 +51,7 @@ fn mapping_reads_are_the_distinct_mapping_blocks_the_reads_walk_through() {
     ) {
         return;
     }
-    let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
-    let mut spec: RandomReadSpec = exp.params().unwrap();
-    spec.file_gb = 64.0 * 1048576.0 / 1e9;
-    let (file_bytes, fs_bytes) = sizes(&spec, 1.0);
+    let (exp, mut spec, file_bytes, fs_bytes) = file_of_64_mib();
     assert_eq!(file_bytes, 64 << 20);
     // File blocks: direct, single indirect (twice), double indirect under child 0 and child 3
     // (twice), and the last block of the file.
@@ -222,10 +234,7 @@ fn every_trace_is_priced_on_each_preset_given() {
     ) {
         return;
     }
-    let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
-    let mut spec: RandomReadSpec = exp.params().unwrap();
-    spec.file_gb = 64.0 * 1048576.0 / 1e9;
-    let (file_bytes, fs_bytes) = sizes(&spec, 1.0);
+    let (exp, spec, file_bytes, fs_bytes) = file_of_64_mib();
     let offs =
         layoutlab_experiments::random_read::offsets(exp.seed, 200, file_bytes, spec.read_bytes);
     let devices = ["sata-2t-5400-2010", "sata-400g-2007-alt-samsung"].map(String::from);

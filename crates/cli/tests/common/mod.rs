@@ -47,6 +47,18 @@ pub fn entries(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Nothing a run made under `dir` (its TMPDIR) is left: no `layoutlab-*` temp path and no loop
+/// device backed by a file there; then `dir` itself is removed.
+pub fn assert_nothing_left(dir: &Path) {
+    let left: Vec<String> = entries(dir)
+        .into_iter()
+        .filter(|n| n.starts_with("layoutlab-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(loops_under(dir).is_empty(), "{:?}", loops_under(dir));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// Loop devices whose backing file lies under `dir`.
 pub fn loops_under(dir: &Path) -> Vec<String> {
     let out = Command::new("losetup").arg("-a").output().unwrap();
@@ -61,8 +73,22 @@ pub fn loops_under(dir: &Path) -> Vec<String> {
 /// run's output and its pid (what it made is named after it). Panics with the run's stderr when
 /// it fails.
 pub fn reproduce_into(dir: &Path, name: &str, extra: &[&str]) -> (Value, Output, u32) {
+    reproduce_spawn(dir, name, extra, false)
+}
+
+/// [`reproduce_into`] with `TMPDIR` set to `dir`, so that everything the run makes for itself
+/// (temp files, loop devices' backing files) lies under `dir` for [`assert_nothing_left`].
+pub fn reproduce_under(dir: &Path, name: &str, extra: &[&str]) -> Value {
+    reproduce_spawn(dir, name, extra, true).0
+}
+
+fn reproduce_spawn(dir: &Path, name: &str, extra: &[&str], tmpdir: bool) -> (Value, Output, u32) {
     let json = dir.join("r.json");
-    let child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_layoutlab"));
+    if tmpdir {
+        cmd.env("TMPDIR", dir);
+    }
+    let child = cmd
         .args(["reproduce", name])
         .args(extra)
         .arg("--out")

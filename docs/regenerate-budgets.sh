@@ -343,8 +343,14 @@ fi
 # wall seconds here) in EXPERIMENT-NAME.load, since wall-clock figures of a closed-loop capture
 # depend on the machine's load. Every run of an experiment takes the same scale.
 fsck_scale() { case $1 in metacluster-fsck) echo 1;; *) echo "";; esac; } # "": the default (1)
+# Runs made by this invocation: a block that asks again for a run another block made (the
+# shipped run of the cpu, cpuf and fsck blocks) reads the same JSON, so every block is written
+# from one capture.
+declare -A fsck_made=()
 fsck_run() { # experiment name [args...]
   local exp=$1 name=$2; shift 2
+  if [ -n "${fsck_made[$exp-$name]:-}" ]; then return; fi
+  fsck_made[$exp-$name]=1
   local scale; scale=$(fsck_scale "$exp")
   if [ -n "$scale" ]; then set -- --scale "$scale" "$@"; fi
   if [ -n "${REUSE:-}${REUSE_ONLY:-}" ] && [ -s "$out/$exp-$name.json" ]; then

@@ -117,7 +117,19 @@ fn the_page_renders_in_a_real_browser() {
         assert_eq!(stages.len(), 6, "{x}");
         let sum: f64 = stages.values().map(|v| v.as_f64().unwrap()).sum();
         assert!(sum > 0.0 && sum <= x["seconds"].as_f64().unwrap(), "{x}");
+        // What its processes used: some CPU (metacluster-fsck's runs e2fsck twice), and a
+        // resident set of at least the layoutlab binary's own pages.
+        let cpu = x["cpu_seconds"].as_f64().unwrap();
+        assert!(cpu > 0.0, "{x}");
+        assert!(x["peak_rss_bytes"].as_u64().unwrap() >= 1 << 20, "{x}");
     }
+    let named = |n: &str| xs.iter().find(|x| x["name"] == n).unwrap();
+    // metacluster-fsck plans, writes two images and checks them; mkfs-overhead only prices.
+    assert!(
+        named("metacluster-fsck")["cpu_seconds"].as_f64().unwrap()
+            > named("mkfs-overhead")["cpu_seconds"].as_f64().unwrap(),
+        "{v}"
+    );
     let page = dir.join("index.html");
     for width in [1280, 390] {
         let check = check_page(&page, width);

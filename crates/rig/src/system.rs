@@ -285,3 +285,78 @@ mod tests {
         assert!(text.contains("boom") && text.contains('3'), "{text}");
     }
 }
+
+/// What a reaped child's process tree used, as the kernel counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ChildUsage {
+    /// User and system CPU of the child and of every descendant it waited for (e2fsck, mkfs,
+    /// fio, ...); not the kernel's own threads that serve it (loop workers, writeback).
+    pub cpu_seconds: f64,
+    /// The largest resident set of any one process in that tree (`ru_maxrss`): not their sum,
+    /// and not tmpfs or zram pages, which no process maps.
+    pub peak_rss_bytes: u64,
+}
+
+/// Waits for `child` with `wait4(2)`, which also gives its resource usage (`Child::wait` does
+/// not); retried on `EINTR`.
+pub fn wait_with_usage(
+    child: std::process::Child,
+) -> Result<(std::process::ExitStatus, ChildUsage)> {
+    use std::os::unix::process::ExitStatusExt;
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: waiting for our own child, with valid out-pointers.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(RigError::io(format!("wait4 for process {pid}"), err));
+        }
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok((
+        std::process::ExitStatus::from_raw(status),
+        ChildUsage {
+            cpu_seconds: secs(usage.ru_utime) + secs(usage.ru_stime),
+            // Linux counts ru_maxrss in KiB.
+            peak_rss_bytes: usage.ru_maxrss.max(0) as u64 * 1024,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    /// The CPU a child burns and the memory it touches come back from `wait_with_usage`, with
+    /// its exit status: a shell that spins for ~0.3 s of CPU and a `head` that holds 64 MiB.
+    #[test]
+    fn wait_with_usage_gives_the_childs_status_cpu_and_peak_memory() {
+        let spin = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; exit 3",
+            ])
+            .spawn()
+            .unwrap();
+        let (status, usage) = wait_with_usage(spin).unwrap();
+        assert_eq!(status.code(), Some(3));
+        assert!(usage.cpu_seconds > 0.05, "{usage:?}");
+        let hold = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "head -c 67108864 /dev/zero | tail -c 67108864 >/dev/null",
+            ])
+            .spawn()
+            .unwrap();
+        let (status, usage) = wait_with_usage(hold).unwrap();
+        assert!(status.success());
+        // tail keeps the last 64 MiB in memory: the largest process held at least that.
+        assert!(usage.peak_rss_bytes >= 64 << 20, "{usage:?}");
+    }
+}

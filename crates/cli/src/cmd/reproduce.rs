@@ -389,8 +389,8 @@ fn run_all(a: &Args) -> Result<()> {
             cmd.arg("--workdir").arg(w);
         }
         let t = Instant::now();
-        let mut child = super::spawn_child(&mut cmd, &live)?;
-        let status = child.wait()?;
+        let child = super::spawn_child(&mut cmd, &live)?;
+        let (status, usage) = layoutlab_rig::wait_with_usage(child)?;
         live.lock().unwrap().clear();
         let secs = t.elapsed().as_secs_f64();
         let log = std::fs::read_to_string(dir.join("log.txt")).unwrap_or_default();
@@ -432,6 +432,8 @@ fn run_all(a: &Args) -> Result<()> {
             "name": n,
             "status": if status.success() { "done" } else { "failed" },
             "seconds": secs,
+            "cpu_seconds": usage.cpu_seconds,
+            "peak_rss_bytes": usage.peak_rss_bytes,
             "stage_seconds": stage_seconds,
             "result": result,
         }));

@@ -22,12 +22,15 @@
 #                                       queue size, 9 plain captures at their default scales and 3
 #                                       of metacluster-fsck at scale 1) and
 #                                       repeat (ext3-vs-ext4-fsck 3 times plain and 3 times closed
-#                                       loop; shares 2 plain runs with queue): 15-25 min together
+#                                       loop; shares 2 plain runs with queue): 15-25 min together;
+#                                       spread (each fsck experiment captured N_SPREAD = 8 times
+#                                       as shipped at scale 1: 24 runs, about 10 min here)
 #
 # `make docs-budgets` runs it (all blocks). Model-priced seconds are what the tables use; wall time here is
 # never a budget number (the machine is shared). Root is needed (loop devices, tracefs, the
 # emulated disk, mounts); the period mke2fs comes from `make period-e2fsprogs`.
 # Environment:
+#   N_SPREAD=n       captures per experiment of the spread block (default 8)
 #   LAYOUTLAB=path   use this binary instead of building target/release/layoutlab
 #   OUT=dir          keep the runs' reports and JSON there (default: a temp dir, removed)
 #   REUSE=1          with OUT: a run of an experiment (not fio-randread's or mkfs-overhead's,
@@ -654,6 +657,38 @@ for i in 1 2 3; do fsck_run_default_scale "$exp" "cl$i" --closed-loop "$closed_k
   done
 } >"$snip"
 splice "$fidelity" fsck-repeat "$snip"
+fi
+
+if want spread; then
+# The spread of one capture: each fsck experiment captured N_SPREAD times as shipped, at the
+# budget tables' scale (1), one after another. Every figure of a table's new-capture rows is one
+# such sample; this block says how far two samples of the same run lie apart, per policy, and
+# how many different streams (request counts) the captures took.
+n_spread=${N_SPREAD:-8}
+for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
+  for i in $(seq 1 "$n_spread"); do fsck_run "$exp" "spread$i"; done
+done
+{
+  provenance "$n_spread plain captures of each experiment at scale 1, one after another; seconds are the model's replay of each capture's stream, requests the kernel's; a stream is a distinct request count"
+  echo '| experiment | policy | captures | requests: fewest … most (streams) | seconds: least / median / most | most against least | reduction: least … most | captures whose cache another process dropped | load (1 min) over the captures |'
+  echo '|---|---|---:|---|---|---:|---|---:|---|'
+  for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
+    files=()
+    for i in $(seq 1 "$n_spread"); do [ -s "$out/$exp-spread$i.json" ] && files+=("$out/$exp-spread$i.json"); done
+    if [ ${#files[@]} -eq 0 ]; then echo "| $exp | | not run | | | | | | |"; continue; fi
+    load=$(cat "$out/$exp"-spread*.load 2>/dev/null | awk 'NR == 1 { lo = $1; hi = $1 } { for (k = 1; k <= 2; k++) { if ($k < lo) lo = $k; if ($k > hi) hi = $k } } END { printf "%s … %s", lo, hi }')
+    jq -rs --arg exp "$exp" --arg load "$load" "$f1"'
+      def med: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+      . as $runs | ($runs | length) as $n
+      | ([$runs[] | 1 - .runs[1].total_seconds / .runs[0].total_seconds] | sort) as $red
+      | range($runs[0].runs | length) as $i
+      | [$runs[] | .runs[$i]] as $p
+      | ([$p[].requests] | sort) as $rq | ([$p[].total_seconds] | sort) as $s
+      | (if [$p[] | .measured_here | has("cache_drops")] | all then [$p[] | select(.measured_here.cache_drops > 0)] | length else "not counted" end) as $dropped
+      | "| \(if $i == 0 then $exp else "" end) | \($p[0].policy) | \($n) | \($rq[0]) … \($rq[-1]) (\($rq | unique | length)) | \($s[0] | f1) / \($s | med | f1) / \($s[-1] | f1) s | +\(($s[-1] / $s[0] - 1) * 100 | f1)% | \(if $i == 0 then "\($red[0] * 100 | f1) … \($red[-1] * 100 | f1)%" else "" end) | \($dropped) | \(if $i == 0 then $load else "" end) |"' "${files[@]}"
+  done
+} >"$snip"
+splice "$fidelity" fsck-spread "$snip"
 fi
 
 echo "regenerate-budgets: updated $fidelity (build $build)" >&2

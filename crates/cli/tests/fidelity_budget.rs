@@ -1194,3 +1194,87 @@ fn period_cpu_prose_follows_its_block() {
     let claim = format!("({}, {})", growth[0], growth[1]);
     assert!(text.contains(&claim), "the prose no longer says: {claim}");
 }
+
+/// The spread block (`ONLY=spread docs/regenerate-budgets.sh`: each fsck experiment captured
+/// eight times as shipped at scale 1) adds up, and the prose beside it follows it:
+/// - each experiment has its two policies, the same number of captures each, the requests'
+///   fewest ≤ most (one stream when they are equal), seconds least ≤ median ≤ most, and "most
+///   against least" their ratio (to the printed rounding);
+/// - the sentence giving each experiment's widest policy and its reduction's range.
+#[test]
+fn fsck_spread_block_adds_up_and_the_prose_follows() {
+    let rows = budget_rows("fsck-spread");
+    let text = doc_prose();
+    /// An experiment's rows: its name, (policy, most against least [%]) per policy, and its
+    /// reduction's range [%].
+    struct Spread {
+        experiment: String,
+        policies: Vec<(String, f64)>,
+        reduction: (f64, f64),
+    }
+    let mut per_exp: Vec<Spread> = Vec::new();
+    for r in &rows {
+        if !r[0].is_empty() {
+            let (lo, hi) = r[6]
+                .trim_end_matches('%')
+                .split_once(" … ")
+                .unwrap_or_else(|| panic!("reduction '{}' is not 'lo … hi%'", r[6]));
+            let (lo, hi) = (num(lo), num(hi));
+            assert!(lo <= hi, "{r:?}");
+            per_exp.push(Spread {
+                experiment: r[0].clone(),
+                policies: Vec::new(),
+                reduction: (lo, hi),
+            });
+        }
+        assert!(num(&r[2]) >= 2.0, "a spread needs two captures: {r:?}");
+        let (requests, streams) = r[3]
+            .split_once(" (")
+            .unwrap_or_else(|| panic!("'{}' is not 'fewest … most (streams)'", r[3]));
+        let (fewest, most) = requests.split_once(" … ").unwrap();
+        let (fewest, most) = (num(fewest) as u64, num(most) as u64);
+        let streams = num(streams.trim_end_matches(')')) as u64;
+        assert!(fewest <= most, "{r:?}");
+        assert_eq!(fewest == most, streams == 1, "{r:?}");
+        let s: Vec<f64> = r[4].trim_end_matches(" s").split(" / ").map(num).collect();
+        assert!(s.len() == 3 && s[0] <= s[1] && s[1] <= s[2], "{r:?}");
+        let ratio = num(r[5].trim_start_matches('+').trim_end_matches('%'));
+        // Both ends printed to 0.1 s: the ratio of the printed ends within that rounding.
+        let lo = (s[2] - 0.05) / (s[0] + 0.05) - 1.0;
+        let hi = (s[2] + 0.05) / (s[0] - 0.05).max(0.05) - 1.0;
+        assert!(
+            ratio / 100.0 >= lo - 0.0005 && ratio / 100.0 <= hi + 0.0005,
+            "{r:?}: {ratio}% is not most against least"
+        );
+        per_exp
+            .last_mut()
+            .expect("an experiment row first")
+            .policies
+            .push((r[1].clone(), ratio));
+    }
+    let names: Vec<&str> = per_exp.iter().map(|e| e.experiment.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "metacluster-fsck",
+            "ext4-fsck-allocator",
+            "ext3-vs-ext4-fsck"
+        ]
+    );
+    for Spread {
+        experiment: exp,
+        policies,
+        reduction: (lo, hi),
+    } in &per_exp
+    {
+        assert_eq!(policies.len(), 2, "{exp}");
+        let widest = policies.iter().max_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
+        let claim = format!(
+            "{exp}: the widest policy is {}, whose slowest capture took {:.1}% longer than its fastest; the reduction ranged over {:.1} points ({lo:.1} … {hi:.1}%).",
+            widest.0,
+            widest.1,
+            hi - lo
+        );
+        assert!(text.contains(&claim), "the prose no longer says: {claim}");
+    }
+}

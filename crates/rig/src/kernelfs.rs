@@ -695,6 +695,23 @@ impl RigLock {
     /// Waits for and takes the lock (released when it and its clones are dropped, or when
     /// the process dies).
     pub fn acquire() -> Result<RigLock> {
+        Self::take(libc::LOCK_EX, "another layoutlab run to release")
+    }
+
+    /// Waits for and takes the lock *shared*: for a capture that needs no device of another
+    /// run's, only that no layoutlab run drops the page cache while it reads (every drop the
+    /// rig makes is made holding the lock exclusively, through [`KernelFs`] or directly).
+    /// Shared holders run at once; an exclusive taker waits for all of them. In a thread that
+    /// already holds the lock exclusively it waits forever, as a second [`RigLock::acquire`]
+    /// does.
+    pub fn acquire_shared() -> Result<RigLock> {
+        Self::take(
+            libc::LOCK_SH,
+            "a layoutlab run that creates kernel file systems or drops the page cache to release",
+        )
+    }
+
+    fn take(mode: libc::c_int, waiting_for: &str) -> Result<RigLock> {
         let dir = Path::new(LOCK_PATH).parent().expect("has a parent");
         std::fs::create_dir_all(dir)
             .map_err(|e| RigError::io(format!("create {}", dir.display()), e))?;
@@ -704,10 +721,10 @@ impl RigLock {
             .write(true)
             .open(LOCK_PATH)
             .map_err(|e| RigError::io(format!("open {LOCK_PATH}"), e))?;
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            eprintln!("  waiting for another layoutlab run to release {LOCK_PATH}");
+        if unsafe { libc::flock(file.as_raw_fd(), mode | libc::LOCK_NB) } != 0 {
+            eprintln!("  waiting for {waiting_for} {LOCK_PATH}");
             loop {
-                if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                if unsafe { libc::flock(file.as_raw_fd(), mode) } == 0 {
                     break;
                 }
                 let e = std::io::Error::last_os_error();

@@ -81,7 +81,7 @@ pub use mount::Mount;
 pub use period::{E2fsprogs, E2FSPROGS_NAMES};
 pub use system::{
     check_free_space, drop_caches, free_space_bytes, is_memory_fs, is_root, page_bytes,
-    require_root, run_command, wait_with_usage, ChildUsage, TempDir, TempFile,
+    page_cache_drops, require_root, run_command, wait_with_usage, ChildUsage, TempDir, TempFile,
 };
 pub use tracefs::{
     read_bios, BioEvents, Capture, CpuAccounting, CpuFollower, ExpectedEvents, Marker,

@@ -85,12 +85,33 @@ pub fn check_free_space(dir: &Path, bytes: u64) -> Result<()> {
 }
 
 /// Writes dirty pages back and drops the page, dentry and inode caches (root), so the next
-/// read reaches the device.
+/// read reaches the device. Every caller in layoutlab holds the [`crate::RigLock`]
+/// exclusively (a [`crate::KernelFs`], or the lock itself): a capture that holds it shared
+/// (e2fsck's, [`crate::run_e2fsck_traced`]) must not lose its cache halfway.
 pub fn drop_caches() -> Result<()> {
     require_root("dropping the page cache")?;
     unsafe { libc::sync() };
     std::fs::write("/proc/sys/vm/drop_caches", "3")
         .map_err(|e| RigError::io("write /proc/sys/vm/drop_caches", e))
+}
+
+/// How many times anyone has dropped the page cache since boot (`drop_pagecache` of
+/// /proc/vmstat: each write of 1 or 3 to /proc/sys/vm/drop_caches). Two readings around a
+/// capture say whether another process dropped the cache under it.
+pub fn page_cache_drops() -> Result<u64> {
+    let text = std::fs::read_to_string("/proc/vmstat")
+        .map_err(|e| RigError::io("read /proc/vmstat", e))?;
+    parse_page_cache_drops(&text).ok_or_else(|| RigError::Parse {
+        source_name: "/proc/vmstat".into(),
+        line: 0,
+        reason: "no drop_pagecache counter".into(),
+    })
+}
+
+fn parse_page_cache_drops(vmstat: &str) -> Option<u64> {
+    vmstat
+        .lines()
+        .find_map(|l| l.strip_prefix("drop_pagecache ")?.trim().parse().ok())
 }
 
 /// Runs `program args`, returning its standard output; a non-zero exit becomes
@@ -332,6 +353,14 @@ pub fn wait_with_usage(
 #[cfg(test)]
 mod usage_tests {
     use super::*;
+
+    #[test]
+    fn page_cache_drops_are_read_from_vmstat() {
+        let text = "nr_free_pages 6086688\ndrop_pagecache 1707\ndrop_slab 1708\n";
+        assert_eq!(parse_page_cache_drops(text), Some(1707));
+        assert_eq!(parse_page_cache_drops("drop_slab 3\n"), None);
+        assert!(page_cache_drops().is_ok(), "this kernel counts drops");
+    }
 
     /// The CPU a child burns and the memory it touches come back from `wait_with_usage`, with
     /// its exit status: a shell that spins for ~0.3 s of CPU and a `head` that holds 64 MiB.

@@ -185,6 +185,11 @@ pub struct MeasuredHere {
     /// waited less for a CPU here, which changes this machine's wall times, not the requests.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub e2fsck_real_time: bool,
+    /// How many times another process (one that does not take the rig lock) dropped the page
+    /// cache while e2fsck ran ([`layoutlab_rig::FsckRun::cache_drops`]); not 0: e2fsck may have
+    /// read blocks again, and the stream is a disturbed sample. (Absent from the JSON of runs
+    /// made before it was counted, 2026-11-27.)
+    pub cache_drops: u64,
 }
 
 /// The ring buffer a check's capture was given and what the capture then held: the test that
@@ -515,6 +520,17 @@ pub fn traced_e2fsck(
         head + tail
     };
     let tt_sections = run.times.sections.clone();
+    if run.cache_drops > 0 {
+        progress(
+            &plan.policy,
+            &format!(
+                "note: another process dropped the page cache {} time(s) while e2fsck ran: it may \
+                 have read blocks again, so this capture is a disturbed sample (JSON \
+                 measured_here.cache_drops; docs/fidelity.md, \"The spread of one capture\")",
+                run.cache_drops
+            ),
+        );
+    }
     let trace = run.capture.trace;
     let think = think_summary(&trace);
     let think_source = ThinkSource::of(&trace);
@@ -600,6 +616,7 @@ pub fn traced_e2fsck(
                 requests_expected: expected.requests,
             }),
             e2fsck_real_time: spec.e2fsck_real_time || opts.closed_loop.is_some(),
+            cache_drops: run.cache_drops,
         },
         file_data_bytes: plan.file_data_blocks() * u64::from(geometry.block_size_bytes),
         fragmented_files: plan

@@ -114,6 +114,10 @@ pub struct FsckRun {
     /// take the rig lock: every layoutlab drop waits for the capture). Not 0: e2fsck may have
     /// read blocks again that it had read before, and the stream is a disturbed sample.
     pub cache_drops: u64,
+    /// Seconds spent waiting for the rig lock before e2fsck started (another run creating
+    /// kernel file systems or dropping the page cache): part of the caller's wall time, not
+    /// of the check.
+    pub lock_wait_seconds: f64,
 }
 
 impl FsckRun {
@@ -185,7 +189,9 @@ pub fn run_e2fsck_traced(
     // Held until e2fsck has exited: no layoutlab run drops the page cache under it (a drop in
     // pass 2 made e2fsck read its directory blocks again, in new read-ahead windows: 17,702
     // requests instead of 15,061 for ext4-fsck-allocator's ext4-2008; docs/fidelity.md).
+    let waited = std::time::Instant::now();
     let _no_cache_drops = crate::RigLock::acquire_shared()?;
+    let lock_wait_seconds = waited.elapsed().as_secs_f64();
     let drops_before = crate::page_cache_drops()?;
     let session = TracefsSession::start(dev, &opts.trace)?;
     session.mark("setup")?;
@@ -299,6 +305,7 @@ pub fn run_e2fsck_traced(
         stdout,
         stderr,
         cache_drops,
+        lock_wait_seconds,
     })
 }
 

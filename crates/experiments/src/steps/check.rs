@@ -190,6 +190,9 @@ pub struct MeasuredHere {
     /// read blocks again, and the stream is a disturbed sample. (Absent from the JSON of runs
     /// made before it was counted, 2026-11-27.)
     pub cache_drops: u64,
+    /// Seconds the traced check waited for the rig lock before e2fsck started (inside
+    /// `stage_seconds.traced_check`): another run's kernel work, not this check's.
+    pub lock_wait_seconds: f64,
 }
 
 /// The ring buffer a check's capture was given and what the capture then held: the test that
@@ -538,10 +541,18 @@ pub fn traced_e2fsck(
     progress(
         &plan.policy,
         &format!(
-            "traced e2fsck ({}) -fn -tt: clean; {} requests in {:.1} s here; CPU {} (e2fsck -tt: {:.2} s)",
+            "traced e2fsck ({}) -fn -tt: clean; {} requests in {:.1} s here{}; CPU {} (e2fsck -tt: {:.2} s)",
             opts.e2fsck,
             trace.requests.len(),
             t.elapsed().as_secs_f64(),
+            if run.lock_wait_seconds >= 0.1 {
+                format!(
+                    " (of which {:.1} s waiting for another run's kernel work: the rig lock)",
+                    run.lock_wait_seconds
+                )
+            } else {
+                String::new()
+            },
             scheduler_cpu_seconds.map_or("not accounted".to_string(), |s| format!("{s:.2} s")),
             total.map_or(0.0, |s| s.user_s + s.sys_s),
         ),
@@ -617,6 +628,7 @@ pub fn traced_e2fsck(
             }),
             e2fsck_real_time: spec.e2fsck_real_time || opts.closed_loop.is_some(),
             cache_drops: run.cache_drops,
+            lock_wait_seconds: run.lock_wait_seconds,
         },
         file_data_bytes: plan.file_data_blocks() * u64::from(geometry.block_size_bytes),
         fragmented_files: plan

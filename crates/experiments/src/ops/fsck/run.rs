@@ -339,6 +339,7 @@ pub(crate) fn fixture_runs() -> Vec<PolicyRun> {
                 capture_ring: None,
                 e2fsck_real_time: false,
                 cache_drops: 0,
+                lock_wait_seconds: 0.0,
             },
             fragmented_files: 7,
             e2fsck_vitals: None,

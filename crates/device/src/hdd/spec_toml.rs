@@ -924,13 +924,14 @@ pub fn spec_to_toml_string(spec: &HddSpec) -> String {
 mod tests {
     use super::*;
 
-    const SHIPPED: [&str; 6] = [
+    const SHIPPED: [&str; 7] = [
         "sata-400g-2007",
         "sata-500g-2008",
         "sata-2t-5400-2010",
         "sata-20t-7200-2022",
         "sata-160g-2009-alt-wd",
         "sata-400g-2007-alt-samsung",
+        "sata-2t-5400-2010-alt-wd",
     ];
 
     fn shipped(name: &str) -> (String, String) {

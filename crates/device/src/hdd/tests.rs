@@ -277,6 +277,7 @@ fn shipped_presets_load_and_hold_their_capacity() {
         // Issue 27's alternatives (docs/hdd-model.md, "Alternative presets").
         ("sata-160g-2009-alt-wd", 312_581_808),
         ("sata-400g-2007-alt-samsung", 781_422_768),
+        ("sata-2t-5400-2010-alt-wd", 3_907_029_168),
     ] {
         let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
         // A missing preset fails the test rather than skipping it.

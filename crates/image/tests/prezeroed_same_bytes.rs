@@ -20,7 +20,7 @@ use std::process::Command;
 
 /// 20 groups of 128 MiB: backups in five groups, two flex groups of 16 (a short last one),
 /// a 64 MiB journal (the 1.40 and 1.47 tables agree at this size).
-const FS_BYTES: u64 = 20 * 128 << 20;
+const FS_BYTES: u64 = 20 * (128 << 20);
 const UUID: &str = "6c61796f-7574-4c61-9272-72313200beef";
 
 /// `cmp` of two files: `None` when equal, else its report (the first differing bytes).

@@ -494,10 +494,11 @@ pub fn run_target(
         Target::Raw { .. } | Target::Emulated { .. } => None,
         Target::Fs(k) => {
             // A file the kernel wrote must be on disk before FIEMAP reads its extents. An
-            // image's blocks were written through libext2fs a moment ago and are still in the
-            // host's page cache, where FIEMAP and debugfs find ext3's 453,440 indirect blocks
-            // at scale 1: after a remount had dropped them, `filefrag -v` read them back from
-            // the disk's ext4 for 89 s. Each mode remounts cold before its reads either way.
+            // image was written through libext2fs before the mount, so the check needs no
+            // remount, whose drop of every cache made FIEMAP and debugfs read ext3's 453,440
+            // indirect blocks back from the work directory (at scale 1 from /tmp, `filefrag -v`
+            // took 89 s after a remount and 60 s without, one run each at different loads).
+            // Each mode remounts cold before its reads either way.
             if policy.is_none() {
                 k.remount()?;
             }

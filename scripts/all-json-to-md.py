@@ -9,7 +9,7 @@ usage: scripts/all-json-to-md.py ALL.JSON "HEADER TEXT" > PAGE.md
 import json
 import sys
 
-STAGES = ["plan", "image", "capture", "price", "report", "other"]
+STAGES = ["plan", "image", "capture", "price", "report", "teardown", "other"]
 
 
 def main():

@@ -8,7 +8,9 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-const STAGES: [&str; 6] = ["plan", "image", "capture", "price", "report", "other"];
+const STAGES: [&str; 7] = [
+    "plan", "image", "capture", "price", "report", "teardown", "other",
+];
 
 /// Checks one run's object and returns its stages.
 fn check_run(r: &Value, experiment: &str) -> serde_json::Map<String, Value> {

@@ -910,6 +910,33 @@ long ll_add_journal(ext2_filsys fs, u32 blocks, u64 goal)
 }
 
 /*
+ * mke2fs 1.47 with `-E assume_storage_prezeroed=1` marks every group EXT2_BG_INODE_ZEROED
+ * (misc/mke2fs.c write_inode_tables(): itable_zeroed), where zeroing the tables itself with
+ * lazy_itable_init on (its default on kernels from 2.6.37) marks none. Clears the flag on every
+ * group, with the group's checksum, so that the file system is the one mke2fs makes when it
+ * zeroes. Returns the number of groups changed in *changed.
+ */
+long ll_clear_itable_zeroed(ext2_filsys fs, u64 *changed)
+{
+	dgrp_t g;
+
+	*changed = 0;
+	for (g = 0; g < fs->group_desc_count; g++) {
+		if (!ext2fs_bg_flags_test(fs, g, EXT2_BG_INODE_ZEROED))
+			continue;
+		ext2fs_bg_flags_clear(fs, g, EXT2_BG_INODE_ZEROED);
+		ext2fs_group_desc_csum_set(fs, g);
+		(*changed)++;
+	}
+	if (*changed) {
+		/* mke2fs wrote the flag into every descriptor copy: closing rewrites them all */
+		fs->flags &= ~EXT2_FLAG_MASTER_SB_ONLY;
+		ext2fs_mark_super_dirty(fs);
+	}
+	return 0;
+}
+
+/*
  * e2fsprogs 1.41's rule for BLOCK_UNINIT (lib/ext2fs/alloc_sb.c ext2fs_reserve_super_and_bgd):
  * a group that holds a backup of the group descriptors loses the flag when the file system has
  * reserved GDT blocks, so its block bitmap is written out rather than computed. Today's mke2fs

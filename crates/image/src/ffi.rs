@@ -146,6 +146,7 @@ extern "C" {
     fn ll_find_used(fs: *mut RawFs, first: u64, len: u64, found: *mut u64) -> c_long;
     fn ll_add_journal(fs: *mut RawFs, blocks: u32, goal: u64) -> c_long;
     fn ll_clear_block_uninit_on_gdt_backups(fs: *mut RawFs, changed: *mut u64) -> c_long;
+    fn ll_clear_itable_zeroed(fs: *mut RawFs, changed: *mut u64) -> c_long;
     fn ll_map_blocks_past_size(fs: *mut RawFs, ino: u32, extra: u32) -> c_long;
     fn ll_move_group_tables(
         fs: *mut RawFs,
@@ -551,6 +552,17 @@ impl Fs {
         // SAFETY: live handle, opened read-write by the caller.
         let code = unsafe { ll_clear_block_uninit_on_gdt_backups(self.raw, &mut changed) };
         self.check("ext2fs_reserve_super_and_bgd (1.41 rule)", code)?;
+        Ok(changed)
+    }
+
+    /// Clears EXT2_BG_INODE_ZEROED on every group (with its checksum): what mke2fs marks
+    /// when told the storage is prezeroed and not when it zeroes the tables itself with
+    /// lazy_itable_init on. Returns how many groups changed.
+    pub fn clear_itable_zeroed(&self) -> Result<u64, ImageError> {
+        let mut changed = 0u64;
+        // SAFETY: live handle, opened read-write by the caller.
+        let code = unsafe { ll_clear_itable_zeroed(self.raw, &mut changed) };
+        self.check("ext2fs_bg_flags_clear (ITABLE_ZEROED)", code)?;
         Ok(changed)
     }
 

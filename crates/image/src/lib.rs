@@ -43,6 +43,7 @@ pub use materialize::{
     materialize, materialize_with, materialize_with_dirs, DirWriter, MapWriter, MaterializeStats,
 };
 pub use mkfs::{
-    add_journal, allocated_bytes, default_journal_blocks, estimate_mkfs_bytes, mkfs, mkfs_profile,
-    plan_written_bytes, HostZeroing, MkfsReport,
+    add_journal, allocated_bytes, default_journal_blocks, estimate_mkfs_bytes,
+    estimate_profile_bytes, mkfs, mkfs_profile, mkfs_profile_with, plan_written_bytes,
+    profile_mke2fs_args, HostZeroing, MkfsHow, MkfsReport,
 };

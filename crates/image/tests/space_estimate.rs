@@ -1,5 +1,5 @@
 //! The free-space estimate against what a made image really holds (`du`): mke2fs's part
-//! ([`estimate_mkfs_bytes`], which probes how the host zeroes a range) plus the plan's
+//! ([`estimate_profile_bytes`], which probes how the host zeroes a range) plus the plan's
 //! ([`plan_written_bytes`]) must never be below the image's allocated bytes, and must not
 //! overcount by more than a stated bound, on both kinds of host the experiments use: tmpfs
 //! (`/dev/shm`: zeroed inode tables and journal become holes) and the disk's ext4 (`/tmp`:
@@ -13,10 +13,13 @@
 //! images are deterministic (mke2fs, libext2fs and the plan), so `du` is the same each run.
 //! Checked to fail where the claim breaks: without the primary's reserved GDT blocks the
 //! estimate was 2.6 MB below `du` on both hosts; counting the journal that
-//! `assume_storage_prezeroed` leaves lazy put it 38 MB over on ext4.
+//! `assume_storage_prezeroed` leaves lazy put it 38 MB over on ext4; since `mkfs_profile`
+//! leaves every profile's tables as holes (tests/prezeroed_same_bytes.rs), sparing ext3's
+//! block-mapped journal too put the ext3 image's estimate 126 MiB below `du` on ext4 (48,959,488
+//! against 181,485,568 bytes: its 128 MiB journal, zeroed whatever the flags).
 
 use layoutlab_image::{
-    allocated_bytes, estimate_mkfs_bytes, materialize, mkfs_profile, plan_written_bytes,
+    allocated_bytes, estimate_profile_bytes, materialize, mkfs_profile, plan_written_bytes,
     HostZeroing,
 };
 use layoutlab_layout::{policy_by_name, Geometry, MkfsProfile, PolicyParams};
@@ -38,8 +41,7 @@ fn estimate_and_du(
         .unwrap()
         .plan(&geo, &pop, 29)
         .unwrap();
-    let (mkfs_part, detail) =
-        estimate_mkfs_bytes(dir, pop.fs_bytes, &profile.mke2fs_args(pop.fs_bytes)).unwrap();
+    let (mkfs_part, detail) = estimate_profile_bytes(dir, pop.fs_bytes, &profile).unwrap();
     let estimate = mkfs_part + plan_written_bytes(&plan, &geo);
     let image = dir.join(format!("{policy}.img"));
     mkfs_profile(&image, pop.fs_bytes, &profile).unwrap();

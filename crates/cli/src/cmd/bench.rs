@@ -112,7 +112,7 @@ pub enum Command {
         json: Option<PathBuf>,
     },
     /// Run a named experiment (the real `layoutlab reproduce`) at each scale and report its
-    /// wall time and where it went: plan, image, capture, price, report and other (the stages
+    /// wall time and where it went: plan, image, capture, price, report, teardown and other (the stages
     /// of docs/architecture.md's pipeline; time when several run at once is shared among them,
     /// so they add up to the wall time). `all`: every shipped experiment in turn, as
     /// `reproduce all` runs them, at one scale (default: each one's own), beside the budget:
@@ -164,7 +164,7 @@ struct ExperimentBench {
     error: Option<String>,
     /// The whole `layoutlab reproduce` command, wall seconds.
     wall_seconds: f64,
-    /// Wall seconds per stage (plan, image, capture, price, report, other), from the run's
+    /// Wall seconds per stage (plan, image, capture, price, report, teardown, other), from the run's
     /// own clock (`reproduce --stage-times`): they add up to `wall_seconds`, "other" taking
     /// the process's start and exit too. Empty if the run failed.
     stage_seconds: BTreeMap<String, f64>,

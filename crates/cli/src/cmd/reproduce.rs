@@ -102,7 +102,7 @@ pub struct Args {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Write where this run's wall time went as JSON to PATH: `{"wall_seconds",
-    /// "stage_seconds": {"plan", "image", "capture", "price", "report", "other"}}`, the stages
+    /// "stage_seconds": {"plan", "image", "capture", "price", "report", "teardown", "other"}}`, the stages
     /// adding up to the wall time (time when several stages run at once is shared among them;
     /// `layoutlab bench experiment` reads it).
     #[arg(long, value_name = "PATH")]

@@ -45,8 +45,9 @@ pub fn write_plan(
 /// Bytes a sparse image of `plan` on `geometry` really holds: bitmaps, descriptors (every
 /// copy, and a superblock and descriptor copy only where sparse_super keeps one), the journal
 /// and the files' mapping blocks. Data blocks stay holes, and so do the inode tables, which
-/// mke2fs punches (the image crate checks its own need before mke2fs runs). What the rig's
-/// free-space check asks of the directory an image is made in.
+/// mke2fs leaves unwritten in the fresh file (`layoutlab_image::profile_mke2fs_args`; the image
+/// crate checks its own need before mke2fs runs). What the rig's free-space check asks of the
+/// directory an image is made in.
 pub fn sparse_image_bytes(geometry: &Geometry, plan: &Plan) -> u64 {
     let g = geometry;
     let sparse = g.has_feature("sparse_super");
@@ -184,8 +185,7 @@ pub fn image_need(
     plan: Option<&Plan>,
 ) -> Result<(u64, String)> {
     let fs_bytes = geometry.blocks_count * u64::from(geometry.block_size_bytes);
-    let (mkfs_bytes, detail) =
-        layoutlab_image::estimate_mkfs_bytes(dir, fs_bytes, &profile.mke2fs_args(fs_bytes))?;
+    let (mkfs_bytes, detail) = layoutlab_image::estimate_profile_bytes(dir, fs_bytes, profile)?;
     let plan_bytes = plan.map_or(0, |p| layoutlab_image::plan_written_bytes(p, geometry));
     Ok((
         mkfs_bytes + plan_bytes,

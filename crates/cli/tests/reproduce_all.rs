@@ -114,7 +114,11 @@ fn the_page_renders_in_a_real_browser() {
         assert!(x["result"].is_object(), "{x}");
         // where its time went, by the run's own clock: every stage, within its wall time
         let stages = x["stage_seconds"].as_object().unwrap();
-        assert_eq!(stages.len(), layoutlab_experiments::stages::ALL.len(), "{x}");
+        assert_eq!(
+            stages.len(),
+            layoutlab_experiments::stages::ALL.len(),
+            "{x}"
+        );
         let sum: f64 = stages.values().map(|v| v.as_f64().unwrap()).sum();
         assert!(sum > 0.0 && sum <= x["seconds"].as_f64().unwrap(), "{x}");
         // What its processes used: some CPU (metacluster-fsck's runs e2fsck twice), and a

@@ -215,6 +215,8 @@ pub struct DeleteRun {
     pub seconds_on: crate::steps::price::SecondsOn,
     /// Seconds the delete took here (zram under loop): context only.
     pub seconds_here: f64,
+    /// Where this run's wall time went here ([`RunWall`]): what scale 1 costs, per run.
+    pub wall: RunWall,
     /// The least the layout lets a delete read, sectors: the file's mapping blocks plus the
     /// distinct block bitmaps and group-descriptor blocks its data touches (ext only).
     pub min_sectors_read: Option<u64>,
@@ -242,6 +244,39 @@ pub struct DeleteRun {
     /// the same stream, beside it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub closed_loop: Option<crate::steps::check::ClosedLoopRun>,
+}
+
+/// Wall-clock seconds of one run's steps on this machine (`wall` in the JSON): where a large
+/// scale's time goes. Context, like `seconds_here`: they follow the machine's load.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RunWall {
+    /// Waiting for the rig lock (another run's kernel file systems).
+    pub lock_wait_seconds: f64,
+    /// Making the file system: zram, loop device, mkfs and mount, or the sparse image planned
+    /// by a policy and written through libext2fs, then mounted.
+    pub make_seconds: f64,
+    /// The kernel's write of the file(s) (the fragmented variant's pair), to the last fsync;
+    /// none for a file written through libext2fs.
+    pub write_seconds: Option<f64>,
+    /// Remount (cold caches), FIEMAP, and reading every block's class with the file system's
+    /// own tools (libext2fs, xfs_db, btrfs dump-tree).
+    pub layout_seconds: f64,
+    /// The traced delete: drop caches, `rm` + sync under the trace, the trace checked
+    /// against the device's counters, and the teardown (unmount, loop device, zram).
+    pub capture_seconds: f64,
+}
+
+impl RunWall {
+    /// One line for the log: each step's seconds.
+    pub fn describe(&self) -> String {
+        let write = self
+            .write_seconds
+            .map_or(String::new(), |w| format!(", write {w:.1} s"));
+        format!(
+            "lock wait {:.1} s, make {:.1} s{write}, layout {:.1} s, capture {:.1} s",
+            self.lock_wait_seconds, self.make_seconds, self.layout_seconds, self.capture_seconds
+        )
+    }
 }
 
 /// Run every file system and variant, then report.
@@ -331,7 +366,7 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
             )
             .with_context(|| format!("{} {variant}", p.name))?;
             eprintln!(
-                "  {} fragments; delete read {} and wrote {} sectors; {:.3} s on {device}{}{}",
+                "  {} fragments; delete read {} and wrote {} sectors; {:.3} s on {device}{}{}\n  here: {}",
                 run.fragments,
                 run.sectors_read,
                 run.sectors_written,
@@ -343,7 +378,8 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
                         c.time_scale, c.measured_seconds, c.requests_served
                     ),
                     None => String::new(),
-                }
+                },
+                run.wall.describe()
             );
             runs.push(run);
         }
@@ -378,8 +414,14 @@ fn one_run(
     let label = policy.map(|(l, _)| l);
     let policy = policy.map(|(_, p)| p);
     let image_stage = crate::stages::enter(crate::stages::IMAGE);
+    let mut wall = RunWall::default();
+    let clock = std::time::Instant::now();
+    // Taken here, so that its wait is told apart from the making.
+    let lock = layoutlab_rig::RigLock::acquire()?;
+    wall.lock_wait_seconds = clock.elapsed().as_secs_f64();
+    let clock = std::time::Instant::now();
     let mut kfs = match policy {
-        None => KernelFs::create(opts)?,
+        None => KernelFs::create_holding(opts, &lock)?,
         Some(policy) => {
             let population = write_population(variant, opts.bytes, file_bytes, spec);
             let image = policy_image(policy, &population, seed)?;
@@ -395,15 +437,23 @@ fn one_run(
                 ),
                 ..opts.clone()
             };
-            KernelFs::from_image(opts, &mut |path: &Path| {
+            KernelFs::from_image_holding(opts, Some(&lock), &mut |path: &Path| {
                 crate::steps::image::write_plan(path, opts.bytes, &image.profile, &image.plan)
             })?
         }
     };
+    drop(lock);
+    wall.make_seconds = clock.elapsed().as_secs_f64();
+    let clock = std::time::Instant::now();
     let written_through = match policy {
         Some(_) => None,
-        None => Some(write_file(&mut kfs, spec, fs, variant, file_bytes)?),
+        None => {
+            let path = write_file(&mut kfs, spec, fs, variant, file_bytes)?;
+            wall.write_seconds = Some(clock.elapsed().as_secs_f64());
+            Some(path)
+        }
     };
+    let clock = std::time::Instant::now();
     kfs.remount()?;
     let file = kfs.mount_point().join("big");
     let fragments = fragments(&file)?;
@@ -423,6 +473,8 @@ fn one_run(
         FsKind::Btrfs => (None, Some(crate::fs_classes::btrfs(kfs.device().path())?)),
     };
     drop(image_stage);
+    wall.layout_seconds = clock.elapsed().as_secs_f64();
+    let clock = std::time::Instant::now();
     let capture_stage = crate::stages::enter(crate::stages::CAPTURE);
     if let Some(k) = closed_loop {
         // Closed loop: the delete runs on the emulated disk (the same backing, read-write),
@@ -450,6 +502,7 @@ fn one_run(
         None => None,
     };
     drop(kfs);
+    wall.capture_seconds = clock.elapsed().as_secs_f64();
     let phase = &captured.phases[0];
     let trace = captured.capture.trace;
     drop(capture_stage);
@@ -477,6 +530,7 @@ fn one_run(
         seconds: replayed.wall_ns / 1e9,
         seconds_on,
         seconds_here,
+        wall,
         min_sectors_read: ext.as_ref().map(ExtLayout::min_sectors_to_free),
         by_class: match (&ext, &other) {
             (Some(l), _) => Some(l.sectors_by_class(&trace)),

@@ -761,7 +761,6 @@ mod tests {
         assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
     }
 
-    #[test]
     /// Two zram devices that each fit alone are refused together when their memory summed
     /// does not fit (a run writing file systems at once holds all of them).
     #[test]

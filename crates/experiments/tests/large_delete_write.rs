@@ -204,13 +204,14 @@ fn unproven_files_are_written_buffered() {
     }
 }
 
-/// The kernel-written files the experiment writes at once (`write_lanes`, the shipped groups
-/// of [`large_delete::batches`]) lie where each lies written alone. Each file system has its own
-/// zram and loop devices, so the two writes meet only in what the machine shares: the CPUs
-/// (timing) and the page cache's dirty limits (when writeback starts). At this size both files
-/// of a group stay under the flusher's background threshold, so each is laid out by its own
-/// fsyncs and fdatasyncs; above it (scale 1) writeback timing moves some files between runs
-/// written alone as well (docs/experiments/large-delete.md, "Scale 1 cost").
+/// The kernel-written files the experiment may write at once ([`large_delete::AT_ONCE_PROVEN`],
+/// grouped by [`large_delete::batches`]), each pair of them, lie where each lies written
+/// alone. Each file system has its own zram and loop devices, so two writes meet only in what
+/// the machine shares: the CPUs (timing) and the page cache's dirty limits (when writeback
+/// starts). At this size both files of a pair stay under the flusher's background threshold,
+/// so each is laid out by its own fsyncs and fdatasyncs; above it (scale 1) writeback timing
+/// moves some files between runs written alone as well (docs/experiments/large-delete.md,
+/// "Scale 1 cost").
 #[test]
 fn files_written_at_once_lay_out_as_written_alone() {
     if !root_or_skip("files_written_at_once_lay_out_as_written_alone") {
@@ -222,45 +223,43 @@ fn files_written_at_once_lay_out_as_written_alone() {
     let queue =
         layoutlab_experiments::support::capture_queue(&exp.device, Some(128), None).unwrap();
     let jobs = large_delete::jobs(&spec, fs_bytes, &queue, &std::env::temp_dir()).unwrap();
-    let groups: Vec<Vec<usize>> = large_delete::batches(&jobs, spec.write_lanes)
-        .into_iter()
-        .filter(|g| g.len() > 1)
-        .collect();
-    assert!(
-        !groups.is_empty(),
-        "the shipped experiment writes files at once"
-    );
+    // With two lanes the shipped runs write some of them at once.
+    assert!(large_delete::batches(&jobs, 2).iter().any(|g| g.len() > 1));
+    let files = large_delete::AT_ONCE_PROVEN;
     let lock = RigLock::acquire().unwrap();
-    for group in groups {
-        let alone: Vec<Written> = group
-            .iter()
-            .map(|&i| write_once(&jobs[i].fs, &jobs[i].variant, &spec.write, &lock))
-            .collect();
-        let at_once: Vec<Written> = std::thread::scope(|scope| {
-            let threads: Vec<_> = group
-                .iter()
-                .map(|&i| {
-                    let (job, lock, write) = (&jobs[i], &lock, &spec.write);
-                    scope.spawn(move || write_once(&job.fs, &job.variant, write, lock))
-                })
-                .collect();
-            threads.into_iter().map(|t| t.join().unwrap()).collect()
-        });
-        for ((&i, a), b) in group.iter().zip(&alone).zip(&at_once) {
-            let (fs, variant) = (&jobs[i].fs, &jobs[i].variant);
-            assert_eq!(a.path, b.path, "{fs} {variant}: the same write path");
-            for ((name, x), (_, y)) in a.extents.iter().zip(&b.extents) {
-                println!(
-                    "{fs} {variant} {name}: {} extents alone, {} at once",
-                    x.len(),
-                    y.len()
+    let alone: Vec<Written> = files
+        .iter()
+        .map(|(fs, variant)| write_once(fs, variant, &spec.write, &lock))
+        .collect();
+    for a in 0..files.len() {
+        for b in a + 1..files.len() {
+            let at_once: Vec<Written> = std::thread::scope(|scope| {
+                let threads: Vec<_> = [a, b]
+                    .into_iter()
+                    .map(|i| {
+                        let ((fs, variant), lock, write) = (files[i], &lock, &spec.write);
+                        scope.spawn(move || write_once(fs, variant, write, lock))
+                    })
+                    .collect();
+                threads.into_iter().map(|t| t.join().unwrap()).collect()
+            });
+            for (i, w) in [a, b].into_iter().zip(&at_once) {
+                let ((fs, variant), beside) = (files[i], files[a + b - i]);
+                let x = &alone[i];
+                assert_eq!(x.path, w.path, "{fs} {variant}: the same write path");
+                for ((name, e), (_, f)) in x.extents.iter().zip(&w.extents) {
+                    println!(
+                        "{fs} {variant} {name} beside {beside:?}: {} extents alone, {} at once",
+                        e.len(),
+                        f.len()
+                    );
+                    assert_eq!(e, f, "{fs} {variant} {name} beside {beside:?}: FIEMAP");
+                }
+                assert_eq!(
+                    x.btrfs_items, w.btrfs_items,
+                    "{fs} {variant} beside {beside:?}: file extent and checksum items, tree-block addresses"
                 );
-                assert_eq!(x, y, "{fs} {variant} {name}: FIEMAP alone vs at once");
             }
-            assert_eq!(
-                a.btrfs_items, b.btrfs_items,
-                "{fs} {variant}: file extent and checksum items, tree-block addresses"
-            );
         }
     }
 }

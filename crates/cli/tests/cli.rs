@@ -1163,6 +1163,18 @@ fn large_delete_end_to_end_json_contract() {
         assert!(r["sectors_written"].as_u64().unwrap() > 0, "{r}");
         assert!(r["fragments"].as_u64().unwrap() >= 1, "{r}");
         assert!(r["seconds"].as_f64().unwrap() > 0.0, "{r}");
+        // Each run says where its wall time went: a kernel write only where the kernel wrote
+        // the file, and every run makes a file system and traces a delete.
+        let wall = &r["wall"];
+        assert_eq!(
+            wall["write_seconds"].is_null(),
+            r["written_through"].is_null(),
+            "{r}"
+        );
+        for step in ["lock_wait_seconds", "make_seconds", "layout_seconds"] {
+            assert!(wall[step].as_f64().unwrap() >= 0.0, "{r}");
+        }
+        assert!(wall["capture_seconds"].as_f64().unwrap() > 0.0, "{r}");
     }
     // The interleaving writers fragment the file on ext4, whose allocator gives each
     // fdatasync'd turn its own place.

@@ -203,3 +203,63 @@ fn unproven_files_are_written_buffered() {
         assert_eq!(w.path, "buffered loop", "{fs} {variant}");
     }
 }
+
+/// The kernel-written files the experiment may write at once ([`large_delete::AT_ONCE_PROVEN`],
+/// grouped by [`large_delete::batches`]), each pair of them, lie where each lies written
+/// alone. Each file system has its own zram and loop devices, so two writes meet only in what
+/// the machine shares: the CPUs (timing) and the page cache's dirty limits (when writeback
+/// starts). At this size both files of a pair stay under the flusher's background threshold,
+/// so each is laid out by its own fsyncs and fdatasyncs; above it (scale 1) writeback timing
+/// moves some files between runs written alone as well (docs/experiments/large-delete.md,
+/// "Scale 1 cost").
+#[test]
+fn files_written_at_once_lay_out_as_written_alone() {
+    if !root_or_skip("files_written_at_once_lay_out_as_written_alone") {
+        return;
+    }
+    let exp = experiment::load("large-delete").unwrap();
+    let spec: large_delete::LargeDeleteSpec = exp.params().unwrap();
+    let (_, fs_bytes) = large_delete::sizes(&spec, SCALE);
+    let queue =
+        layoutlab_experiments::support::capture_queue(&exp.device, Some(128), None).unwrap();
+    let jobs = large_delete::jobs(&spec, fs_bytes, &queue, &std::env::temp_dir()).unwrap();
+    // With two lanes the shipped runs write some of them at once.
+    assert!(large_delete::batches(&jobs, 2).iter().any(|g| g.len() > 1));
+    let files = large_delete::AT_ONCE_PROVEN;
+    let lock = RigLock::acquire().unwrap();
+    let alone: Vec<Written> = files
+        .iter()
+        .map(|(fs, variant)| write_once(fs, variant, &spec.write, &lock))
+        .collect();
+    for a in 0..files.len() {
+        for b in a + 1..files.len() {
+            let at_once: Vec<Written> = std::thread::scope(|scope| {
+                let threads: Vec<_> = [a, b]
+                    .into_iter()
+                    .map(|i| {
+                        let ((fs, variant), lock, write) = (files[i], &lock, &spec.write);
+                        scope.spawn(move || write_once(fs, variant, write, lock))
+                    })
+                    .collect();
+                threads.into_iter().map(|t| t.join().unwrap()).collect()
+            });
+            for (i, w) in [a, b].into_iter().zip(&at_once) {
+                let ((fs, variant), beside) = (files[i], files[a + b - i]);
+                let x = &alone[i];
+                assert_eq!(x.path, w.path, "{fs} {variant}: the same write path");
+                for ((name, e), (_, f)) in x.extents.iter().zip(&w.extents) {
+                    println!(
+                        "{fs} {variant} {name} beside {beside:?}: {} extents alone, {} at once",
+                        e.len(),
+                        f.len()
+                    );
+                    assert_eq!(e, f, "{fs} {variant} {name} beside {beside:?}: FIEMAP");
+                }
+                assert_eq!(
+                    x.btrfs_items, w.btrfs_items,
+                    "{fs} {variant} beside {beside:?}: file extent and checksum items, tree-block addresses"
+                );
+            }
+        }
+    }
+}

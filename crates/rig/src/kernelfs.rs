@@ -89,27 +89,48 @@ const MEM_MARGIN_BYTES: u64 = 1 << 30;
 
 /// Checks that `opts` fits here, before anything is created.
 pub fn check_fits(opts: &KernelFsOptions) -> Result<()> {
-    match &opts.backing {
-        Backing::SparseFile(dir) => check_free_space(dir, opts.resident_bytes),
-        Backing::Zram => {
-            let available = mem_available_bytes()?;
-            // zram keeps compressed pages plus its table (8 bytes a page here, 4 KiB pages).
-            let table = opts.bytes / 4096 * 8;
-            let need = opts.resident_bytes + table + MEM_MARGIN_BYTES;
-            if available < need {
-                return Err(RigError::InvalidArgument(format!(
-                    "a zram device of {:.1} GB holding up to {:.1} GB of data needs {:.1} GB of \
-                     memory (with a 1 GiB margin), but only {:.1} GB is available: use a smaller \
-                     --scale",
-                    opts.bytes as f64 / 1e9,
-                    opts.resident_bytes as f64 / 1e9,
-                    need as f64 / 1e9,
-                    available as f64 / 1e9
-                )));
+    check_fits_together(std::slice::from_ref(opts))
+}
+
+/// Checks that all of `opts`, alive at once, fit here before anything is created: each sparse
+/// file in its directory, and the zram backings' memory summed (a run that writes several
+/// file systems at once holds all of them).
+pub fn check_fits_together(opts: &[KernelFsOptions]) -> Result<()> {
+    let (mut devices, mut bytes, mut resident, mut need) = (0, 0u64, 0u64, 0u64);
+    for o in opts {
+        match &o.backing {
+            Backing::SparseFile(dir) => check_free_space(dir, o.resident_bytes)?,
+            Backing::Zram => {
+                devices += 1;
+                bytes += o.bytes;
+                resident += o.resident_bytes;
+                // zram keeps compressed pages plus its table (8 bytes a page here, 4 KiB pages).
+                need += o.resident_bytes + o.bytes / 4096 * 8;
             }
-            Ok(())
         }
     }
+    if devices == 0 {
+        return Ok(());
+    }
+    let need = need + MEM_MARGIN_BYTES;
+    let available = mem_available_bytes()?;
+    if available < need {
+        let what = if devices == 1 {
+            "a zram device".to_string()
+        } else {
+            format!("{devices} zram devices at once,")
+        };
+        return Err(RigError::InvalidArgument(format!(
+            "{what} of {:.1} GB holding up to {:.1} GB of data needs {:.1} GB of \
+             memory (with a 1 GiB margin), but only {:.1} GB is available: use a smaller \
+             --scale",
+            bytes as f64 / 1e9,
+            resident as f64 / 1e9,
+            need as f64 / 1e9,
+            available as f64 / 1e9
+        )));
+    }
+    Ok(())
 }
 
 impl KernelFs {
@@ -755,6 +776,29 @@ mod tests {
         let text = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   2048 kB\n";
         assert_eq!(parse_mem_available(text), Some(2048 * 1024));
         assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+    }
+
+    /// Two zram devices that each fit alone are refused together when their memory summed
+    /// does not fit (a run writing file systems at once holds all of them).
+    #[test]
+    fn zram_devices_at_once_are_checked_summed() {
+        let available = mem_available_bytes().unwrap();
+        let opts = KernelFsOptions {
+            kind: FsKind::Ext4,
+            mkfs_args: vec![],
+            mount_options: String::new(),
+            bytes: 1 << 30,
+            backing: Backing::Zram,
+            // 60% of what is available: one fits beside the 1 GiB margin on any machine with
+            // over 2.5 GiB available, two never do.
+            resident_bytes: available / 10 * 6,
+            queue: crate::QueueSpec::default(),
+        };
+        check_fits_together(std::slice::from_ref(&opts)).unwrap();
+        let err = check_fits_together(&[opts.clone(), opts])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("2 zram devices at once"), "{err}");
     }
 
     #[test]

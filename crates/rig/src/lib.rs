@@ -70,8 +70,9 @@ pub use error::{Result, RigError};
 pub use fsck::{run_e2fsck_traced, FsckOptions, FsckRun, ProgressChange};
 pub use fsck_times::{parse_fsck_times, FsckTimes, Section};
 pub use kernelfs::{
-    check_fits, device_stat_sectors, mem_available_bytes, settled_stat_sectors, Backing, KernelFs,
-    KernelFsOptions, KernelTrace, PhaseBytes, RigLock, TracedRun,
+    check_fits, check_fits_together, device_stat_sectors, mem_available_bytes,
+    settled_stat_sectors, Backing, KernelFs, KernelFsOptions, KernelTrace, PhaseBytes, RigLock,
+    TracedRun,
 };
 pub use layoutlab_image::{parse_fsck_vitals, FsckVitals};
 pub use loopdev::{queue_of, LoopDevice, QueueSpec};

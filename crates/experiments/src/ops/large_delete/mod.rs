@@ -82,6 +82,19 @@ pub struct LargeDeleteSpec {
     /// proven against, tests/large_delete_write.rs).
     #[serde(default = "default_write")]
     pub write: String,
+    /// How many kernel-written files are written at once (consecutive runs, each on its own
+    /// file system, zram and loop devices, when their memory fits together; [`batches`]); the
+    /// deletes are traced one at a time after the group's writes. 1: one after another.
+    #[serde(default = "default_write_lanes")]
+    pub write_lanes: usize,
+}
+
+/// Kernel-written files written one at a time by default: two at once are proven at 500 MB
+/// only, and at 5 GB XFS's contiguous file written beside XFS's fragmented pair had 3
+/// fragments against 2 alone (one run each; docs/experiments/large-delete.md, "Scale 1
+/// cost"). `--set write_lanes=2` uses the CPU one write leaves idle.
+fn default_write_lanes() -> usize {
+    1
 }
 
 /// How kernel-written files are written by default.
@@ -125,6 +138,12 @@ impl Operation for LargeDelete {
                 flag: None,
                 flag_aliases: &[],
             },
+            crate::OpOption {
+                key: "write_lanes",
+                help: "how many kernel-written files are written at once, each on its own file system (1: one after another); deletes are traced one at a time",
+                flag: None,
+                flag_aliases: &[],
+            },
         ]
     }
 
@@ -143,6 +162,9 @@ impl Operation for LargeDelete {
         let s: LargeDeleteSpec = exp.params()?;
         if !(s.file_gb > 0.0 && s.fs_per_file >= 2.2) {
             bail!("file_gb must be > 0 and fs_per_file at least 2.2 (two writers and slack)");
+        }
+        if s.write_lanes == 0 {
+            bail!("write_lanes must be at least 1 (1: one kernel write at a time)");
         }
         if s.write_chunk_mib == 0 || s.fragment_chunk_mib == 0 {
             bail!("write_chunk_mib and fragment_chunk_mib must be at least 1");
@@ -198,6 +220,9 @@ pub struct DeleteRun {
     /// How a kernel-written file's zeros reached zram: "buffered loop" or "direct-I/O loop"
     /// ([`LargeDeleteSpec::write`]); none for a file written through libext2fs.
     pub written_through: Option<String>,
+    /// The runs whose files the kernel wrote at the same time as this one's
+    /// ([`LargeDeleteSpec::write_lanes`]); empty when it was written alone or by libext2fs.
+    pub written_beside: Vec<String>,
     /// Physically discontiguous extents of the file before the delete (filefrag's count).
     pub fragments: u64,
     /// Sectors (512 bytes) read during `rm` + sync.
@@ -215,6 +240,8 @@ pub struct DeleteRun {
     pub seconds_on: crate::steps::price::SecondsOn,
     /// Seconds the delete took here (zram under loop): context only.
     pub seconds_here: f64,
+    /// Where this run's wall time went here ([`RunWall`]): what scale 1 costs, per run.
+    pub wall: RunWall,
     /// The least the layout lets a delete read, sectors: the file's mapping blocks plus the
     /// distinct block bitmaps and group-descriptor blocks its data touches (ext only).
     pub min_sectors_read: Option<u64>,
@@ -244,6 +271,39 @@ pub struct DeleteRun {
     pub closed_loop: Option<crate::steps::check::ClosedLoopRun>,
 }
 
+/// Wall-clock seconds of one run's steps on this machine (`wall` in the JSON): where a large
+/// scale's time goes. Context, like `seconds_here`: they follow the machine's load.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RunWall {
+    /// Waiting for the rig lock (another run's kernel file systems).
+    pub lock_wait_seconds: f64,
+    /// Making the file system: zram, loop device, mkfs and mount, or the sparse image planned
+    /// by a policy and written through libext2fs, then mounted.
+    pub make_seconds: f64,
+    /// The kernel's write of the file(s) (the fragmented variant's pair), to the last fsync;
+    /// none for a file written through libext2fs.
+    pub write_seconds: Option<f64>,
+    /// Remount (cold caches), FIEMAP, and reading every block's class with the file system's
+    /// own tools (libext2fs, xfs_db, btrfs dump-tree).
+    pub layout_seconds: f64,
+    /// The traced delete: drop caches, `rm` + sync under the trace, the trace checked
+    /// against the device's counters, and the teardown (unmount, loop device, zram).
+    pub capture_seconds: f64,
+}
+
+impl RunWall {
+    /// One line for the log: each step's seconds.
+    pub fn describe(&self) -> String {
+        let write = self
+            .write_seconds
+            .map_or(String::new(), |w| format!(", write {w:.1} s"));
+        format!(
+            "lock wait {:.1} s, make {:.1} s{write}, layout {:.1} s, capture {:.1} s",
+            self.lock_wait_seconds, self.make_seconds, self.layout_seconds, self.capture_seconds
+        )
+    }
+}
+
 /// Run every file system and variant, then report.
 fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let spec: LargeDeleteSpec = exp.params()?;
@@ -256,11 +316,9 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
     let h = Human::new(a.json.as_deref());
     let scale = a.run_scale(exp)?;
     // Resolve every name before any work.
-    let names: Vec<String> = spec.file_systems.clone();
-    let profiles = names
-        .iter()
-        .map(|n| kernel_profile::by_name(n))
-        .collect::<Result<Vec<_>>>()?;
+    for name in &spec.file_systems {
+        kernel_profile::by_name(name)?;
+    }
     // The disk the delete is priced on is the disk the file systems are made on: btrfs picks
     // its `ssd` allocation mode, and ext4 its group scan, from the queue's rotational flag.
     let queue = crate::support::capture_queue(&device, Some(128), None)?;
@@ -279,11 +337,84 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
         fs_bytes as f64 / 1e9,
         devices.join(", ")
     );
+    let workdir = a.workdir.clone().unwrap_or_else(std::env::temp_dir);
+    let jobs = jobs(&spec, fs_bytes, &queue, &workdir)?;
     let mut runs = Vec::new();
-    let total = profiles.len() * spec.variants.len();
-    for p in &profiles {
+    for batch in batches(&jobs, spec.write_lanes) {
+        // Written at once only where their memory fits together; else one after another.
+        let at_once = batch.len() > 1
+            && match layoutlab_rig::check_fits_together(
+                &batch
+                    .iter()
+                    .map(|&i| jobs[i].opts.clone())
+                    .collect::<Vec<_>>(),
+            ) {
+                Ok(()) => true,
+                Err(e) => {
+                    eprintln!("  writing one file system at a time: {e}");
+                    false
+                }
+            };
+        let groups: Vec<Vec<usize>> = if at_once {
+            vec![batch]
+        } else {
+            batch.into_iter().map(|i| vec![i]).collect()
+        };
+        for group in groups {
+            for &i in &group {
+                eprintln!(
+                    "[{}/{}] {} {}{}",
+                    i + 1,
+                    jobs.len(),
+                    jobs[i].fs,
+                    jobs[i].variant,
+                    if group.len() > 1 {
+                        " (written at once with the others of this group)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            for (i, run) in run_group(&spec, &jobs, &group, file_bytes, &devices, exp.seed, a)? {
+                eprintln!(
+                    "  {} {}: {} fragments; delete read {} and wrote {} sectors; {:.3} s on {device}{}{}\n  here: {}",
+                    jobs[i].fs,
+                    jobs[i].variant,
+                    run.fragments,
+                    run.sectors_read,
+                    run.sectors_written,
+                    run.seconds,
+                    crate::steps::price::also_on(&devices, &run.seconds_on),
+                    match &run.closed_loop {
+                        Some(c) => format!(
+                            " (replay); closed loop at K = {}: {:.3} s measured, {} requests served",
+                            c.time_scale, c.measured_seconds, c.requests_served
+                        ),
+                        None => String::new(),
+                    },
+                    run.wall.describe()
+                );
+                runs.push(run);
+            }
+        }
+    }
+    let _reporting = crate::stages::enter(crate::stages::REPORT);
+    report(exp, a, &devices, &out_dir, scale, &runs, &h)
+}
+
+/// The runs of `spec`, in order (file system, then variant): each one's file system of
+/// `fs_bytes` presenting `queue`, and who lays its file out (policy images are sparse files in
+/// `workdir`).
+pub fn jobs(
+    spec: &LargeDeleteSpec,
+    fs_bytes: u64,
+    queue: &layoutlab_rig::QueueSpec,
+    workdir: &Path,
+) -> Result<Vec<Job>> {
+    let mut jobs = Vec::new();
+    for name in &spec.file_systems {
+        let p = kernel_profile::by_name(name)?;
         for variant in &spec.variants {
-            eprintln!("[{}/{total}] {} {variant}", runs.len() + 1, p.name);
             let opts = KernelFsOptions {
                 kind: p.fs_kind()?,
                 mkfs_args: p.mkfs_args.clone(),
@@ -298,58 +429,132 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
             // engine unless `layout = "kernel"` (the fragmented one only where the engine's
             // policy is proven for it).
             let engine_plans = variant == "contiguous" || spec.engine_fragmented.contains(&p.name);
-            let (policy, label) = match (
+            let policy = match (
                 spec.policy_images.get(&p.name),
                 spec.engine_images.get(&p.name),
             ) {
-                (Some(policy), _) => (Some(policy.clone()), "policy"),
+                (Some(policy), _) => Some(("policy", policy.clone())),
                 (None, Some(policy)) if spec.layout == "engine" && engine_plans => {
-                    (Some(policy.clone()), "engine")
+                    Some(("engine", policy.clone()))
                 }
-                _ => (None, "kernel"),
+                _ => None,
             };
             let opts = match &policy {
                 // A sparse image: its file data is never written, and the delete reads none.
                 Some(_) => KernelFsOptions {
-                    backing: Backing::SparseFile(
-                        a.workdir.clone().unwrap_or_else(std::env::temp_dir),
-                    ),
+                    backing: Backing::SparseFile(workdir.to_path_buf()),
                     ..opts
                 },
                 None => opts,
             };
-            let run = one_run(
-                &spec,
-                &opts,
-                &p.name,
-                variant,
-                file_bytes,
-                &devices,
-                policy.as_deref().map(|p| (label, p)),
-                exp.seed,
-                a.closed_loop,
-            )
-            .with_context(|| format!("{} {variant}", p.name))?;
-            eprintln!(
-                "  {} fragments; delete read {} and wrote {} sectors; {:.3} s on {device}{}{}",
-                run.fragments,
-                run.sectors_read,
-                run.sectors_written,
-                run.seconds,
-                crate::steps::price::also_on(&devices, &run.seconds_on),
-                match &run.closed_loop {
-                    Some(c) => format!(
-                        " (replay); closed loop at K = {}: {:.3} s measured, {} requests served",
-                        c.time_scale, c.measured_seconds, c.requests_served
-                    ),
-                    None => String::new(),
-                }
-            );
-            runs.push(run);
+            jobs.push(Job {
+                fs: p.name.clone(),
+                variant: variant.clone(),
+                opts,
+                policy,
+            });
         }
     }
-    let _reporting = crate::stages::enter(crate::stages::REPORT);
-    report(exp, a, &devices, &out_dir, scale, &runs, &h)
+    Ok(jobs)
+}
+
+/// One file system and variant to run: what to make, and who lays the file out.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Kernel profile name.
+    pub fs: String,
+    /// "contiguous" or "fragmented".
+    pub variant: String,
+    /// The file system to make.
+    pub opts: KernelFsOptions,
+    /// ("policy" or "engine", the policy) when a layoutlab policy plans the file and
+    /// libext2fs writes it; `None` when today's kernel writes it.
+    pub policy: Option<(&'static str, String)>,
+}
+
+/// The runs of `jobs` (indices, in order) grouped as they are made: consecutive
+/// kernel-written files of [`AT_ONCE_PROVEN`] up to `lanes` at a time, whose file systems are
+/// made and written at once, then each delete traced alone; every other run alone (a
+/// libext2fs image is seconds of work).
+pub fn batches(jobs: &[Job], lanes: usize) -> Vec<Vec<usize>> {
+    let joins = |job: &Job| {
+        job.policy.is_none() && AT_ONCE_PROVEN.contains(&(job.fs.as_str(), job.variant.as_str()))
+    };
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        match out.last_mut() {
+            Some(last) if joins(job) && joins(&jobs[last[0]]) && last.len() < lanes.max(1) => {
+                last.push(i)
+            }
+            _ => out.push(vec![i]),
+        }
+    }
+    out
+}
+
+/// The kernel-written files (kernel profile, variant) shown to lie where they lie written
+/// alone when written beside any other of them (tests/large_delete_write.rs, every pair at
+/// 500 MB). Not btrfs's files: their tree blocks move with their transactions' timing (the
+/// contiguous file's checksum-tree leaves, written beside ext4's fragmented pair, lay at other
+/// addresses, 2026-11-27; the fragmented pair's did through the direct-I/O loop), so they are
+/// written alone.
+pub const AT_ONCE_PROVEN: [(&str, &str); 3] = [
+    ("ext4", "fragmented"),
+    ("xfs", "contiguous"),
+    ("xfs", "fragmented"),
+];
+
+/// Makes the file systems of `group` and writes their files, at once (one thread each, under
+/// one hold of the rig lock), then traces each delete alone, in order: no write runs beside a
+/// traced delete. Returns each job's index and run.
+fn run_group(
+    spec: &LargeDeleteSpec,
+    jobs: &[Job],
+    group: &[usize],
+    file_bytes: u64,
+    devices: &[String],
+    seed: u64,
+    a: &RunArgs,
+) -> Result<Vec<(usize, DeleteRun)>> {
+    let clock = std::time::Instant::now();
+    let lock = layoutlab_rig::RigLock::acquire()?;
+    let lock_wait = clock.elapsed().as_secs_f64();
+    let names = |i: usize| format!("{} {}", jobs[i].fs, jobs[i].variant);
+    let prepared: Vec<Result<Prepared>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = group
+            .iter()
+            .map(|&i| {
+                let lock = &lock;
+                let beside: Vec<String> = group
+                    .iter()
+                    .filter(|&&j| j != i)
+                    .map(|&j| names(j))
+                    .collect();
+                scope.spawn(move || {
+                    prepare(spec, &jobs[i], file_bytes, seed, lock, beside)
+                        .with_context(|| names(i))
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| bail!("a writer thread panicked"))
+            })
+            .collect()
+    });
+    drop(lock);
+    let mut out = Vec::new();
+    let mut prepared = prepared.into_iter().collect::<Result<Vec<_>>>()?;
+    for p in prepared.iter_mut() {
+        p.wall.lock_wait_seconds = lock_wait;
+    }
+    for (&i, p) in group.iter().zip(prepared) {
+        let run = finish(p, &jobs[i], devices, a.closed_loop).with_context(|| names(i))?;
+        out.push((i, run));
+    }
+    Ok(out)
 }
 
 /// Sizes of a run at `scale`: (file bytes, a whole number of write chunks; file-system bytes,
@@ -361,27 +566,33 @@ pub fn sizes(spec: &LargeDeleteSpec, scale: f64) -> (u64, u64) {
     (file_bytes, fs_bytes)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn one_run(
+/// A run's file system made and its file written, waiting for its traced delete.
+struct Prepared {
+    kfs: KernelFs,
+    wall: RunWall,
+    written_through: Option<&'static str>,
+    /// The runs whose writes ran at the same time as this one's.
+    written_beside: Vec<String>,
+}
+
+/// Makes `job`'s file system under the held `lock` and writes its file: the kernel's writes of
+/// zeros, or the policy's plan through libext2fs as a sparse image.
+fn prepare(
     spec: &LargeDeleteSpec,
-    opts: &KernelFsOptions,
-    fs: &str,
-    variant: &str,
+    job: &Job,
     file_bytes: u64,
-    devices: &[String],
-    policy: Option<(&str, &str)>,
     seed: u64,
-    closed_loop: Option<f64>,
-) -> Result<DeleteRun> {
-    // The capture's own disk (the queue it presents, the emulated one); the others price it.
-    let device = &devices[0];
-    let label = policy.map(|(l, _)| l);
-    let policy = policy.map(|(_, p)| p);
-    let image_stage = crate::stages::enter(crate::stages::IMAGE);
-    let mut kfs = match policy {
-        None => KernelFs::create(opts)?,
-        Some(policy) => {
-            let population = write_population(variant, opts.bytes, file_bytes, spec);
+    lock: &layoutlab_rig::RigLock,
+    written_beside: Vec<String>,
+) -> Result<Prepared> {
+    let _image_stage = crate::stages::enter(crate::stages::IMAGE);
+    let mut wall = RunWall::default();
+    let opts = &job.opts;
+    let clock = std::time::Instant::now();
+    let mut kfs = match &job.policy {
+        None => KernelFs::create_holding(opts, lock)?,
+        Some((_, policy)) => {
+            let population = write_population(&job.variant, opts.bytes, file_bytes, spec);
             let image = policy_image(policy, &population, seed)?;
             eprintln!(
                 "  laid out by the {policy} policy ({} ops, {} mapping blocks), written through libext2fs",
@@ -395,15 +606,52 @@ fn one_run(
                 ),
                 ..opts.clone()
             };
-            KernelFs::from_image(opts, &mut |path: &Path| {
+            KernelFs::from_image_holding(opts, Some(lock), &mut |path: &Path| {
                 crate::steps::image::write_plan(path, opts.bytes, &image.profile, &image.plan)
             })?
         }
     };
-    let written_through = match policy {
+    wall.make_seconds = clock.elapsed().as_secs_f64();
+    let clock = std::time::Instant::now();
+    let written_through = match job.policy {
         Some(_) => None,
-        None => Some(write_file(&mut kfs, spec, fs, variant, file_bytes)?),
+        None => {
+            let path = write_file(&mut kfs, spec, &job.fs, &job.variant, file_bytes)?;
+            wall.write_seconds = Some(clock.elapsed().as_secs_f64());
+            Some(path)
+        }
     };
+    Ok(Prepared {
+        kfs,
+        wall,
+        written_through,
+        written_beside: if written_through.is_some() {
+            written_beside
+        } else {
+            Vec::new()
+        },
+    })
+}
+
+/// Remounts `prepared`'s file system cold, reads the file's layout, traces its delete and
+/// prices the trace on every preset of `devices`.
+fn finish(
+    prepared: Prepared,
+    job: &Job,
+    devices: &[String],
+    closed_loop: Option<f64>,
+) -> Result<DeleteRun> {
+    // The capture's own disk (the queue it presents, the emulated one); the others price it.
+    let device = &devices[0];
+    let Prepared {
+        mut kfs,
+        mut wall,
+        written_through,
+        written_beside,
+    } = prepared;
+    let opts = &job.opts;
+    let image_stage = crate::stages::enter(crate::stages::IMAGE);
+    let clock = std::time::Instant::now();
     kfs.remount()?;
     let file = kfs.mount_point().join("big");
     let fragments = fragments(&file)?;
@@ -423,6 +671,8 @@ fn one_run(
         FsKind::Btrfs => (None, Some(crate::fs_classes::btrfs(kfs.device().path())?)),
     };
     drop(image_stage);
+    wall.layout_seconds = clock.elapsed().as_secs_f64();
+    let clock = std::time::Instant::now();
     let capture_stage = crate::stages::enter(crate::stages::CAPTURE);
     if let Some(k) = closed_loop {
         // Closed loop: the delete runs on the emulated disk (the same backing, read-write),
@@ -450,6 +700,7 @@ fn one_run(
         None => None,
     };
     drop(kfs);
+    wall.capture_seconds = clock.elapsed().as_secs_f64();
     let phase = &captured.phases[0];
     let trace = captured.capture.trace;
     drop(capture_stage);
@@ -463,11 +714,12 @@ fn one_run(
     Ok(DeleteRun {
         closed_loop,
         capture_queue: trace.queue.clone(),
-        fs: fs.to_string(),
-        variant: variant.to_string(),
+        fs: job.fs.clone(),
+        variant: job.variant.clone(),
         written_through: written_through.map(str::to_string),
-        layout: match policy {
-            Some(p) => format!("{} {p}", label.unwrap_or("policy")),
+        written_beside,
+        layout: match &job.policy {
+            Some((label, p)) => format!("{label} {p}"),
             None => "kernel".into(),
         },
         fragments,
@@ -477,6 +729,7 @@ fn one_run(
         seconds: replayed.wall_ns / 1e9,
         seconds_on,
         seconds_here,
+        wall,
         min_sectors_read: ext.as_ref().map(ExtLayout::min_sectors_to_free),
         by_class: match (&ext, &other) {
             (Some(l), _) => Some(l.sectors_by_class(&trace)),
@@ -967,6 +1220,47 @@ mod tests {
                 "scale {scale}: {alone} alone, {interleaved} interleaved in {turns} turns"
             );
         }
+    }
+
+    /// The shipped runs with two lanes: the libext2fs images one at a time, the proven
+    /// kernel-written files two at a time in the experiment's order (ext4 fragmented with XFS
+    /// contiguous; XFS fragmented, next to btrfs's, alone), btrfs's alone; one lane (the
+    /// default) is the old order.
+    #[test]
+    fn kernel_written_files_are_grouped_by_lanes() {
+        let (_, spec) = shipped_spec();
+        let queue = layoutlab_rig::QueueSpec::default();
+        let jobs = jobs(&spec, 1 << 30, &queue, Path::new("/tmp")).unwrap();
+        let names: Vec<String> = jobs
+            .iter()
+            .map(|j| format!("{} {}", j.fs, j.variant))
+            .collect();
+        let grouped = |lanes| -> Vec<Vec<&str>> {
+            batches(&jobs, lanes)
+                .iter()
+                .map(|g| g.iter().map(|&i| names[i].as_str()).collect())
+                .collect()
+        };
+        assert_eq!(spec.write_lanes, 1);
+        assert_eq!(
+            grouped(2),
+            [
+                vec!["ext3 contiguous"],
+                vec!["ext3 fragmented"],
+                vec!["ext4-2007 contiguous"],
+                vec!["ext4-2007 fragmented"],
+                vec!["ext4 contiguous"],
+                vec!["ext4 fragmented", "xfs contiguous"],
+                vec!["xfs fragmented"],
+                vec!["btrfs contiguous"],
+                vec!["btrfs fragmented"],
+            ]
+        );
+        assert!(grouped(1).iter().all(|g| g.len() == 1));
+        assert_eq!(grouped(1).len(), 10);
+        // btrfs's files are never written beside another.
+        assert_eq!(grouped(5)[5].len(), 3);
+        assert_eq!(grouped(5)[6], ["btrfs contiguous"]);
     }
 
     #[test]

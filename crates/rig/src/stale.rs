@@ -70,7 +70,8 @@ pub struct Stale {
     pub pid: u32,
 }
 
-/// The PID a rig-made name carries: `layoutlab-[word-]PID-N[.ext]`.
+/// The PID a rig-made name carries: `layoutlab-[word-]PID-N[-kind][.ext]`, the kind a word that
+/// starts with a letter (a kernel file system's sparse image: `layoutlab-kfs-PID-N-ext3.img`).
 pub fn pid_in_name(name: &str) -> Option<u32> {
     let rest = name.strip_prefix("layoutlab-")?;
     let mut parts = rest.split('-');
@@ -85,10 +86,21 @@ pub fn pid_in_name(name: &str) -> Option<u32> {
     // A sequence number follows the PID: `layoutlab-12` alone is someone else's name.
     let seq = parts.next()?;
     let seq = seq.split('.').next()?;
+    let kind_ok = match parts.next() {
+        None => true,
+        Some(kind) => {
+            let kind = kind.split('.').next().unwrap_or("");
+            kind.starts_with(|c: char| c.is_ascii_lowercase())
+                && kind
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        }
+    };
     if pid_text.is_empty()
         || !pid_text.bytes().all(|b| b.is_ascii_digit())
         || seq.is_empty()
         || !seq.bytes().all(|b| b.is_ascii_digit())
+        || !kind_ok
         || parts.next().is_some()
     {
         return None;
@@ -327,6 +339,12 @@ mod tests {
         assert_eq!(pid_in_name("layoutlab-123-0"), Some(123));
         assert_eq!(pid_in_name("layoutlab-mnt-45-2"), Some(45));
         assert_eq!(pid_in_name("layoutlab-trace-7-11.txt"), Some(7));
+        // A kernel file system's sparse image (KernelFs on Backing::SparseFile): a SIGKILLed
+        // run's 10 GB image went unswept before (2026-11-27).
+        assert_eq!(pid_in_name("layoutlab-kfs-16224-0-ext3.img"), Some(16224));
+        assert_eq!(pid_in_name("layoutlab-kfs-16224-1-btrfs.img"), Some(16224));
+        assert_eq!(pid_in_name("layoutlab-kfs-16224-1-3x.img"), None);
+        assert_eq!(pid_in_name("layoutlab-kfs-16224-1-ext3-x.img"), None);
         // Not ours, or not in the rig's form.
         for n in [
             "layoutlab",

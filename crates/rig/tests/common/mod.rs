@@ -107,3 +107,25 @@ pub fn sh(script: &str) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// An ext3 image of `bytes` with a few hundred files and directories (so e2fsck's pass 2 has
+/// work, and files past the 12 direct blocks have indirect blocks); its inode tables, what
+/// e2fsck reads most of, grow with `bytes`.
+pub fn populated_ext3_of(name: &str, bytes: u64) -> layoutlab_rig::TempFile {
+    use layoutlab_rig::{mkfs, FsKind, LoopDevice, Mount, TempFile};
+    let image = TempFile::create_sparse(&scratch(name), bytes).unwrap();
+    mkfs(FsKind::Ext3, image.path(), &["-b", "4096"]).unwrap();
+    let dev = LoopDevice::attach(image.path(), false).unwrap();
+    let mount = Mount::new(dev.path(), None, "ext3", false, "").unwrap();
+    for d in 0..20 {
+        let dir = mount.target().join(format!("d{d}"));
+        std::fs::create_dir(&dir).unwrap();
+        for f in 0..20 {
+            // Up to 80 KiB: past the 12 direct blocks.
+            std::fs::write(dir.join(format!("f{f}")), vec![d as u8; 4096 * (f + 1)]).unwrap();
+        }
+    }
+    drop(mount);
+    drop(dev);
+    image
+}

@@ -69,13 +69,7 @@ pub struct KernelFs {
 
 /// Memory the kernel says it can give without swapping (`MemAvailable` of /proc/meminfo).
 pub fn mem_available_bytes() -> Result<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo")
-        .map_err(|e| RigError::io("read /proc/meminfo", e))?;
-    parse_mem_available(&text).ok_or_else(|| RigError::Parse {
-        source_name: "/proc/meminfo".into(),
-        line: 0,
-        reason: "no MemAvailable line".into(),
-    })
+    crate::system::read_proc_value("/proc/meminfo", parse_mem_available, "no MemAvailable line")
 }
 
 fn parse_mem_available(text: &str) -> Option<u64> {

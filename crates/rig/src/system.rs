@@ -99,12 +99,25 @@ pub fn drop_caches() -> Result<()> {
 /// /proc/vmstat: each write of 1 or 3 to /proc/sys/vm/drop_caches). Two readings around a
 /// capture say whether another process dropped the cache under it.
 pub fn page_cache_drops() -> Result<u64> {
-    let text = std::fs::read_to_string("/proc/vmstat")
-        .map_err(|e| RigError::io("read /proc/vmstat", e))?;
-    parse_page_cache_drops(&text).ok_or_else(|| RigError::Parse {
-        source_name: "/proc/vmstat".into(),
+    read_proc_value(
+        "/proc/vmstat",
+        parse_page_cache_drops,
+        "no drop_pagecache counter",
+    )
+}
+
+/// One value `parse` finds in the /proc file `path`; `missing` says what was not there.
+pub(crate) fn read_proc_value(
+    path: &str,
+    parse: fn(&str) -> Option<u64>,
+    missing: &str,
+) -> Result<u64> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| RigError::io(format!("read {path}"), e))?;
+    parse(&text).ok_or_else(|| RigError::Parse {
+        source_name: path.into(),
         line: 0,
-        reason: "no drop_pagecache counter".into(),
+        reason: missing.into(),
     })
 }
 

@@ -316,9 +316,9 @@ rr_row() { # factor switched-to name [here]
   done; done
   printf '| %s | %s |%s\n' "$1" "$2" "$cells"
 }
-# No alternative to sata-2t-5400-2010 is registered (docs/hdd-model.md, "Alternative presets"):
-# once one is, name it here and the shipped run prices its traces on it too (the device row).
-rr_alt=""
+# The alternative to sata-2t-5400-2010 (docs/hdd-model.md, "Alternative presets"), pre-registered
+# in 31399af before anything ran on it: the shipped run prices its traces on it too (the device row).
+rr_alt=sata-2t-5400-2010-alt-wd
 kernel_run random-read shipped 1 ${rr_alt:+--device "sata-2t-5400-2010,$rr_alt"}
 # Today's default, prefetching every block bitmap after the mount: the option list replaces the
 # experiment's `no_prefetch_block_bitmaps` (--set takes no empty value, so it names data=ordered,

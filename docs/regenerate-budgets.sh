@@ -480,7 +480,9 @@ fsck_table() { # experiment
       row("checker"; "e2fsck \(if $period[0] == null then "of the period" else $period[0].runs[0].e2fsck end) (`--e2fsck period`; a new capture)"; totals($period[0]); $load_period),
       (($s.sensitivity // []) | map(select(.change | startswith("another drive: ")))[] as $alt
         | row("device: another drive"; "\($alt.change | ltrimstr("another drive: ")) (the shipped run'"'"'s traces)"; [$alt.total_seconds[$p[0]], $alt.total_seconds[$p[1]]]; "")),
-      (($s.sensitivity // []) | map(select(.change != "as shipped" and (.change | startswith("another drive: ") | not) and (.change | startswith("CPU: ") | not)))) as $v
+      (($s.sensitivity // []) | map(select(.change | startswith("another class: ")))[] as $alt
+        | row("device: another class"; "\($alt.change | ltrimstr("another class: ")) (the shipped run'"'"'s traces; the post names no storage device)"; [$alt.total_seconds[$p[0]], $alt.total_seconds[$p[1]]]; "")),
+      (($s.sensitivity // []) | map(select(.change != "as shipped" and (.change | startswith("another drive: ") | not) and (.change | startswith("another class: ") | not) and (.change | startswith("CPU: ") | not)))) as $v
       | (if ($v | length) == 0 then "| device: preset values | `--sensitivity` | not run | not run | not run | |" else
           def span(f): ([$v[] | f] | min) as $lo | ([$v[] | f] | max) as $hi | "\($lo | pct) … \($hi | pct)";
           "| device: preset values | `--sensitivity`: \($v | length) variants of the preset, one borrowed or assumed value at a time (the shipped run'"'"'s traces); lowest … highest; the widest, for \($p[0]): `\($v | max_by(.total_seconds[$p[0]] / $base[0] - 1 | fabs) | .change)` | \(span(.total_seconds[$p[0]] / $base[0] - 1))% | \(span(.total_seconds[$p[1]] / $base[1] - 1))% | \(([$v[] | .reduction * 100] | min | f1)) … \(([$v[] | .reduction * 100] | max | f1))% | |" end),
@@ -507,6 +509,27 @@ for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
   } >"$snip"
   splice "$fidelity" "budget-$exp" "$snip"
 done
+# What the posts' own times leave for their devices: each post's real time less its CPU time
+# (user + sys, both printed by its e2fsck), spread over the requests of our stream, beside what our
+# stream costs per request on the preset and on the devices of another class (the shipped run's
+# traces). Only the experiments whose posts printed their CPU time.
+{
+  provenance "each experiment's shipped run at scale 1; the published columns are the post's, the rest ours"
+  echo '| experiment | policy | published: real [s] | published: user + sys [s] | published: not on a CPU [s] | our requests | published not-on-CPU time per our request [ms] | ours per request on the preset [ms] | ours per request on another class [ms] |'
+  echo '|---|---|---:|---:|---:|---:|---:|---:|---|'
+  for exp in ext4-fsck-allocator metacluster-fsck; do
+    f="$out/$exp-shipped.json"
+    if [ ! -s "$f" ]; then echo "| $exp | not run | | | | | | | |"; continue; fi
+    jq -r --arg exp "$exp" '
+      def r2: . * 100 | round / 100;
+      . as $s | [($s.sensitivity // [])[] | select(.change | startswith("another class: "))] as $c
+      | $s.runs[] | . as $r | $s.published as $p
+      | select($p.user_seconds[$r.policy] != null and $p.sys_seconds[$r.policy] != null)
+      | ($p.total_seconds[$r.policy] - $p.user_seconds[$r.policy] - $p.sys_seconds[$r.policy]) as $left
+      | "| \($exp) | \($r.policy) | \($p.total_seconds[$r.policy]) | \($p.user_seconds[$r.policy] + $p.sys_seconds[$r.policy] | r2) | \($left | r2) | \($r.requests) | \($left / $r.requests * 1000 | r2) | \($r.total_seconds / $r.requests * 1000 | r2) (\($s.device)) | \(if ($c | length) == 0 then "—" else [$c[] | "\(.total_seconds[$r.policy] / $r.requests * 1000 | r2) (\(.change | ltrimstr("another class: ")))"] | join(", ") end) |"' "$f"
+  done
+} >"$snip"
+splice "$fidelity" budget-io-left "$snip"
 # docs/emulate.md: closed loop against open loop per experiment and scale (issue 25), from the
 # same runs, and metacluster-fsck at its default scale (0.05), its own pair of runs.
 fsck_run_default() { # name [args...]: metacluster-fsck at its default scale

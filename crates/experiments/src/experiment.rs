@@ -43,6 +43,12 @@ pub struct Experiment {
     /// `--sensitivity`, the same traces are priced on each.
     #[serde(default)]
     pub alternatives: Vec<String>,
+    /// Devices of another class than `device` that the post's machine may have had, where the
+    /// post names no storage device (issue 27's device factor): with `--sensitivity`, the same
+    /// traces are priced on each too. They are not stand-ins for the post's device, only how
+    /// far the class alone moves ours.
+    #[serde(default)]
+    pub other_classes: Vec<String>,
     /// CPU presets (cpus/) standing for the post's machine: with `--sensitivity`, the same
     /// traces are also priced with e2fsck's think time times each one's factor F (issue 27's
     /// CPU factor, docs/fidelity.md section 5).

@@ -52,6 +52,11 @@ pub struct Timing {
 struct PublishedJson {
     source: String,
     total_seconds: std::collections::BTreeMap<String, f64>,
+    /// The post's CPU time (user and system) per policy, where it printed them.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    user_seconds: std::collections::BTreeMap<String, f64>,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    sys_seconds: std::collections::BTreeMap<String, f64>,
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pass_seconds: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>,
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -383,7 +388,7 @@ pub fn render(
             sensitivity::run(
                 device,
                 &exp.sensitivity,
-                alts,
+                &alts,
                 &exp.period_cpus,
                 &traces,
                 cpu_scale,
@@ -433,6 +438,8 @@ pub fn render(
                 published: PublishedJson {
                     source: published.source.clone(),
                     total_seconds: published.total_seconds.clone(),
+                    user_seconds: published.user_seconds.clone(),
+                    sys_seconds: published.sys_seconds.clone(),
                     pass_seconds: published.pass_seconds.clone(),
                     pass_mb_read: published.pass_mb_read.clone(),
                     vitals: published.vitals.clone(),
@@ -463,13 +470,16 @@ fn full_size(workload: &str) -> String {
     }
 }
 
-/// The experiment's alternative presets, when the run is on the experiment's own device (they
-/// shadow that preset, not one given with `--device`).
-pub(super) fn alternatives<'a>(exp: &'a Experiment, device: &str) -> &'a [String] {
+/// The experiment's alternative presets (drives and other classes), when the run is on the
+/// experiment's own device (they shadow that preset, not one given with `--device`).
+pub(super) fn alternatives<'a>(exp: &'a Experiment, device: &str) -> sensitivity::Alternatives<'a> {
     if device == exp.device {
-        &exp.alternatives
+        sensitivity::Alternatives {
+            drives: &exp.alternatives,
+            classes: &exp.other_classes,
+        }
     } else {
-        &[]
+        sensitivity::Alternatives::default()
     }
 }
 

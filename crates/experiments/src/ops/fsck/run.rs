@@ -37,7 +37,7 @@ pub fn run_fsck(exp: &Experiment, a: &RunArgs) -> Result<()> {
         sensitivity::check(
             device,
             &exp.sensitivity,
-            alternatives(exp, device),
+            &alternatives(exp, device),
             &exp.period_cpus,
         )?;
     }

@@ -45,11 +45,11 @@ fn show(v: &toml::Value) -> String {
 pub fn check(
     device: &str,
     specs: &[Sensitivity],
-    alternatives: &[String],
+    alternatives: &Alternatives,
     period_cpus: &[String],
 ) -> Result<()> {
     let (text, path) = preset_source(device)?;
-    if specs.is_empty() && alternatives.is_empty() {
+    if specs.is_empty() && alternatives.drives.is_empty() && alternatives.classes.is_empty() {
         anyhow::bail!(
             "the experiment lists no [[sensitivity]] values to vary and no alternative presets"
         );
@@ -63,7 +63,7 @@ pub fn check(
             );
         }
     }
-    for alt in alternatives {
+    for alt in alternatives.drives.iter().chain(alternatives.classes) {
         let (alt_text, alt_path) =
             preset_source(alt).with_context(|| format!("alternative preset '{alt}'"))?;
         load_preset_str(&alt_text, &alt_path)
@@ -90,7 +90,7 @@ pub fn check(
 pub fn run(
     device: &str,
     specs: &[Sensitivity],
-    alternatives: &[String],
+    alternatives: &Alternatives,
     period_cpus: &[String],
     traces: &[(String, &Trace, f64)],
     cpu_scale: f64,
@@ -144,8 +144,9 @@ pub fn run(
             });
         }
     }
-    for alt in alternatives {
-        eprintln!("  alternative drive: {alt}");
+    let drives = alternatives.drives.iter().map(|a| (a, DRIVE_ROW));
+    for (alt, prefix) in drives.chain(alternatives.classes.iter().map(|a| (a, CLASS_ROW))) {
+        eprintln!("  {prefix}{alt}");
         let (alt_text, alt_path) = preset_source(alt)?;
         let description = alt_text
             .parse::<toml::Table>()
@@ -154,12 +155,21 @@ pub fn run(
             .unwrap_or_default();
         let t = totals_on(&alt_text, &alt_path)
             .with_context(|| format!("alternative preset '{alt}'"))?;
-        rows.push(Row {
-            change: format!("another drive: {alt}"),
-            why: format!(
+        let why = if prefix == DRIVE_ROW {
+            format!(
                 "{alt} ({description}): the same class and era as {device}, every value sourced \
                  apart, registered before any comparison (docs/hdd-model.md, Alternative presets)"
-            ),
+            )
+        } else {
+            format!(
+                "{alt} ({description}): another class of device than {device}, which the post's \
+                 machine may have had (the post names no storage device); the same traces, so \
+                 the stream is the one captured for {device}"
+            )
+        };
+        rows.push(Row {
+            change: format!("{prefix}{alt}"),
+            why,
             reduction: reduction(&t),
             total_seconds: t,
         });
@@ -204,6 +214,19 @@ pub fn run(
 
 /// The prefix of the rows that change the CPU factor rather than the device.
 pub const CPU_ROW: &str = "CPU: ";
+/// The prefix of the rows priced on another drive of the preset's class and era.
+pub const DRIVE_ROW: &str = "another drive: ";
+/// The prefix of the rows priced on a device of another class.
+pub const CLASS_ROW: &str = "another class: ";
+
+/// The presets besides the run's own that `--sensitivity` prices the same traces on.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Alternatives<'a> {
+    /// Drives of the same class and era (the experiment's `alternatives`).
+    pub drives: &'a [String],
+    /// Devices of another class (the experiment's `other_classes`).
+    pub classes: &'a [String],
+}
 
 /// The rows as a table: seconds per policy, the change against "as shipped", the reduction.
 pub fn table(title: &str, policies: &[String], rows: &[Row]) -> Result<Table> {
@@ -272,7 +295,8 @@ mod tests {
         let (a, b) = (trace(0), trace(1_000));
         let traces = [("a".to_string(), &a, 0.25), ("b".to_string(), &b, 0.5)];
         let cpus = ["atom-n270-2008".to_string()];
-        let rows = run("sata-160g-2009", &[], &[], &cpus, &traces, 1.0).unwrap();
+        let none = Alternatives::default();
+        let rows = run("sata-160g-2009", &[], &none, &cpus, &traces, 1.0).unwrap();
         assert_eq!(rows.len(), 3, "{rows:?}");
         assert_eq!(rows[0].change, "as shipped");
         assert!(rows[1].change.starts_with(CPU_ROW), "{:?}", rows[1]);
@@ -310,7 +334,10 @@ mod tests {
         let e = check(
             "sata-160g-2009",
             &[],
-            &["sata-160g-2009-alt-wd".to_string()],
+            &Alternatives {
+                drives: &["sata-160g-2009-alt-wd".to_string()],
+                classes: &[],
+            },
             &["atom-n270-2009".to_string()],
         )
         .unwrap_err()
@@ -319,5 +346,50 @@ mod tests {
             e.contains("atom-n270-2009") && e.contains("atom-n270-2008"),
             "{e}"
         );
+    }
+
+    /// Another drive and another class are the same traces priced on those presets, each row
+    /// named for what it is (the budget script tells them apart by the prefix); a class preset
+    /// that does not exist is refused before any run.
+    #[test]
+    fn class_rows_price_the_same_traces_on_the_other_preset() {
+        let (a, b) = (trace(0), trace(1_000));
+        let traces = [("a".to_string(), &a, 0.25), ("b".to_string(), &b, 0.5)];
+        let drives = ["sata-160g-2009-alt-wd".to_string()];
+        let classes = ["ssd-sata-2010".to_string()];
+        let alts = Alternatives {
+            drives: &drives,
+            classes: &classes,
+        };
+        let rows = run("sata-160g-2009", &[], &alts, &[], &traces, 1.0).unwrap();
+        let changes: Vec<&str> = rows.iter().map(|r| r.change.as_str()).collect();
+        assert_eq!(
+            changes[..3],
+            [
+                "as shipped",
+                "another drive: sata-160g-2009-alt-wd",
+                "another class: ssd-sata-2010"
+            ]
+        );
+        for (name, t, outside) in &traces {
+            let mut ssd = crate::support::load_device("ssd-sata-2010").unwrap();
+            let want = crate::steps::price::on(ssd.as_mut(), t, 1.0).wall_ns / 1e9 + outside;
+            assert_eq!(rows[2].total_seconds[name], want);
+            // 20 reads 20 GB apart between 5 ms of thinking: an SSD serves them faster.
+            assert!(want < rows[0].total_seconds[name] - 0.1, "{name}: {rows:?}");
+        }
+        assert!(rows[2].why.contains("another class"), "{:?}", rows[2]);
+        let missing = ["ssd-sata-2009".to_string()];
+        let e = check(
+            "sata-160g-2009",
+            &[],
+            &Alternatives {
+                drives: &[],
+                classes: &missing,
+            },
+            &[],
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("ssd-sata-2009"), "{e:#}");
     }
 }

@@ -515,18 +515,22 @@ done
 # traces). Only the experiments whose posts printed their CPU time.
 {
   provenance "each experiment's shipped run at scale 1; the published columns are the post's, the rest ours"
-  echo '| experiment | policy | published: real [s] | published: user + sys [s] | published: not on a CPU [s] | our requests | published not-on-CPU time per our request [ms] | ours per request on the preset [ms] | ours per request on another class [ms] |'
-  echo '|---|---|---:|---:|---:|---:|---:|---:|---|'
+  echo '| experiment | policy | published: real [s] | published: user + sys [s] | published: not on a CPU [s] | our requests | published not-on-CPU time per our request [ms] | ours per request on the preset [ms] | ours per request on another class [ms] | the period checker'"'"'s requests (`--e2fsck period`) | published not-on-CPU time per its request [ms] | its stream per request on the preset [ms] |'
+  echo '|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|'
   for exp in ext4-fsck-allocator metacluster-fsck; do
     f="$out/$exp-shipped.json"
     if [ ! -s "$f" ]; then echo "| $exp | not run | | | | | | | |"; continue; fi
-    jq -r --arg exp "$exp" '
+    pf="$out/$exp-period.json"; pargs=(--argjson period null)
+    [ -s "$pf" ] && pargs=(--slurpfile period "$pf")
+    jq -r --arg exp "$exp" "${pargs[@]}" '
       def r2: . * 100 | round / 100;
       . as $s | [($s.sensitivity // [])[] | select(.change | startswith("another class: "))] as $c
+      | ($period | if type == "array" then .[0] else null end) as $pj
       | $s.runs[] | . as $r | $s.published as $p
+      | ($pj | if . == null then null else [.runs[] | select(.policy == $r.policy)][0] end) as $q
       | select($p.user_seconds[$r.policy] != null and $p.sys_seconds[$r.policy] != null)
       | ($p.total_seconds[$r.policy] - $p.user_seconds[$r.policy] - $p.sys_seconds[$r.policy]) as $left
-      | "| \($exp) | \($r.policy) | \($p.total_seconds[$r.policy]) | \($p.user_seconds[$r.policy] + $p.sys_seconds[$r.policy] | r2) | \($left | r2) | \($r.requests) | \($left / $r.requests * 1000 | r2) | \($r.total_seconds / $r.requests * 1000 | r2) (\($s.device)) | \(if ($c | length) == 0 then "—" else [$c[] | "\(.total_seconds[$r.policy] / $r.requests * 1000 | r2) (\(.change | ltrimstr("another class: ")))"] | join(", ") end) |"' "$f"
+      | "| \($exp) | \($r.policy) | \($p.total_seconds[$r.policy]) | \($p.user_seconds[$r.policy] + $p.sys_seconds[$r.policy] | r2) | \($left | r2) | \($r.requests) | \($left / $r.requests * 1000 | r2) | \($r.total_seconds / $r.requests * 1000 | r2) (\($s.device)) | \(if ($c | length) == 0 then "—" else [$c[] | "\(.total_seconds[$r.policy] / $r.requests * 1000 | r2) (\(.change | ltrimstr("another class: ")))"] | join(", ") end) | \(if $q == null then "not run | | " else "\($q.requests) | \($left / $q.requests * 1000 | r2) | \($q.total_seconds / $q.requests * 1000 | r2)" end) |"' "$f"
   done
 } >"$snip"
 splice "$fidelity" budget-io-left "$snip"

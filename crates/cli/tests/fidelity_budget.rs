@@ -756,6 +756,16 @@ fn fsck_budget_blocks_follow_their_experiment_files_and_the_closed_loop_block() 
             .map(|r| r[1].split(' ').next().unwrap().to_string())
             .collect();
         assert_eq!(drives, alternatives, "{exp}");
+        let other_classes: Vec<&str> = file
+            .get("other_classes")
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().map(|v| v.as_str().unwrap()).collect())
+            .unwrap_or_default();
+        let classes: Vec<String> = rows_of(&rows, "device: another class")
+            .iter()
+            .map(|r| r[1].split(' ').next().unwrap().to_string())
+            .collect();
+        assert_eq!(classes, other_classes, "{exp}");
         let variants: usize = file["sensitivity"]
             .as_array()
             .unwrap()
@@ -1293,4 +1303,65 @@ fn fsck_spread_block_adds_up_and_the_prose_follows() {
         );
         assert!(text.contains(&claim), "the prose no longer says: {claim}");
     }
+}
+
+/// The budget-io-left block (`ONLY=fsck docs/regenerate-budgets.sh`): its published columns are
+/// the experiment files' (real, user + sys), the time not on a CPU is their difference, each
+/// per-request figure is that time (or ours) over the stated requests, and the ext4 budget
+/// table's shipped and another-class seconds are the ones divided here; the prose's claims
+/// about the rows follow them.
+#[test]
+fn io_left_block_adds_up_and_the_prose_follows() {
+    let rows = budget_rows("budget-io-left");
+    let text = doc_prose();
+    let close = |a: f64, b: f64, digits: i32| (a - b).abs() <= 0.5 * 10f64.powi(-digits) + 1e-9;
+    // "3.26 (sata-160g-2009)" is 3.26.
+    let lead = |c: &str| num(c.split(' ').next().unwrap());
+    let mut per_request_left = Vec::new();
+    for r in &rows {
+        let (exp, policy) = (r[0].as_str(), r[1].as_str());
+        let file = experiment_file(exp);
+        let p = &file["published"];
+        let get = |k: &str| p[k][policy].as_float().unwrap();
+        let (real, cpu) = (
+            get("total_seconds"),
+            get("user_seconds") + get("sys_seconds"),
+        );
+        assert!(close(num(&r[2]), real, 2), "{r:?}");
+        assert!(close(num(&r[3]), cpu, 2), "{r:?}");
+        let left = real - cpu;
+        assert!(close(num(&r[4]), left, 2), "{r:?}");
+        let requests = num(&r[5]);
+        assert!(close(num(&r[6]), left / requests * 1000.0, 2), "{r:?}");
+        per_request_left.push((exp.to_string(), policy.to_string(), num(&r[6]), lead(&r[7])));
+        if r[9] != "not run" {
+            assert!(close(num(&r[10]), left / num(&r[9]) * 1000.0, 2), "{r:?}");
+        }
+        // The ext4 budget table's shipped and another-class seconds are the ones divided.
+        if exp == "ext4-fsck-allocator" {
+            let budget = budget_rows("budget-ext4-fsck-allocator");
+            let col = if policy == "ext4-2008" { 2 } else { 3 };
+            let shipped = secs(&row_named(&budget, "as shipped")[col]).unwrap();
+            assert!(
+                (lead(&r[7]) - shipped / requests * 1000.0).abs()
+                    <= 0.05 / requests * 1000.0 + 0.006,
+                "{r:?} against {shipped} s"
+            );
+            let class = secs(&row_named(&budget, "device: another class")[col]).unwrap();
+            assert!(
+                (lead(&r[8]) - class / requests * 1000.0).abs() <= 0.05 / requests * 1000.0 + 0.006,
+                "{r:?} against {class} s"
+            );
+        }
+    }
+    let netbook: Vec<&(String, String, f64, f64)> = per_request_left
+        .iter()
+        .filter(|(e, ..)| e == "ext4-fsck-allocator")
+        .collect();
+    assert_eq!(netbook.len(), 2, "{rows:?}");
+    let claim = format!(
+        "The netbook's e2fsck spent {:.2} and {:.2} ms per request of our streams off its CPU, where our 5400-rpm model takes {:.2} and {:.2} ms",
+        netbook[0].2, netbook[1].2, netbook[0].3, netbook[1].3
+    );
+    assert!(text.contains(&claim), "the prose no longer says: {claim}");
 }

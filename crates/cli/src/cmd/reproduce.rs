@@ -64,8 +64,10 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     jobs: Option<u32>,
     /// Also replay the captured traces on variants of the device preset, one borrowed or
-    /// assumed value changed at a time (the experiment file's [[sensitivity]] list), and report
-    /// how much each moves both totals and the reduction (fsck experiments).
+    /// assumed value changed at a time (the experiment file's [[sensitivity]] list), on the
+    /// file's `alternatives` (other drives of the class and era) and `other_classes` (devices of
+    /// another class), with no think time and at each `period_cpus` factor, and report how much
+    /// each moves both totals and the reduction (fsck experiments).
     #[arg(long)]
     sensitivity: bool,
     /// Capture closed loop (the operations that take it: `layoutlab experiments --json` says

@@ -324,6 +324,8 @@ kernel_run random-read shipped 1 ${rr_alt:+--device "sata-2t-5400-2010,$rr_alt"}
 # experiment's `no_prefetch_block_bitmaps` (--set takes no empty value, so it names data=ordered,
 # which both ext3 and ext4 mount with anyway).
 kernel_run random-read prefetch 1 --set extra_mount_options=data=ordered
+# The capture device non-rotational, the flag alone (as the fsck tables' row).
+kernel_run random-read rot0 1 --set os_rotational=false
 {
   provenance "each row one run at scale 1 (a 1.9 TB file); seconds are the model's"
   echo '| factor | switched to | ext3 buffered | ext3 direct | ext4 buffered | ext4 direct | raw buffered | raw direct |'
@@ -334,6 +336,7 @@ kernel_run random-read prefetch 1 --set extra_mount_options=data=ordered
   else
     echo '| device: another drive | no alternative registered for a 2 TB 5400-rpm drive of 2010 | — | — | — | — | — | — |'
   fi
+  rr_row "request stream: rotational flag" "the capture device non-rotational (\`--set os_rotational=false\`; a new capture)" rot0
   rr_row "kernel: today's block-bitmap prefetch" "mounted without \`no_prefetch_block_bitmaps\` (\`--set extra_mount_options=data=ordered\`, each file system's default journalling mode; a new capture)" prefetch
   rr_row "CPU (bound)" "the reads' wall time here, I/O on the loop device included: the most this machine's think time can add" shipped here
 } >"$snip"

@@ -710,6 +710,10 @@ mod tests {
         assert_eq!(spec.check_spec().os_rotational, Some(false));
         let shipped: crate::ops::fsck::FsckSpec = exp.params().unwrap();
         assert_eq!(shipped.check_spec().os_rotational, None);
+        // random-read takes the same switch.
+        let set = with_sets("random-read", &sets(&["os_rotational=false"])).unwrap();
+        let spec: crate::ops::random_read::RandomReadSpec = set.params().unwrap();
+        assert_eq!(spec.os_rotational, Some(false));
         let err = with_sets("metacluster-fsck", &sets(&["no_such_key=1"]))
             .unwrap_err()
             .to_string();

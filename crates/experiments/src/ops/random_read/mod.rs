@@ -96,6 +96,27 @@ pub struct RandomReadSpec {
     /// `--set layout=kernel`).
     #[serde(default = "default_layout")]
     pub layout: String,
+    /// The capture device's `queue/rotational`; `None`: the preset's (1 for every hard disk).
+    /// A run sets it (`--set os_rotational=false`) to measure the flag alone (docs/fidelity.md,
+    /// the request stream's factor).
+    #[serde(default)]
+    pub os_rotational: Option<bool>,
+}
+
+impl RandomReadSpec {
+    /// The queue the loop device presents: the priced disk's (rotational, read-ahead, request
+    /// size), with the rotational flag overridden where the run asks.
+    fn capture_queue(&self, device: &str) -> Result<layoutlab_rig::QueueSpec> {
+        let mut queue = crate::support::capture_queue(
+            device,
+            Some(self.read_ahead_kb),
+            Some(self.max_sectors_kb),
+        )?;
+        if let Some(rotational) = self.os_rotational {
+            queue.rotational = Some(rotational);
+        }
+        Ok(queue)
+    }
 }
 
 /// Who lays out the files of `engine_images` targets by default.
@@ -128,6 +149,12 @@ impl Operation for RandomRead {
             crate::OpOption {
                 key: "layout",
                 help: "who lays out the ext4 file: engine (planned) or kernel (today's kernel writes it)",
+                flag: None,
+                flag_aliases: &[],
+            },
+            crate::OpOption {
+                key: "os_rotational",
+                help: "the capture device's queue/rotational, true or false (default: the preset's, true for every hard disk); false switches the flag alone",
                 flag: None,
                 flag_aliases: &[],
             },
@@ -387,9 +414,7 @@ pub fn run_target(
         _ => (None, "kernel"),
     };
     let image_stage = crate::stages::enter(crate::stages::IMAGE);
-    // The loop device presents the priced disk's queue (rotational, read-ahead, request size).
-    let queue =
-        crate::support::capture_queue(device, Some(spec.read_ahead_kb), Some(spec.max_sectors_kb))?;
+    let queue = spec.capture_queue(device)?;
     let (mut target, layout_by) = match profile {
         None => {
             check_free_space(workdir, 64 * MIB)?;
@@ -890,5 +915,21 @@ mod tests {
         let e = mode_is_valid("mmap").unwrap_err().to_string();
         // a mode of the table; "both" is `--mode`'s alias of the two, not a mode
         assert!(e.contains("valid: buffered, direct ("), "{e}");
+    }
+
+    /// The loop device presents the preset's rotational flag unless the run sets its own
+    /// (`--set os_rotational=false`: the flag alone, docs/fidelity.md).
+    #[test]
+    fn the_rotational_flag_is_the_presets_unless_set() {
+        let exp = crate::experiment::load("random-read").unwrap();
+        let mut spec: RandomReadSpec = exp.params().unwrap();
+        assert_eq!(spec.os_rotational, None);
+        let shipped = spec.capture_queue(&exp.device).unwrap();
+        assert_eq!(shipped.rotational, Some(true), "{shipped:?}");
+        assert_eq!(shipped.read_ahead_kb, Some(spec.read_ahead_kb));
+        spec.os_rotational = Some(false);
+        let flat = spec.capture_queue(&exp.device).unwrap();
+        assert_eq!(flat.rotational, Some(false));
+        assert_eq!(flat.max_sectors_kb, shipped.max_sectors_kb);
     }
 }

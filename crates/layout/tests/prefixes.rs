@@ -10,7 +10,7 @@ mod common;
 use common::{random_aging, random_population};
 use layoutlab_layout::{policy, Geometry, LayoutError, MkfsProfile, Plan, Policy, PolicyParams};
 use layoutlab_workload::aging::{age_prefixes, AgingSpec};
-use layoutlab_workload::{population_shrunk, CheckedPopulation, CheckedTree, NsOp, Population};
+use layoutlab_workload::{population_shrunk, Checked, CheckedPopulation, NsOp, Population};
 use proptest::prelude::*;
 use std::ops::ControlFlow;
 
@@ -115,7 +115,7 @@ proptest! {
     }
 }
 
-/// A tree checked once is refused as the planners refuse it: `CheckedTree` and
+/// A tree checked once is refused as the planners refuse it: `Checked` and
 /// `CheckedPopulation` (the owned one, checked on the thread that made it) are the only ways
 /// to skip their check, and both refuse it with the planners' error.
 #[test]
@@ -127,7 +127,7 @@ fn an_impossible_tree_is_not_checked() {
             path: "nothing".into(),
         }],
     };
-    let refused = CheckedTree::new(&bad).unwrap_err();
+    let refused = Checked::new(&bad).unwrap_err();
     let p = policy::by_name("ext3-2007", &PolicyParams::new()).unwrap();
     let planned = p.plan(&geometry("ext3-2007", &bad), &bad, 1).unwrap_err();
     assert_eq!(planned, LayoutError::BadPopulation(refused.to_string()));

@@ -14,7 +14,11 @@
 use serde::{Deserialize, Serialize};
 
 pub mod aging;
+mod paths;
 pub mod populations;
+
+use paths::Interner;
+pub use paths::{OpPaths, PathIds, ROOT_PATH_ID};
 
 /// One namespace operation. Paths are relative to the file system's root, '/'-separated.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -251,44 +255,77 @@ pub struct Population {
     pub ops: Vec<NsOp>,
 }
 
-/// A population whose operations passed [`Population::check_tree`], borrowed, so it cannot
-/// change while this lives: several planners reading one long aging stream check it once
+/// A population whose operations passed [`Population::check_tree`], borrowed, with its paths
+/// as ids ([`PathIds`]): several planners reading one long aging stream check it once
 /// between them instead of once each (issue 28: metacluster-aging's four policies each
-/// checked ubuntu-32g's 36 million operations again, a tenth of the planning's CPU).
+/// checked ubuntu-32g's 36 million operations again, a tenth of the planning's CPU), and
+/// index by path id instead of hashing paths. Made by [`Checked::tree`] or
+/// [`CheckedPopulation::tree`].
 #[derive(Clone, Copy, Debug)]
 pub struct CheckedTree<'a> {
     pop: &'a Population,
+    ids: &'a PathIds,
 }
 
 impl<'a> CheckedTree<'a> {
-    /// `pop`, once [`Population::check_tree`] passes; its error otherwise.
-    pub fn new(pop: &'a Population) -> Result<CheckedTree<'a>, Error> {
-        pop.check_tree()?;
-        Ok(CheckedTree { pop })
-    }
-
     /// The population checked.
     pub fn population(self) -> &'a Population {
         self.pop
     }
+
+    /// Every path id is below this ([`PathIds::count`]).
+    pub fn path_ids(self) -> usize {
+        self.ids.count()
+    }
+
+    /// Each operation, in order, with its paths as ids.
+    pub fn ops(self) -> impl Iterator<Item = (&'a NsOp, OpPaths)> + 'a {
+        self.ids.walk(&self.pop.ops)
+    }
 }
 
-/// A population that passed [`Population::check_tree`], owned: checked on the thread that
-/// made it (the next workload's aging stream, made while another's passes run; issue 28) and
-/// planned on others as a [`CheckedTree`] without a second check.
+/// A borrowed population that passed [`Population::check_tree`], and its path ids.
 #[derive(Clone, Debug)]
-pub struct CheckedPopulation(Population);
+pub struct Checked<'a> {
+    pop: &'a Population,
+    ids: PathIds,
+}
 
-impl CheckedPopulation {
+impl<'a> Checked<'a> {
     /// `pop`, once [`Population::check_tree`] passes; its error otherwise.
-    pub fn new(pop: Population) -> Result<CheckedPopulation, Error> {
-        pop.check_tree()?;
-        Ok(CheckedPopulation(pop))
+    pub fn new(pop: &'a Population) -> Result<Checked<'a>, Error> {
+        let ids = pop.path_ids()?;
+        Ok(Checked { pop, ids })
     }
 
     /// The population, checked, for the planners.
     pub fn tree(&self) -> CheckedTree<'_> {
-        CheckedTree { pop: &self.0 }
+        CheckedTree {
+            pop: self.pop,
+            ids: &self.ids,
+        }
+    }
+}
+
+/// A population that passed [`Population::check_tree`], owned, with its path ids: checked
+/// on the thread that made it (the next workload's aging stream, made while another's passes
+/// run; issue 28) and planned on others as a [`CheckedTree`] without a second check.
+#[derive(Clone, Debug)]
+pub struct CheckedPopulation(Population, PathIds);
+
+impl CheckedPopulation {
+    /// `pop`, once [`Population::check_tree`] passes; its error otherwise.
+    pub fn new(pop: Population) -> Result<CheckedPopulation, Error> {
+        let ids = pop.path_ids()?;
+        Ok(CheckedPopulation(pop, ids))
+    }
+
+    /// The population, checked, for the planners.
+    pub fn tree(&self) -> CheckedTree<'_> {
+        CheckedTree {
+            pop: &self.0,
+            ids: &self.1,
+        }
     }
 
     /// The population.
@@ -797,6 +834,12 @@ impl Population {
     /// an existing empty directory. Returns the first impossible operation as
     /// [`Error::BadTree`], naming it and why.
     pub fn check_tree(&self) -> Result<(), Error> {
+        self.path_ids().map(|_| ())
+    }
+
+    /// [`Population::check_tree`], which names each path by a small integer as it goes:
+    /// those integers, for the planners ([`CheckedPopulation`]). Its error otherwise.
+    fn path_ids(&self) -> Result<PathIds, Error> {
         #[derive(Clone, Copy, PartialEq)]
         enum Made {
             Dir,
@@ -816,12 +859,14 @@ impl Population {
             }
             Ok(())
         };
-        // FxHash: these maps are looked up several times per operation of streams of tens of
-        // millions (issue 28), and no result depends on their order
-        let mut made: rustc_hash::FxHashMap<&str, Made> = Default::default();
-        made.insert("", Made::Dir);
-        // entries of each directory
-        let mut children: rustc_hash::FxHashMap<&str, u64> = Default::default();
+        // The living paths by id (the root is id 0); per id: what it names, its directory's
+        // id and (a directory) how many entries it has. Each path is hashed here and nowhere
+        // else: the planners index by id (issue 28).
+        let mut paths = Interner::new();
+        let mut made: Vec<Made> = vec![Made::Dir];
+        let mut dir_of: Vec<u32> = vec![ROOT_PATH_ID];
+        let mut children: Vec<u64> = vec![0];
+        let mut ids = PathIds::with_capacity(self.ops.len());
         // per regular file: its size, and whether its creating writer has closed it
         let mut files: Vec<(u64, bool)> = Vec::new();
         for (index, op) in self.ops.iter().enumerate() {
@@ -838,7 +883,7 @@ impl Population {
                 | NsOp::Truncate { .. }
                 | NsOp::Unlink { .. }
                 | NsOp::Rename { .. }
-                | NsOp::Rmdir { .. } => Some(made.get(path).copied().ok_or_else(|| {
+                | NsOp::Rmdir { .. } => Some(paths.get(path).ok_or_else(|| {
                     bad(
                         "it does not exist (no earlier operation made it, or it was removed)"
                             .into(),
@@ -846,7 +891,9 @@ impl Population {
                 })?),
                 _ => None,
             };
-            if let Some(kind) = existing {
+            if let Some(id) = existing {
+                let (kind, dir) = (made[id as usize], dir_of[id as usize]);
+                ids.push(id, dir);
                 let file = match kind {
                     Made::File(f) => Some(f),
                     _ => None,
@@ -884,10 +931,8 @@ impl Population {
                         if let Some(f) = file {
                             files[f].1 = true;
                         }
-                        made.remove(path);
-                        *children
-                            .entry(path.rsplit_once('/').map_or("", |(d, _)| d))
-                            .or_default() -= 1;
+                        paths.remove(path);
+                        children[dir as usize] -= 1;
                     }
                     NsOp::Rename { to, .. } => {
                         if kind == Made::Dir {
@@ -898,42 +943,39 @@ impl Population {
                         valid_name(to).map_err(|e| bad(format!("new name '{to}': {e}")))?;
                         // a borrowed parent, not a String per rename
                         let to_parent = to.rsplit_once('/').map_or("", |(d, _)| d);
-                        match made.get(to_parent) {
-                            Some(Made::Dir) => {}
+                        let to_dir = match paths.get(to_parent) {
+                            Some(d) if made[d as usize] == Made::Dir => d,
                             _ => {
                                 return Err(bad(format!(
                                     "the new name's directory '{to_parent}' does not exist"
                                 )))
                             }
-                        }
-                        if made.contains_key(to.as_str()) {
+                        };
+                        // made before the old name goes: the two names have two ids
+                        let Some(to_id) = paths.make(to) else {
                             return Err(bad(format!(
                                 "the new name '{to}' already exists (renames do not replace)"
                             )));
-                        }
+                        };
                         if let Some(f) = file {
                             files[f].1 = true;
                         }
-                        made.remove(path);
-                        made.insert(to, kind);
-                        *children
-                            .entry(path.rsplit_once('/').map_or("", |(d, _)| d))
-                            .or_default() -= 1;
-                        *children.entry(to_parent).or_default() += 1;
+                        paths.remove(path);
+                        ids.push_other(to_id, to_dir);
+                        name_id(&mut made, &mut dir_of, &mut children, to_id, kind, to_dir);
+                        children[dir as usize] -= 1;
+                        children[to_dir as usize] += 1;
                     }
                     NsOp::Rmdir { .. } => {
                         if kind != Made::Dir {
                             return Err(bad("not a directory (use unlink)".into()));
                         }
-                        let n = children.get(path).copied().unwrap_or(0);
+                        let n = children[id as usize];
                         if n > 0 {
                             return Err(bad(format!("the directory is not empty ({n} entries)")));
                         }
-                        made.remove(path);
-                        children.remove(path);
-                        *children
-                            .entry(path.rsplit_once('/').map_or("", |(d, _)| d))
-                            .or_default() -= 1;
+                        paths.remove(path);
+                        children[dir as usize] -= 1;
                     }
                     _ => unreachable!("only operations on existing paths"),
                 }
@@ -941,31 +983,35 @@ impl Population {
             }
             let (parent, _) = path.rsplit_once('/').unwrap_or(("", path));
             valid_name(path).map_err(bad)?;
-            match made.get(parent) {
-                Some(Made::Dir) => {}
+            let dir = match paths.get(parent) {
+                Some(d) if made[d as usize] == Made::Dir => d,
                 Some(_) => return Err(bad(format!("parent '{parent}' is not a directory"))),
                 None => {
                     return Err(bad(format!(
                         "parent directory '{parent}' does not exist (make it with an earlier mkdir)"
                     )))
                 }
-            }
-            if made.contains_key(path) {
+            };
+            let Some(id) = paths.make(path) else {
                 return Err(bad("the path already exists".into()));
-            }
+            };
+            ids.push(id, dir);
             let kind = match op {
-                NsOp::Link { target, .. } => match made.get(target.as_str()) {
+                NsOp::Link { target, .. } => match paths.get(target) {
                     None => {
                         return Err(bad(format!(
                             "hard link target '{target}' does not exist (it must be made by an earlier operation)"
                         )))
                     }
-                    Some(Made::Dir) => {
+                    Some(t) if made[t as usize] == Made::Dir => {
                         return Err(bad(format!(
                             "hard link target '{target}' is a directory (directories cannot be hard-linked)"
                         )))
                     }
-                    Some(&kind) => kind,
+                    Some(t) => {
+                        ids.push_other(t, dir_of[t as usize]);
+                        made[t as usize]
+                    }
                 },
                 NsOp::Symlink { target, .. }
                     if target.is_empty()
@@ -984,10 +1030,30 @@ impl Population {
                 }
                 _ => Made::Other,
             };
-            made.insert(path, kind);
-            *children.entry(parent).or_default() += 1;
+            name_id(&mut made, &mut dir_of, &mut children, id, kind, dir);
+            children[dir as usize] += 1;
         }
-        Ok(())
+        ids.count = paths.count();
+        return Ok(ids);
+
+        /// Records what the new (or reused) `id` names, in directory `dir`, with no entries.
+        fn name_id<T: Copy>(
+            made: &mut Vec<T>,
+            dir_of: &mut Vec<u32>,
+            children: &mut Vec<u64>,
+            id: u32,
+            kind: T,
+            dir: u32,
+        ) {
+            let i = id as usize;
+            if i == made.len() {
+                made.push(kind);
+                dir_of.push(dir);
+                children.push(0);
+            } else {
+                (made[i], dir_of[i], children[i]) = (kind, dir, 0);
+            }
+        }
     }
 }
 

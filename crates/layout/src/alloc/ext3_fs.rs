@@ -17,7 +17,7 @@ use crate::plan::{
 };
 use crate::policy::{Prefixes, Tree};
 use crate::LayoutError;
-use layoutlab_workload::{NodeKind, NsOp, Population};
+use layoutlab_workload::{NodeKind, NsOp, Population, ROOT_PATH_ID};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 // The path-keyed maps hash every operation's path a few times: FxHash, not SipHash (issue 28;
@@ -161,19 +161,20 @@ impl OpenFile {
 /// unless the file system filled: then no path is hashed to look it up (each lookup read the
 /// path's bytes once more, for each of tens of millions of operations; issue 28).
 #[derive(Default)]
-struct Failed<'a>(FxHashSet<&'a str>);
+struct Failed(FxHashSet<u32>);
 
-impl<'a> Failed<'a> {
-    fn contains(&self, path: &str) -> bool {
-        !self.0.is_empty() && self.0.contains(path)
+impl Failed {
+    /// Whether the path of id `path` could not be made.
+    fn contains(&self, path: u32) -> bool {
+        !self.0.is_empty() && self.0.contains(&path)
     }
 
     /// Whether `path` was there (and is no more).
-    fn remove(&mut self, path: &str) -> bool {
-        !self.0.is_empty() && self.0.remove(path)
+    fn remove(&mut self, path: u32) -> bool {
+        !self.0.is_empty() && self.0.remove(&path)
     }
 
-    fn insert(&mut self, path: &'a str) {
+    fn insert(&mut self, path: u32) {
         self.0.insert(path);
     }
 }
@@ -291,9 +292,10 @@ pub fn plan_ext3_in(
     let mut pid: u64 = rng.gen_range(300..30_000);
     let mut inodes = InodeMap::new(geo);
     let mut out = vec![PlannedInode::fresh_root(geo, MapFormat::Blocks)];
-    let mut dirs: FxHashMap<&str, DirState> = FxHashMap::default();
+    // by path id
+    let mut dirs: FxHashMap<u32, DirState> = FxHashMap::default();
     dirs.insert(
-        "",
+        ROOT_PATH_ID,
         DirState {
             index: 0,
             group: inodes.group_of(ROOT_INO),
@@ -302,9 +304,11 @@ pub fn plan_ext3_in(
         },
     );
     // every operation must be possible on the tree the earlier ones made
-    let pop = tree.checked()?;
-    // non-directories by path (hard-link targets): their index in `out`
-    let mut others: FxHashMap<&str, usize> = FxHashMap::default();
+    let checked = tree.checked()?;
+    let tree = checked.tree();
+    let pop = tree.population();
+    // non-directories by path id (hard-link targets): their index in `out`
+    let mut others: FxHashMap<u32, usize> = FxHashMap::default();
     let mut links: Vec<HardLink> = Vec::new();
     let mut failed = Failed::default();
     let writes = file_writes(pop);
@@ -330,7 +334,7 @@ pub fn plan_ext3_in(
             links,
         })
     };
-    for (op_index, op) in pop.ops.iter().enumerate() {
+    for (op_index, (op, ids)) in tree.ops().enumerate() {
         if let Some(p) = prefixes.as_deref_mut() {
             p.give(op_index, || so_far(&open, &names, &out, &links))?;
             if p.finished() {
@@ -346,7 +350,7 @@ pub fn plan_ext3_in(
             };
             // Through a name that could not be made (ENOSPC) the write fails; the writer
             // still closes the file after its last one.
-            if !failed.contains(path) {
+            if !failed.contains(ids.path) {
                 alloc.unpark_window(&file.writer.rsv);
                 file.write(&mut alloc, placer, *bytes, bs);
                 alloc.park_window(&file.writer.rsv);
@@ -376,24 +380,26 @@ pub fn plan_ext3_in(
             match op {
                 NsOp::Unlink { .. } => {
                     // a name that could not be made (ENOSPC) has nothing to remove
-                    if !failed.remove(path) {
-                        let index = others.remove(path).expect("check_tree: it exists");
-                        fs.unlink(path, index);
+                    if !failed.remove(ids.path) {
+                        let index = others.remove(&ids.path).expect("check_tree: it exists");
+                        fs.unlink(path, ids, index);
                     }
                 }
                 NsOp::Rmdir { .. } => {
-                    if !failed.remove(path) {
-                        fs.rmdir(path);
+                    if !failed.remove(ids.path) {
+                        fs.rmdir(path, ids);
                     }
                 }
                 NsOp::Rename { to, .. } => {
-                    if failed.remove(path) {
-                        failed.insert(to);
+                    let (to_id, to_dir) = ids.other.expect("a rename has a new name");
+                    if failed.remove(ids.path) {
+                        failed.insert(to_id);
                     } else {
-                        let index = others.remove(path).expect("check_tree: it exists");
-                        let to_parent = to.rsplit_once('/').map_or("", |(d, _)| d);
-                        if !failed.contains(to_parent) && fs.rename(path, to, index, op_index)? {
-                            others.insert(to, index);
+                        let index = others.remove(&ids.path).expect("check_tree: it exists");
+                        if !failed.contains(to_dir)
+                            && fs.rename((path, to), ids, index, op_index)?
+                        {
+                            others.insert(to_id, index);
                         } else {
                             // ENOSPC (its new directory, or the new entry, could not be
                             // made): the kernel leaves the file under its old name, which
@@ -401,21 +407,21 @@ pub fn plan_ext3_in(
                             // removes it instead, so that a later create of that name
                             // does not meet it; the stream's later operations on the new
                             // name fail as the kernel's would.
-                            fs.unlink(path, index);
-                            failed.insert(to);
+                            fs.unlink(path, ids, index);
+                            failed.insert(to_id);
                         }
                     }
                 }
                 NsOp::Truncate { bytes, .. } => {
-                    if !failed.contains(path) {
-                        fs.truncate(others[path], *bytes);
+                    if !failed.contains(ids.path) {
+                        fs.truncate(others[&ids.path], *bytes);
                     }
                 }
                 NsOp::Extend { bytes, .. } => {
-                    if !failed.contains(path) {
+                    if !failed.contains(ids.path) {
                         // a new process opens the file: its pid colours an empty file's goal
                         pid += rng.gen_range(1..=4);
-                        let index = others[path];
+                        let index = others[&ids.path];
                         let group = fs.inodes.group_of(fs.out[index].ino);
                         let goal = fs.space.alloc.map.group_first(group)
                             + (pid % 16) * (geo.blocks_per_group / 16);
@@ -426,29 +432,27 @@ pub fn plan_ext3_in(
             }
             continue;
         }
-        let (parent_path, name) = path.rsplit_once('/').unwrap_or(("", path));
-        if failed.contains(parent_path) {
+        let (_, name) = path.rsplit_once('/').unwrap_or(("", path));
+        if failed.contains(ids.dir) {
             // Its directory could not be made (ENOSPC): the operation fails too.
-            failed.insert(path);
+            failed.insert(ids.path);
             continue;
         }
-        // looked up once for the whole operation: each lookup hashes and compares the path
-        // (issue 28)
-        let parent = dirs
-            .get_mut(parent_path)
-            .expect("check_tree: parents exist");
+        // looked up once for the whole operation (issue 28)
+        let parent = dirs.get_mut(&ids.dir).expect("check_tree: parents exist");
         let parent_ino = out[parent.index].ino;
         let parent_index = parent.index;
-        if let NsOp::Link { target, .. } = op {
+        if let NsOp::Link { .. } = op {
             // ext3_link(): only a new entry in the parent
-            if failed.contains(target.as_str()) {
-                failed.insert(path);
+            let (target, _) = ids.other.expect("a link has a target");
+            if failed.contains(target) {
+                failed.insert(ids.path);
                 continue;
             }
-            let target_index = others[target.as_str()];
+            let target_index = others[&target];
             let entry = (name.len(), addr, bs);
             if add_entry(&mut alloc, parent, &mut out[parent_index], entry, placer).is_none() {
-                failed.insert(path);
+                failed.insert(ids.path);
                 continue;
             }
             links.push(HardLink {
@@ -457,7 +461,7 @@ pub fn plan_ext3_in(
                 ino: out[target_index].ino,
             });
             names.linked(target_index, op_index);
-            others.insert(path, target_index);
+            others.insert(ids.path, target_index);
             continue;
         }
         let is_dir = matches!(op, NsOp::Mkdir { .. });
@@ -495,7 +499,7 @@ pub fn plan_ext3_in(
                 Some(b) => first_block = Some(b),
                 None => {
                     inodes.free_inode(ino, is_dir);
-                    failed.insert(path);
+                    failed.insert(ids.path);
                     continue;
                 }
             }
@@ -508,7 +512,7 @@ pub fn plan_ext3_in(
                 alloc.map.mark_free(b, 1);
             }
             inodes.free_inode(ino, is_dir);
-            failed.insert(path);
+            failed.insert(ids.path);
             continue;
         }
         let one_block = |b: Option<u64>| -> Vec<Run> {
@@ -524,7 +528,7 @@ pub fn plan_ext3_in(
         let node = match op {
             NsOp::Mkdir { .. } => {
                 dirs.insert(
-                    path,
+                    ids.path,
                     DirState {
                         index: out.len(),
                         group,
@@ -575,7 +579,7 @@ pub fn plan_ext3_in(
             _ => unreachable!("aging operations are refused above"),
         };
         if !is_dir {
-            others.insert(path, out.len());
+            others.insert(ids.path, out.len());
         }
         names.born(op_index);
         out.push(PlannedInode {
@@ -641,7 +645,7 @@ impl Space for Ext3Space<'_> {
     }
 }
 
-impl Namespace<'_, '_, Ext3Space<'_>> {
+impl Namespace<'_, Ext3Space<'_>> {
     /// Open, write `bytes` at the end, close: a new writer ([`FileWriter::resume`]) for the
     /// file at `index`, whose first block (if it has none) aims at `first_goal`.
     fn extend(&mut self, index: usize, first_goal: u64, bytes: u64) {

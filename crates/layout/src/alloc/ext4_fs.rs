@@ -19,7 +19,7 @@ use crate::plan::{
 };
 use crate::policy::{Prefixes, Tree};
 use crate::LayoutError;
-use layoutlab_workload::{NodeKind, NsOp, Population};
+use layoutlab_workload::{NodeKind, NsOp, Population, ROOT_PATH_ID};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 // The path-keyed maps hash every operation's path a few times: FxHash, not SipHash (issue 28;
@@ -155,7 +155,9 @@ pub fn plan_ext4_in(
             p = crate::policy::default_mkfs_profile(policy).unwrap_or("ext4-2009"),
         )));
     }
-    let pop = tree.checked()?;
+    let checked = tree.checked()?;
+    let tree = checked.tree();
+    let pop = tree.population();
     // Appends would need a model of when ext4 allocates (delayed allocation at writeback,
     // mballoc's per-inode preallocation kept between writes): not built yet.
     if let Some((i, op)) = pop
@@ -192,9 +194,10 @@ pub fn plan_ext4_in(
         0
     };
     let mut out = vec![PlannedInode::fresh_root(geo, MapFormat::Extents)];
-    let mut dirs: FxHashMap<&str, DirState> = FxHashMap::default();
+    // by path id
+    let mut dirs: FxHashMap<u32, DirState> = FxHashMap::default();
     dirs.insert(
-        "",
+        ROOT_PATH_ID,
         DirState {
             index: 0,
             group: 0,
@@ -202,7 +205,8 @@ pub fn plan_ext4_in(
             last_alloc_group: None,
         },
     );
-    let mut others: FxHashMap<&str, usize> = FxHashMap::default();
+    // non-directories by path id: their index in `out`
+    let mut others: FxHashMap<u32, usize> = FxHashMap::default();
     let mut links = Vec::new();
     // files written and not yet written back: (index in `out`, goal of an empty file), and
     // the bytes written since the last writeback
@@ -251,7 +255,7 @@ pub fn plan_ext4_in(
             links,
         })
     };
-    for (op_index, op) in pop.ops.iter().enumerate() {
+    for (op_index, (op, ids)) in tree.ops().enumerate() {
         if let Some(p) = prefixes.as_deref_mut() {
             p.give(op_index, || {
                 so_far(&pending, &mb, &counters, &names, &out, &links)
@@ -280,20 +284,21 @@ pub fn plan_ext4_in(
             };
             match op {
                 NsOp::Unlink { .. } => {
-                    let index = others.remove(path).expect("check_tree: it exists");
-                    fs.unlink(path, index);
+                    let index = others.remove(&ids.path).expect("check_tree: it exists");
+                    fs.unlink(path, ids, index);
                 }
-                NsOp::Rmdir { .. } => fs.rmdir(path),
+                NsOp::Rmdir { .. } => fs.rmdir(path, ids),
                 NsOp::Rename { to, .. } => {
-                    let index = others.remove(path).expect("check_tree: it exists");
-                    let renamed = fs.rename(path, to, index, op_index)?;
+                    let index = others.remove(&ids.path).expect("check_tree: it exists");
+                    let renamed = fs.rename((path, to), ids, index, op_index)?;
                     // Ext4Space::add_entry reports ENOSPC as an error, never as no room
                     debug_assert!(renamed);
-                    others.insert(to, index);
+                    let (to_id, _) = ids.other.expect("a rename has a new name");
+                    others.insert(to_id, index);
                 }
-                NsOp::Truncate { bytes, .. } => fs.truncate(others[path], *bytes),
+                NsOp::Truncate { bytes, .. } => fs.truncate(others[&ids.path], *bytes),
                 NsOp::Extend { bytes, .. } => {
-                    let index = others[path];
+                    let index = others[&ids.path];
                     // an empty file's first block: the goal of a new file in its group
                     pid += rng.gen_range(1..=4);
                     let group = inodes.group_of(out[index].ino);
@@ -322,12 +327,9 @@ pub fn plan_ext4_in(
             }
             continue;
         }
-        let (parent_path, name) = path.rsplit_once('/').unwrap_or(("", path));
-        // looked up once for the whole operation: each lookup hashes and compares the path
-        // (issue 28)
-        let parent = dirs
-            .get_mut(parent_path)
-            .expect("check_tree: parents exist");
+        let (_, name) = path.rsplit_once('/').unwrap_or(("", path));
+        // looked up once for the whole operation (issue 28)
+        let parent = dirs.get_mut(&ids.dir).expect("check_tree: parents exist");
         let (parent_index, parent_group, parent_last) =
             (parent.index, parent.group, parent.last_alloc_group);
         let parent_ino = out[parent_index].ino;
@@ -338,16 +340,16 @@ pub fn plan_ext4_in(
          -> Result<(), LayoutError> {
             add_dir_entry(parent, &mut out[parent_index], name.len(), mb, bs)
         };
-        if let NsOp::Link { target, .. } = op {
+        if let NsOp::Link { .. } = op {
             add_entry(parent, &mut out, &mut mb)?;
-            let index = others[target.as_str()];
+            let index = others[&ids.other.expect("a link has a target").0];
             links.push(HardLink {
                 parent: parent_ino,
                 name: name.to_string(),
                 ino: out[index].ino,
             });
             names.linked(index, op_index);
-            others.insert(path, index);
+            others.insert(ids.path, index);
             continue;
         }
         let is_dir = matches!(op, NsOp::Mkdir { .. });
@@ -409,7 +411,7 @@ pub fn plan_ext4_in(
                 }];
                 add_entry(parent, &mut out, &mut mb)?;
                 dirs.insert(
-                    path,
+                    ids.path,
                     DirState {
                         index: out.len(),
                         group,
@@ -477,7 +479,7 @@ pub fn plan_ext4_in(
             _ => unreachable!("refused above"),
         }
         if !is_dir {
-            others.insert(path, out.len());
+            others.insert(ids.path, out.len());
         }
         names.born(op_index);
         out.push(node);

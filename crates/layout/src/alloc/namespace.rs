@@ -18,8 +18,9 @@ use crate::alloc::ialloc::InodeMap;
 use crate::mapping::required_mapping;
 use crate::plan::{HardLink, PlannedInode, Run, Special};
 use crate::LayoutError;
-// The path-keyed maps hash every operation's path a few times: FxHash, not SipHash (issue 28;
-// no plan depends on a map's order).
+// Keyed by path id (`layoutlab_workload::PathIds`): FxHash, not SipHash (issue 28; no plan
+// depends on a map's order).
+use layoutlab_workload::OpPaths;
 use rustc_hash::FxHashMap;
 
 /// Lives, names and ordering of the planned inodes and hard links.
@@ -246,13 +247,13 @@ pub(crate) trait Space {
 
 /// What an aging operation changes in a plan being made: the planner's state, borrowed for
 /// one operation, and the file system's [`Space`].
-pub(crate) struct Namespace<'a, 'p, S> {
+pub(crate) struct Namespace<'a, S> {
     /// Where blocks are freed and directories grow.
     pub space: S,
     /// The inode bitmaps.
     pub inodes: &'a mut InodeMap,
-    /// The living directories by path.
-    pub dirs: &'a mut FxHashMap<&'p str, DirState>,
+    /// The living directories by path id.
+    pub dirs: &'a mut FxHashMap<u32, DirState>,
     /// The planned inodes so far, dead ones included (see [`Names`]).
     pub out: &'a mut Vec<PlannedInode>,
     /// The hard links so far, dead ones included.
@@ -263,14 +264,11 @@ pub(crate) struct Namespace<'a, 'p, S> {
     pub bs: u64,
 }
 
-impl<S: Space> Namespace<'_, '_, S> {
-    /// The directory state and inode number of `path`'s parent, and `path`'s last name.
-    fn parent<'s>(&mut self, path: &'s str) -> (&mut DirState, u32, &'s str) {
-        let (parent_path, name) = split(path);
-        let dir = self
-            .dirs
-            .get_mut(parent_path)
-            .expect("check_tree: parents exist");
+impl<S: Space> Namespace<'_, S> {
+    /// The state and inode number of directory `dir` (a path id), and `path`'s last name.
+    fn parent<'s>(&mut self, path: &'s str, dir: u32) -> (&mut DirState, u32, &'s str) {
+        let (_, name) = split(path);
+        let dir = self.dirs.get_mut(&dir).expect("check_tree: parents exist");
         let ino = self.out[dir.index].ino;
         (dir, ino, name)
     }
@@ -301,10 +299,10 @@ impl<S: Space> Namespace<'_, '_, S> {
         self.space.inode_freed(is_dir);
     }
 
-    /// unlink(2) of the non-directory at `index` by its name `path`: the entry goes; with
-    /// its last name the inode and its blocks.
-    pub fn unlink(&mut self, path: &str, index: usize) {
-        let (dir, parent_ino, name) = self.parent(path);
+    /// unlink(2) of the non-directory at `index` by its name `path` (`ids` its ids): the
+    /// entry goes; with its last name the inode and its blocks.
+    pub fn unlink(&mut self, path: &str, ids: OpPaths, index: usize) {
+        let (dir, parent_ino, name) = self.parent(path, ids.dir);
         dir.growth.remove_entry(name.len());
         if self
             .names
@@ -314,38 +312,39 @@ impl<S: Space> Namespace<'_, '_, S> {
         }
     }
 
-    /// rmdir(2) of the empty directory `path`.
-    pub fn rmdir(&mut self, path: &str) {
-        let dir = self.dirs.remove(path).expect("check_tree: it exists");
+    /// rmdir(2) of the empty directory `path` (`ids` its ids).
+    pub fn rmdir(&mut self, path: &str, ids: OpPaths) {
+        let dir = self.dirs.remove(&ids.path).expect("check_tree: it exists");
         self.free_inode(dir.index, true);
         self.names.rmdir(dir.index);
-        let (parent, _, name) = self.parent(path);
+        let (parent, _, name) = self.parent(path, ids.dir);
         parent.growth.remove_entry(name.len());
     }
 
-    /// rename(2) of the non-directory at `index` from `path` to `to` by operation
-    /// `op_index` (`ext3_rename()`, `ext4_rename()`: the new entry is added, growing its
+    /// rename(2) of the non-directory at `index` from `path` to `to` (`ids` their ids) by
+    /// operation `op_index` (`ext3_rename()`, `ext4_rename()`: the new entry is added, growing its
     /// directory if needed, then the old one deleted). Ok(false) when the new entry found
     /// no room (ENOSPC, as [`Space::add_entry`] says): nothing changes.
     #[must_use = "a rename that found no room changed nothing"]
     pub fn rename(
         &mut self,
-        path: &str,
-        to: &str,
+        (path, to): (&str, &str),
+        ids: OpPaths,
         index: usize,
         op_index: usize,
     ) -> Result<bool, LayoutError> {
-        let (to_parent, to_name) = split(to);
+        let (_, to_name) = split(to);
+        let (_, to_dir) = ids.other.expect("a rename has a new name");
         let dir = self
             .dirs
-            .get_mut(to_parent)
+            .get_mut(&to_dir)
             .expect("check_tree: parents exist");
         let to_ino = self.out[dir.index].ino;
         let node = &mut self.out[dir.index];
         if !self.space.add_entry(dir, node, to_name.len(), self.bs)? {
             return Ok(false);
         }
-        let (dir, parent_ino, name) = self.parent(path);
+        let (dir, parent_ino, name) = self.parent(path, ids.dir);
         dir.growth.remove_entry(name.len());
         self.names.rename(
             self.out,

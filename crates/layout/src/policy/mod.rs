@@ -8,7 +8,7 @@ use crate::alloc::writer::IndirectPlacer;
 use crate::geometry::Geometry;
 use crate::plan::Plan;
 use crate::LayoutError;
-use layoutlab_workload::{CheckedTree, Population};
+use layoutlab_workload::{Checked, CheckedTree, Population};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
@@ -89,15 +89,30 @@ impl<'a> Tree<'a> {
         }
     }
 
-    /// The population, checked here if it was not already.
-    pub(crate) fn checked(self) -> Result<&'a Population, LayoutError> {
+    /// The population, checked here if it was not already, with its path ids.
+    pub(crate) fn checked(self) -> Result<CheckedHere<'a>, LayoutError> {
         match self {
-            Tree::Unchecked(pop) => {
-                pop.check_tree()
-                    .map_err(|e| LayoutError::BadPopulation(e.to_string()))?;
-                Ok(pop)
-            }
-            Tree::Checked(checked) => Ok(checked.population()),
+            Tree::Unchecked(pop) => Checked::new(pop)
+                .map(CheckedHere::Here)
+                .map_err(|e| LayoutError::BadPopulation(e.to_string())),
+            Tree::Checked(checked) => Ok(CheckedHere::Before(checked)),
+        }
+    }
+}
+
+/// A checked population as a planner holds it: checked by its caller, or by [`Tree::checked`]
+/// (which owns the path ids then).
+pub(crate) enum CheckedHere<'a> {
+    Before(CheckedTree<'a>),
+    Here(Checked<'a>),
+}
+
+impl CheckedHere<'_> {
+    /// The population and its path ids.
+    pub(crate) fn tree(&self) -> CheckedTree<'_> {
+        match self {
+            CheckedHere::Before(tree) => *tree,
+            CheckedHere::Here(checked) => checked.tree(),
         }
     }
 }

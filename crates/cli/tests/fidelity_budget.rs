@@ -441,8 +441,11 @@ fn random_read_budget_prose_follows_its_block() {
         .iter()
         .map(|&i| vs(&prefetch, i).abs())
         .fold(0.0f64, f64::max);
+    let rot = cells(row(&rows, "the capture device non-rotational"));
+    let rot_most = (0..6).map(|i| vs(&rot, i).abs()).fold(0.0f64, f64::max);
     let text = doc_prose();
     for claim in [
+        format!("The rotational flag alone moves every cell by at most {rot_most:.1}%"),
         format!(
             "moves each target by at most {moved:.1} s of {} (",
             "1,579-2,180 s"

@@ -112,13 +112,16 @@ pub struct Args {
     /// expected to take (their expected peak less what their processes hold now) and less
     /// --memory-reserve, covers its expected peak; otherwise it waits and says why. Expected
     /// peaks and the order (longest first) come from a previous all.json (--memory-from, or
-    /// OUT/all.json of a run at the same scale); an experiment with none is counted as 0 B,
+    /// OUT/all.json of a run at the same scale): each one's peak resident set or the memory
+    /// the machine lost while it ran (its tmpfs and zram pages too), the larger. No experiment
+    /// states its need before it runs yet: one with no earlier figure is counted as 0 B,
     /// guarded only by the memory available when it starts. The page keeps the shipped order.
     /// Default 1: one after another in the shipped order, as before (docs/reproduce-all.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     parallel: Option<u32>,
-    /// With `all --parallel`: an earlier run's all.json whose peak_rss_bytes are each
-    /// experiment's expected need and whose seconds order the run (longest first).
+    /// With `all --parallel`: an earlier run's all.json whose peak_rss_bytes and
+    /// memory_taken_bytes give each experiment's expected need and whose seconds order the run
+    /// (longest first).
     #[arg(long, value_name = "ALL.JSON")]
     memory_from: Option<PathBuf>,
     /// With `all --parallel`: memory never counted as free, left to everyone else.
@@ -271,13 +274,15 @@ fn run_all(a: &Args) -> Result<()> {
     {
         anyhow::bail!("reproduce all runs each experiment as shipped: only --scale, --out, --only, --json, --workdir, --parallel, --memory-from and --memory-reserve apply");
     }
+    // A previous run's wall times (the run order, the time left) and peaks (what each is
+    // expected to need): --memory-from (read before anything is made), else an earlier run in
+    // the same place at this scale.
+    let given = a.memory_from.as_deref().map(Hints::read).transpose()?;
     std::fs::create_dir_all(&a.out)
         .map_err(|e| anyhow::anyhow!("creating {}: {e}", a.out.display()))?;
     let out = a.out.canonicalize()?;
-    // A previous run's wall times (the run order, the time left) and peaks (what each is
-    // expected to need): --memory-from, else an earlier run in the same place at this scale.
-    let hints = match &a.memory_from {
-        Some(p) => Hints::read(p)?,
+    let hints = match given {
+        Some(h) => h,
         None => {
             let p = out.join("all.json");
             let h = if p.exists() {
@@ -442,6 +447,11 @@ fn run_all(a: &Args) -> Result<()> {
         pid: u32,
         need_bytes: u64,
         from_seconds: f64,
+        /// MemAvailable when it started, and the most it has fallen below that since (sampled
+        /// every 2 s at most): what it took, page cache aside, tmpfs and zram pages included,
+        /// and what ran beside it or anyone else took meanwhile.
+        available_at_start: u64,
+        most_taken_bytes: u64,
     }
     let mut running: Vec<Live> = Vec::new();
     let (ended_tx, ended_rx) = std::sync::mpsc::channel();
@@ -520,6 +530,7 @@ fn run_all(a: &Args) -> Result<()> {
                 cmd.arg("--workdir").arg(w);
             }
             let from_seconds = started.elapsed().as_secs_f64();
+            let available_at_start = layoutlab_rig::mem_available_bytes()?;
             let child = super::spawn_child(&mut cmd, &live)?;
             let pid = child.id();
             running.push(Live {
@@ -527,6 +538,8 @@ fn run_all(a: &Args) -> Result<()> {
                 pid,
                 need_bytes: candidates[i].need_bytes,
                 from_seconds,
+                available_at_start,
+                most_taken_bytes: 0,
             });
             let tx = ended_tx.clone();
             // wait4 on this child alone: the others are waited for by their own threads
@@ -563,7 +576,14 @@ fn run_all(a: &Args) -> Result<()> {
             break;
         }
         // Wait for one to end; look at memory again every few seconds while some wait for it.
-        let (pid, waited) = match ended_rx.recv_timeout(std::time::Duration::from_secs(2)) {
+        let ended = ended_rx.recv_timeout(std::time::Duration::from_secs(2));
+        let available = layoutlab_rig::mem_available_bytes()?;
+        for r in &mut running {
+            r.most_taken_bytes = r
+                .most_taken_bytes
+                .max(r.available_at_start.saturating_sub(available));
+        }
+        let (pid, waited) = match ended {
             Ok(e) => e,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
             Err(e) => anyhow::bail!("waiting for an experiment: {e}"),
@@ -627,6 +647,7 @@ fn run_all(a: &Args) -> Result<()> {
                 "expected_need_bytes": hints.peak_bytes.get(n),
                 "cpu_seconds": usage.cpu_seconds,
                 "peak_rss_bytes": usage.peak_rss_bytes,
+                "memory_taken_bytes": ended.most_taken_bytes,
                 "stage_seconds": stage_seconds,
                 "result": result,
             }),
@@ -712,7 +733,7 @@ impl Hints {
         })?;
         let mut h = Hints {
             source: format!(
-                "from the peak resident sets measured in {} (scale {})",
+                "from what {} measured (each one's peak resident set or the memory taken while it ran, the larger; scale {})",
                 path.display(),
                 v["scale"]
                     .as_f64()
@@ -727,7 +748,11 @@ impl Hints {
             if let Some(s) = x["seconds"].as_f64() {
                 h.seconds.insert(name.to_string(), s);
             }
-            if let Some(b) = x["peak_rss_bytes"].as_u64() {
+            // its processes' peak, or what the machine lost while it ran (its tmpfs and
+            // zram pages too), whichever is larger
+            let peak = x["peak_rss_bytes"].as_u64();
+            let taken = x["memory_taken_bytes"].as_u64();
+            if let Some(b) = peak.max(taken) {
                 h.peak_bytes.insert(name.to_string(), b);
             }
         }
@@ -754,14 +779,8 @@ fn tree_rss_bytes(pid: u32) -> u64 {
             }
         }
     }
-    let mut tree = vec![pid];
-    let mut k = 0;
-    while k < tree.len() {
-        let p = tree[k];
-        tree.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-        k += 1;
-    }
-    tree.iter()
+    tree_of(pid, &parent_of)
+        .iter()
         .filter_map(|p| {
             let status = std::fs::read_to_string(format!("/proc/{p}/status")).ok()?;
             let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
@@ -771,7 +790,69 @@ fn tree_rss_bytes(pid: u32) -> u64 {
         * 1024 // VmRSS is in kB
 }
 
+/// `pid` and every process under it, from (process, parent) pairs.
+fn tree_of(pid: u32, parent_of: &[(u32, u32)]) -> Vec<u32> {
+    let mut tree = vec![pid];
+    let mut k = 0;
+    while k < tree.len() {
+        let p = tree[k];
+        tree.extend(
+            parent_of
+                .iter()
+                .filter(|(c, pp)| *pp == p && *c != p)
+                .map(|(c, _)| *c),
+        );
+        k += 1;
+    }
+    tree
+}
+
 /// `--cpu-scale`: a positive number, or a CPU preset's factor (see `cpus/`).
 fn cpu_scale_arg(arg: &str) -> Result<f64, String> {
     layoutlab_device::cpu::resolve_cpu_scale(arg).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_is_the_process_and_everything_under_it() {
+        // 1 ─ 10 ─ 11 ─ 12, 10 ─ 13; 20 elsewhere
+        let pairs = [(10, 1), (11, 10), (12, 11), (13, 10), (20, 1)];
+        let mut t = tree_of(10, &pairs);
+        t.sort_unstable();
+        assert_eq!(t, [10, 11, 12, 13]);
+        assert_eq!(tree_of(12, &pairs), [12]);
+    }
+
+    #[test]
+    fn hints_take_the_larger_of_peak_and_memory_taken() {
+        let p = std::env::temp_dir().join(format!("ll-hints-{}.json", std::process::id()));
+        std::fs::write(
+            &p,
+            r#"{"scale": 0.5, "experiments": [
+                {"name": "a", "seconds": 3.0, "peak_rss_bytes": 100, "memory_taken_bytes": 700},
+                {"name": "b", "seconds": 1.0, "peak_rss_bytes": 500, "memory_taken_bytes": 20},
+                {"name": "c", "seconds": null, "peak_rss_bytes": null},
+                {"name": "d", "peak_rss_bytes": 9}
+            ]}"#,
+        )
+        .unwrap();
+        let h = Hints::read(&p).unwrap();
+        assert_eq!(h.peak_bytes.get("a"), Some(&700), "tmpfs/zram pages count");
+        assert_eq!(h.peak_bytes.get("b"), Some(&500));
+        assert_eq!(h.peak_bytes.get("c"), None, "a failed run says nothing");
+        assert_eq!(
+            h.peak_bytes.get("d"),
+            Some(&9),
+            "an all.json from before the field"
+        );
+        assert_eq!(h.seconds.get("a"), Some(&3.0));
+        assert_eq!(earlier_scale(&p), Some(0.5));
+        std::fs::write(&p, "{\"seconds\": 1}").unwrap();
+        let e = Hints::read(&p).err().unwrap().to_string();
+        assert!(e.contains("no \"experiments\" list"), "{e}");
+        std::fs::remove_file(&p).unwrap();
+    }
 }

@@ -195,3 +195,82 @@ fn bad_parallel_input_is_refused_before_anything_runs() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Processes whose command line names `dir` (experiments of a run writing there).
+fn processes_naming(dir: &Path) -> Vec<String> {
+    let needle = dir.to_str().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_str().unwrap().parse::<u32>().is_ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
+        .collect()
+}
+
+#[test]
+fn ctrl_c_with_two_at_once_keeps_what_finished_and_stops_the_rest() {
+    let d = scratch("int");
+    let out = d.join("out");
+    // cache-policies (tens of seconds of pricing) beside fio-randread (a fraction of one)
+    let mut child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
+        .args([
+            "reproduce",
+            "all",
+            "--only",
+            "cache-policies,fio-randread",
+            "--parallel",
+            "2",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(d.join("stderr.txt")).unwrap())
+        .spawn()
+        .unwrap();
+    // Wait until fio-randread is done and cache-policies still runs, then Ctrl-C.
+    let page = out.join("index.html");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(&page).unwrap_or_default();
+        if text.contains("status Done\">Done") && text.contains("status Running\">Running") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fio-randread never ended beside cache-policies: {}",
+            std::fs::read_to_string(d.join("stderr.txt")).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "{}",
+        std::fs::read_to_string(d.join("stderr.txt")).unwrap_or_default()
+    );
+    let text = std::fs::read_to_string(&page).unwrap();
+    let row = |name: &str| {
+        let at = text.find(&format!("<a href=\"#{name}\">")).unwrap();
+        text[at..at + text[at..].find("</tr>").unwrap()].to_string()
+    };
+    assert!(
+        row("fio-randread").contains(">Done<"),
+        "{}",
+        row("fio-randread")
+    );
+    assert!(
+        row("cache-policies").contains(">Interrupted<"),
+        "{}",
+        row("cache-policies")
+    );
+    assert_eq!(processes_naming(&out), Vec::<String>::new(), "left running");
+    std::fs::remove_dir_all(&d).unwrap();
+}

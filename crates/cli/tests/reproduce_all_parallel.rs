@@ -152,6 +152,29 @@ fn needs_that_do_not_fit_together_run_apart_and_say_why() {
 }
 
 #[test]
+fn unknown_needs_do_not_start_together() {
+    // No earlier run: each counts half the memory available, so the second waits for the
+    // first whatever the machine has.
+    let d = scratch("unknown");
+    let out = d.join("out");
+    let o = reproduce_all(&out, &["--parallel", "2"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("unknown for mkfs-overhead, fio-randread"),
+        "{err}"
+    );
+    assert!(err.contains("waiting for memory"), "{err}");
+    let v = all_json(&out);
+    let xs = v["experiments"].as_array().unwrap();
+    let (m, f) = (&xs[0], &xs[1]);
+    assert!(
+        m["to_seconds"].as_f64() <= f["from_seconds"].as_f64(),
+        "they overlapped: {m} {f}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn bad_parallel_input_is_refused_before_anything_runs() {
     let d = scratch("bad");
     let out = d.join("out");
@@ -213,7 +236,18 @@ fn processes_naming(dir: &Path) -> Vec<String> {
 fn ctrl_c_with_two_at_once_keeps_what_finished_and_stops_the_rest() {
     let d = scratch("int");
     let out = d.join("out");
-    // cache-policies (tens of seconds of pricing) beside fio-randread (a fraction of one)
+    // cache-policies (tens of seconds of pricing) beside fio-randread (a fraction of one),
+    // each said to need 1 MiB (unknown needs would keep them apart)
+    let hint = d.join("hint.json");
+    std::fs::write(
+        &hint,
+        serde_json::json!({"experiments": [
+            {"name": "cache-policies", "seconds": 30.0, "peak_rss_bytes": 1 << 20},
+            {"name": "fio-randread", "seconds": 1.0, "peak_rss_bytes": 1 << 20},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_layoutlab"))
         .args([
             "reproduce",
@@ -222,8 +256,10 @@ fn ctrl_c_with_two_at_once_keeps_what_finished_and_stops_the_rest() {
             "cache-policies,fio-randread",
             "--parallel",
             "2",
-            "--out",
+            "--memory-from",
         ])
+        .arg(&hint)
+        .arg("--out")
         .arg(&out)
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(d.join("stderr.txt")).unwrap())

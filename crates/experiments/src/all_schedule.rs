@@ -18,8 +18,8 @@ pub struct Candidate {
     /// Its place in the shipped order (the page's).
     pub index: usize,
     /// Memory it is expected to take at its peak, bytes: its processes' resident sets and what
-    /// it puts in memory-backed work directories (0 when nothing says).
-    pub need_bytes: u64,
+    /// it puts in memory-backed work directories. None: nothing says; see [`need_bytes`].
+    pub need_bytes: Option<u64>,
     /// Wall seconds it is expected to take (a previous run's), if known.
     pub expected_seconds: Option<f64>,
 }
@@ -29,7 +29,7 @@ pub struct Candidate {
 pub struct Running {
     /// Its place in the shipped order.
     pub index: usize,
-    /// Its expected peak, as when it started.
+    /// Its expected peak, as counted when it started ([`Next::Start`]'s).
     pub need_bytes: u64,
     /// What it holds now (its processes' resident sets), already missing from `MemAvailable`.
     pub held_bytes: u64,
@@ -67,6 +67,8 @@ pub enum Next {
         index: usize,
         /// Started with nothing beside it although its need exceeds what is free.
         alone: bool,
+        /// Its need as counted now ([`need_bytes`]): what to count for it while it runs.
+        need_bytes: u64,
     },
     /// N run already: wait for one to end.
     Full,
@@ -90,17 +92,33 @@ pub fn run_order(candidates: &[Candidate]) -> Vec<Candidate> {
     v
 }
 
+/// What `c` is counted as needing: its expected peak, or, when nothing says, half the memory
+/// available now. Half, because that is what the experiments' own guards let one take of the
+/// memory they find at their start (the fsck work directory's tmpfs is capped at half of
+/// MemAvailable, the aging passes' budget is half of it): so two whose needs are unknown do not
+/// start together unless their first half is already held.
+pub fn need_bytes(c: &Candidate, limits: &Limits) -> u64 {
+    c.need_bytes.unwrap_or(limits.available_bytes / 2)
+}
+
 /// Memory free for one more experiment: available now, less what the running ones are still
 /// expected to take beyond what they hold, less the reserve.
 pub fn free_bytes(running: &[Running], limits: &Limits) -> u64 {
+    room_bytes(running, limits).unwrap_or(0)
+}
+
+/// [`free_bytes`], or None when the running ones' expected peaks and the reserve already
+/// exceed what is available (one that started alone although too large): then not even a need
+/// of 0 starts beside them.
+fn room_bytes(running: &[Running], limits: &Limits) -> Option<u64> {
     let still: u64 = running
         .iter()
         .map(|r| r.need_bytes.saturating_sub(r.held_bytes))
         .sum();
     limits
         .available_bytes
-        .saturating_sub(still)
-        .saturating_sub(limits.reserve_bytes)
+        .checked_sub(still)?
+        .checked_sub(limits.reserve_bytes)
 }
 
 /// The next step for `pending` (in run order, see [`run_order`]) given what runs now.
@@ -111,19 +129,23 @@ pub fn next(pending: &[Candidate], running: &[Running], limits: &Limits) -> Next
     if running.len() >= limits.parallel.max(1) {
         return Next::Full;
     }
-    let free = free_bytes(running, limits);
+    let room = room_bytes(running, limits);
+    let fits = |need: u64| room.is_some_and(|r| need <= r);
     // With nothing running the first in order starts, fitting or not: the serial run's order
     // (N = 1) is kept, and a need larger than the machine's still runs once.
     if running.is_empty() {
+        let need = need_bytes(&pending[0], limits);
         return Next::Start {
             index: pending[0].index,
-            alone: pending[0].need_bytes > free,
+            alone: !fits(need),
+            need_bytes: need,
         };
     }
-    if let Some(c) = pending.iter().find(|c| c.need_bytes <= free) {
+    if let Some(c) = pending.iter().find(|c| fits(need_bytes(c, limits))) {
         return Next::Start {
             index: c.index,
             alone: false,
+            need_bytes: need_bytes(c, limits),
         };
     }
     Next::Memory(
@@ -131,8 +153,8 @@ pub fn next(pending: &[Candidate], running: &[Running], limits: &Limits) -> Next
             .iter()
             .map(|c| MemoryWait {
                 index: c.index,
-                need_bytes: c.need_bytes,
-                free_bytes: free,
+                need_bytes: need_bytes(c, limits),
+                free_bytes: room.unwrap_or(0),
             })
             .collect(),
     )
@@ -154,7 +176,7 @@ mod tests {
     fn cand(index: usize, need_gb: u64, secs: Option<f64>) -> Candidate {
         Candidate {
             index,
-            need_bytes: need_gb * GB,
+            need_bytes: Some(need_gb * GB),
             expected_seconds: secs,
         }
     }
@@ -203,7 +225,8 @@ mod tests {
             next(&[cand(1, 7, None), cand(2, 6, None)], &running, &l),
             Next::Start {
                 index: 2,
-                alone: false
+                alone: false,
+                need_bytes: 6 * GB
             }
         );
     }
@@ -223,15 +246,54 @@ mod tests {
             next(&[cand(1, 30, None)], &[], &limits(2, 20)),
             Next::Start {
                 index: 1,
-                alone: true
+                alone: true,
+                need_bytes: 30 * GB
             }
         );
         assert_eq!(next(&[], &[], &limits(2, 20)), Next::Nothing);
     }
 
+    #[test]
+    fn unknown_needs_count_half_the_memory_available() {
+        let unknown = |index| Candidate {
+            index,
+            need_bytes: None,
+            expected_seconds: None,
+        };
+        // 20 GB available: the first counts 10 and starts.
+        assert_eq!(
+            next(&[unknown(0), unknown(1)], &[], &limits(2, 20)),
+            Next::Start {
+                index: 0,
+                alone: false,
+                need_bytes: 10 * GB
+            }
+        );
+        // It holds 1 GB (19 available): 9 still to come, 4 kept back, 6 free; the second
+        // counts 9.5 and waits, a known 5 GB one starts.
+        let running = [Running {
+            index: 0,
+            need_bytes: 10 * GB,
+            held_bytes: GB,
+        }];
+        assert!(matches!(
+            next(&[unknown(1)], &running, &limits(2, 19)),
+            Next::Memory(_)
+        ));
+        assert!(matches!(
+            next(&[unknown(1), cand(2, 5, None)], &running, &limits(2, 19)),
+            Next::Start { index: 2, .. }
+        ));
+    }
+
     /// A run of the whole set through [`next`], ending the running ones in the order `ends`
     /// picks, with `available` memory less what the running ones hold: every decision checked.
-    fn simulate(needs: &[u64], parallel: usize, available: u64, ends: &[usize]) -> Vec<usize> {
+    fn simulate(
+        needs: &[Option<u64>],
+        parallel: usize,
+        available: u64,
+        ends: &[usize],
+    ) -> Vec<usize> {
         let mut pending = run_order(&candidates(needs));
         let mut running: Vec<Running> = Vec::new();
         let mut started = Vec::new();
@@ -249,8 +311,14 @@ mod tests {
                 reserve_bytes: reserve,
             };
             match next(&pending, &running, &l) {
-                Next::Start { index, alone } => {
-                    let need = needs[index];
+                Next::Start {
+                    index,
+                    alone,
+                    need_bytes: need,
+                } => {
+                    if let Some(n) = needs[index] {
+                        assert_eq!(need, n, "a known need counted as stated");
+                    }
                     assert!(running.len() < parallel, "more than N at once");
                     if alone {
                         assert!(running.is_empty(), "an oversized one started beside others");
@@ -286,7 +354,7 @@ mod tests {
     }
 
     /// Candidates with these needs and expected times that are not in the shipped order.
-    fn candidates(needs: &[u64]) -> Vec<Candidate> {
+    fn candidates(needs: &[Option<u64>]) -> Vec<Candidate> {
         needs
             .iter()
             .enumerate()
@@ -301,7 +369,7 @@ mod tests {
     proptest! {
         #[test]
         fn within_n_and_memory_and_each_runs_once(
-            needs in prop::collection::vec(0u64..24 * GB, 1..20),
+            needs in prop::collection::vec(prop::option::of(0u64..24 * GB), 1..20),
             parallel in 1usize..5,
             available in 0u64..32 * GB,
             ends in prop::collection::vec(0usize..8, 1..10),
@@ -313,7 +381,7 @@ mod tests {
 
         #[test]
         fn one_at_a_time_runs_in_the_given_order_whatever_the_memory(
-            needs in prop::collection::vec(0u64..24 * GB, 1..20),
+            needs in prop::collection::vec(prop::option::of(0u64..24 * GB), 1..20),
             available in 0u64..32 * GB,
         ) {
             let started = simulate(&needs, 1, available, &[0]);

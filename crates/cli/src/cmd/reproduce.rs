@@ -114,8 +114,9 @@ pub struct Args {
     /// peaks and the order (longest first) come from a previous all.json (--memory-from, or
     /// OUT/all.json of a run at the same scale): each one's peak resident set or the memory
     /// the machine lost while it ran (its tmpfs and zram pages too), the larger. No experiment
-    /// states its need before it runs yet: one with no earlier figure is counted as 0 B,
-    /// guarded only by the memory available when it starts. The page keeps the shipped order.
+    /// states its need before it runs yet: one with no earlier figure is counted as needing
+    /// half the memory available when it is tried (what the experiments' own guards let one
+    /// take), so two such do not start together. The page keeps the shipped order.
     /// Default 1: one after another in the shipped order, as before (docs/reproduce-all.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     parallel: Option<u32>,
@@ -407,7 +408,7 @@ fn run_all(a: &Args) -> Result<()> {
         .enumerate()
         .map(|(i, n)| all_schedule::Candidate {
             index: i,
-            need_bytes: hints.peak_bytes.get(n).copied().unwrap_or(0),
+            need_bytes: hints.peak_bytes.get(n).copied(),
             expected_seconds: hints.seconds.get(n).copied(),
         })
         .collect();
@@ -430,7 +431,7 @@ fn run_all(a: &Args) -> Result<()> {
                 String::new()
             } else {
                 format!(
-                    "; unknown for {} (counted as 0 B: only the memory available when it starts guards it)",
+                    "; unknown for {} (each counted as half the memory available when it is tried)",
                     unknown.join(", ")
                 )
             }
@@ -473,17 +474,21 @@ fn run_all(a: &Args) -> Result<()> {
                 available_bytes: layoutlab_rig::mem_available_bytes()?,
                 reserve_bytes,
             };
-            let i = match all_schedule::next(&pending, &held, &limits) {
-                all_schedule::Next::Start { index, alone } => {
+            let (i, need_bytes) = match all_schedule::next(&pending, &held, &limits) {
+                all_schedule::Next::Start {
+                    index,
+                    alone,
+                    need_bytes,
+                } => {
                     if alone && parallel > 1 {
                         say(format!(
                             "{} starts alone: it is expected to need {}, more than the {} free",
                             names[index],
-                            gb(candidates[index].need_bytes),
+                            gb(need_bytes),
                             gb(all_schedule::free_bytes(&held, &limits))
                         ));
                     }
-                    index
+                    (index, need_bytes)
                 }
                 all_schedule::Next::Memory(waits) => {
                     let why = format!(
@@ -536,7 +541,7 @@ fn run_all(a: &Args) -> Result<()> {
             running.push(Live {
                 index: i,
                 pid,
-                need_bytes: candidates[i].need_bytes,
+                need_bytes,
                 from_seconds,
                 available_at_start,
                 most_taken_bytes: 0,
@@ -644,7 +649,7 @@ fn run_all(a: &Args) -> Result<()> {
                 "seconds": secs,
                 "from_seconds": ended.from_seconds,
                 "to_seconds": to_seconds,
-                "expected_need_bytes": hints.peak_bytes.get(n),
+                "expected_need_bytes": ended.need_bytes,
                 "cpu_seconds": usage.cpu_seconds,
                 "peak_rss_bytes": usage.peak_rss_bytes,
                 "memory_taken_bytes": ended.most_taken_bytes,

@@ -456,8 +456,9 @@ fn run_all(a: &Args) -> Result<()> {
     }
     let mut running: Vec<Live> = Vec::new();
     let (ended_tx, ended_rx) = std::sync::mpsc::channel();
-    // What was last said about waiting, so that a wait is printed when its reason changes.
-    let mut last_wait = String::new();
+    // Who was last said to wait, so that a wait is printed once, not at every look at memory
+    // (its figures move by megabytes between looks).
+    let mut last_wait: Vec<usize> = Vec::new();
     loop {
         // Start what may start now.
         while !pending.is_empty() {
@@ -502,9 +503,10 @@ fn run_all(a: &Args) -> Result<()> {
                             .collect::<Vec<_>>()
                             .join(", ")
                     );
-                    if why != last_wait {
-                        say(why.clone());
-                        last_wait = why;
+                    let who: Vec<usize> = waits.iter().map(|w| w.index).collect();
+                    if who != last_wait {
+                        say(why);
+                        last_wait = who;
                     }
                     break;
                 }
@@ -740,9 +742,11 @@ impl Hints {
             source: format!(
                 "from what {} measured (each one's peak resident set or the memory taken while it ran, the larger; scale {})",
                 path.display(),
-                v["scale"]
-                    .as_f64()
-                    .map_or("not recorded".into(), |s| s.to_string())
+                match v.get("scale") {
+                    Some(serde_json::Value::Number(s)) => s.to_string(),
+                    Some(serde_json::Value::Null) => "each one's default".into(),
+                    _ => "not recorded".into(),
+                }
             ),
             ..Hints::default()
         };

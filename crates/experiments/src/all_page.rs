@@ -47,6 +47,9 @@ pub struct Section {
     pub status: Status,
     /// Wall seconds it took here.
     pub seconds: Option<f64>,
+    /// When it started and ended, seconds from the start of the whole run (with `--parallel`
+    /// the overlaps show), if it ran.
+    pub span_seconds: Option<(f64, f64)>,
     /// What it printed (tables with ours beside published, notes).
     #[serde(skip)]
     pub output: String,
@@ -155,11 +158,14 @@ pub fn render(
         esc(title)
     );
     let _ = writeln!(s, "<p>{}</p>", esc(note));
-    s.push_str("<div class=\"scroll\"><table><thead><tr><th>experiment</th><th>status</th><th>seconds here</th></tr></thead><tbody>");
+    s.push_str("<div class=\"scroll\"><table><thead><tr><th>experiment</th><th>status</th><th>seconds here</th><th>from [s]</th><th>to [s]</th></tr></thead><tbody>");
     for sec in sections {
+        let (from, to) = sec.span_seconds.map_or(("—".into(), "—".into()), |(a, b)| {
+            (format!("{a:.1}"), format!("{b:.1}"))
+        });
         let _ = write!(
             s,
-            "<tr><td><a href=\"#{n}\">{n}</a></td><td class=\"status {st:?}\">{st:?}</td><td>{t}</td></tr>",
+            "<tr><td><a href=\"#{n}\">{n}</a></td><td class=\"status {st:?}\">{st:?}</td><td>{t}</td><td>{from}</td><td>{to}</td></tr>",
             n = esc(&sec.name),
             st = sec.status,
             t = sec.seconds.map_or("—".into(), |t| format!("{t:.1}"))
@@ -273,6 +279,7 @@ mod tests {
             command: "layoutlab reproduce metacluster-fsck".into(),
             status: Status::Done,
             seconds: Some(1.0),
+            span_seconds: Some((0.0, 1.0)),
             output: String::new(),
             error: None,
             report: Some(report),

@@ -21,6 +21,7 @@
 //! ```
 
 pub mod all_page;
+pub mod all_schedule;
 pub mod experiment;
 pub mod ext_classes;
 pub mod fs_classes;

@@ -615,6 +615,8 @@ pub fn page(dir: &Path) -> Result<String> {
                 .as_ref()
                 .and_then(|e| e.get("seconds"))
                 .and_then(|v| v.as_f64()),
+            // cells run under Slurm or `run-cell` carry no common clock
+            span_seconds: None,
             output: std::fs::read_to_string(d.join("output.txt")).unwrap_or_default(),
             error: (st == State::Failed).then(|| {
                 let why = exit

@@ -109,6 +109,27 @@ pub struct Args {
     /// `layoutlab bench experiment` reads it).
     #[arg(long, value_name = "PATH")]
     stage_times: Option<PathBuf>,
+    /// With `all`: up to N experiments at once, each its own process (one failing does not
+    /// stop the others). One starts when MemAvailable, less what the running ones are still
+    /// expected to take (their expected peak less what their processes hold now) and less
+    /// --memory-reserve, covers its expected peak; otherwise it waits and says why. Expected
+    /// peaks and the order (longest first) come from a previous all.json (--memory-from, or
+    /// OUT/all.json of a run at the same scale): each one's peak resident set or the memory
+    /// the machine lost while it ran (its tmpfs and zram pages too), the larger. No experiment
+    /// states its need before it runs yet: one with no earlier figure is counted as needing
+    /// half the memory available when it is tried (what the experiments' own guards let one
+    /// take), so two such do not start together. The page keeps the shipped order.
+    /// Default 1: one after another in the shipped order, as before (docs/reproduce-all.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    parallel: Option<u32>,
+    /// With `all --parallel`: an earlier run's all.json whose peak_rss_bytes and
+    /// memory_taken_bytes give each experiment's expected need and whose seconds order the run
+    /// (longest first).
+    #[arg(long, value_name = "ALL.JSON")]
+    memory_from: Option<PathBuf>,
+    /// With `all --parallel`: memory never counted as free, left to everyone else.
+    #[arg(long, value_name = "SIZE", default_value = "4g", value_parser = super::parse_size)]
+    memory_reserve: u64,
 }
 
 /// Arguments of `experiments`.
@@ -173,6 +194,9 @@ pub fn run(a: Args) -> Result<()> {
     if a.only.is_some() {
         anyhow::bail!("--only goes with `reproduce all`");
     }
+    if a.parallel.is_some() || a.memory_from.is_some() {
+        anyhow::bail!("--parallel and --memory-from go with `reproduce all` (one experiment's policies at once: --jobs)");
+    }
     let exp = resolve(&a)?;
     let args = RunArgs {
         scale: a.scale,
@@ -223,6 +247,7 @@ fn resolve(a: &Args) -> Result<layoutlab_experiments::Experiment> {
 /// that shows what finished.
 fn run_all(a: &Args) -> Result<()> {
     use layoutlab_experiments::all_page::{self, Section, Status};
+    use layoutlab_experiments::all_schedule;
     use std::io::IsTerminal;
     use std::sync::{Arc, Mutex};
     use std::time::Instant;
@@ -250,26 +275,46 @@ fn run_all(a: &Args) -> Result<()> {
         || a.settings.is_some()
         || !a.set.is_empty()
     {
-        anyhow::bail!("reproduce all runs each experiment as shipped: only --scale, --out, --only, --json and --workdir apply");
+        anyhow::bail!("reproduce all runs each experiment as shipped: only --scale, --out, --only, --json, --workdir, --parallel, --memory-from and --memory-reserve apply");
     }
+    // A previous run's wall times (the run order, the time left) and peaks (what each is
+    // expected to need): --memory-from (read before anything is made), else an earlier run in
+    // the same place at this scale.
+    let given = a.memory_from.as_deref().map(Hints::read).transpose()?;
     std::fs::create_dir_all(&a.out)
         .map_err(|e| anyhow::anyhow!("creating {}: {e}", a.out.display()))?;
     let out = a.out.canonicalize()?;
-    // Times of an earlier run in the same place, for the estimate.
-    let before: std::collections::BTreeMap<String, f64> =
-        std::fs::read_to_string(out.join("all.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| {
-                v["experiments"].as_array().map(|xs| {
-                    xs.iter()
-                        .filter_map(|x| {
-                            Some((x["name"].as_str()?.to_string(), x["seconds"].as_f64()?))
-                        })
-                        .collect()
-                })
-            })
-            .unwrap_or_default();
+    let hints = match given {
+        Some(h) => h,
+        None => {
+            let p = out.join("all.json");
+            let h = if p.exists() {
+                Hints::read(&p).ok()
+            } else {
+                None
+            };
+            match h {
+                Some(mut h) if earlier_scale(&p) == a.scale => {
+                    h.source = format!("from the previous run in {}", out.display());
+                    h
+                }
+                // another scale's peaks say nothing of this one's; its times still order
+                Some(h) => Hints {
+                    seconds: h.seconds,
+                    source:
+                        "unknown (no --memory-from; the previous run here was at another scale)"
+                            .into(),
+                    ..Hints::default()
+                },
+                None => Hints {
+                    source: "unknown (no --memory-from, no previous run here)".into(),
+                    ..Hints::default()
+                },
+            }
+        }
+    };
+    let parallel = a.parallel.unwrap_or(1) as usize;
+    let reserve_bytes = a.memory_reserve;
     let mut sections = Vec::new();
     let mut presets: Vec<(String, String)> = Vec::new();
     for n in &names {
@@ -291,6 +336,7 @@ fn run_all(a: &Args) -> Result<()> {
             command,
             status: Status::Pending,
             seconds: None,
+            span_seconds: None,
             output: String::new(),
             error: None,
             report: None,
@@ -300,8 +346,9 @@ fn run_all(a: &Args) -> Result<()> {
     }
     let title = "layoutlab: every experiment";
     let note = format!(
-        "Generated by `layoutlab reproduce all{}` on {}. Every number is from this run; published numbers only sit beside ours.",
+        "Generated by `layoutlab reproduce all{}{}` on {}. Every number is from this run; published numbers only sit beside ours.",
         a.scale.map_or(String::new(), |s| format!(" --scale {s}")),
+        if parallel > 1 { format!(" --parallel {parallel}") } else { String::new() },
         std::process::Command::new("date").arg("-u").output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
     );
     let state = Arc::new(Mutex::new(sections));
@@ -352,54 +399,222 @@ fn run_all(a: &Args) -> Result<()> {
     } else {
         None
     };
+    let say = |line: String| match &bar {
+        Some(b) => b.println(line),
+        None => eprintln!("{line}"),
+    };
+    // What each is expected to need, and in what order they are tried (N = 1: the shipped
+    // order, as before).
+    let candidates: Vec<all_schedule::Candidate> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| all_schedule::Candidate {
+            index: i,
+            need_bytes: hints.peak_bytes.get(n).copied(),
+            expected_seconds: hints.seconds.get(n).copied(),
+        })
+        .collect();
+    let mut pending = if parallel > 1 {
+        all_schedule::run_order(&candidates)
+    } else {
+        candidates.clone()
+    };
+    if parallel > 1 {
+        let unknown: Vec<&str> = names
+            .iter()
+            .filter(|n| !hints.peak_bytes.contains_key(*n))
+            .map(String::as_str)
+            .collect();
+        say(format!(
+            "up to {parallel} at once, {} kept free; expected needs {}{}",
+            gb(reserve_bytes),
+            hints.source,
+            if unknown.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; unknown for {} (each counted as half the memory available when it is tried)",
+                    unknown.join(", ")
+                )
+            }
+        ));
+    }
     let started = Instant::now();
     let exe = std::env::current_exe()?;
-    let mut results = Vec::new();
+    let mut results: Vec<(usize, serde_json::Value)> = Vec::new();
     let mut failed = 0;
-    for (i, n) in names.iter().enumerate() {
-        let dir = out.join(n);
-        std::fs::create_dir_all(&dir)?;
-        let left: f64 = names[i..].iter().filter_map(|k| before.get(k)).sum();
-        let estimate = if before.is_empty() {
-            String::new()
-        } else {
-            format!(", about {left:.0} s left")
+    let mut done = 0usize;
+    /// One running experiment: its shipped index, process id, expected need and start.
+    struct Live {
+        index: usize,
+        pid: u32,
+        need_bytes: u64,
+        from_seconds: f64,
+        /// MemAvailable when it started, and the most it has fallen below that since (sampled
+        /// every 2 s at most): what it took, page cache aside, tmpfs and zram pages included,
+        /// and what ran beside it or anyone else took meanwhile.
+        available_at_start: u64,
+        most_taken_bytes: u64,
+    }
+    let mut running: Vec<Live> = Vec::new();
+    let (ended_tx, ended_rx) = std::sync::mpsc::channel();
+    // Who was last said to wait, so that a wait is printed once, not at every look at memory
+    // (its figures move by megabytes between looks).
+    let mut last_wait: Vec<usize> = Vec::new();
+    loop {
+        // Start what may start now.
+        while !pending.is_empty() {
+            let held: Vec<all_schedule::Running> = running
+                .iter()
+                .map(|r| all_schedule::Running {
+                    index: r.index,
+                    need_bytes: r.need_bytes,
+                    held_bytes: tree_rss_bytes(r.pid),
+                })
+                .collect();
+            let limits = all_schedule::Limits {
+                parallel,
+                available_bytes: layoutlab_rig::mem_available_bytes()?,
+                reserve_bytes,
+            };
+            let (i, need_bytes) = match all_schedule::next(&pending, &held, &limits) {
+                all_schedule::Next::Start {
+                    index,
+                    alone,
+                    need_bytes,
+                } => {
+                    if alone && parallel > 1 {
+                        say(format!(
+                            "{} starts alone: it is expected to need {}, more than the {} free",
+                            names[index],
+                            gb(need_bytes),
+                            gb(all_schedule::free_bytes(&held, &limits))
+                        ));
+                    }
+                    (index, need_bytes)
+                }
+                all_schedule::Next::Memory(waits) => {
+                    let why = format!(
+                        "waiting for memory: {} free ({} available, {} kept free, the running ones' expected peaks less what they hold); {}",
+                        gb(waits[0].free_bytes),
+                        gb(limits.available_bytes),
+                        gb(reserve_bytes),
+                        waits
+                            .iter()
+                            .map(|w| format!("{} needs {}", names[w.index], gb(w.need_bytes)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                    let who: Vec<usize> = waits.iter().map(|w| w.index).collect();
+                    if who != last_wait {
+                        say(why);
+                        last_wait = who;
+                    }
+                    break;
+                }
+                all_schedule::Next::Full | all_schedule::Next::Nothing => break,
+            };
+            pending.retain(|c| c.index != i);
+            last_wait.clear();
+            let n = &names[i];
+            let dir = out.join(n);
+            std::fs::create_dir_all(&dir)?;
+            state.lock().unwrap()[i].status = Status::Running;
+            write_page(&state.lock().unwrap());
+            let mut cmd = std::process::Command::new(&exe);
+            cmd.arg("reproduce")
+                .arg(n)
+                .arg("--out")
+                .arg(&out)
+                .arg("--json")
+                .arg(dir.join("result.json"))
+                .arg("--stage-times")
+                .arg(dir.join("stages.json"))
+                .stdout(std::fs::File::create(dir.join("output.txt"))?)
+                .stderr(std::fs::File::create(dir.join("log.txt"))?);
+            if let Some(s) = a.scale {
+                cmd.arg("--scale").arg(s.to_string());
+            }
+            if let Some(w) = &a.workdir {
+                cmd.arg("--workdir").arg(w);
+            }
+            let from_seconds = started.elapsed().as_secs_f64();
+            let available_at_start = layoutlab_rig::mem_available_bytes()?;
+            let child = super::spawn_child(&mut cmd, &live)?;
+            let pid = child.id();
+            running.push(Live {
+                index: i,
+                pid,
+                need_bytes,
+                from_seconds,
+                available_at_start,
+                most_taken_bytes: 0,
+            });
+            let tx = ended_tx.clone();
+            // wait4 on this child alone: the others are waited for by their own threads
+            std::thread::spawn(move || {
+                let _ = tx.send((pid, layoutlab_rig::wait_with_usage(child)));
+            });
+            let left: f64 = pending
+                .iter()
+                .filter_map(|c| hints.seconds.get(&names[c.index]))
+                .sum();
+            let estimate = if hints.seconds.is_empty() {
+                String::new()
+            } else {
+                format!(", about {:.0} s of runs left to start", left.max(0.0))
+            };
+            // the one that started first, then those beside it
+            let beside: Vec<&str> = running
+                .iter()
+                .filter(|r| r.index != i)
+                .map(|r| names[r.index].as_str())
+                .collect();
+            let beside = if beside.is_empty() {
+                String::new()
+            } else {
+                format!(" beside {}", beside.join(", "))
+            };
+            let msg = format!("running {n}{beside} ({done} done{estimate})");
+            match &bar {
+                Some(b) => b.set_message(msg),
+                None => eprintln!("[{}/{}] {msg}", total as usize - pending.len(), total),
+            }
+        }
+        if running.is_empty() {
+            break;
+        }
+        // Wait for one to end; look at memory again every few seconds while some wait for it.
+        let ended = ended_rx.recv_timeout(std::time::Duration::from_secs(2));
+        let available = layoutlab_rig::mem_available_bytes()?;
+        for r in &mut running {
+            r.most_taken_bytes = r
+                .most_taken_bytes
+                .max(r.available_at_start.saturating_sub(available));
+        }
+        let (pid, waited) = match ended {
+            Ok(e) => e,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(e) => anyhow::bail!("waiting for an experiment: {e}"),
         };
-        let msg = format!("running {n} ({} done{estimate})", i);
-        match &bar {
-            Some(b) => b.set_message(msg),
-            None => eprintln!("[{}/{}] {msg}", i + 1, total),
-        }
-        state.lock().unwrap()[i].status = Status::Running;
-        write_page(&state.lock().unwrap());
-        let json = dir.join("result.json");
-        let mut cmd = std::process::Command::new(&exe);
-        cmd.arg("reproduce")
-            .arg(n)
-            .arg("--out")
-            .arg(&out)
-            .arg("--json")
-            .arg(&json)
-            .arg("--stage-times")
-            .arg(dir.join("stages.json"))
-            .stdout(std::fs::File::create(dir.join("output.txt"))?)
-            .stderr(std::fs::File::create(dir.join("log.txt"))?);
-        if let Some(s) = a.scale {
-            cmd.arg("--scale").arg(s.to_string());
-        }
-        if let Some(w) = &a.workdir {
-            cmd.arg("--workdir").arg(w);
-        }
-        let t = Instant::now();
-        let child = super::spawn_child(&mut cmd, &live)?;
-        let (status, usage) = layoutlab_rig::wait_with_usage(child)?;
-        live.lock().unwrap().clear();
-        let secs = t.elapsed().as_secs_f64();
+        let (status, usage) = waited?;
+        let k = running
+            .iter()
+            .position(|r| r.pid == pid)
+            .expect("an ended experiment was running");
+        let ended = running.remove(k);
+        live.lock().unwrap().retain(|p| *p != pid);
+        let i = ended.index;
+        let n = &names[i];
+        let dir = out.join(n);
+        let to_seconds = started.elapsed().as_secs_f64();
+        let secs = to_seconds - ended.from_seconds;
         let log = std::fs::read_to_string(dir.join("log.txt")).unwrap_or_default();
         {
             let mut s = state.lock().unwrap();
             let sec = &mut s[i];
             sec.seconds = Some(secs);
+            sec.span_seconds = Some((ended.from_seconds, to_seconds));
             sec.output = std::fs::read_to_string(dir.join("output.txt")).unwrap_or_default();
             sec.report = all_page::load_report(&dir);
             if status.success() {
@@ -421,7 +636,7 @@ fn run_all(a: &Args) -> Result<()> {
             }
             write_page(&s);
         }
-        let result: serde_json::Value = std::fs::read_to_string(&json)
+        let result: serde_json::Value = std::fs::read_to_string(dir.join("result.json"))
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or(serde_json::Value::Null);
@@ -430,21 +645,27 @@ fn run_all(a: &Args) -> Result<()> {
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .map_or(serde_json::Value::Null, |v| v["stage_seconds"].clone());
-        results.push(serde_json::json!({
-            "name": n,
-            "status": if status.success() { "done" } else { "failed" },
-            "seconds": secs,
-            "cpu_seconds": usage.cpu_seconds,
-            "peak_rss_bytes": usage.peak_rss_bytes,
-            "stage_seconds": stage_seconds,
-            "result": result,
-        }));
+        results.push((
+            i,
+            serde_json::json!({
+                "name": n,
+                "status": if status.success() { "done" } else { "failed" },
+                "seconds": secs,
+                "from_seconds": ended.from_seconds,
+                "to_seconds": to_seconds,
+                "expected_need_bytes": ended.need_bytes,
+                "cpu_seconds": usage.cpu_seconds,
+                "peak_rss_bytes": usage.peak_rss_bytes,
+                "memory_taken_bytes": ended.most_taken_bytes,
+                "stage_seconds": stage_seconds,
+                "result": result,
+            }),
+        ));
+        done += 1;
         match &bar {
             Some(b) => b.inc(1),
             None => eprintln!(
-                "[{}/{}] {n}: {} in {secs:.1} s (total {:.0} s)",
-                i + 1,
-                total,
+                "[{done}/{total}] {n}: {} in {secs:.1} s (total {:.0} s)",
                 if status.success() { "done" } else { "FAILED" },
                 started.elapsed().as_secs_f64()
             ),
@@ -456,7 +677,9 @@ fn run_all(a: &Args) -> Result<()> {
     layoutlab_rig::cleanup::forget(&on_signal);
     let all = serde_json::json!({
         "seconds": started.elapsed().as_secs_f64(),
-        "experiments": results,
+        "scale": a.scale,
+        "parallel": parallel,
+        "experiments": all_schedule::in_shipped_order(results),
     });
     std::fs::write(
         out.join("all.json"),
@@ -482,7 +705,165 @@ fn run_all(a: &Args) -> Result<()> {
     Ok(())
 }
 
+/// The scale an earlier `all.json` records (None: the experiments' own, or not recorded).
+fn earlier_scale(path: &std::path::Path) -> Option<f64> {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["scale"].as_f64())
+}
+
+/// Gibibytes, for messages (the unit --memory-reserve is given in).
+fn gb(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+/// What a previous `all.json` says of each experiment: its wall seconds (the run order) and its
+/// peak resident set (its expected need), and where that came from.
+#[derive(Default)]
+struct Hints {
+    seconds: std::collections::BTreeMap<String, f64>,
+    peak_bytes: std::collections::BTreeMap<String, u64>,
+    source: String,
+}
+
+impl Hints {
+    /// Reads `path` (an `all.json`); a missing file gives no hints, a bad one is an error.
+    fn read(path: &std::path::Path) -> Result<Hints> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{} is not an all.json: {e}", path.display()))?;
+        let xs = v["experiments"].as_array().ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} is not an all.json (no \"experiments\" list)",
+                path.display()
+            )
+        })?;
+        let mut h = Hints {
+            source: format!(
+                "from what {} measured (each one's peak resident set or the memory taken while it ran, the larger; scale {})",
+                path.display(),
+                match v.get("scale") {
+                    Some(serde_json::Value::Number(s)) => s.to_string(),
+                    Some(serde_json::Value::Null) => "each one's default".into(),
+                    _ => "not recorded".into(),
+                }
+            ),
+            ..Hints::default()
+        };
+        for x in xs {
+            let Some(name) = x["name"].as_str() else {
+                continue;
+            };
+            if let Some(s) = x["seconds"].as_f64() {
+                h.seconds.insert(name.to_string(), s);
+            }
+            // its processes' peak, or what the machine lost while it ran (its tmpfs and
+            // zram pages too), whichever is larger
+            let peak = x["peak_rss_bytes"].as_u64();
+            let taken = x["memory_taken_bytes"].as_u64();
+            if let Some(b) = peak.max(taken) {
+                h.peak_bytes.insert(name.to_string(), b);
+            }
+        }
+        Ok(h)
+    }
+}
+
+/// Resident bytes of `pid` and every process under it now (their sum: what they hold in memory
+/// beside one another; pages they share are counted twice, which only errs on the safe side).
+fn tree_rss_bytes(pid: u32) -> u64 {
+    let mut parent_of = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            // the field after the command's closing parenthesis is the state, then the parent
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<u32>().ok());
+            if let Some(pp) = ppid {
+                parent_of.push((p, pp));
+            }
+        }
+    }
+    tree_of(pid, &parent_of)
+        .iter()
+        .filter_map(|p| {
+            let status = std::fs::read_to_string(format!("/proc/{p}/status")).ok()?;
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .sum::<u64>()
+        * 1024 // VmRSS is in kB
+}
+
+/// `pid` and every process under it, from (process, parent) pairs.
+fn tree_of(pid: u32, parent_of: &[(u32, u32)]) -> Vec<u32> {
+    let mut tree = vec![pid];
+    let mut k = 0;
+    while k < tree.len() {
+        let p = tree[k];
+        tree.extend(
+            parent_of
+                .iter()
+                .filter(|(c, pp)| *pp == p && *c != p)
+                .map(|(c, _)| *c),
+        );
+        k += 1;
+    }
+    tree
+}
+
 /// `--cpu-scale`: a positive number, or a CPU preset's factor (see `cpus/`).
 fn cpu_scale_arg(arg: &str) -> Result<f64, String> {
     layoutlab_device::cpu::resolve_cpu_scale(arg).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_is_the_process_and_everything_under_it() {
+        // 1 ─ 10 ─ 11 ─ 12, 10 ─ 13; 20 elsewhere
+        let pairs = [(10, 1), (11, 10), (12, 11), (13, 10), (20, 1)];
+        let mut t = tree_of(10, &pairs);
+        t.sort_unstable();
+        assert_eq!(t, [10, 11, 12, 13]);
+        assert_eq!(tree_of(12, &pairs), [12]);
+    }
+
+    #[test]
+    fn hints_take_the_larger_of_peak_and_memory_taken() {
+        let p = std::env::temp_dir().join(format!("ll-hints-{}.json", std::process::id()));
+        std::fs::write(
+            &p,
+            r#"{"scale": 0.5, "experiments": [
+                {"name": "a", "seconds": 3.0, "peak_rss_bytes": 100, "memory_taken_bytes": 700},
+                {"name": "b", "seconds": 1.0, "peak_rss_bytes": 500, "memory_taken_bytes": 20},
+                {"name": "c", "seconds": null, "peak_rss_bytes": null},
+                {"name": "d", "peak_rss_bytes": 9}
+            ]}"#,
+        )
+        .unwrap();
+        let h = Hints::read(&p).unwrap();
+        assert_eq!(h.peak_bytes.get("a"), Some(&700), "tmpfs/zram pages count");
+        assert_eq!(h.peak_bytes.get("b"), Some(&500));
+        assert_eq!(h.peak_bytes.get("c"), None, "a failed run says nothing");
+        assert_eq!(
+            h.peak_bytes.get("d"),
+            Some(&9),
+            "an all.json from before the field"
+        );
+        assert_eq!(h.seconds.get("a"), Some(&3.0));
+        assert_eq!(earlier_scale(&p), Some(0.5));
+        std::fs::write(&p, "{\"seconds\": 1}").unwrap();
+        let e = Hints::read(&p).err().unwrap().to_string();
+        assert!(e.contains("no \"experiments\" list"), "{e}");
+        std::fs::remove_file(&p).unwrap();
+    }
 }

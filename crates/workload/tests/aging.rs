@@ -3,10 +3,12 @@
 //! and steers sizes closer to the target than the naive generator), and one error test per
 //! bad parameter.
 
+mod common;
+
+use common::small_tree;
 use layoutlab_workload::aging::{
     self, fullness_cap, AgingSpec, DepthWeight, SizeWeight, StreamStats,
 };
-use layoutlab_workload::populations::tree::{TreeCounts, TreePopulation, TreeShape};
 use layoutlab_workload::{population_by_name, Error, NsOp, Population};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -41,40 +43,6 @@ fn age_prefixes(
     ages: &[f64],
 ) -> Result<(Population, Vec<usize>), Error> {
     aging::age_prefixes(pop, spec, margin(pop.fs_bytes), ages)
-}
-
-/// A small tree of the ubuntu-32g shape with the given counts.
-fn small_tree(seed: u64, dirs: u64, files: u64, links: u64, fs_mib: u64, fill: f64) -> Population {
-    let fs_bytes = fs_mib << 20;
-    TreePopulation {
-        name: "small".into(),
-        description: "test".into(),
-        fs_bytes,
-        seed,
-        file_data_blocks: ((fs_bytes / 4096) as f64 * fill) as u64,
-        counts: TreeCounts {
-            directories: dirs,
-            regular_files: files,
-            symlinks: 3,
-            fast_symlinks: 2,
-            hard_links: links,
-            char_devices: 1,
-            block_devices: 0,
-            fifos: 1,
-            sockets: 0,
-            large_files: 0,
-        },
-        shape: TreeShape {
-            subdir_offset: 2.0,
-            files_offset: 2.36,
-            lognormal_weight: 0.99994,
-            lognormal_mu: 9.48,
-            lognormal_sigma: 2.46,
-            pareto_k: 0.91,
-            pareto_xm_bytes: 512.0,
-        },
-    }
-    .generate()
 }
 
 /// Replays `pop` and returns the live data blocks (4 KiB; files and slow symlinks) after

@@ -4,8 +4,9 @@
 //! the other way), over aged random trees (every operation kind: renames, hard links, rmdirs,
 //! names made again) and bench5.
 
+mod common;
+
 use layoutlab_workload::aging::{self, AgingSpec};
-use layoutlab_workload::populations::tree::{TreeCounts, TreePopulation, TreeShape};
 use layoutlab_workload::{population_by_name, Checked, NsOp, Population, ROOT_PATH_ID};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -74,37 +75,9 @@ fn ids_name_the_paths(pop: &Population) -> usize {
     most
 }
 
+/// A small tree of the ubuntu-32g shape: 64 MiB, a third of it file data.
 fn small_tree(seed: u64, dirs: u64, files: u64, links: u64) -> Population {
-    let fs_bytes = 64 << 20;
-    TreePopulation {
-        name: "small".into(),
-        description: "test".into(),
-        fs_bytes,
-        seed,
-        file_data_blocks: fs_bytes / 4096 / 3,
-        counts: TreeCounts {
-            directories: dirs,
-            regular_files: files,
-            symlinks: 3,
-            fast_symlinks: 2,
-            hard_links: links,
-            char_devices: 1,
-            block_devices: 0,
-            fifos: 1,
-            sockets: 0,
-            large_files: 0,
-        },
-        shape: TreeShape {
-            subdir_offset: 2.0,
-            files_offset: 2.36,
-            lognormal_weight: 0.99994,
-            lognormal_mu: 9.48,
-            lognormal_sigma: 2.46,
-            pareto_k: 0.91,
-            pareto_xm_bytes: 512.0,
-        },
-    }
-    .generate()
+    common::small_tree(seed, dirs, files, links, 64, 1.0 / 3.0)
 }
 
 proptest! {

@@ -106,9 +106,21 @@ pub fn capture_queue(
     read_ahead_kb: Option<u32>,
     max_sectors_kb: Option<u32>,
 ) -> Result<layoutlab_rig::QueueSpec> {
+    capture_queue_flagged(device, read_ahead_kb, max_sectors_kb, None)
+}
+
+/// [`capture_queue`], with the rotational flag `rotational` where a run sets its own
+/// (`--set os_rotational=false`: the flag alone, docs/fidelity.md's request-stream row);
+/// `None` keeps the model's.
+pub fn capture_queue_flagged(
+    device: &str,
+    read_ahead_kb: Option<u32>,
+    max_sectors_kb: Option<u32>,
+    rotational: Option<bool>,
+) -> Result<layoutlab_rig::QueueSpec> {
     let model = load_device(device)?;
     Ok(layoutlab_rig::QueueSpec {
-        rotational: Some(model.rotational()),
+        rotational: Some(rotational.unwrap_or_else(|| model.rotational())),
         read_ahead_kb,
         max_sectors_kb,
         logical_block_bytes: None,

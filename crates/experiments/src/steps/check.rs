@@ -440,14 +440,12 @@ pub fn traced_e2fsck(
     let t = Instant::now();
     let run = {
         let _stage = crate::stages::enter(crate::stages::CAPTURE);
-        let mut queue = crate::support::capture_queue(
+        let queue = crate::support::capture_queue_flagged(
             &opts.device,
             Some(spec.os_read_ahead_kb),
             spec.os_max_sectors_kb,
+            spec.os_rotational,
         )?;
-        if let Some(rotational) = spec.os_rotational {
-            queue.rotational = Some(rotational);
-        }
         let fsck_opts = FsckOptions {
             e2fsck: opts.e2fsck.program("e2fsck")?,
             extra_args: e2fsck_args(&spec.e2fsck_extra_args, opts.e2fsck),

@@ -107,15 +107,12 @@ impl RandomReadSpec {
     /// The queue the loop device presents: the priced disk's (rotational, read-ahead, request
     /// size), with the rotational flag overridden where the run asks.
     fn capture_queue(&self, device: &str) -> Result<layoutlab_rig::QueueSpec> {
-        let mut queue = crate::support::capture_queue(
+        crate::support::capture_queue_flagged(
             device,
             Some(self.read_ahead_kb),
             Some(self.max_sectors_kb),
-        )?;
-        if let Some(rotational) = self.os_rotational {
-            queue.rotational = Some(rotational);
-        }
-        Ok(queue)
+            self.os_rotational,
+        )
     }
 }
 

@@ -47,9 +47,24 @@ struct Written {
 }
 
 fn write_once(fs: &str, variant: &str, write: &str, lock: &RigLock) -> Written {
+    write_bounded(fs, variant, write, None, lock)
+}
+
+/// [`write_once`] with the writer's memory cgroup set to `memory_mib` (0: none) instead of
+/// the experiment's.
+fn write_bounded(
+    fs: &str,
+    variant: &str,
+    write: &str,
+    memory_mib: Option<u64>,
+    lock: &RigLock,
+) -> Written {
     let exp = experiment::load("large-delete").unwrap();
     let mut spec: large_delete::LargeDeleteSpec = exp.params().unwrap();
     spec.write = write.into();
+    if let Some(m) = memory_mib {
+        spec.write_memory_mib = m;
+    }
     let (file_bytes, fs_bytes) = large_delete::sizes(&spec, SCALE);
     let p = kernel_profile::by_name(fs).unwrap();
     let opts = KernelFsOptions {
@@ -261,5 +276,47 @@ fn files_written_at_once_lay_out_as_written_alone() {
                 );
             }
         }
+    }
+}
+
+/// A memory cgroup around the writer (`write_memory_mib`) moves no block of the files it is
+/// used for ([`large_delete::MEMORY_BOUND_PROVEN`]): each, on the experiment's own write path,
+/// bounded to 64 MiB (the 500 MB file passes through it eight times over, so reclaim inside the
+/// cgroup frees the writer's pages) against unbounded. The fragmented pairs are allocated at
+/// each fdatasync; ext4's contiguous file, under delayed allocation, by the writeback of the
+/// closing fsync either way. Every other kernel-written file is written unbounded.
+#[test]
+fn memory_bounded_writer_lays_out_as_unbounded() {
+    if !root_or_skip("memory_bounded_writer_lays_out_as_unbounded") {
+        return;
+    }
+    let exp = experiment::load("large-delete").unwrap();
+    let spec: large_delete::LargeDeleteSpec = exp.params().unwrap();
+    assert!(spec.write_memory_mib > 0, "the shipped writer is bounded");
+    let lock = RigLock::acquire().unwrap();
+    for (fs, variant) in large_delete::MEMORY_BOUND_PROVEN {
+        let free = write_bounded(fs, variant, &spec.write, Some(0), &lock);
+        let bounded = write_bounded(fs, variant, &spec.write, Some(64), &lock);
+        assert_eq!(free.path, bounded.path, "{fs} {variant}: the same loop");
+        for ((name, f), (_, b)) in free.extents.iter().zip(&bounded.extents) {
+            println!(
+                "{fs} {variant} {name}: {} extents unbounded, {} in 64 MiB",
+                f.len(),
+                b.len()
+            );
+            assert_eq!(f, b, "{fs} {variant} {name}: FIEMAP unbounded vs 64 MiB");
+        }
+    }
+    for (fs, variant) in [
+        ("xfs", "contiguous"),
+        ("btrfs", "contiguous"),
+        ("btrfs", "fragmented"),
+        ("ext4-2007", "contiguous"),
+        ("ext4-2007", "fragmented"),
+    ] {
+        assert!(
+            !large_delete::memory_bound_applies(&spec, fs, variant),
+            "{fs} {variant} is written unbounded"
+        );
     }
 }

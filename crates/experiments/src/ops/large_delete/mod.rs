@@ -28,7 +28,6 @@ use anyhow::{bail, Context, Result};
 use layoutlab_report::{offset_plot, Cell, Column, HtmlBundle, OffsetSeries, Table};
 use layoutlab_rig::{Backing, FsKind, KernelFs, KernelFsOptions, TraceOptions};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::Path;
 
 /// The "large-delete" operation (registered in [`crate::OPERATIONS`]).
@@ -87,6 +86,21 @@ pub struct LargeDeleteSpec {
     /// deletes are traced one at a time after the group's writes. 1: one after another.
     #[serde(default = "default_write_lanes")]
     pub write_lanes: usize,
+    /// The memory cgroup (MiB) the writer of the kernel-written files of
+    /// [`MEMORY_BOUND_PROVEN`] runs in: its page cache is
+    /// recycled inside the bound instead of taking fresh pages from the whole machine, which
+    /// on this virtual machine cost a host fault each (docs/rig.md, "Where the loop worker's
+    /// time goes"). 0: unbounded, the path the bound is proven against
+    /// (tests/large_delete_write.rs).
+    #[serde(default = "default_write_memory_mib")]
+    pub write_memory_mib: u64,
+}
+
+/// The writer's memory bound by default: XFS's 10 GB file in 5.4-10.4 s bounded at 512 MiB
+/// and 1 GiB against 26-37 s unbounded, btrfs's in 21-28 s against 37 s (one machine, one
+/// run each, docs/experiments/large-delete.md "Scale 1 cost"); 256 MiB was slower (18 s).
+fn default_write_memory_mib() -> u64 {
+    1024
 }
 
 /// Kernel-written files written one at a time by default: two at once are proven at 500 MB
@@ -135,6 +149,12 @@ impl Operation for LargeDelete {
             crate::OpOption {
                 key: "write",
                 help: "how kernel-written files reach zram: direct-loop (a direct-I/O loop for the write; not XFS) or buffered (the buffered loop throughout)",
+                flag: None,
+                flag_aliases: &[],
+            },
+            crate::OpOption {
+                key: "write_memory_mib",
+                help: "the memory cgroup (MiB) the kernel-written files' writer runs in, so that its page cache recycles its own pages (0: unbounded)",
                 flag: None,
                 flag_aliases: &[],
             },
@@ -220,6 +240,9 @@ pub struct DeleteRun {
     /// How a kernel-written file's zeros reached zram: "buffered loop" or "direct-I/O loop"
     /// ([`LargeDeleteSpec::write`]); none for a file written through libext2fs.
     pub written_through: Option<String>,
+    /// The memory cgroup (MiB) the kernel's writes of the file ran in
+    /// ([`LargeDeleteSpec::write_memory_mib`]); none when unbounded or written by libext2fs.
+    pub write_memory_mib: Option<u64>,
     /// The runs whose files the kernel wrote at the same time as this one's
     /// ([`LargeDeleteSpec::write_lanes`]); empty when it was written alone or by libext2fs.
     pub written_beside: Vec<String>,
@@ -571,6 +594,7 @@ struct Prepared {
     kfs: KernelFs,
     wall: RunWall,
     written_through: Option<&'static str>,
+    write_memory_mib: Option<u64>,
     /// The runs whose writes ran at the same time as this one's.
     written_beside: Vec<String>,
 }
@@ -625,6 +649,9 @@ fn prepare(
         kfs,
         wall,
         written_through,
+        write_memory_mib: (written_through.is_some()
+            && memory_bound_applies(spec, &job.fs, &job.variant))
+        .then_some(spec.write_memory_mib),
         written_beside: if written_through.is_some() {
             written_beside
         } else {
@@ -647,6 +674,7 @@ fn finish(
         mut kfs,
         mut wall,
         written_through,
+        write_memory_mib,
         written_beside,
     } = prepared;
     let opts = &job.opts;
@@ -717,6 +745,7 @@ fn finish(
         fs: job.fs.clone(),
         variant: job.variant.clone(),
         written_through: written_through.map(str::to_string),
+        write_memory_mib,
         written_beside,
         layout: match &job.policy {
             Some((label, p)) => format!("{label} {p}"),
@@ -773,12 +802,19 @@ pub fn write_file(
 ) -> Result<&'static str> {
     let chunk = spec.write_chunk_mib * MIB;
     let turn = spec.fragment_chunk_mib * MIB;
+    let memory = memory_bound_applies(spec, profile, variant).then(|| spec.write_memory_mib * MIB);
     let write = |root: &Path| -> Result<()> {
         let big = root.join("big");
         if variant == "contiguous" {
-            write_zeros(&[&big], file_bytes, chunk, None)
+            write_zeros_within(&[&big], file_bytes, chunk, None, memory)
         } else {
-            write_zeros(&[&big, &root.join("other")], file_bytes, chunk, Some(turn))
+            write_zeros_within(
+                &[&big, &root.join("other")],
+                file_bytes,
+                chunk,
+                Some(turn),
+                memory,
+            )
         }
     };
     if direct_loop_applies(spec, profile, variant) {
@@ -808,6 +844,28 @@ pub fn direct_loop_applies(spec: &LargeDeleteSpec, profile: &str, variant: &str)
 /// write made 260; ext4's contiguous file comes from the engine unless `layout = "kernel"`,
 /// and was not compared.
 pub const DIRECT_LOOP_PROVEN: [(&str, &str); 2] = [("btrfs", "contiguous"), ("ext4", "fragmented")];
+
+/// Whether a kernel-written `variant` file on kernel profile `profile`'s file system is written
+/// by a writer in a memory cgroup: `spec.write_memory_mib` is not 0 and the pair is in
+/// [`MEMORY_BOUND_PROVEN`].
+pub fn memory_bound_applies(spec: &LargeDeleteSpec, profile: &str, variant: &str) -> bool {
+    spec.write_memory_mib > 0 && MEMORY_BOUND_PROVEN.contains(&(profile, variant))
+}
+
+/// The files (kernel profile, variant) whose layout with the writer in a memory cgroup was
+/// shown equal to the unbounded writer's (tests/large_delete_write.rs, 500 MB through
+/// 64 MiB): XFS's and ext4's fragmented pairs (each 8 MiB turn allocated at its fdatasync)
+/// and ext4's contiguous file when the kernel writes it. Not the others (2026-11-28, one
+/// run each): XFS's contiguous file, allocated at the closing fsync when unbounded, was
+/// written back in pieces inside the cgroup and began 311 MB earlier; btrfs's contiguous file
+/// came out as 19 extents against 1; btrfs's fragmented pair kept its extents, but 61 of 368
+/// tree lines moved; ext4-2007's files, allocated at write(2), began with one 64 KiB extent
+/// where the unbounded writer's first 64 KiB took two.
+pub const MEMORY_BOUND_PROVEN: [(&str, &str); 3] = [
+    ("xfs", "fragmented"),
+    ("ext4", "fragmented"),
+    ("ext4", "contiguous"),
+];
 
 /// What [`write_zeros`] does for `variant`, as a population on a file system of `fs_bytes`:
 /// contiguous, `big` created and written whole (its 1 MiB writes are one sequential write to
@@ -858,6 +916,20 @@ pub fn write_population(
 /// files take turns of `turn` bytes, each turn ended by fdatasync; the files are closed with
 /// fsync.
 pub fn write_zeros(files: &[&Path], bytes: u64, chunk: u64, turn: Option<u64>) -> Result<()> {
+    write_zeros_within(files, bytes, chunk, turn, None)
+}
+
+/// [`write_zeros`], by a child process in a memory cgroup of `memory` bytes when given: the
+/// same system calls in the same order, with the page cache they fill charged to the cgroup,
+/// so that reclaim recycles the writer's own pages (`LargeDeleteSpec::write_memory_mib`).
+pub fn write_zeros_within(
+    files: &[&Path],
+    bytes: u64,
+    chunk: u64,
+    turn: Option<u64>,
+    memory: Option<u64>,
+) -> Result<()> {
+    use std::os::fd::AsRawFd;
     let len = chunk.min(turn.unwrap_or(chunk)) as usize;
     let page = layoutlab_rig::page_bytes();
     let mut buf = vec![0u8; len + page];
@@ -865,32 +937,77 @@ pub fn write_zeros(files: &[&Path], bytes: u64, chunk: u64, turn: Option<u64>) -
     let zeros = &mut buf[skip..skip + len];
     touch_pages(zeros);
     let zeros: &[u8] = zeros;
-    let mut handles = files
+    let handles = files
         .iter()
         .map(|p| std::fs::File::create(p).with_context(|| format!("create {}", p.display())))
         .collect::<Result<Vec<_>>>()?;
+    let fds: Vec<i32> = handles.iter().map(|f| f.as_raw_fd()).collect();
     let turn = turn.unwrap_or(bytes);
-    let mut written = 0u64;
-    while written < bytes {
-        let this_turn = turn.min(bytes - written);
-        for f in handles.iter_mut() {
-            let mut left = this_turn;
-            while left > 0 {
-                let n = left.min(zeros.len() as u64) as usize;
-                f.write_all(&zeros[..n]).context("write")?;
-                left -= n as u64;
-            }
-            if files.len() > 1 {
+    let synced_turns = fds.len() > 1;
+    // Only write(2), fdatasync(2) and fsync(2) on descriptors and a buffer made above: what a
+    // forked child of a multi-threaded process may call. 0, or what failed (see below).
+    let body = || -> i32 {
+        let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        let mut written = 0u64;
+        while written < bytes {
+            let this_turn = turn.min(bytes - written);
+            for &fd in &fds {
+                let mut left = this_turn;
+                while left > 0 {
+                    let n = left.min(zeros.len() as u64) as usize;
+                    // SAFETY: `zeros` is valid for `n` bytes; `fd` is open for writing.
+                    let w = unsafe { libc::write(fd, zeros.as_ptr().cast(), n) };
+                    if w < 0 {
+                        let e = errno();
+                        if e == libc::EINTR {
+                            continue;
+                        }
+                        return e.clamp(1, 127);
+                    }
+                    left -= w as u64;
+                }
                 // This turn is allocated before the other writer's next one.
-                f.sync_data().context("fdatasync")?;
+                // SAFETY: a system call on an open descriptor.
+                if synced_turns && unsafe { libc::fdatasync(fd) } != 0 {
+                    return 128 + errno().clamp(1, 127);
+                }
+            }
+            written += this_turn;
+        }
+        for &fd in &fds {
+            // SAFETY: as above.
+            if unsafe { libc::fsync(fd) } != 0 {
+                return 128 + errno().clamp(1, 127);
             }
         }
-        written += this_turn;
+        0
+    };
+    let code = match memory {
+        None => body(),
+        Some(limit) => {
+            let cg = layoutlab_rig::MemCgroup::create(limit)
+                .context("making the writer's memory cgroup (or --set write_memory_mib=0)")?;
+            // SAFETY: `body` makes only the system calls named above, on descriptors and a
+            // buffer made before the fork; `errno()` reads the thread's errno, no allocation.
+            match unsafe { cg.run_in_child(body) } {
+                Ok(code) => code,
+                Err(e) if cg.oom_kills().unwrap_or(0) > 0 => bail!(
+                    "the writer of {} was killed by its memory cgroup's OOM killer at {} MiB \
+                     (a larger --set write_memory_mib, or 0 for none): {e}",
+                    files[0].display(),
+                    limit / MIB
+                ),
+                Err(e) => return Err(e).context("the writer's child in its memory cgroup"),
+            }
+        }
+    };
+    match code {
+        0 => Ok(()),
+        1..=127 => Err(std::io::Error::from_raw_os_error(code))
+            .with_context(|| format!("write to {}", files[0].display())),
+        _ => Err(std::io::Error::from_raw_os_error(code - 128))
+            .with_context(|| format!("fdatasync/fsync of {}", files[0].display())),
     }
-    for f in &handles {
-        f.sync_all().context("fsync")?;
-    }
-    Ok(())
 }
 
 /// Gives every page of `buf` its own memory before it is written from, as dd's buffer has
@@ -1058,7 +1175,10 @@ fn report(
            'kernel' files were written by today's kernel, through a loop device with direct I/O \
            where the JSON's written_through says so (the same layout, \
            crates/experiments/tests/large_delete_write.rs; `--set write=buffered` writes through \
-           the traced loop device); the delete is always traced on the buffered loop device. ext4-2007 is extents without \
+           the traced loop device), by a writer whose page cache is bounded by a memory cgroup \
+           where the JSON's write_memory_mib says so (the same layout, the same test; `--set \
+           write_memory_mib=0` unbounded); the delete is always traced on the buffered loop \
+           device. ext4-2007 is extents without \
            flex_bg/uninit_bg on today's mballoc. Sector classes come from libext2fs (ext), xfs_db \
            (XFS) and btrfs inspect-internal (btrfs); XFS btree blocks below a root and what the \
            tools do not describe count as 'other'. The minimum read is computed for ext only.\n",

@@ -1174,6 +1174,16 @@ fn large_delete_end_to_end_json_contract() {
         for step in ["lock_wait_seconds", "make_seconds", "layout_seconds"] {
             assert!(wall[step].as_f64().unwrap() >= 0.0, "{r}");
         }
+        // The writer's memory bound is named exactly for the kernel-written files proven for
+        // it (XFS's and ext4's fragmented pairs; ext4's contiguous file is the engine's).
+        let bounded = !r["written_through"].is_null()
+            && r["variant"] == "fragmented"
+            && (r["fs"] == "xfs" || r["fs"] == "ext4");
+        assert_eq!(
+            r["write_memory_mib"].as_u64(),
+            bounded.then_some(1024),
+            "{r}"
+        );
         assert!(wall["capture_seconds"].as_f64().unwrap() > 0.0, "{r}");
     }
     // The interleaving writers fragment the file on ext4, whose allocator gives each

@@ -114,7 +114,7 @@ fn room_bytes(running: &[Running], limits: &Limits) -> Option<u64> {
     let still: u64 = running
         .iter()
         .map(|r| r.need_bytes.saturating_sub(r.held_bytes))
-        .sum();
+        .fold(0u64, u64::saturating_add);
     limits
         .available_bytes
         .checked_sub(still)?
@@ -397,5 +397,48 @@ mod tests {
             let page = in_shipped_order(ended);
             prop_assert_eq!(page, (0..12).map(|i| format!("e{i}")).collect::<Vec<_>>());
         }
+    }
+
+    /// What `reproduce all --parallel` relies on to run a failed experiment again alone: a
+    /// need larger than any machine waits while anything runs, lets nothing start beside it
+    /// once it runs, and starts when nothing runs.
+    #[test]
+    fn a_need_beyond_any_machine_runs_alone() {
+        let alone = Candidate {
+            index: 7,
+            need_bytes: Some(u64::MAX),
+            expected_seconds: None,
+        };
+        let l = limits(2, 20);
+        let one = Running {
+            index: 1,
+            need_bytes: GB,
+            held_bytes: GB,
+        };
+        // Something runs: the small one may start, the one beyond any machine waits.
+        assert!(matches!(
+            next(&[alone, cand(3, 1, None)], &[one], &l),
+            Next::Start { index: 3, .. }
+        ));
+        assert!(matches!(next(&[alone], &[one], &l), Next::Memory(_)));
+        // Nothing runs: it starts, alone.
+        assert!(matches!(
+            next(&[alone, cand(3, 1, None)], &[], &l),
+            Next::Start {
+                index: 7,
+                alone: true,
+                ..
+            }
+        ));
+        // It runs: nothing starts beside it, however small.
+        let it = Running {
+            index: 7,
+            need_bytes: u64::MAX,
+            held_bytes: GB,
+        };
+        assert!(matches!(
+            next(&[cand(3, 0, None)], &[it], &l),
+            Next::Memory(_)
+        ));
     }
 }

@@ -127,37 +127,69 @@ impl MemCgroup {
     /// descriptors and buffers made before the call only.
     pub unsafe fn run_in_child(&self, f: impl FnOnce() -> i32) -> Result<i32> {
         let procs = procs_cstring(&self.path)?;
-        // SAFETY: the child below makes only async-signal-safe calls (the caller's promise
-        // for `f`, and open/write/close/_exit here).
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(RigError::last_os("fork"));
-        }
-        if pid == 0 {
-            // SAFETY: async-signal-safe calls on a buffer made before the fork.
-            unsafe {
-                if join_self(&procs).is_err() {
-                    libc::_exit(125);
-                }
-                let code = f();
-                libc::_exit(code);
+        // The child is registered for cleanup as it is made: a SIGINT or SIGTERM to this
+        // process kills it (and waits for it) before the mounts it may hold files open on are
+        // undone. The child itself dies by those signals: the handlers it inherits would only
+        // write to this process's cleanup pipe and let it go on (a writer at scale 1: minutes).
+        let (pid, id) = cleanup::creating(|| -> Result<(libc::pid_t, CleanupId)> {
+            // SAFETY: the child below makes only async-signal-safe calls (the caller's promise
+            // for `f`, and signal/open/write/close/_exit here).
+            let pid = unsafe { libc::fork() };
+            if pid < 0 {
+                return Err(RigError::last_os("fork"));
             }
-        }
+            if pid == 0 {
+                // SAFETY: async-signal-safe calls on a buffer made before the fork.
+                unsafe {
+                    libc::signal(libc::SIGINT, libc::SIG_DFL);
+                    libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                    if join_self(&procs).is_err() {
+                        libc::_exit(125);
+                    }
+                    let code = f();
+                    libc::_exit(code);
+                }
+            }
+            let id = cleanup::register(
+                format!("child {pid} in {}", self.path.display()),
+                move || {
+                    // SAFETY: our own child (reaped by at most one of the two waiters).
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                        let mut status = 0;
+                        libc::waitpid(pid, &mut status, 0);
+                    }
+                },
+            );
+            Ok((pid, id))
+        })?;
+        let waited = Self::wait_child(pid, &self.path);
+        cleanup::forget(&id);
+        waited
+    }
+
+    /// Waits for the child `pid` of [`Self::run_in_child`] and returns its exit status.
+    fn wait_child(pid: libc::pid_t, path: &Path) -> Result<i32> {
         let mut status = 0;
-        // SAFETY: waiting for our own child.
-        if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
-            return Err(RigError::last_os("waitpid"));
+        loop {
+            // SAFETY: waiting for our own child.
+            if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
+                break;
+            }
+            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return Err(RigError::last_os("waitpid"));
+            }
         }
         if !libc::WIFEXITED(status) {
             return Err(RigError::Unsupported(format!(
                 "the child in {} ended without exiting (status {status})",
-                self.path.display()
+                path.display()
             )));
         }
         match libc::WEXITSTATUS(status) {
             125 => Err(RigError::Unsupported(format!(
                 "the child could not join {}",
-                self.path.display()
+                path.display()
             ))),
             code => Ok(code),
         }

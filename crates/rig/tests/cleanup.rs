@@ -32,6 +32,58 @@ fn cleanup_child() {
     let session = TracefsSession::start(dev.dev(), &TraceOptions::default()).unwrap();
     session.mark("child").unwrap();
     let _temp = TempFile::create_sparse(&temp, 1 << 20).unwrap();
+    if mode == "sigterm-memcg-writer" {
+        // A writer in a memory cgroup's child (as large-delete's), writing to the open file
+        // on the mount: the signal's cleanup must kill it before it undoes the mount. The
+        // child says READY itself, with its own pid, so the signal comes while it writes.
+        use std::os::fd::AsRawFd;
+        let cg = layoutlab_rig::MemCgroup::create(64 << 20).unwrap();
+        let fd = open_file.as_raw_fd();
+        let line = format!(
+            "READY {} {} {} ",
+            dev.path().display(),
+            mount.target().display(),
+            session.instance().display()
+        );
+        let block = [0u8; 4096];
+        // SAFETY: the child makes only write/getpid/nanosleep calls on buffers made before.
+        let code = unsafe {
+            cg.run_in_child(|| {
+                let mut digits = [0u8; 24];
+                let mut at = digits.len() - 1;
+                digits[at] = b'\n';
+                let mut pid = libc::getpid() as u32;
+                loop {
+                    at -= 1;
+                    digits[at] = b'0' + (pid % 10) as u8;
+                    pid /= 10;
+                    if pid == 0 {
+                        break;
+                    }
+                }
+                libc::write(1, line.as_ptr().cast(), line.len());
+                libc::write(1, digits[at..].as_ptr().cast(), digits.len() - at);
+                let pause = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 10_000_000,
+                };
+                for _ in 0..6000 {
+                    libc::pwrite(fd, block.as_ptr().cast(), block.len(), 0);
+                    libc::nanosleep(&pause, std::ptr::null_mut());
+                }
+                0
+            })
+        };
+        // Killed by the signal's cleanup: the watcher exits the process (as the CLI's main
+        // thread waits for it when `signal_caught`).
+        for _ in 0..6000 {
+            if cleanup::signal_caught() {
+                std::thread::sleep(Duration::from_secs(60));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("the writer's child ended ({code:?}) before the signal came");
+    }
     println!(
         "READY {} {} {}",
         dev.path().display(),
@@ -64,6 +116,8 @@ struct Outcome {
     code: Option<i32>,
     mount_target: PathBuf,
     instance: PathBuf,
+    /// The pid the READY line ended with, if any (a writer's child).
+    writer: Option<u32>,
 }
 
 fn run_child(
@@ -139,6 +193,7 @@ fn run_child(
         code: output.status.code(),
         mount_target: ready[1].clone(),
         instance: ready[2].clone(),
+        writer: ready.get(3).map(|p| p.to_str().unwrap().parse().unwrap()),
     }
 }
 
@@ -170,6 +225,14 @@ fn check_teardown(mode: &str, signal: Option<i32>, expected_code: i32) {
     assert!(!outcome.mount_target.exists(), "{mode}: mount point left");
     assert!(!outcome.instance.exists(), "{mode}: tracefs instance left");
     assert!(!temp.exists(), "{mode}: temp file left");
+    if let Some(w) = outcome.writer {
+        // Killed by the cleanup, not left writing: gone, or a zombie its new parent reaps.
+        let state = std::fs::read_to_string(format!("/proc/{w}/stat")).unwrap_or_default();
+        let alive = state
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'));
+        assert!(!alive, "{mode}: the writer's child {w} still runs: {state}");
+    }
     // Only the child's tracefs mounts (a session mounts its own where tracefs is not at a
     // standard place, `layoutlab-mnt-PID-N`): another process's live session is not this
     // child's leftover.
@@ -205,6 +268,16 @@ fn sigterm_tears_everything_down() {
 /// A signal's cleanup must not depend on stderr: with its pipe closed (a parent that died, a
 /// `| head`), the watcher's message used to panic (`eprintln!`), the watcher died before any
 /// cleanup, and the process slept forever holding its loop device and mount.
+/// A child in a memory cgroup writing to a file on the mount (large-delete's writer) is killed
+/// by the cleanup before the mount is undone, and nothing is left. Seen to fail (2026-11-28)
+/// without the child's kill registered: the writer ran on after its parent's exit.
+#[test]
+fn sigterm_kills_a_writer_in_a_memory_cgroup_and_tears_everything_down() {
+    if root_or_skip("sigterm_kills_a_writer_in_a_memory_cgroup_and_tears_everything_down") {
+        check_teardown("sigterm-memcg-writer", Some(libc::SIGTERM), 143);
+    }
+}
+
 #[test]
 fn sigterm_tears_everything_down_with_stderr_closed() {
     if root_or_skip("sigterm_tears_everything_down_with_stderr_closed") {

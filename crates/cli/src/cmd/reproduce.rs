@@ -455,7 +455,15 @@ fn run_all(a: &Args) -> Result<()> {
         /// and what ran beside it or anyone else took meanwhile.
         available_at_start: u64,
         most_taken_bytes: u64,
+        /// Whether another experiment ran at any moment beside it.
+        beside: bool,
     }
+    // An experiment that fails while another runs beside it had part of the machine: half
+    // the memory available when it started for its in-memory work directory (metadata-on-ssd-
+    // ext3's 9 GB image beside metacluster-aging, 2026-11-28), the rig lock's turns. It runs
+    // again once, alone, after the others; its first attempt is kept in all.json.
+    let mut first_attempts: std::collections::BTreeMap<usize, serde_json::Value> =
+        Default::default();
     let mut running: Vec<Live> = Vec::new();
     let (ended_tx, ended_rx) = std::sync::mpsc::channel();
     // Who was last said to wait, so that a wait is printed once, not at every look at memory
@@ -483,7 +491,12 @@ fn run_all(a: &Args) -> Result<()> {
                     alone,
                     need_bytes,
                 } => {
-                    if alone && parallel > 1 {
+                    if first_attempts.contains_key(&index) {
+                        say(format!(
+                            "{} runs again, alone: it failed beside another experiment",
+                            names[index]
+                        ));
+                    } else if alone && parallel > 1 {
                         say(format!(
                             "{} starts alone: it is expected to need {}, more than the {} free",
                             names[index],
@@ -542,6 +555,10 @@ fn run_all(a: &Args) -> Result<()> {
             let available_at_start = layoutlab_rig::mem_available_bytes()?;
             let child = super::spawn_child(&mut cmd, &live)?;
             let pid = child.id();
+            let beside = !running.is_empty();
+            for r in &mut running {
+                r.beside = true;
+            }
             running.push(Live {
                 index: i,
                 pid,
@@ -549,6 +566,7 @@ fn run_all(a: &Args) -> Result<()> {
                 from_seconds,
                 available_at_start,
                 most_taken_bytes: 0,
+                beside,
             });
             let tx = ended_tx.clone();
             // wait4 on this child alone: the others are waited for by their own threads
@@ -628,11 +646,50 @@ fn run_all(a: &Args) -> Result<()> {
                 loop {
                     std::thread::sleep(std::time::Duration::from_secs(1));
                 }
+            } else if ended.beside && parallel > 1 && !first_attempts.contains_key(&i) {
+                let lines: Vec<&str> = log.lines().collect();
+                let error = lines[lines.len().saturating_sub(15)..].join("\n");
+                sec.status = Status::Pending;
+                sec.error = Some(format!(
+                    "failed beside another experiment after {secs:.1} s; to run again alone. \
+                     Its error then:\n{error}"
+                ));
+                first_attempts.insert(
+                    i,
+                    serde_json::json!({
+                        "seconds": secs,
+                        "from_seconds": ended.from_seconds,
+                        "to_seconds": to_seconds,
+                        "error": error,
+                    }),
+                );
+                pending.push(all_schedule::Candidate {
+                    index: i,
+                    // More than any machine: it starts only when nothing runs, and nothing
+                    // starts beside it.
+                    need_bytes: Some(u64::MAX),
+                    expected_seconds: None,
+                });
+                write_page(&s);
+                drop(s);
+                // The second attempt writes its own log.
+                let first_log = dir.join("log-first-attempt.txt");
+                let _ = std::fs::rename(dir.join("log.txt"), &first_log);
+                say(format!(
+                    "{n} failed beside another experiment after {secs:.1} s; it runs again alone \
+                     after the others (its log: {})",
+                    first_log.display()
+                ));
+                continue;
             } else {
                 sec.status = Status::Failed;
                 let lines: Vec<&str> = log.lines().collect();
                 sec.error = Some(lines[lines.len().saturating_sub(15)..].join("\n"));
                 failed += 1;
+            }
+            if status.success() {
+                // A first attempt's error stays in all.json (`first_attempt`), not on the page.
+                sec.error = None;
             }
             write_page(&s);
         }
@@ -659,6 +716,7 @@ fn run_all(a: &Args) -> Result<()> {
                 "memory_taken_bytes": ended.most_taken_bytes,
                 "stage_seconds": stage_seconds,
                 "result": result,
+                "first_attempt": first_attempts.get(&i),
             }),
         ));
         done += 1;

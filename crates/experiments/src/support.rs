@@ -224,6 +224,23 @@ pub fn io_series_by_class<'a>(
         .collect()
 }
 
+/// Where an operation makes its images: `chosen` (`--workdir`), or else a private tmpfs of half
+/// the memory available now, unmounted when the returned guard drops. Keep the guard alive
+/// while anything lies in the directory.
+pub fn work_dir(
+    chosen: Option<&std::path::Path>,
+) -> Result<(std::path::PathBuf, Option<layoutlab_rig::Mount>)> {
+    match chosen {
+        Some(d) => Ok((d.to_path_buf(), None)),
+        None => {
+            let cap = layoutlab_rig::mem_available_bytes()? / 2;
+            let memory = layoutlab_rig::Mount::tmpfs(cap)
+                .context("mounting the in-memory work directory (or choose one: --workdir DIR)")?;
+            Ok((memory.target().to_path_buf(), Some(memory)))
+        }
+    }
+}
+
 /// A one-line warning on stderr when leftovers of killed runs exist (long commands print it
 /// first; they do not remove anything themselves).
 pub fn warn_if_leftovers() {

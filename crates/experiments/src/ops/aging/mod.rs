@@ -535,16 +535,7 @@ pub fn run_aging(exp: &Experiment, a: &RunArgs) -> Result<()> {
         crate::support::check_emulable(&device, k)?;
     }
     layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
-    let memory;
-    let workdir = match &a.workdir {
-        Some(d) => d.clone(),
-        None => {
-            let cap = layoutlab_rig::mem_available_bytes()? / 2;
-            memory = layoutlab_rig::Mount::tmpfs(cap)
-                .context("mounting the in-memory work directory (or choose one: --workdir DIR)")?;
-            memory.target().to_path_buf()
-        }
-    };
+    let (workdir, _memory) = crate::support::work_dir(a.workdir.as_deref())?;
     std::fs::create_dir_all(&workdir)
         .with_context(|| format!("creating work directory {}", workdir.display()))?;
     let opts = RunOptions {

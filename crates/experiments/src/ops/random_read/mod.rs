@@ -328,16 +328,7 @@ fn run_random_read(exp: &Experiment, a: &RunArgs) -> Result<()> {
     // live in memory by default, as every other operation's images do: on the disk's ext4 the
     // host spent minutes allocating ext3's scattered indirect blocks, walking their FIEMAP and
     // discarding them at removal (docs/experiments/random-read.md, "Scale 1").
-    let memory;
-    let workdir = match &a.workdir {
-        Some(d) => d.clone(),
-        None => {
-            let cap = layoutlab_rig::mem_available_bytes()? / 2;
-            memory = layoutlab_rig::Mount::tmpfs(cap)
-                .context("mounting the in-memory work directory (or choose one: --workdir DIR)")?;
-            memory.target().to_path_buf()
-        }
-    };
+    let (workdir, _memory) = crate::support::work_dir(a.workdir.as_deref())?;
     eprintln!(
         "{} — scale {scale}: a {:.2} GB file on {:.2} GB; {} random {}-byte reads per target and mode; priced on {}",
         exp.title,

@@ -449,3 +449,34 @@ fn a_signal_cleans_up_when_stderr_is_gone() {
     assert_eq!(std::fs::read(&marker).unwrap(), b"cleaned");
     std::fs::remove_file(&marker).unwrap();
 }
+
+/// The child of [`a_panic_under_a_test_harness_still_says_what_and_where`]: installs the panic
+/// hook and panics inside libtest's output capture.
+#[test]
+fn captured_panic_child() {
+    if std::env::var("RIG_CAPTURED_PANIC_CHILD").is_err() {
+        return;
+    }
+    cleanup::install_panic_hook();
+    panic!("deliberate panic number 4711");
+}
+
+/// The panic hook ends the process with 101 before libtest prints what it captured, so the
+/// message the default hook wrote into the capture is lost: a CI run of a test binary kept
+/// only "exit status 101". The hook must say what and where on the real stderr.
+#[test]
+fn a_panic_under_a_test_harness_still_says_what_and_where() {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["captured_panic_child", "--exact", "--test-threads=1"])
+        .env("RIG_CAPTURED_PANIC_CHILD", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(101), "{stderr}");
+    assert!(
+        stderr.contains("after a panic at")
+            && stderr.contains("cleanup.rs")
+            && stderr.contains("deliberate panic number 4711"),
+        "stderr: {stderr}"
+    );
+}

@@ -79,7 +79,7 @@ fn a_ring_sized_by_the_rule_holds_an_undrained_check_and_a_quarter_of_it_overrun
     ) {
         return;
     }
-    layoutlab_rig::cleanup::install();
+    layoutlab_rig::cleanup::install_signal_handlers();
     let image = tree_image();
     let lines = progress_lines(image.path());
     // 1,500 directories and more than 1,500 directory blocks: passes 2 and 3 dominate.

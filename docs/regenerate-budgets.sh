@@ -5,8 +5,9 @@
 #   docs/regenerate-budgets.sh          every block (an hour or more here: metacluster-io twice at
 #                                       scale 1, random-read twice (15-30 min each: its 1.9 TB image's
 #                                       inode tables are punched on the work directory's disk) and
-#                                       large-delete's ext runs twice at scale 1 (the second ext4
-#                                       only), XFS and btrfs once at scale 0.1, the two fsck
+#                                       large-delete's ext runs three times at scale 1 (the second
+#                                       ext4 only, the third non-rotational), XFS and btrfs twice at
+#                                       scale 0.1 (the second non-rotational), the two fsck
 #                                       experiments twice each)
 #   ONLY="fio mkfs" docs/regenerate-budgets.sh   only these blocks: fio (fio-randread), mkfs
 #                                       (mkfs-overhead), mio (metacluster-io), ld (large-delete),
@@ -284,12 +285,15 @@ ext="ext3 ext4-2007 ext4"
 ld_alt=sata-400g-2007-alt-samsung
 kernel_run large-delete shipped 1 --fs ext3,ext4-2007,ext4 --device "sata-400g-2007,$ld_alt"
 kernel_run large-delete kernel 1 --fs ext4 --set layout=kernel
+# The devices non-rotational, the flag alone: the kernel-written files are written anew on them.
+kernel_run large-delete rot0 1 --fs ext3,ext4-2007,ext4 --set os_rotational=false
 {
   provenance "each row but the device's one run at scale 1 (a 100 GB file); the device row prices the shipped run's traces; seconds are the model's"
   echo '| factor | switched to | ext3 contiguous | ext3 fragmented | ext4-2007 contiguous | ext4-2007 fragmented | ext4 contiguous | ext4 fragmented |'
   echo '|---|---|---:|---:|---:|---:|---:|---:|'
   ld_row "as shipped" "sata-400g-2007" shipped "$ext"
   ld_row "layout: who writes ext4" "today's kernel writes the ext4 files (\`--set layout=kernel\`) instead of the engine" kernel "$ext"
+  ld_row "request stream: rotational flag" "the devices non-rotational (\`--set os_rotational=false\`; a new capture)" rot0 "$ext"
   ld_row "device: another drive" "$ld_alt (the shipped run's traces)" shipped "$ext" "on=$ld_alt"
   ld_row "CPU (bound)" "the delete's wall time here: the most this machine's think time can add" shipped "$ext" here
 } >"$snip"
@@ -297,11 +301,13 @@ splice "$fidelity" budget-large-delete "$snip"
 # XFS and btrfs at scale 0.1 (a 10 GB file): their scale-1 writes took about 17 min here.
 xfsbtrfs="xfs btrfs"
 kernel_run large-delete xfsbtrfs 0.1 --fs xfs,btrfs --device "sata-400g-2007,$ld_alt"
+kernel_run large-delete xfsbtrfs-rot0 0.1 --fs xfs,btrfs --set os_rotational=false
 {
   provenance "one run at scale 0.1 (a 10 GB file); the device row prices its traces on the alternative; seconds are the model's"
   echo '| factor | switched to | xfs contiguous | xfs fragmented | btrfs contiguous | btrfs fragmented |'
   echo '|---|---|---:|---:|---:|---:|'
   ld_row "as shipped" "sata-400g-2007" xfsbtrfs "$xfsbtrfs"
+  ld_row "request stream: rotational flag" "the devices non-rotational (\`--set os_rotational=false\`; a new capture)" xfsbtrfs-rot0 "$xfsbtrfs"
   ld_row "device: another drive" "$ld_alt (the shipped run's traces)" xfsbtrfs "$xfsbtrfs" "on=$ld_alt"
   ld_row "CPU (bound)" "the delete's wall time here" xfsbtrfs "$xfsbtrfs" here
 } >"$snip"

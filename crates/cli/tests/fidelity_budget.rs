@@ -481,8 +481,8 @@ fn ld_cells(r: &[String]) -> Vec<Option<f64>> {
 /// large-delete at scale 1 (ext) and 0.1 (XFS, btrfs): the blocks are filled (every cell of the
 /// run as shipped is a number), a row is either measured in every column its run has or marked
 /// "not run" in all (what `REUSE_ONLY=1` splices), and the prose beside them follows the blocks:
-/// the most this machine's CPU can add to a delete, and how far another drive and (at scale 1)
-/// today's kernel writing ext4 move one (or that it was not run). A block none of whose runs was made says so in its prose.
+/// the most this machine's CPU can add to a delete, and how far another drive, the rotational
+/// flag alone and (at scale 1) today's kernel writing ext4 move one (or that it was not run). A block none of whose runs was made says so in its prose.
 #[test]
 fn large_delete_budget_blocks_are_filled_and_the_prose_follows() {
     let text = doc_prose();
@@ -527,7 +527,10 @@ fn large_delete_budget_blocks_are_filled_and_the_prose_follows() {
         let mut claims = vec![format!(
             "{label}, this machine's CPU can add at most {cpu:.1}% to a delete"
         )];
-        let mut factors = vec![("sata-400g-2007-alt-samsung", "another drive")];
+        let mut factors = vec![
+            ("sata-400g-2007-alt-samsung", "another drive"),
+            ("the devices non-rotational", "the rotational flag alone"),
+        ];
         if name == "budget-large-delete" {
             factors.push(("today's kernel writes", "today's kernel writing ext4"));
         }

@@ -700,7 +700,7 @@ mod tests {
 
     /// An operation's option that the experiment file leaves out (its default applies) is
     /// settable, as `experiments --json` says: `--set os_rotational=false` reaches the fsck
-    /// table (the request-stream row of docs/fidelity.md), and a key that is neither in the
+    /// table (the request-stream row of docs/fidelity.md), random-read and large-delete, and a key that is neither in the
     /// file nor an option is still refused.
     #[test]
     fn an_operations_option_absent_from_the_file_is_settable() {
@@ -715,6 +715,14 @@ mod tests {
         // random-read takes the same switch.
         let set = with_sets("random-read", &sets(&["os_rotational=false"])).unwrap();
         let spec: crate::ops::random_read::RandomReadSpec = set.params().unwrap();
+        assert_eq!(spec.os_rotational, Some(false));
+        // ... and large-delete, whose file systems are made on the flagged devices.
+        let ld = experiment::load("large-delete").unwrap();
+        assert!(!ld.params.contains_key("os_rotational"));
+        let shipped: crate::ops::large_delete::LargeDeleteSpec = ld.params().unwrap();
+        assert_eq!(shipped.os_rotational, None);
+        let set = with_sets("large-delete", &sets(&["os_rotational=false"])).unwrap();
+        let spec: crate::ops::large_delete::LargeDeleteSpec = set.params().unwrap();
         assert_eq!(spec.os_rotational, Some(false));
         let err = with_sets("metacluster-fsck", &sets(&["no_such_key=1"]))
             .unwrap_err()

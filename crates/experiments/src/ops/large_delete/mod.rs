@@ -94,6 +94,12 @@ pub struct LargeDeleteSpec {
     /// (tests/large_delete_write.rs).
     #[serde(default = "default_write_memory_mib")]
     pub write_memory_mib: u64,
+    /// The queue/rotational flag of the devices the file systems are made, written and
+    /// traced on; `None`: the preset's (1 for every hard disk). A run sets it (`--set
+    /// os_rotational=false`) to measure the flag alone (docs/fidelity.md, the request
+    /// stream's factor): btrfs takes its `ssd` allocation mode from it, ext4 its group scan.
+    #[serde(default)]
+    pub os_rotational: Option<bool>,
 }
 
 /// The writer's memory bound by default: XFS's 10 GB file in 5.4-10.4 s bounded at 512 MiB
@@ -155,6 +161,12 @@ impl Operation for LargeDelete {
             crate::OpOption {
                 key: "write_memory_mib",
                 help: "the memory cgroup (MiB) the kernel-written files' writer runs in, so that its page cache recycles its own pages (0: unbounded)",
+                flag: None,
+                flag_aliases: &[],
+            },
+            crate::OpOption {
+                key: "os_rotational",
+                help: "the file systems' devices' queue/rotational, true or false (default: the preset's, true for every hard disk); false switches the flag alone (btrfs's ssd mode, ext4's group scan)",
                 flag: None,
                 flag_aliases: &[],
             },
@@ -344,7 +356,8 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
     }
     // The disk the delete is priced on is the disk the file systems are made on: btrfs picks
     // its `ssd` allocation mode, and ext4 its group scan, from the queue's rotational flag.
-    let queue = crate::support::capture_queue(&device, Some(128), None)?;
+    let queue =
+        crate::support::capture_queue_flagged(&device, Some(128), None, spec.os_rotational)?;
     if let Some(k) = a.closed_loop {
         crate::support::check_closed_loop_devices(&devices, k)?;
     }

@@ -241,6 +241,25 @@ pub fn work_dir(
     }
 }
 
+/// [`work_dir`], with a note on stderr when a chosen directory that exists is not in memory:
+/// the kernel's read-ahead, and so the requests `issuer_issues` (e.g. "e2fsck issues"), then
+/// depend on how fast that disk answers.
+pub fn work_dir_noting(
+    chosen: Option<&std::path::Path>,
+    issuer_issues: &str,
+) -> Result<(std::path::PathBuf, Option<layoutlab_rig::Mount>)> {
+    if let Some(d) = chosen {
+        if d.exists() && !layoutlab_rig::is_memory_fs(d)? {
+            eprintln!(
+                "note: {} is not in memory: the kernel's read-ahead, and so the requests \
+                 {issuer_issues}, depend on how fast this disk answers (docs/replay.md)",
+                d.display()
+            );
+        }
+    }
+    work_dir(chosen)
+}
+
 /// A one-line warning on stderr when leftovers of killed runs exist (long commands print it
 /// first; they do not remove anything themselves).
 pub fn warn_if_leftovers() {

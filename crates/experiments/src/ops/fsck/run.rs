@@ -41,26 +41,11 @@ pub fn run_fsck(exp: &Experiment, a: &RunArgs) -> Result<()> {
             &exp.period_cpus,
         )?;
     }
-    let memory;
-    let workdir = match &a.workdir {
-        Some(d) => {
-            if d.exists() && !layoutlab_rig::is_memory_fs(d)? {
-                eprintln!(
-                    "note: {} is not in memory: the kernel's read-ahead, and so the requests \
-                     e2fsck issues, depend on how fast this disk answers (docs/replay.md)",
-                    d.display()
-                );
-            }
-            d.clone()
-        }
-        None => {
-            layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
-            let cap = layoutlab_rig::mem_available_bytes()? / 2;
-            memory = layoutlab_rig::Mount::tmpfs(cap)
-                .context("mounting the in-memory work directory (or choose one: --workdir DIR)")?;
-            memory.target().to_path_buf()
-        }
-    };
+    if a.workdir.is_none() {
+        layoutlab_rig::require_root("running e2fsck on a loop device under block tracing")?;
+    }
+    let (workdir, _memory) =
+        crate::support::work_dir_noting(a.workdir.as_deref(), "e2fsck issues")?;
     eprintln!(
         "{} — scale {scale} on {device}; images in {}",
         exp.title,

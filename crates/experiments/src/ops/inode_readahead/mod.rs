@@ -222,19 +222,7 @@ fn run_inode_readahead(exp: &Experiment, a: &RunArgs) -> Result<()> {
     }
     layoutlab_rig::require_root("mounting ext4 images on loop devices and tracing them")?;
     crate::support::warn_if_leftovers();
-    let cap = layoutlab_rig::mem_available_bytes()? / 2;
-    let memory = match &a.workdir {
-        Some(_) => None,
-        None => Some(
-            layoutlab_rig::Mount::tmpfs(cap)
-                .context("mounting the in-memory work directory (or choose one: --workdir DIR)")?,
-        ),
-    };
-    let workdir: PathBuf = match (&a.workdir, &memory) {
-        (Some(d), _) => d.clone(),
-        (None, Some(m)) => m.target().to_path_buf(),
-        _ => unreachable!(),
-    };
+    let (workdir, memory) = crate::support::work_dir(a.workdir.as_deref())?;
     eprintln!(
         "{} — {tree} at scale {scale}: {} policies × {} orders × {} settings, priced on {}",
         exp.title,

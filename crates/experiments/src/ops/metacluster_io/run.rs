@@ -589,26 +589,11 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
     drop(dev);
     layoutlab_rig::require_root("mounting images on loop devices and tracing the kernel's reads")?;
     crate::support::warn_if_leftovers();
-    let memory;
-    let workdir = match &a.workdir {
-        Some(d) => {
-            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-            if !layoutlab_rig::is_memory_fs(d)? {
-                eprintln!(
-                    "note: {} is not in memory: the kernel's read-ahead, and so the requests \
-                     the benchmarks issue, depend on how fast this disk answers (docs/replay.md)",
-                    d.display()
-                );
-            }
-            d.clone()
-        }
-        None => {
-            let cap = layoutlab_rig::mem_available_bytes()? / 2;
-            memory = layoutlab_rig::Mount::tmpfs(cap)
-                .context("mounting the in-memory work directory (or choose one: --workdir DIR)")?;
-            memory.target().to_path_buf()
-        }
-    };
+    if let Some(d) = &a.workdir {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    let (workdir, _memory) =
+        crate::support::work_dir_noting(a.workdir.as_deref(), "the benchmarks issue")?;
     eprintln!(
         "{} — scale {scale}: {:.2} GB file system, {:.2} GB and {:.2} GB files; priced on {device}",
         exp.title,

@@ -482,7 +482,8 @@ fn ld_cells(r: &[String]) -> Vec<Option<f64>> {
 /// run as shipped is a number), a row is either measured in every column its run has or marked
 /// "not run" in all (what `REUSE_ONLY=1` splices), and the prose beside them follows the blocks:
 /// the most this machine's CPU can add to a delete, and how far another drive, the rotational
-/// flag alone and (at scale 1) today's kernel writing ext4 move one (or that it was not run). A block none of whose runs was made says so in its prose.
+/// flag alone and (at scale 1) today's kernel writing ext4 move one (or that it was not run).
+/// A block none of whose runs was made says so in its prose.
 #[test]
 fn large_delete_budget_blocks_are_filled_and_the_prose_follows() {
     let text = doc_prose();

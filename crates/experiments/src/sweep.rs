@@ -700,8 +700,8 @@ mod tests {
 
     /// An operation's option that the experiment file leaves out (its default applies) is
     /// settable, as `experiments --json` says: `--set os_rotational=false` reaches the fsck
-    /// table (the request-stream row of docs/fidelity.md), random-read and large-delete, and a key that is neither in the
-    /// file nor an option is still refused.
+    /// table (the request-stream row of docs/fidelity.md), random-read and large-delete, and a
+    /// key that is neither in the file nor an option is still refused.
     #[test]
     fn an_operations_option_absent_from_the_file_is_settable() {
         let exp = experiment::load("metacluster-fsck").unwrap();

@@ -272,24 +272,15 @@ pub fn install_panic_hook() {
                 return;
             }
             // Under a test harness's output capture `previous` printed into the capture, which
-            // this exit throws away: say what and where on the real stderr too.
-            let what = info
-                .payload()
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| info.payload().downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            // this exit throws away: say what and where on the real stderr too (`note!`).
             let at = info
                 .location()
                 .map(|l| format!("{}:{}", l.file(), l.line()))
                 .unwrap_or_default();
-            {
-                use std::io::Write;
-                let _ = writeln!(
-                    std::io::stderr().lock(),
-                    "layoutlab: exiting with status 101 after a panic at {at}: {what}"
-                );
-            }
+            note!(
+                "layoutlab: exiting with status 101 after a panic at {at}: {}",
+                info.payload_as_str().unwrap_or_default()
+            );
             let count = run_all_for_exit();
             if count > 0 {
                 note!("layoutlab: panic; cleaned up {count} resource(s) the rig created");

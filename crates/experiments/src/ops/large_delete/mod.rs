@@ -871,9 +871,11 @@ pub fn memory_bound_applies(spec: &LargeDeleteSpec, profile: &str, variant: &str
 /// and ext4's contiguous file when the kernel writes it. Not the others (2026-11-28, one
 /// run each): XFS's contiguous file, allocated at the closing fsync when unbounded, was
 /// written back in pieces inside the cgroup and began 311 MB earlier; btrfs's contiguous file
-/// came out as 19 extents against 1; btrfs's fragmented pair kept its extents, but 61 of 368
-/// tree lines moved; ext4-2007's files, allocated at write(2), began with one 64 KiB extent
-/// where the unbounded writer's first 64 KiB took two.
+/// came out as 19 extents against 1; ext4-2007's files, allocated at write(2), began with one
+/// 64 KiB extent where the unbounded writer's first 64 KiB took two. btrfs's fragmented pair
+/// had the same FIEMAP and items (2026-11-28, a worktree's runs; its checksum-tree leaves
+/// moved, as much as between two unbounded writes) but is left out: at scale 1 the bound
+/// was not faster (367.1 s against 339.7 s, docs/experiments/large-delete.md).
 pub const MEMORY_BOUND_PROVEN: [(&str, &str); 3] = [
     ("xfs", "fragmented"),
     ("ext4", "fragmented"),

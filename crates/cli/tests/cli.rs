@@ -1089,6 +1089,72 @@ fn an_experiment_file_with_an_unknown_operation_lists_the_valid_ones() {
 }
 
 /// zram devices whose size is `bytes` (the test's own, by an unusual size).
+/// Sends signal `name` (`KILL`, `STOP`, ...) to `pid`.
+fn signal(pid: u32, name: &str) {
+    let st = Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill -{name} {pid}");
+}
+
+/// Stops `pid` (SIGSTOP) at a moment its file system is mounted under `dir` on a loop device
+/// over the zram device of its record, the device at the recorded size; returns the record's
+/// name and the size. Between one file system's teardown and the next one's making, a mount,
+/// a record and a device can disagree for a moment: a test that looked while the run went on
+/// met a mount with no record, and a record whose device had no size yet (loaded CI runs).
+fn stop_on_zram_mount(pid: u32, dir: &Path) -> (String, u64) {
+    let stopped = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('T'))
+            })
+            .unwrap_or(false)
+    };
+    let mounted = || {
+        std::fs::read_to_string("/proc/mounts")
+            .unwrap()
+            .contains(&format!("{}/layoutlab-mnt-{pid}-", dir.display()))
+    };
+    let on_zram = |id: &str| {
+        std::fs::read_dir("/sys/block").unwrap().flatten().any(|e| {
+            std::fs::read_to_string(e.path().join("loop/backing_file"))
+                .is_ok_and(|b| b.trim() == format!("/dev/zram{id}"))
+        })
+    };
+    let t0 = std::time::Instant::now();
+    while t0.elapsed().as_secs() < 300 {
+        if mounted() {
+            signal(pid, "STOP");
+            while !stopped() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let found = entries(dir)
+                .into_iter()
+                .find(|n| n.starts_with(&format!("layoutlab-zram-{pid}-")))
+                .and_then(|name| {
+                    let size: u64 = std::fs::read_to_string(dir.join(&name))
+                        .ok()?
+                        .trim()
+                        .parse()
+                        .ok()?;
+                    let id = name.rsplit('-').next()?.to_string();
+                    (mounted()
+                        && on_zram(&id)
+                        && zram_ids_of_size(size).contains(&format!("zram{id}")))
+                    .then_some((name, size))
+                });
+            if let Some(found) = found {
+                return found;
+            }
+            signal(pid, "CONT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the run never mounted its file system on its zram device");
+}
+
 fn zram_ids_of_size(bytes: u64) -> Vec<String> {
     std::fs::read_dir("/sys/block")
         .unwrap()
@@ -1639,28 +1705,14 @@ fn large_delete_sigkill_leftovers_are_cleaned_zram_included() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    // Wait until its file system is mounted (a mount point under TMPDIR is mounted).
-    let mounted = || {
-        std::fs::read_to_string("/proc/mounts")
-            .unwrap()
-            .contains(&format!("{}/layoutlab-mnt-{pid}-", dir.display()))
-    };
-    let t0 = std::time::Instant::now();
-    while !mounted() && t0.elapsed().as_secs() < 300 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(mounted(), "the run never mounted its file system");
-    let record = entries(&dir)
-        .into_iter()
-        .find(|n| n.starts_with(&format!("layoutlab-zram-{pid}-")))
-        .expect("a zram record");
+    let (record, size) = stop_on_zram_mount(pid, &dir);
     let id = record.rsplit('-').next().unwrap().to_string();
-    let size = std::fs::read_to_string(dir.join(&record)).unwrap();
+    // Killed while stopped: what it made is exactly what it had then.
     child.kill().unwrap();
     child.wait().unwrap();
     let zram = format!("zram{id}");
     assert!(
-        zram_ids_of_size(size.trim().parse().unwrap()).contains(&zram),
+        zram_ids_of_size(size).contains(&zram),
         "SIGKILL runs no cleanup: the zram device should still be there"
     );
     let o = layoutlab(&["clean", "--temp-dir", dir.to_str().unwrap(), "--json", "-"]);
@@ -1683,7 +1735,7 @@ fn large_delete_sigkill_leftovers_are_cleaned_zram_included() {
             std::fs::read_to_string(format!("/sys/block/{zram}/disksize"))
                 .unwrap()
                 .trim()
-                != size.trim()
+                != size.to_string()
         }
     );
     assert!(!std::fs::read_to_string("/proc/mounts")
@@ -1734,23 +1786,11 @@ fn large_delete_sigterm_mid_write_leaves_nothing() {
             .unwrap()
             .contains(&format!("{}/layoutlab-mnt-{pid}-", dir.display()))
     };
-    let t0 = std::time::Instant::now();
-    while !mounted() && t0.elapsed().as_secs() < 300 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(mounted(), "the run never mounted its file system");
-    let name = record().expect("a zram record");
-    let size: u64 = std::fs::read_to_string(dir.join(&name))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let (name, size) = stop_on_zram_mount(pid, &dir);
+    signal(pid, "CONT");
     let zram = format!("zram{}", name.rsplit('-').next().unwrap());
     std::thread::sleep(std::time::Duration::from_millis(300));
-    Command::new("kill")
-        .args(["-15", &pid.to_string()])
-        .status()
-        .unwrap();
+    signal(pid, "TERM");
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143));
     let t0 = std::time::Instant::now();

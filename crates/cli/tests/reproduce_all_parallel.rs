@@ -270,6 +270,11 @@ fn ctrl_c_with_two_at_once_keeps_what_finished_and_stops_the_rest() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let text = std::fs::read_to_string(&page).unwrap_or_default();
+        // Never seen half written (it is renamed into place).
+        assert!(
+            text.is_empty() || text.ends_with("</html>\n"),
+            "a partial page: {text}"
+        );
         if text.contains("status Done\">Done") && text.contains("status Running\">Running") {
             break;
         }

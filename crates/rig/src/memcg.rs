@@ -131,9 +131,14 @@ impl MemCgroup {
         // process kills it (and waits for it) before the mounts it may hold files open on are
         // undone. The child itself dies by those signals: the handlers it inherits would only
         // write to this process's cleanup pipe and let it go on (a writer at scale 1: minutes).
+        // After a SIGKILL of this process (no cleanup runs) the child dies too: a writer left
+        // going would keep the mount, loop and zram device that `layoutlab clean` must remove
+        // busy for as long as its write takes.
+        // SAFETY: getpid(2) has no preconditions.
+        let parent = unsafe { libc::getpid() };
         let (pid, id) = cleanup::creating(|| -> Result<(libc::pid_t, CleanupId)> {
             // SAFETY: the child below makes only async-signal-safe calls (the caller's promise
-            // for `f`, and signal/open/write/close/_exit here).
+            // for `f`, and signal/prctl/getppid/open/write/close/_exit here).
             let pid = unsafe { libc::fork() };
             if pid < 0 {
                 return Err(RigError::last_os("fork"));
@@ -143,7 +148,8 @@ impl MemCgroup {
                 unsafe {
                     libc::signal(libc::SIGINT, libc::SIG_DFL);
                     libc::signal(libc::SIGTERM, libc::SIG_DFL);
-                    if join_self(&procs).is_err() {
+                    if crate::system::die_with_parent(parent).is_err() || join_self(&procs).is_err()
+                    {
                         libc::_exit(125);
                     }
                     let code = f();

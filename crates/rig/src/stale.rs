@@ -261,6 +261,20 @@ fn stale_zrams(temp_dir: &Path, alive: &dyn Fn(u32) -> bool) -> Vec<Stale> {
     out
 }
 
+/// How long removing a stale zram device waits for its last opener to close it.
+const ZRAM_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The zram device a record `layoutlab-zram-PID-ID` names, when it still has the recorded size
+/// (then the record must outlive a failed removal of the device).
+fn recorded_zram_present(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let rest = name.strip_prefix(crate::zram::RECORD_PREFIX)?;
+    let id: u32 = rest.split('-').nth(1)?.parse().ok()?;
+    let recorded = std::fs::read_to_string(path).ok()?;
+    let size = std::fs::read_to_string(format!("/sys/block/zram{id}/disksize")).ok()?;
+    (recorded.trim() == size.trim()).then(|| PathBuf::from(format!("/dev/zram{id}")))
+}
+
 /// Removes one leftover. Mounts come off (lazily if busy), loop devices are detached, a temp
 /// directory is removed only if nothing is mounted beneath it.
 pub fn remove(item: &Stale) -> Result<()> {
@@ -303,11 +317,23 @@ pub fn remove(item: &Stale) -> Result<()> {
                     item.path.display()
                 )));
             }
-            let _ = std::fs::write(Path::new("/sys/block").join(&*name).join("reset"), "1");
-            std::fs::write("/sys/class/zram-control/hot_remove", id)
+            let id: u32 = id.parse().map_err(|_| {
+                RigError::InvalidArgument(format!("{} is no zram device", item.path.display()))
+            })?;
+            // The loop device on it was detached a moment ago, lazily: it lets go of the zram
+            // device only when its last opener closes (a CI run's `clean` met EBUSY here).
+            crate::zram::hot_remove_waiting(id, ZRAM_RELEASE_WAIT)
                 .map_err(|e| RigError::io(format!("hot_remove {}", item.path.display()), e))
         }
         StaleKind::TempPath => {
+            if let Some(dev) = recorded_zram_present(&item.path) {
+                return Err(RigError::InvalidArgument(format!(
+                    "not removing {}: {} it records is still there (the record is how \
+                     `layoutlab clean` finds it)",
+                    item.path.display(),
+                    dev.display()
+                )));
+            }
             let meta = std::fs::symlink_metadata(&item.path)
                 .map_err(|e| RigError::io(format!("stat {}", item.path.display()), e))?;
             if meta.is_dir() {

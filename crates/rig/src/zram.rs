@@ -29,16 +29,24 @@ fn remove(id: u32, record: &Path) {
     let reset = format!("/sys/block/zram{id}/reset");
     for _ in 0..20 {
         if std::fs::write(&reset, "1").is_ok() {
-            let _ = std::fs::write(HOT_REMOVE, id.to_string());
+            // The reset announces a new size; udev's probe of it may hold the device open
+            // for a moment, and hot_remove refuses an open device.
+            let _ = hot_remove_waiting(id, std::time::Duration::from_secs(1));
             let _ = std::fs::remove_file(record);
             return;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    let size = read_attr(Path::new(&format!("/sys/block/zram{id}/disksize"))).unwrap_or_default();
+    // Only while the device still has our size: if `layoutlab clean` removed it meanwhile,
+    // id `id` may serve another process's new device, which a reset would wipe.
     let script = format!(
-        "i=0; while [ $i -lt 600 ]; do if echo 1 > {reset} 2>/dev/null; then \
-         echo {id} > {HOT_REMOVE}; rm -f '{}'; exit 0; fi; sleep 0.1; i=$((i+1)); done; exit 1",
-        record.display()
+        "i=0; while [ $i -lt 600 ]; do \
+         if [ \"$(cat /sys/block/zram{id}/disksize 2>/dev/null)\" != '{size}' ]; then rm -f '{rec}'; exit 0; fi; \
+         if echo 1 > {reset} 2>/dev/null; then \
+         j=0; while [ $j -lt 50 ] && ! echo {id} > {HOT_REMOVE} 2>/dev/null; do sleep 0.1; j=$((j+1)); done; \
+         rm -f '{rec}'; exit 0; fi; sleep 0.1; i=$((i+1)); done; exit 1",
+        rec = record.display()
     );
     let _ = std::process::Command::new("sh")
         .arg("-c")
@@ -47,6 +55,26 @@ fn remove(id: u32, record: &Path) {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
+}
+
+/// `hot_remove` of zram device `id`, retried while the kernel answers EBUSY (someone has the
+/// device open: a loop device detached a moment ago lets go of its backing only when its last
+/// opener closes, and udev probes a device whose size changed) until `wait` has passed. The
+/// caller has reset the device or found it unused.
+pub(crate) fn hot_remove_waiting(id: u32, wait: std::time::Duration) -> std::io::Result<()> {
+    let until = std::time::Instant::now() + wait;
+    loop {
+        // Reset again each time: a device still open at the first reset kept its size.
+        let _ = std::fs::write(format!("/sys/block/zram{id}/reset"), "1");
+        match std::fs::write(HOT_REMOVE, id.to_string()) {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EBUSY) && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            r => return r,
+        }
+    }
 }
 
 /// The record of a zram device the rig made, in the temp directory: `layoutlab-zram-PID-ID`

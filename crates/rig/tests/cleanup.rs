@@ -32,7 +32,7 @@ fn cleanup_child() {
     let session = TracefsSession::start(dev.dev(), &TraceOptions::default()).unwrap();
     session.mark("child").unwrap();
     let _temp = TempFile::create_sparse(&temp, 1 << 20).unwrap();
-    if mode == "sigterm-memcg-writer" {
+    if mode.ends_with("memcg-writer") {
         // A writer in a memory cgroup's child (as large-delete's), writing to the open file
         // on the mount: the signal's cleanup must kill it before it undoes the mount. The
         // child says READY itself, with its own pid, so the signal comes while it writes.
@@ -173,9 +173,22 @@ fn run_child(
             if let Some(sig) = signal {
                 unsafe { libc::kill(child.id() as i32, sig) };
             }
+            if signal == Some(libc::SIGKILL) {
+                // Its children may hold the pipes open: wait for the process, not for EOF.
+                break;
+            }
         }
     }
-    let output = child.wait_with_output().unwrap();
+    let output = if signal == Some(libc::SIGKILL) {
+        let status = child.wait().unwrap();
+        std::process::Output {
+            status,
+            stdout: vec![],
+            stderr: vec![],
+        }
+    } else {
+        child.wait_with_output().unwrap()
+    };
     exited.store(true, std::sync::atomic::Ordering::SeqCst);
     watchdog.join().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -276,6 +289,55 @@ fn sigterm_kills_a_writer_in_a_memory_cgroup_and_tears_everything_down() {
     if root_or_skip("sigterm_kills_a_writer_in_a_memory_cgroup_and_tears_everything_down") {
         check_teardown("sigterm-memcg-writer", Some(libc::SIGTERM), 143);
     }
+}
+
+/// SIGKILL runs no cleanup, but the writer in the memory cgroup dies with its parent: left
+/// writing, it would keep the mount, the loop device (and large-delete's zram device) busy for
+/// as long as its write takes, and `layoutlab clean` could remove none of them. Then the stale
+/// sweep removes everything the killed process left.
+#[test]
+fn sigkill_leaves_no_writer_in_a_memory_cgroup_and_clean_removes_the_rest() {
+    use layoutlab_rig::stale;
+    if !root_or_skip("sigkill_leaves_no_writer_in_a_memory_cgroup_and_clean_removes_the_rest") {
+        return;
+    }
+    let _serial = serial();
+    let mode = "sigkill-memcg-writer";
+    let image = TempFile::create_sparse(&scratch("cleanup-sigkill.img"), 64 << 20).unwrap();
+    mkfs(FsKind::Ext4, image.path(), &[]).unwrap();
+    let temp = scratch("cleanup-sigkill.tmp");
+    let outcome = run_child(mode, Some(libc::SIGKILL), image.path(), &temp);
+    assert_eq!(outcome.code, None, "killed by SIGKILL");
+    let w = outcome.writer.expect("the writer's pid");
+    let t0 = std::time::Instant::now();
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{w}/stat"))
+            .unwrap_or_default()
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    };
+    while alive() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!alive(), "the writer {w} outlived its SIGKILLed parent");
+    assert!(is_mounted(&outcome.mount_target), "SIGKILL runs no cleanup");
+    let found: Vec<_> = stale::find(&std::env::temp_dir())
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.pid == outcome.pid)
+        .collect();
+    for s in &found {
+        stale::remove(s).unwrap_or_else(|e| panic!("{s:?}: {e}"));
+    }
+    assert!(!is_mounted(&outcome.mount_target), "still mounted");
+    assert_eq!(loops_backed_by(image.path()), "", "loop device left");
+    assert!(!outcome.instance.exists(), "tracefs instance left");
+    assert!(
+        found.iter().any(|s| s.kind == stale::StaleKind::MemCgroup),
+        "no memory cgroup among {found:?}"
+    );
+    // Not a rig-made name (the test chose it), so not the sweep's to remove.
+    std::fs::remove_file(&temp).unwrap();
 }
 
 #[test]

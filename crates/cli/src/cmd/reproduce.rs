@@ -358,7 +358,14 @@ fn run_all(a: &Args) -> Result<()> {
         let note = note.clone();
         move |sections: &[Section]| {
             let page = all_page::render(title, sections, &presets, &note);
-            let _ = std::fs::write(out.join("index.html"), page);
+            // Whole or not at all: written beside and renamed over, so a reader (a browser's
+            // reload, a test polling it) never sees it half written, and neither does anyone
+            // after the signal's cleanup `_exit`s while a worker thread is mid-write (a loaded
+            // CI run found the page empty after Ctrl-C that way).
+            let part = out.join(".index.html.part");
+            if std::fs::write(&part, page).is_ok() {
+                let _ = std::fs::rename(&part, out.join("index.html"));
+            }
         }
     };
     write_page(&state.lock().unwrap());

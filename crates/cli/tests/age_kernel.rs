@@ -170,3 +170,106 @@ fn an_aging_stream_on_ext4_and_xfs_reports_every_file() {
     assert_eq!(zram_devices(), zram_before, "a zram device was left");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The kernel's file system on a period mkfs profile, kept as a metadata image
+/// (`--mkfs-profile ext4-2009 --metadata-image`): the image has the profile's features, holds
+/// metadata only (file data are holes), and `fsck-predict` checks and prices it with the
+/// period's e2fsck, which finds it clean. A path that exists is refused before anything is
+/// made, and so is a profile of another file system.
+#[test]
+fn the_kernels_file_system_kept_as_a_metadata_image_is_priced_by_fsck_predict() {
+    let dir = std::env::temp_dir().join(format!("layoutlab-age-kernel-img-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let pop = aging_stream();
+    let ops = dir.join("stream.json");
+    std::fs::write(&ops, serde_json::to_string(&pop).unwrap()).unwrap();
+    let taken = dir.join("taken.img");
+    std::fs::write(&taken, b"someone's file").unwrap();
+    let args = |image: &std::path::Path, profile: &str| {
+        vec![
+            "workload".to_string(),
+            "age-kernel".into(),
+            "--ops".into(),
+            ops.display().to_string(),
+            "--mkfs-profile".into(),
+            profile.into(),
+            "--metadata-image".into(),
+            image.display().to_string(),
+            "--json".into(),
+            "-".into(),
+        ]
+    };
+    let run = |a: Vec<String>| layoutlab(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let zram_before = zram_devices();
+    let o = run(args(&taken, "ext4-2009"));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("taken.img exists"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&taken).unwrap(), b"someone's file");
+    let image = dir.join("kernel.img");
+    let o = run(args(&image, "ext3-2009"));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("give --fs ext3"), "{}", stderr(&o));
+    assert!(!image.exists());
+    if !is_root() {
+        eprintln!("SKIP the kernel's metadata image: needs root");
+        std::fs::remove_dir_all(&dir).unwrap();
+        return;
+    }
+    let o = run(args(&image, "ext4-2009"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["mkfs_profile"], "ext4-2009");
+    assert_eq!(v["fsck_clean"], true);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["kernel.img", "stream.json", "taken.img"],
+        "a part file left?"
+    );
+    // The profile's file system: 2009's uninit_bg, none of today's metadata_csum or 64bit.
+    let dump = std::process::Command::new("dumpe2fs")
+        .arg("-h")
+        .arg(&image)
+        .output()
+        .unwrap();
+    let dump = String::from_utf8_lossy(&dump.stdout);
+    let features = dump
+        .lines()
+        .find(|l| l.starts_with("Filesystem features:"))
+        .unwrap_or_else(|| panic!("{dump}"));
+    for f in ["flex_bg", "uninit_bg", "extent"] {
+        assert!(features.contains(f), "{features}");
+    }
+    for f in ["metadata_csum", "64bit"] {
+        assert!(!features.contains(f), "{features}");
+    }
+    // Metadata only: far less allocated than the files' data the stream left.
+    use std::os::unix::fs::MetadataExt;
+    let allocated = std::fs::metadata(&image).unwrap().blocks() * 512;
+    let data: u64 = pop.file_sizes().into_iter().map(|(_, s)| s).sum();
+    assert!(
+        allocated * 4 < data,
+        "{allocated} bytes allocated for {data} of data"
+    );
+    let o = layoutlab(&[
+        "fsck-predict",
+        image.to_str().unwrap(),
+        "--device",
+        "sata-160g-2009",
+        "--e2fsck",
+        "1.41.4",
+        "--json",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(p["clean"], true, "{p}");
+    assert_eq!(zram_devices(), zram_before, "a zram device was left");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -45,6 +45,10 @@ pub struct KernelAgeOptions {
     /// The loop device's `queue/rotational`: `true` models a disk, `false` keeps zram's
     /// non-rotational queue.
     pub rotational: bool,
+    /// ext2/3/4: after the check, the unmounted file system's metadata is written here as a
+    /// sparse raw image by the real `e2image -r` (every metadata block where it lies, file data
+    /// left as holes), e.g. for `layoutlab fsck-predict`. Must not exist yet.
+    pub metadata_image: Option<std::path::PathBuf>,
 }
 
 impl KernelAgeOptions {
@@ -67,6 +71,7 @@ impl KernelAgeOptions {
             apply: ApplyOptions::default(),
             ext4_linear_groups: linear,
             rotational: true,
+            metadata_image: None,
         })
     }
 }
@@ -74,13 +79,26 @@ impl KernelAgeOptions {
 /// The [`EXT4_PROFILE`] profile's mke2fs arguments for a device of `bytes`, without the
 /// `-t ext4` the rig passes itself.
 pub fn ext4_mkfs_args(bytes: u64) -> Result<Vec<String>> {
-    let profile = MkfsProfile::by_name(EXT4_PROFILE)
-        .map_err(|e| RigError::InvalidArgument(format!("mkfs profile {EXT4_PROFILE}: {e}")))?;
+    let (kind, args) = ext_mkfs_args(EXT4_PROFILE, bytes)?;
+    if kind != FsKind::Ext4 {
+        return Err(RigError::Unsupported(format!(
+            "the {EXT4_PROFILE} profile does not make ext4"
+        )));
+    }
+    Ok(args)
+}
+
+/// mkfs profile `name`'s file system and mke2fs arguments for a device of `bytes`, without
+/// the `-t KIND` the rig passes itself: e.g. `ext4-2009`, to have today's kernel write on the
+/// file system a period experiment's mke2fs made.
+pub fn ext_mkfs_args(name: &str, bytes: u64) -> Result<(FsKind, Vec<String>)> {
+    let profile = MkfsProfile::by_name(name)
+        .map_err(|e| RigError::InvalidArgument(format!("mkfs profile {name}: {e}")))?;
     let args = profile.mke2fs_args(bytes);
     match args.as_slice() {
-        [t, kind, rest @ ..] if t == "-t" && kind == "ext4" => Ok(rest.to_vec()),
+        [t, kind, rest @ ..] if t == "-t" => Ok((FsKind::parse(kind)?, rest.to_vec())),
         _ => Err(RigError::Unsupported(format!(
-            "the {EXT4_PROFILE} profile's mke2fs arguments do not start with -t ext4: {args:?}"
+            "the {name} profile's mke2fs arguments do not start with -t KIND: {args:?}"
         ))),
     }
 }
@@ -130,6 +148,20 @@ pub fn age_kernel_then<T>(
     progress: &mut dyn FnMut(&ApplyProgress),
     mounted: impl FnOnce(&std::path::Path) -> T,
 ) -> Result<(KernelAgeRun, T)> {
+    if let Some(path) = &opts.metadata_image {
+        if !matches!(opts.kind, FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4) {
+            return Err(RigError::InvalidArgument(format!(
+                "a metadata image is e2image's, for ext2/3/4 only, not {}",
+                opts.kind.name()
+            )));
+        }
+        if path.exists() {
+            return Err(RigError::InvalidArgument(format!(
+                "{} exists: the metadata image is not written over anything",
+                path.display()
+            )));
+        }
+    }
     let kopts = KernelFsOptions {
         kind: opts.kind,
         mkfs_args: opts.mkfs_args.clone(),
@@ -160,14 +192,38 @@ pub fn age_kernel_then<T>(
     let files = file_layouts(&root)?;
     let summary = summarize(&files, block);
     let seen = mounted(&root);
+    // The image's part file, made beside it and renamed into place once whole: registered
+    // for removal, so an error or a signal leaves no half image.
+    let image_part = match &opts.metadata_image {
+        Some(path) => Some(metadata_image_part(path, &root, &files)?),
+        None => None,
+    };
     let (fsck_clean, fsck_output, plan) = match opts.kind {
         FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
-            let (verdict, inspected) = fs.unmount_then(|dev| {
+            let (verdict, inspected, imaged) = fs.unmount_then(|dev| {
                 (
                     layoutlab_image::fsck_check(dev),
                     layoutlab_image::inspect(dev),
+                    image_part.as_ref().map(|part| {
+                        crate::system::run_command(
+                            "e2image",
+                            &["-r", &dev.to_string_lossy(), &part.path().to_string_lossy()],
+                        )
+                    }),
                 )
             })?;
+            if let Some(done) = imaged {
+                done?;
+            }
+            if let (Some(part), Some(path)) = (image_part, &opts.metadata_image) {
+                std::fs::rename(part.path(), path).map_err(|e| {
+                    RigError::io(
+                        format!("rename {} to {}", part.path().display(), path.display()),
+                        e,
+                    )
+                })?;
+                part.keep();
+            }
             let verdict = verdict.map_err(|e| RigError::Unsupported(format!("e2fsck -fn: {e}")))?;
             let inspected = inspected
                 .map_err(|e| RigError::Unsupported(format!("reading the layout back: {e}")))?;
@@ -194,6 +250,44 @@ pub fn age_kernel_then<T>(
         plan,
     };
     Ok((run, seen))
+}
+
+/// The part file of metadata image `path`, after a check that its directory has room for the
+/// metadata the mounted file system at `root` holds (its used blocks less the files' data).
+fn metadata_image_part(
+    path: &std::path::Path,
+    root: &std::path::Path,
+    files: &[FileLayout],
+) -> Result<crate::TempFile> {
+    let st = crate::system::statvfs(root)?;
+    let used = (st.f_blocks - st.f_bfree) as u64 * st.f_frsize as u64;
+    let data: u64 = files
+        .iter()
+        .flat_map(|f| f.extents.iter())
+        .map(|e| e.length)
+        .sum();
+    let need = used.saturating_sub(data) + (64 << 20);
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let free = crate::system::free_space_bytes(&dir)?;
+    if free < need {
+        return Err(RigError::InvalidArgument(format!(
+            "{} has {:.2} GB free; the metadata image needs about {:.2} GB",
+            dir.display(),
+            free as f64 / 1e9,
+            need as f64 / 1e9
+        )));
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let part = dir.join(format!(".{name}.part"));
+    // A part file is only ever ours: one left by a killed run goes.
+    let _ = std::fs::remove_file(&part);
+    crate::cleanup::creating(|| Ok::<_, RigError>(crate::TempFile::adopt(&part)))
 }
 
 /// The kernel's ext4 layout after `pop`'s stream: the file system made with the

@@ -54,8 +54,8 @@ mod tracefs_text;
 mod zram;
 
 pub use age::{
-    age_kernel, age_kernel_then, ext4_mkfs_args, kernel_plan, kernel_plan_with, KernelAgeOptions,
-    KernelAgeRun, EXT4_PROFILE,
+    age_kernel, age_kernel_then, ext4_mkfs_args, ext_mkfs_args, kernel_plan, kernel_plan_with,
+    KernelAgeOptions, KernelAgeRun, EXT4_PROFILE,
 };
 pub use apply::{
     apply_ops, peak_live_bytes, peak_live_inodes, ApplyOptions, ApplyProgress, ApplyStats,

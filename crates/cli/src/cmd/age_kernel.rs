@@ -32,6 +32,17 @@ pub struct Args {
     /// btrfs (their mkfs defaults); ext2 and ext3 too.
     #[arg(long = "fs", default_value = "ext4")]
     pub fs: String,
+    /// ext2/3/4: make the file system with this mkfs profile's mke2fs options (e.g.
+    /// ext4-2009, the netbook experiment's) instead of ext4-kernel's or mke2fs's defaults;
+    /// its file system must be --fs's. See `layoutlab` docs/mkfs-profiles.md.
+    #[arg(long, value_name = "NAME")]
+    pub mkfs_profile: Option<String>,
+    /// ext2/3/4: keep the kernel's file system as a sparse metadata image at PATH (the real
+    /// `e2image -r`: metadata where it lies, file data as holes), to check and price it with
+    /// `layoutlab fsck-predict PATH`. PATH must not exist; its directory's free space is
+    /// checked first.
+    #[arg(long, value_name = "PATH")]
+    pub metadata_image: Option<PathBuf>,
     /// Write the file system back (syncfs) every this many MiB of file data (0: leave it to
     /// the kernel's flusher). 64 is the ext4-kernel policy's writeback_mib.
     #[arg(long, default_value_t = 64)]
@@ -81,9 +92,31 @@ fn population(a: &Args) -> Result<Population> {
 pub fn run(a: Args) -> Result<()> {
     let kind = FsKind::parse(&a.fs)?;
     let pop = population(&a)?;
+    let fs_bytes = a.fs_bytes.unwrap_or(pop.fs_bytes);
+    let mut opts = KernelAgeOptions::disk(kind, fs_bytes)?;
+    if let Some(name) = &a.mkfs_profile {
+        let (made, args) = layoutlab_rig::ext_mkfs_args(name, fs_bytes)?;
+        if made != kind {
+            bail!(
+                "mkfs profile {name} makes {}, not {}: give --fs {}",
+                made.name(),
+                kind.name(),
+                made.name()
+            );
+        }
+        opts.mkfs_args = args;
+    }
+    opts.metadata_image = a.metadata_image.clone();
+    if let Some(path) = &opts.metadata_image {
+        if path.exists() {
+            bail!(
+                "{} exists: the metadata image is not written over anything",
+                path.display()
+            );
+        }
+    }
     layoutlab_rig::require_root("making and mounting a kernel file system")?;
     layoutlab_rig::cleanup::install();
-    let mut opts = KernelAgeOptions::disk(kind, a.fs_bytes.unwrap_or(pop.fs_bytes))?;
     opts.apply.writeback_bytes = a.writeback_mib << 20;
     if kind == FsKind::Ext4 {
         opts.ext4_linear_groups = Some(a.linear_groups);
@@ -122,7 +155,9 @@ pub fn run(a: Args) -> Result<()> {
             "scale": a.scale,
             "fs": run.fs,
             "fs_bytes": run.fs_bytes,
+            "mkfs_profile": a.mkfs_profile,
             "mkfs_args": opts.mkfs_args,
+            "metadata_image": opts.metadata_image,
             "mount_options": opts.mount_options,
             "ext4_linear_groups": opts.ext4_linear_groups,
             "queue": run.queue,

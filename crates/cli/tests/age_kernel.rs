@@ -9,6 +9,13 @@ use common::{is_root, layoutlab, stderr};
 
 use layoutlab_workload::{NsOp, Population};
 
+/// The root tests compare the machine's zram devices before and after: one at a time.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn zram_devices() -> Vec<String> {
     std::fs::read_dir("/sys/block")
         .unwrap()
@@ -108,6 +115,7 @@ fn an_aging_stream_on_ext4_and_xfs_reports_every_file() {
         eprintln!("SKIP an_aging_stream_on_ext4_and_xfs_reports_every_file: needs root");
         return;
     }
+    let _turn = turn();
     let dir = std::env::temp_dir().join(format!("layoutlab-age-kernel-ok-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pop = aging_stream();
@@ -201,6 +209,7 @@ fn the_kernels_file_system_kept_as_a_metadata_image_is_priced_by_fsck_predict() 
         ]
     };
     let run = |a: Vec<String>| layoutlab(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let _turn = turn();
     let zram_before = zram_devices();
     let o = run(args(&taken, "ext4-2009"));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

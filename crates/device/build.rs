@@ -5,7 +5,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets");
+    // Read when the script runs, not baked in when it was compiled: a build script binary is
+    // reused across checkouts that share a target directory, and one built in another checkout
+    // would embed that checkout's presets.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest).join("../../presets");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut entries: Vec<(String, String)> = Vec::new();
     if let Ok(rd) = std::fs::read_dir(&dir) {

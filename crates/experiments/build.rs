@@ -8,7 +8,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    // Read when the script runs, not baked in when it was compiled: a build script binary is
+    // reused across checkouts that share a target directory (a worktree's, here), and one built
+    // in another checkout would embed that checkout's experiments, or fail once it is gone.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest).join("../../experiments");
     // A new or removed file changes the directory; an edited one is watched below.
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut entries: Vec<(String, String)> = Vec::new();

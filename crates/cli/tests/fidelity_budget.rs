@@ -1372,3 +1372,103 @@ fn io_left_block_adds_up_and_the_prose_follows() {
     );
     assert!(text.contains(&claim), "the prose no longer says: {claim}");
 }
+
+/// The tree band (who writes ubuntu-32g: our plans or today's kernel): the block's plan rows are
+/// the tree block's plans (the same deterministic layouts, counted by the same e2fsck) and the
+/// budget's e2fsck 1.41.4 row again; the prose's figures are the block's.
+#[test]
+fn ext4_fsck_allocator_treeband_prose_follows_its_block() {
+    let rows = budget_rows("ext4-fsck-allocator-treeband");
+    assert_eq!(rows.len(), 5, "{rows:?}");
+    let plan = |p: &str| {
+        row_named(
+            &rows,
+            &format!("{p} (our plan: one writer, file after file)"),
+        )
+    };
+    let kernel = [
+        row_named(&rows, "today's kernel, written back every 64 MiB"),
+        row_named(&rows, "today's kernel, written back by its flusher alone"),
+    ];
+    let depth1 = |r: &[String]| -> f64 { num(r[3].split('/').nth(1).unwrap()) };
+    // The plans are the tree block's.
+    let tree = budget_rows("ext4-fsck-allocator-tree");
+    for (p, col) in [("ext4-2008", 1), ("ext4-2009", 3)] {
+        let r = plan(p);
+        assert_eq!(
+            num(&r[1]),
+            num(&row_named(&tree, "non-contiguous files")[col]),
+            "{p}"
+        );
+        assert_eq!(
+            num(&r[2]),
+            num(&row_named(&tree, "non-contiguous directories")[col]),
+            "{p}"
+        );
+        assert_eq!(
+            depth1(r),
+            num(&row_named(&tree, "inodes with extents, depth 1")[col]),
+            "{p}"
+        );
+    }
+    let range = |vals: [f64; 2], digits: i32| -> String {
+        let f = |x: f64| {
+            if digits == 0 {
+                format!("{}", x as u64)
+            } else {
+                format!("{x:.1}")
+            }
+        };
+        let (lo, hi) = (vals[0].min(vals[1]), vals[0].max(vals[1]));
+        if lo == hi {
+            f(lo)
+        } else {
+            format!("{}-{}", f(lo), f(hi))
+        }
+    };
+    let col = |i: usize| [num(&kernel[0][i]), num(&kernel[1][i])];
+    let thousands = |x: f64| {
+        let n = x as u64;
+        if n >= 1000 {
+            format!("{},{:03}", n / 1000, n % 1000)
+        } else {
+            n.to_string()
+        }
+    };
+    let (r2a, r2b) = (col(6)[0].min(col(6)[1]), col(6)[0].max(col(6)[1]));
+    let e2009 = num(&plan("ext4-2009")[8]);
+    let ratio = [col(8)[0] / e2009, col(8)[1] / e2009];
+    let budget = budget_rows("budget-ext4-fsck-allocator");
+    let checker = rows_of(&budget, "checker")[0];
+    let text = doc_prose();
+    for claim in [
+        format!("Today's kernel splits {} files", range(col(1), 0)),
+        format!("{} non-contiguous directories (ours", range(col(2), 0)),
+        format!(
+            "{} extent trees of depth 1",
+            range([depth1(kernel[0]), depth1(kernel[1])], 0)
+        ),
+        format!("Its check costs {} s", range(col(8), 1)),
+        format!(
+            "ext4-2008 plan ({} s) and our ext4-2009 plan ({} s), {} times the latter",
+            plan("ext4-2008")[8],
+            plan("ext4-2009")[8],
+            range([round(ratio[0], 1), round(ratio[1], 1)], 1)
+        ),
+        format!(
+            "Pass 2 holds the difference: {} s and {}-{} requests against {} s and {}.",
+            range(col(7), 1),
+            thousands(r2a),
+            thousands(r2b),
+            plan("ext4-2009")[7],
+            thousands(num(&plan("ext4-2009")[6]))
+        ),
+        format!(
+            "({} and {} s there, each a capture of its own)",
+            secs(&checker[2]).unwrap(),
+            secs(&checker[3]).unwrap()
+        ),
+    ] {
+        assert!(text.contains(&claim), "the doc no longer says: {claim}");
+    }
+}

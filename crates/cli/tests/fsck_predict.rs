@@ -526,3 +526,68 @@ fn without_root_it_says_what_needs_root_and_attaches_nothing() {
     assert_eq!(sh("losetup", &["-j", img.to_str().unwrap()]), "");
     assert_eq!(sha256(&img), before);
 }
+
+/// `--like EXPERIMENT` captures as that fsck experiment does (its queue: read-ahead 128 KiB and
+/// requests up to 512 KiB for ext4-fsck-allocator, where the default capture keeps the
+/// preset's), and prices on its drive unless --device says otherwise; an experiment of another
+/// operation, or none, is refused before anything is attached.
+#[test]
+fn like_an_experiment_captures_as_it_does_and_prices_on_its_drive() {
+    let s = Scratch::new("like");
+    let img = s.0.join("ext3.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(256 << 20)
+        .unwrap();
+    sh("mkfs.ext3", &["-q", "-F", img.to_str().unwrap()]);
+    let p = img.to_str().unwrap();
+    let out = layoutlab(&["fsck-predict", p, "--like", "large-delete"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fsck experiment"), "{err}");
+    let out = layoutlab(&["fsck-predict", p, "--like", "no-such-experiment"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ext4-fsck-allocator"), "{err}");
+    if !is_root() {
+        eprintln!(
+            "SKIP like_an_experiment_captures_as_it_does_and_prices_on_its_drive: needs root"
+        );
+        return;
+    }
+    let json = s.0.join("like.json");
+    let out = layoutlab(&[
+        "fsck-predict",
+        p,
+        "--like",
+        "ext4-fsck-allocator",
+        "--e2fsck",
+        "1.41.4",
+        "--json",
+        json.to_str().unwrap(),
+        "--workdir",
+        s.0.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["clean"], true, "{v}");
+    let devices: Vec<&str> = v["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device"].as_str().unwrap())
+        .collect();
+    assert_eq!(devices, ["sata-160g-2009"]);
+    let q = &v["capture_queue"];
+    assert_eq!(q["read_ahead_kb"], 128, "{q}");
+    assert_eq!(q["max_sectors_kb"], 512, "{q}");
+    assert_eq!(q["rotational"], true, "{q}");
+    // Without it, the preset's read-ahead: the switch is what moved it.
+    let plain = predict_json(&img, &[]);
+    assert_ne!(plain["capture_queue"]["read_ahead_kb"], 128, "{plain}");
+}

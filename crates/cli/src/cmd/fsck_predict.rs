@@ -44,15 +44,37 @@ pub struct Args {
     /// to 1.
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "1")]
     pub closed_loop: Option<f64>,
+    /// Capture an ext check as fsck experiment EXPERIMENT captures its own (e.g.
+    /// ext4-fsck-allocator): its loop device's read-ahead, largest request and rotational
+    /// flag, and its e2fsck arguments and CPU settings (one CPU, real-time), so that a time
+    /// predicted here sits beside that experiment's table. Its device is the default --device.
+    /// Whose e2fsck stays --e2fsck's.
+    #[arg(long, value_name = "EXPERIMENT")]
+    pub like: Option<String>,
 }
 
 /// Run `fsck-predict`.
 pub fn run(a: Args) -> Result<()> {
     layoutlab_rig::cleanup::install();
-    let devices = if a.device.is_empty() {
-        layoutlab_device::preset::preset_names()
-    } else {
-        a.device.clone()
+    let like = match &a.like {
+        Some(name) => {
+            let exp = layoutlab_experiments::experiment::load(name)?;
+            if exp.operation != "fsck" {
+                anyhow::bail!(
+                    "--like {name}: an experiment of the {} operation; --like takes an fsck \
+                     experiment's capture (see `layoutlab experiments`)",
+                    exp.operation
+                );
+            }
+            let spec: layoutlab_experiments::ops::fsck::FsckSpec = exp.params()?;
+            Some((exp.device.clone(), spec.check_spec()))
+        }
+        None => None,
+    };
+    let devices = match (&like, a.device.is_empty()) {
+        (_, false) => a.device.clone(),
+        (Some((device, _)), true) => vec![device.clone()],
+        (None, true) => layoutlab_device::preset::preset_names(),
     };
     let opts = layoutlab_experiments::predict::PredictOptions {
         devices,
@@ -61,6 +83,7 @@ pub fn run(a: Args) -> Result<()> {
         relayout: a.relayout.clone(),
         e2fsck: layoutlab_rig::E2fsprogs::by_name(&a.e2fsck)?,
         closed_loop: a.closed_loop,
+        capture: like.map(|(_, c)| c),
     };
     let report = layoutlab_experiments::predict::predict(&a.source, &opts)?;
     let human = Human::new(a.json.as_deref());

@@ -37,6 +37,10 @@ pub struct PredictOptions {
     /// emulated device (`device emulate`, read-only), and the report gives the time measured
     /// there beside the open-loop replay of the same stream. One preset, no relayout.
     pub closed_loop: Option<f64>,
+    /// Capture an ext check as an fsck experiment captures its own (`--like EXPERIMENT`): its
+    /// queue (read-ahead, largest request, rotational flag) and its e2fsck arguments and CPU
+    /// settings. `None`: the kernel's read-ahead and request size, e2fsck's defaults.
+    pub capture: Option<crate::steps::check::CheckSpec>,
 }
 
 /// The same tree laid out by another policy, checked and predicted like SOURCE.
@@ -174,7 +178,15 @@ fn capture_queue(opts: &PredictOptions) -> Result<layoutlab_rig::QueueSpec> {
         .devices
         .first()
         .context("no device presets to predict on")?;
-    crate::support::capture_queue(first, None, None)
+    match &opts.capture {
+        Some(c) => crate::support::capture_queue_flagged(
+            first,
+            Some(c.os_read_ahead_kb),
+            c.os_max_sectors_kb,
+            c.os_rotational,
+        ),
+        None => crate::support::capture_queue(first, None, None),
+    }
 }
 
 /// Runs the whole prediction for `path`.
@@ -248,7 +260,11 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
                 source.format.family().checker(),
                 loopdev.path().display()
             );
-            (check(&source, &loopdev, opts.e2fsck, None)?, fs_bytes, None)
+            (
+                check(&source, &loopdev, opts.e2fsck, opts.capture.as_ref(), None)?,
+                fs_bytes,
+                None,
+            )
         }
         Some(k) => {
             let emulator = crate::support::start_emulator(
@@ -270,7 +286,13 @@ pub fn predict(path: &Path, opts: &PredictOptions) -> Result<Report> {
             // As the fsck experiments: e2fsck runs real-time on the emulated device, so its
             // time between requests is its CPU, not its wait for one, and the model's clock
             // follows that CPU between requests (`layoutlab_rig::CpuPace`).
-            let checked = check(&source, dev, opts.e2fsck, Some(emulator.cpu_pace()))?;
+            let checked = check(
+                &source,
+                dev,
+                opts.e2fsck,
+                opts.capture.as_ref(),
+                Some(emulator.cpu_pace()),
+            )?;
             let served = emulator.stop()?;
             (checked, fs_bytes, Some((k, served)))
         }
@@ -400,7 +422,7 @@ fn relayout_all(image: &Path, fs_bytes: u64, opts: &PredictOptions) -> Result<Ve
             let loopdev = LoopDevice::attach_presenting(img.path(), true, &capture_queue(opts)?)?;
             loopdev.flush_buffers()?;
             eprintln!("[{name}] running e2fsck read-only under block tracing ...");
-            check_ext(&loopdev, opts.e2fsck, None)?
+            check_ext(&loopdev, opts.e2fsck, opts.capture.as_ref(), None)?
         };
         drop(img);
         drop(dir);
@@ -488,10 +510,11 @@ fn check(
     source: &Source,
     loopdev: &LoopDevice,
     e2fsck: layoutlab_rig::E2fsprogs,
+    capture: Option<&crate::steps::check::CheckSpec>,
     closed_loop: Option<layoutlab_rig::CpuPace>,
 ) -> Result<Checked> {
     match source.format.family() {
-        Family::Ext => check_ext(loopdev, e2fsck, closed_loop),
+        Family::Ext => check_ext(loopdev, e2fsck, capture, closed_loop),
         family => check_other(family, loopdev),
     }
 }
@@ -499,11 +522,16 @@ fn check(
 fn check_ext(
     loopdev: &LoopDevice,
     e2fsck: layoutlab_rig::E2fsprogs,
+    capture: Option<&crate::steps::check::CheckSpec>,
     closed_loop: Option<layoutlab_rig::CpuPace>,
 ) -> Result<Checked> {
     let opts = FsckOptions {
         e2fsck: e2fsck.program("e2fsck")?,
-        real_time: closed_loop.is_some(),
+        extra_args: capture
+            .map(|c| crate::steps::check::e2fsck_args(&c.e2fsck_extra_args, e2fsck))
+            .unwrap_or_default(),
+        single_cpu: capture.is_some_and(|c| c.e2fsck_single_cpu),
+        real_time: closed_loop.is_some() || capture.is_some_and(|c| c.e2fsck_real_time),
         pace: closed_loop,
         ..FsckOptions::default()
     };

@@ -320,7 +320,7 @@ static LIBEXT2FS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// metadata prefetch and no `-E readahead_kb=` (e2fsck/unix.c parse_extended_opts() of
 /// 1.40.2/1.41.x refuses it): the setting that made today's e2fsck read as 1.41 did is dropped,
 /// since the period program reads that way by itself.
-fn e2fsck_args(extra: &[String], e2fsck: E2fsprogs) -> Vec<String> {
+pub(crate) fn e2fsck_args(extra: &[String], e2fsck: E2fsprogs) -> Vec<String> {
     if !e2fsck.is_period() {
         return extra.to_vec();
     }

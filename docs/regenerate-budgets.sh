@@ -116,9 +116,20 @@ echo "regenerate-budgets: ubuntu-32g laid out by the engine and by today's kerne
 tb_check() { # name
   e2fsck -fnv "$out/tb-$1.img" >"$out/tb-$1.fsck" 2>&1 || { echo "regenerate-budgets: tb-$1 is not clean" >&2; cat "$out/tb-$1.fsck" >&2; exit 1; }
   "$bin" fsck-predict "$out/tb-$1.img" --like ext4-fsck-allocator --e2fsck 1.41.4 --json "$out/tb-$1-predict.json" >"$out/tb-$1-predict.log" 2>&1
-  rm -f "$out/tb-$1.img"
+  # Where the blocks lie against the 2009 scheme, which keeps each flex group's first group for
+  # directories: blocks b with b mod (blocks per group × flex size) < blocks per group.
+  local bpg flex
+  bpg=$(dumpe2fs -h "$out/tb-$1.img" 2>/dev/null | sed -n 's/^Blocks per group: *//p')
+  flex=$(dumpe2fs -h "$out/tb-$1.img" 2>/dev/null | sed -n 's/^Flex block group size: *//p')
+  "$bin" image inspect "$out/tb-$1.img" --json "$out/tb-$1-inspect.json" >/dev/null 2>&1
+  jq --argjson G "$bpg" --argjson P "$((bpg * flex))" 'def f($x): (($x / $P) | floor) * $G + ([($x % $P), $G] | min);
+    [.plan.inodes[] | .kind as $k | .data[] | {k: $k, n: .len, first: (f(.physical + .len) - f(.physical))}]
+    | {dir_blocks: (map(select(.k == "Dir") | .n) | add),
+       dir_blocks_in_first: (map(select(.k == "Dir") | .first) | add),
+       file_blocks_in_first: (map(select(.k == "File") | .first) | add)}' "$out/tb-$1-inspect.json" >"$out/tb-$1-groups.json"
+  rm -f "$out/tb-$1.img" "$out/tb-$1-inspect.json"
 }
-tb_have() { [ -n "${REUSE:-}${REUSE_ONLY:-}" ] && [ -s "$out/tb-$1-predict.json" ] && [ -s "$out/tb-$1.fsck" ]; }
+tb_have() { [ -n "${REUSE:-}${REUSE_ONLY:-}" ] && [ -s "$out/tb-$1-predict.json" ] && [ -s "$out/tb-$1.fsck" ] && [ -s "$out/tb-$1-groups.json" ]; }
 for p in ext4-2008 ext4-2009; do
   tb_have "$p" && continue
   "$bin" image make --workload ubuntu-32g --policy "$p" --mkfs-profile ext4-2009 --seed 2009 "$out/tb-$p.img" >/dev/null 2>"$out/tb-$p-make.log"
@@ -132,10 +143,13 @@ for wb in 64 0; do
 done
 tb_row() { # name label
   local fsck="$out/tb-$1.fsck" pj="$out/tb-$1-predict.json"
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$2" \
+  local gj="$out/tb-$1-groups.json"
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$2" \
     "$(sed -n 's/^ *\([0-9]*\) non-contiguous files.*/\1/p' "$fsck")" \
     "$(sed -n 's/^ *\([0-9]*\) non-contiguous directories.*/\1/p' "$fsck")" \
     "$(sed -n 's/.*Extent depth histogram: *\([0-9/]*\).*/\1/p' "$fsck")" \
+    "$(jq -r '"\(.dir_blocks - .dir_blocks_in_first) of \(.dir_blocks)"' "$gj")" \
+    "$(jq -r '.file_blocks_in_first' "$gj")" \
     "$(jq -r '.requests' "$pj")" "$(jq -r "$f1"'.mb_read | f1' "$pj")" \
     "$(jq -r '.predictions[] | select(.device == "sata-160g-2009") | .phases[] | select(.phase == "2") | .requests' "$pj")" \
     "$(jq -r "$f1"'.predictions[] | select(.device == "sata-160g-2009") | .phases[] | select(.phase == "2") | .seconds | f1' "$pj")" \
@@ -143,13 +157,13 @@ tb_row() { # name label
 }
 {
   provenance "ubuntu-32g at scale 1 on the ext4-2009 profile's mke2fs; e2fsck -fnv's counts; \`fsck-predict --like ext4-fsck-allocator --e2fsck 1.41.4\` for the rest, the same for all four: the experiment's capture (read-ahead 128 KiB, requests up to 512 KiB, e2fsck on one CPU) priced on its sata-160g-2009, each one capture; each kernel row one write on zram"
-  echo '| laid out by | non-contiguous files | non-contiguous directories | extent depth histogram | requests | MB read | pass 2 requests | pass 2 [s] | e2fsck 1.41.4 on sata-160g-2009 [s] |'
-  echo '|---|---:|---:|---|---:|---:|---:|---:|---:|'
+  echo '| laid out by | non-contiguous files | non-contiguous directories | extent depth histogram | directory blocks outside their flex group'"'"'s first group | file data blocks in flex groups'"'"' first groups | requests | MB read | pass 2 requests | pass 2 [s] | e2fsck 1.41.4 on sata-160g-2009 [s] |'
+  echo '|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|'
   tb_row ext4-2008 'ext4-2008 (our plan: one writer, file after file)'
   tb_row ext4-2009 'ext4-2009 (our plan: one writer, file after file)'
   tb_row kernel-64 "today's kernel, written back every 64 MiB"
   tb_row kernel-0 "today's kernel, written back by its flusher alone"
-  echo '| *the post (2.6.28/29, `rsync -axH`)* | *263* | *198* | *292698/40* | | | | *13.34 (ext4-2008), 4.24 (ext4-2009)* | *23.06 (ext4-2008), 13.78 (ext4-2009)* |'
+  echo '| *the post (2.6.28/29, `rsync -axH`)* | *263* | *198* | *292698/40* | | | | | | *13.34 (ext4-2008), 4.24 (ext4-2009)* | *23.06 (ext4-2008), 13.78 (ext4-2009)* |'
 } >"$snip"
 splice "$fidelity" ext4-fsck-allocator-treeband "$snip"
 fi

@@ -1481,12 +1481,9 @@ fn ext4_fsck_allocator_treeband_prose_follows_its_block() {
             thousands(plan09.1 as f64)
         ),
         format!(
-            "file data fill first groups ({} data blocks there; our ext4-2009 plan: {})",
-            format!(
-                "{}-{}",
-                thousands(col(5)[0].min(col(5)[1])),
-                thousands(col(5)[0].max(col(5)[1]))
-            ),
+            "file data fill first groups ({}-{} data blocks there; our ext4-2009 plan: {})",
+            thousands(col(5)[0].min(col(5)[1])),
+            thousands(col(5)[0].max(col(5)[1])),
             plan("ext4-2009")[5]
         ),
         format!(

@@ -135,11 +135,15 @@ for p in ext4-2008 ext4-2009; do
   "$bin" image make --workload ubuntu-32g --policy "$p" --mkfs-profile ext4-2009 --seed 2009 "$out/tb-$p.img" >/dev/null 2>"$out/tb-$p-make.log"
   tb_check "$p"
 done
-for wb in 64 0; do
-  tb_have "kernel-$wb" && continue
-  "$bin" workload age-kernel ubuntu-32g --mkfs-profile ext4-2009 --writeback-mib "$wb" \
-    --metadata-image "$out/tb-kernel-$wb.img" --json "$out/tb-kernel-$wb-age.json" 2>"$out/tb-kernel-$wb-age.log"
-  tb_check "kernel-$wb"
+# NAME writeback-MiB mount-options: the last switches delayed allocation off (blocks allocated
+# as each write comes, not at writeback), to see what delalloc alone does to where data go.
+for k in "64 64 -" "0 0 -" "64-nodelalloc 64 nodelalloc"; do
+  set -- $k
+  tb_have "kernel-$1" && continue
+  mo=(); [ "$3" = - ] || mo=(--mount-options "$3")
+  "$bin" workload age-kernel ubuntu-32g --mkfs-profile ext4-2009 --writeback-mib "$2" "${mo[@]}" \
+    --metadata-image "$out/tb-kernel-$1.img" --json "$out/tb-kernel-$1-age.json" 2>"$out/tb-kernel-$1-age.log"
+  tb_check "kernel-$1"
 done
 tb_row() { # name label
   local fsck="$out/tb-$1.fsck" pj="$out/tb-$1-predict.json"
@@ -163,6 +167,7 @@ tb_row() { # name label
   tb_row ext4-2009 'ext4-2009 (our plan: one writer, file after file)'
   tb_row kernel-64 "today's kernel, written back every 64 MiB"
   tb_row kernel-0 "today's kernel, written back by its flusher alone"
+  tb_row kernel-64-nodelalloc "today's kernel, nodelalloc (no delayed allocation), written back every 64 MiB"
   echo '| *the post (2.6.28/29, `rsync -axH`)* | *263* | *198* | *292698/40* | | | | | | *13.34 (ext4-2008), 4.24 (ext4-2009)* | *23.06 (ext4-2008), 13.78 (ext4-2009)* |'
 } >"$snip"
 splice "$fidelity" ext4-fsck-allocator-treeband "$snip"

@@ -225,6 +225,14 @@ fn the_kernels_file_system_kept_as_a_metadata_image_is_priced_by_fsck_predict() 
         std::fs::remove_dir_all(&dir).unwrap();
         return;
     }
+    // A mount option the kernel refuses: a clear error, and nothing made is left.
+    let mut bad = args(&image, "ext4-2009");
+    bad.extend(["--mount-options".to_string(), "no_such_option".into()]);
+    let o = run(bad);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("mount"), "{}", stderr(&o));
+    assert!(!image.exists());
+    assert_eq!(zram_devices(), zram_before, "a zram device was left");
     let o = run(args(&image, "ext4-2009"));
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

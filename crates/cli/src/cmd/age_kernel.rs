@@ -37,6 +37,11 @@ pub struct Args {
     /// its file system must be --fs's. See `layoutlab` docs/mkfs-profiles.md.
     #[arg(long, value_name = "NAME")]
     pub mkfs_profile: Option<String>,
+    /// Mount options for the file system (the data string, e.g. `mb_optimize_scan=0` to see
+    /// what an allocator switch of today's ext4 does to the layout); default: none for ext4 and
+    /// XFS, `nossd` for btrfs (as on a disk).
+    #[arg(long, value_name = "OPTIONS")]
+    pub mount_options: Option<String>,
     /// ext2/3/4: keep the kernel's file system as a sparse metadata image at PATH (the real
     /// `e2image -r`: metadata where it lies, file data as holes), to check and price it with
     /// `layoutlab fsck-predict PATH`. PATH must not exist; its directory's free space is
@@ -125,6 +130,9 @@ pub fn run(a: Args) -> Result<()> {
         opts.rotational = false;
         opts.ext4_linear_groups = None;
         opts.mount_options = String::new();
+    }
+    if let Some(o) = &a.mount_options {
+        opts.mount_options = o.clone();
     }
     let human = Human::new(a.json.as_deref());
     let bar = std::io::stderr().is_terminal().then(|| {

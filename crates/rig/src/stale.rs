@@ -242,17 +242,14 @@ fn stale_zrams(temp_dir: &Path, alive: &dyn Fn(u32) -> bool) -> Vec<Stale> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_str()?.to_string();
-            let rest = name.strip_prefix(crate::zram::RECORD_PREFIX)?;
+            name.strip_prefix(crate::zram::RECORD_PREFIX)?;
             let pid = pid_in_name(&name)?;
-            let id: u32 = rest.split('-').nth(1)?.parse().ok()?;
             if alive(pid) {
                 return None;
             }
-            let recorded = std::fs::read_to_string(e.path()).ok()?;
-            let size = std::fs::read_to_string(format!("/sys/block/zram{id}/disksize")).ok()?;
-            (recorded.trim() == size.trim()).then(|| Stale {
+            recorded_zram_present(&e.path()).map(|path| Stale {
                 kind: StaleKind::Zram,
-                path: PathBuf::from(format!("/dev/zram{id}")),
+                path,
                 pid,
             })
         })
@@ -264,8 +261,9 @@ fn stale_zrams(temp_dir: &Path, alive: &dyn Fn(u32) -> bool) -> Vec<Stale> {
 /// How long removing a stale zram device waits for its last opener to close it.
 const ZRAM_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The zram device a record `layoutlab-zram-PID-ID` names, when it still has the recorded size
-/// (then the record must outlive a failed removal of the device).
+/// The zram device a record `layoutlab-zram-PID-ID` names, when it still has the recorded size:
+/// then it is the record's device (found stale by [`find`]), and the record must outlive a
+/// failed removal of it.
 fn recorded_zram_present(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?.to_str()?;
     let rest = name.strip_prefix(crate::zram::RECORD_PREFIX)?;

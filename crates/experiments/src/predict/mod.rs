@@ -179,12 +179,7 @@ fn capture_queue(opts: &PredictOptions) -> Result<layoutlab_rig::QueueSpec> {
         .first()
         .context("no device presets to predict on")?;
     match &opts.capture {
-        Some(c) => crate::support::capture_queue_flagged(
-            first,
-            Some(c.os_read_ahead_kb),
-            c.os_max_sectors_kb,
-            c.os_rotational,
-        ),
+        Some(c) => c.queue(first),
         None => crate::support::capture_queue(first, None, None),
     }
 }
@@ -525,15 +520,17 @@ fn check_ext(
     capture: Option<&crate::steps::check::CheckSpec>,
     closed_loop: Option<layoutlab_rig::CpuPace>,
 ) -> Result<Checked> {
+    let base = match capture {
+        Some(c) => c.fsck_options(e2fsck, layoutlab_rig::TraceOptions::default())?,
+        None => FsckOptions {
+            e2fsck: e2fsck.program("e2fsck")?,
+            ..FsckOptions::default()
+        },
+    };
     let opts = FsckOptions {
-        e2fsck: e2fsck.program("e2fsck")?,
-        extra_args: capture
-            .map(|c| crate::steps::check::e2fsck_args(&c.e2fsck_extra_args, e2fsck))
-            .unwrap_or_default(),
-        single_cpu: capture.is_some_and(|c| c.e2fsck_single_cpu),
-        real_time: closed_loop.is_some() || capture.is_some_and(|c| c.e2fsck_real_time),
+        real_time: base.real_time || closed_loop.is_some(),
         pace: closed_loop,
-        ..FsckOptions::default()
+        ..base
     };
     let run = layoutlab_rig::run_e2fsck_traced(loopdev.path(), loopdev.dev(), &opts)?;
     crate::steps::capture::complete(&run.capture)?;

@@ -41,6 +41,37 @@ pub struct CheckSpec {
     pub e2fsck_real_time: bool,
 }
 
+impl CheckSpec {
+    /// The queue the capture device presents: `device`'s preset with this table's read-ahead,
+    /// largest request and rotational flag.
+    pub fn queue(&self, device: &str) -> Result<layoutlab_rig::QueueSpec> {
+        crate::support::capture_queue_flagged(
+            device,
+            Some(self.os_read_ahead_kb),
+            self.os_max_sectors_kb,
+            self.os_rotational,
+        )
+    }
+
+    /// `e2fsck`'s options under this table (its arguments as that release takes them, one CPU,
+    /// real-time), open loop: no CPU share, no pace.
+    pub fn fsck_options(
+        &self,
+        e2fsck: E2fsprogs,
+        trace: layoutlab_rig::TraceOptions,
+    ) -> Result<FsckOptions> {
+        Ok(FsckOptions {
+            e2fsck: e2fsck.program("e2fsck")?,
+            extra_args: e2fsck_args(&self.e2fsck_extra_args, e2fsck),
+            single_cpu: self.e2fsck_single_cpu,
+            real_time: self.e2fsck_real_time,
+            cpu_share: None,
+            pace: None,
+            trace,
+        })
+    }
+}
+
 /// How to run the checks (from the command line).
 #[derive(Clone, Debug)]
 pub struct RunOptions {
@@ -320,7 +351,7 @@ static LIBEXT2FS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// metadata prefetch and no `-E readahead_kb=` (e2fsck/unix.c parse_extended_opts() of
 /// 1.40.2/1.41.x refuses it): the setting that made today's e2fsck read as 1.41 did is dropped,
 /// since the period program reads that way by itself.
-pub(crate) fn e2fsck_args(extra: &[String], e2fsck: E2fsprogs) -> Vec<String> {
+fn e2fsck_args(extra: &[String], e2fsck: E2fsprogs) -> Vec<String> {
     if !e2fsck.is_period() {
         return extra.to_vec();
     }
@@ -440,22 +471,9 @@ pub fn traced_e2fsck(
     let t = Instant::now();
     let run = {
         let _stage = crate::stages::enter(crate::stages::CAPTURE);
-        let queue = crate::support::capture_queue_flagged(
-            &opts.device,
-            Some(spec.os_read_ahead_kb),
-            spec.os_max_sectors_kb,
-            spec.os_rotational,
-        )?;
-        let fsck_opts = FsckOptions {
-            e2fsck: opts.e2fsck.program("e2fsck")?,
-            extra_args: e2fsck_args(&spec.e2fsck_extra_args, opts.e2fsck),
-            single_cpu: spec.e2fsck_single_cpu,
-            real_time: spec.e2fsck_real_time,
-            // Open loop replays think time × F; only a closed-loop capture throttles and paces.
-            cpu_share: None,
-            pace: None,
-            trace,
-        };
+        let queue = spec.queue(&opts.device)?;
+        // Open loop replays think time × F; only a closed-loop capture throttles and paces.
+        let fsck_opts = spec.fsck_options(opts.e2fsck, trace)?;
         match opts.closed_loop {
             None => {
                 let loopdev = LoopDevice::attach_presenting(image, true, &queue)?;

@@ -121,12 +121,30 @@ impl MemCgroup {
     /// Forks a child that joins this cgroup, runs `f` and exits with its status; waits for
     /// it and returns that status. What the child reads into the page cache is charged here.
     ///
+    /// The child keeps only descriptors 0-2 and `keep`; it closes the others before `f`
+    /// runs. A fork copies every descriptor of the process, those other threads hold
+    /// included: a child that kept another thread's file on another mount open would outlive
+    /// that thread's close, so that file system's last-close work (XFS trims its speculative
+    /// preallocation there) waited for the child, and its unmount found it busy (seen
+    /// 2026-11-28: an XFS file written beside a bounded writer kept a 36 MiB unwritten extent
+    /// past its end through the remount; tests/large_delete_write.rs).
+    ///
     /// # Safety
     /// The child of a multi-threaded program may only make async-signal-safe calls: `f` must
     /// not allocate, lock, or touch Rust's standard streams — plain system calls on file
-    /// descriptors and buffers made before the call only.
-    pub unsafe fn run_in_child(&self, f: impl FnOnce() -> i32) -> Result<i32> {
+    /// descriptors in `keep` (or 0-2) and buffers made before the call only.
+    pub unsafe fn run_in_child(
+        &self,
+        keep: &[std::os::fd::RawFd],
+        f: impl FnOnce() -> i32,
+    ) -> Result<i32> {
         let procs = procs_cstring(&self.path)?;
+        // Made before the fork: the child may not allocate.
+        let mut keep: Vec<std::os::fd::RawFd> = keep.iter().copied().filter(|&d| d > 2).collect();
+        keep.sort_unstable();
+        keep.dedup();
+        // SAFETY: sysconf(3) has no preconditions.
+        let open_max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }.clamp(1024, 1 << 20) as i32;
         // The child is registered for cleanup as it is made: a SIGINT or SIGTERM to this
         // process kills it (and waits for it) before the mounts it may hold files open on are
         // undone. The child itself dies by those signals: the handlers it inherits would only
@@ -148,6 +166,7 @@ impl MemCgroup {
                 unsafe {
                     libc::signal(libc::SIGINT, libc::SIG_DFL);
                     libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                    close_all_but(&keep, open_max);
                     if crate::system::die_with_parent(parent).is_err() || join_self(&procs).is_err()
                     {
                         libc::_exit(125);
@@ -202,6 +221,33 @@ impl MemCgroup {
     }
 }
 
+/// Closes every descriptor from 3 up but `keep` (sorted, each above 2): close_range(2) over
+/// the gaps, or close(2) one by one below `open_max` where the kernel has no close_range
+/// (before 5.9). Only system calls: what a forked child of a threaded process may make.
+///
+/// # Safety
+/// Closes descriptors others may own: call it only in a freshly forked child.
+unsafe fn close_all_but(keep: &[std::os::fd::RawFd], open_max: i32) {
+    let close_range = |from: i32, to: i32| {
+        // SAFETY: a system call on plain integers.
+        let r = unsafe { libc::syscall(libc::SYS_close_range, from as u32, to as u32, 0u32) };
+        if r != 0 {
+            for fd in from..=to.min(open_max) {
+                // SAFETY: as above.
+                unsafe { libc::close(fd) };
+            }
+        }
+    };
+    let mut from = 3;
+    for &k in keep {
+        if k > from {
+            close_range(from, k - 1);
+        }
+        from = k + 1;
+    }
+    close_range(from, i32::MAX);
+}
+
 impl Drop for MemCgroup {
     fn drop(&mut self) {
         if let Some(id) = self.cleanup.take() {
@@ -235,7 +281,7 @@ mod tests {
         let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
         // SAFETY: the child only calls pread on a descriptor and buffer made before.
         let code = unsafe {
-            cg.run_in_child(|| {
+            cg.run_in_child(&[fd], || {
                 for k in 0..32 {
                     let n = libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), k << 20);
                     if n != buf.len() as isize {
@@ -258,6 +304,45 @@ mod tests {
         assert!(e.contains("below 1 MiB"), "{e}");
     }
 
+    /// The child holds only what it was given: another descriptor of the process (here a
+    /// file of this thread's, as another thread's would be) is closed in the child before
+    /// its body runs, and stays open in the parent.
+    #[test]
+    fn the_child_keeps_only_the_descriptors_it_is_given() {
+        if !can_make_cgroups() {
+            return;
+        }
+        let dir = crate::TempDir::new(&std::env::temp_dir(), "layoutlab-memcg-fds").unwrap();
+        let kept = std::fs::File::create(dir.path().join("kept")).unwrap();
+        let other = std::fs::File::create(dir.path().join("other")).unwrap();
+        let (k, o) = (
+            std::os::fd::AsRawFd::as_raw_fd(&kept),
+            std::os::fd::AsRawFd::as_raw_fd(&other),
+        );
+        assert!(o > k, "the closed one lies above the kept one ({o} > {k})");
+        let cg = MemCgroup::create(8 << 20).unwrap();
+        // SAFETY: the child only calls fcntl on plain integers.
+        let code = unsafe {
+            cg.run_in_child(&[k], || {
+                let open = |fd| libc::fcntl(fd, libc::F_GETFD) >= 0;
+                match (open(k), open(o), open(2)) {
+                    (true, false, true) => 0,
+                    (false, _, _) => 1,
+                    (_, true, _) => 2,
+                    _ => 3,
+                }
+            })
+        }
+        .unwrap();
+        assert_eq!(
+            code, 0,
+            "1: the kept one closed; 2: the other left open; 3: stderr closed"
+        );
+        // SAFETY: fcntl on this process's own descriptor.
+        assert!(unsafe { libc::fcntl(o, libc::F_GETFD) } >= 0);
+        drop(other);
+    }
+
     /// What the cache check's retry rests on: a child the cgroup's OOM killer kills is an
     /// error of `run_in_child` (killed, not exited), and `oom_kills` counts it.
     #[test]
@@ -269,7 +354,7 @@ mod tests {
         assert_eq!(cg.oom_kills().unwrap(), 0);
         // SAFETY: the child only calls mmap and writes to the memory it mapped.
         let r = unsafe {
-            cg.run_in_child(|| {
+            cg.run_in_child(&[], || {
                 let len = 64usize << 20;
                 let p = libc::mmap(
                     std::ptr::null_mut(),

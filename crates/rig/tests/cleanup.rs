@@ -48,7 +48,7 @@ fn cleanup_child() {
         let block = [0u8; 4096];
         // SAFETY: the child makes only write/getpid/nanosleep calls on buffers made before.
         let code = unsafe {
-            cg.run_in_child(|| {
+            cg.run_in_child(&[fd], || {
                 let mut digits = [0u8; 24];
                 let mut at = digits.len() - 1;
                 digits[at] = b'\n';

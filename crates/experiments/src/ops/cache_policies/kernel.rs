@@ -169,7 +169,7 @@ fn measure_once(
     let window = crate::steps::capture::open(&session, dev_name, "reads")?;
     // SAFETY: the child only calls pread(2) on a descriptor and a buffer made before.
     let code = unsafe {
-        cg.run_in_child(|| {
+        cg.run_in_child(&[fd], || {
             for &o in offs {
                 let n = libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), o as i64);
                 if n != buf.len() as isize {

@@ -1004,7 +1004,7 @@ pub fn write_zeros_within(
                 .context("making the writer's memory cgroup (or --set write_memory_mib=0)")?;
             // SAFETY: `body` makes only the system calls named above, on descriptors and a
             // buffer made before the fork; `errno()` reads the thread's errno, no allocation.
-            match unsafe { cg.run_in_child(body) } {
+            match unsafe { cg.run_in_child(&fds, body) } {
                 Ok(code) => code,
                 Err(e) if cg.oom_kills().unwrap_or(0) > 0 => bail!(
                     "the writer of {} was killed by its memory cgroup's OOM killer at {} MiB \

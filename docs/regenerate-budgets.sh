@@ -2,7 +2,7 @@
 # Regenerates the error-budget tables of docs/fidelity.md (issue 27) that no other run writes:
 # each block `budget-NAME` is one experiment's factors, each switched alone, from runs made here.
 #
-#   docs/regenerate-budgets.sh          every block (an hour or more here: metacluster-io twice at
+#   docs/regenerate-budgets.sh          every block (an hour or more here: metacluster-io four times at
 #                                       scale 1, random-read twice (15-30 min each: its 1.9 TB image's
 #                                       inode tables are punched on the work directory's disk) and
 #                                       large-delete's ext runs three times at scale 1 (the second
@@ -274,6 +274,8 @@ mio_run() { # name [args...]
 }
 mio_run shipped
 mio_run maxsec --set os_max_sectors_kb=1280
+mio_run rot --set os_rotational=false
+mio_run closed --closed-loop
 traces="$out/mio-shipped/metacluster-io/traces"
 # A replay of the shipped run's traces as a run's JSON: {runs: [{benchmark, policy, ind_readahead, seconds}]}.
 mio_replay() { # name replay-args...
@@ -296,16 +298,27 @@ mio_cell() { # name benchmark readahead
     "\(s("ext3-2007") | f1) → \(s("ext3-metacluster") | f1) s (\((s("ext3-metacluster") / s("ext3-2007") - 1) * 100 | f1)%)"
   ' "$out/mio-$1.json"
 }
+# The same cell from the closed-loop times on the emulated disk (benchmarks 2-4 without the
+# read-ahead option: the captured ones; benchmark 1 is a write stream built from the layout).
+mio_closed_cell() { # name benchmark
+  if [ "$2" = 1 ]; then echo "— (not captured)"; return; fi
+  jq -r --argjson b "$2" "$f1"'
+    def s(p): [.runs[] | select(.benchmark == $b and .policy == p and .ind_readahead == false)][0].closed_loop.measured_seconds;
+    "\(s("ext3-2007") | f1) → \(s("ext3-metacluster") | f1) s (\((s("ext3-metacluster") / s("ext3-2007") - 1) * 100 | f1)%)"
+  ' "$out/mio-$1.json"
+}
 mio_row() { # factor switched-to name readahead
   printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$(mio_cell "$3" 1 "$4")" "$(mio_cell "$3" 2 "$4")" "$(mio_cell "$3" 3 "$4")" "$(mio_cell "$3" 4 "$4")"
 }
 {
-  provenance "two runs at scale 1; the device and CPU rows replay the shipped run's traces; seconds are the model's"
+  provenance "four runs at scale 1; the device and CPU rows replay the shipped run's traces; seconds are the model's, the closed-loop row's those the emulated disk charged"
   echo '| factor | switched to | 1. sequential write + sync | 2. sequential read | 3. random 512-byte reads | 4. random 512 KiB reads |'
   echo '|---|---|---|---|---|---|'
   mio_row "as shipped" "sata-400g-2007, with the patch's indirect read-ahead" shipped true
   mio_row "layout: the patch's read-ahead" "without it (the same run)" shipped false
+  printf '| %s | %s | %s | %s | %s | %s |\n' "request stream: closed loop" "the reads on the emulated disk (\`--closed-loop\`, K = 1; a new capture), without the read-ahead: against the row above" "$(mio_closed_cell closed 1)" "$(mio_closed_cell closed 2)" "$(mio_closed_cell closed 3)" "$(mio_closed_cell closed 4)"
   mio_row "request stream: queue" "requests of up to 1280 KiB (today's max_sectors_kb) instead of 2.6.23's 512 (a new capture)" maxsec true
+  mio_row "request stream: rotational flag" "the capture device non-rotational (\`--set os_rotational=false\`; a new capture)" rot true
   mio_row "device: another drive" "sata-400g-2007-alt-samsung (the same traces)" alt true
   mio_row "CPU" "no think time (\`--cpu-scale 0\`, the same traces): what this machine's CPU adds" cpu0 true
 } >"$snip"

@@ -700,8 +700,8 @@ mod tests {
 
     /// An operation's option that the experiment file leaves out (its default applies) is
     /// settable, as `experiments --json` says: `--set os_rotational=false` reaches the fsck
-    /// table (the request-stream row of docs/fidelity.md), random-read and large-delete, and a
-    /// key that is neither in the file nor an option is still refused.
+    /// table (the request-stream row of docs/fidelity.md), random-read, large-delete and
+    /// metacluster-io, and a key that is neither in the file nor an option is still refused.
     #[test]
     fn an_operations_option_absent_from_the_file_is_settable() {
         let exp = experiment::load("metacluster-fsck").unwrap();
@@ -723,6 +723,14 @@ mod tests {
         assert_eq!(shipped.os_rotational, None);
         let set = with_sets("large-delete", &sets(&["os_rotational=false"])).unwrap();
         let spec: crate::ops::large_delete::LargeDeleteSpec = set.params().unwrap();
+        assert_eq!(spec.os_rotational, Some(false));
+        // ... and metacluster-io, whose images are mounted on the flagged device.
+        let mio = experiment::load("metacluster-io").unwrap();
+        assert!(!mio.params.contains_key("os_rotational"));
+        let shipped: crate::ops::metacluster_io::MetaclusterIoSpec = mio.params().unwrap();
+        assert_eq!(shipped.os_rotational, None);
+        let set = with_sets("metacluster-io", &sets(&["os_rotational=false"])).unwrap();
+        let spec: crate::ops::metacluster_io::MetaclusterIoSpec = set.params().unwrap();
         assert_eq!(spec.os_rotational, Some(false));
         let err = with_sets("metacluster-fsck", &sets(&["no_such_key=1"]))
             .unwrap_err()

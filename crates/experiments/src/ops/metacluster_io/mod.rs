@@ -72,6 +72,24 @@ pub struct MetaclusterIoSpec {
     pub writeback_interval_s: f64,
     /// Scale factor applied to measured CPU time between requests.
     pub cpu_scale: f64,
+    /// The capture device's `queue/rotational`; `None`: the preset's (1 for every hard disk).
+    /// A run sets it (`--set os_rotational=false`) to measure the flag alone
+    /// (docs/fidelity.md, the request stream's factor).
+    #[serde(default)]
+    pub os_rotational: Option<bool>,
+}
+
+impl MetaclusterIoSpec {
+    /// The queue the loop device presents: the priced disk's rotational flag (unless the run
+    /// sets its own), the period's read-ahead and largest request.
+    pub fn capture_queue(&self, device: &str) -> Result<layoutlab_rig::QueueSpec> {
+        crate::support::capture_queue_flagged(
+            device,
+            Some(self.os_read_ahead_kb),
+            Some(self.os_max_sectors_kb),
+            self.os_rotational,
+        )
+    }
 }
 
 /// Benchmark names, by number.
@@ -142,6 +160,15 @@ impl Operation for MetaclusterIo {
         true
     }
 
+    fn options(&self) -> &'static [crate::OpOption] {
+        &[crate::OpOption {
+            key: "os_rotational",
+            help: "the capture device's queue/rotational, true or false (default: the preset's, true for every hard disk); false switches the flag alone",
+            flag: None,
+            flag_aliases: &[],
+        }]
+    }
+
     /// `--closed-loop` reads each benchmark's file on the emulated device (a fresh emulated
     /// disk per benchmark, paced by the reader's own CPU): benchmarks 2-4, the captured ones
     /// ([`run::traced_reads_emulated`]).
@@ -161,5 +188,30 @@ impl Operation for MetaclusterIo {
 
     fn run(&self, exp: &Experiment, args: &RunArgs) -> Result<()> {
         run::run_metacluster_io(exp, args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The loop device presents the preset's rotational flag unless the run sets its own
+    /// (`--set os_rotational=false`: the flag alone, docs/fidelity.md), and the period's
+    /// read-ahead and request size either way.
+    #[test]
+    fn the_rotational_flag_is_the_presets_unless_set() {
+        let exp = crate::experiment::load("metacluster-io").unwrap();
+        let mut spec: MetaclusterIoSpec = exp.params().unwrap();
+        let shipped = spec.capture_queue(&exp.device).unwrap();
+        assert_eq!(shipped.rotational, Some(true), "{shipped:?}");
+        assert_eq!(shipped.read_ahead_kb, Some(spec.os_read_ahead_kb));
+        assert_eq!(shipped.max_sectors_kb, Some(spec.os_max_sectors_kb));
+        spec.os_rotational = Some(false);
+        let flat = spec.capture_queue(&exp.device).unwrap();
+        assert_eq!(flat.rotational, Some(false));
+        assert_eq!(
+            (flat.read_ahead_kb, flat.max_sectors_kb),
+            (shipped.read_ahead_kb, shipped.max_sectors_kb)
+        );
     }
 }

@@ -570,11 +570,7 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
     }
     let profile = layoutlab_layout::MkfsProfile::by_name(&spec.mkfs_profile)?;
     let dev = crate::support::load_device(&device)?;
-    let queue = crate::support::capture_queue(
-        &device,
-        Some(spec.os_read_ahead_kb),
-        Some(spec.os_max_sectors_kb),
-    )?;
+    let queue = spec.capture_queue(&device)?;
     let block = u64::from(profile.block_size_bytes);
     let fs_bytes = scaled_bytes(spec.fs_gb, scale, block)?;
     let seq_bytes = scaled_bytes(spec.seq_file_gb, scale, block)?;

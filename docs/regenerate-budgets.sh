@@ -11,6 +11,7 @@
 #                                       experiments twice each)
 #   ONLY="fio mkfs" docs/regenerate-budgets.sh   only these blocks: fio (fio-randread), mkfs
 #                                       (mkfs-overhead), mio (metacluster-io), ld (large-delete),
+#                                       ldcl (large-delete in closed loop: two runs, ext at scale 1),
 #                                       rr (random-read), kernel (ld and rr), cpu (ext4-fsck-allocator and
 #                                       metacluster-fsck without think time), cpuf (the two netbook
 #                                       experiments with the period CPU preset, open and closed
@@ -325,7 +326,7 @@ mio_row() { # factor switched-to name readahead
 splice "$fidelity" budget-metacluster-io "$snip"
 fi
 
-if want kernel || want ld || want rr; then
+if want kernel || want ld || want ldcl || want rr; then
 # ---- random-read and large-delete: kernel experiments whose traces are not kept between runs, so
 # every row that changes the capture is its own capture; the device row is the shipped run's own
 # traces, priced on the alternative by the same run (`--device PRESET,ALTERNATIVE`: the JSON's
@@ -346,15 +347,17 @@ kernel_run() { # experiment name scale [args...]
 # The model's seconds of the run whose KEY1 is V1 and KEY2 is V2; with `here`, the seconds the
 # reads or the delete took on this machine instead, as a bound on its think time; with
 # `on=PRESET`, the same trace's seconds on PRESET (`seconds_on`; "not run" when the run was not
-# priced on it, e.g. a REUSEd JSON of an older build).
-kcell() { # file key1 v1 key2 v2 [here|on=PRESET]
+# priced on it, e.g. a REUSEd JSON of an older build); with `closed`, the time a closed-loop
+# run measured on the emulated disk (`closed_loop.measured_seconds`).
+kcell() { # file key1 v1 key2 v2 [here|on=PRESET|closed]
   local how=${6:-} prefix="" on=""
-  case $how in here) prefix="≤ ";; on=*) on=${how#on=};; esac
+  case $how in here) prefix="≤ ";; on=*) on=${how#on=};; closed) ;; esac
   [ -s "$1" ] || { echo "not run"; return; }
   jq -r --arg k1 "$2" --arg v1 "$3" --arg k2 "$4" --arg v2 "$5" --arg how "$how" --arg on "$on" --arg prefix "$prefix" "$f1"'
     [.runs[] | select(.[$k1] == $v1 and .[$k2] == $v2)][0]
     | if . == null then "—"
       elif $on != "" then (.seconds_on[$on] // null | if . == null then "not run" else f1 end)
+      elif $how == "closed" then (.closed_loop.measured_seconds // null | if . == null then "—" else f1 end)
       else (if $how == "here" then .seconds_here else .seconds end) | "\($prefix)\(f1)" end' "$1"
 }
 fi
@@ -399,6 +402,31 @@ kernel_run large-delete xfsbtrfs-rot0 0.1 --fs xfs,btrfs --set os_rotational=fal
   ld_row "CPU (bound)" "the delete's wall time here" xfsbtrfs "$xfsbtrfs" here
 } >"$snip"
 splice "$fidelity" budget-large-delete-xfs-btrfs "$snip"
+fi
+
+if want kernel || want ldcl; then
+# ---- large-delete in closed loop: each delete on the emulated disk (K = 1), the ext file
+# systems at scale 1 and XFS and btrfs at 0.1, as the blocks above; each run's own stream
+# replayed open loop beside it, so the row pair is one capture and needs no other run.
+ldcl_cells() { # name fs-list how: " A | B |" for each file system's two variants
+  local f="$out/large-delete-$1.json" cells=""
+  for fs in $2; do for v in contiguous fragmented; do
+    cells+=" $(kcell "$f" fs "$fs" variant "$v" "$3") |"
+  done; done
+  printf '%s' "$cells"
+}
+kernel_run large-delete closed 1 --fs ext3,ext4-2007,ext4 --closed-loop 1
+kernel_run large-delete xfsbtrfs-closed 0.1 --fs xfs,btrfs --closed-loop 1
+{
+  provenance "two runs, each delete on the emulated disk at K = 1: the ext file systems at scale 1, XFS and btrfs at scale 0.1; each column's two rows are one capture"
+  echo '| factor | switched to | ext3 contiguous | ext3 fragmented | ext4-2007 contiguous | ext4-2007 fragmented | ext4 contiguous | ext4 fragmented | xfs contiguous | xfs fragmented | btrfs contiguous | btrfs fragmented |'
+  echo '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+  printf '| %s | %s |%s%s\n' "request stream: closed loop" "each delete on the emulated disk (\`--closed-loop 1\`; a new capture): the time measured there" \
+    "$(ldcl_cells closed "ext3 ext4-2007 ext4" closed)" "$(ldcl_cells xfsbtrfs-closed "xfs btrfs" closed)"
+  printf '| %s | %s |%s%s\n' "request stream: closed loop" "the same capture's stream replayed open loop" \
+    "$(ldcl_cells closed "ext3 ext4-2007 ext4" "")" "$(ldcl_cells xfsbtrfs-closed "xfs btrfs" "")"
+} >"$snip"
+splice "$fidelity" budget-large-delete-closed "$snip"
 fi
 
 if want kernel || want rr; then

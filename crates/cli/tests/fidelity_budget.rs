@@ -1530,3 +1530,99 @@ fn ext4_fsck_allocator_treeband_prose_follows_its_block() {
         assert!(text.contains(&claim), "the doc no longer says: {claim}");
     }
 }
+
+/// The change a metacluster-io cell prints: "A → B s (C%)" gives C.
+fn mio_change(cell: &str) -> f64 {
+    num(cell
+        .split('(')
+        .nth(1)
+        .and_then(|t| t.split('%').next())
+        .unwrap_or_else(|| panic!("'{cell}' has no change")))
+}
+
+/// metacluster-io's closed-loop and rotational-flag rows: the closed-loop row has benchmarks 2-4
+/// only (benchmark 1 is a write stream built from the layout), and the prose's figures are the
+/// block's: how far each row moves a time (against the run it is compared with) and a change.
+#[test]
+fn metacluster_io_closed_loop_and_rotational_prose_follows_its_block() {
+    let rows = budget_rows("budget-metacluster-io");
+    let shipped = row_named(&rows, "as shipped");
+    let without = row_named(&rows, "layout: the patch's read-ahead");
+    let closed = row_named(&rows, "request stream: closed loop");
+    let rot = row_named(&rows, "request stream: rotational flag");
+    assert!(closed[2].starts_with('—'), "{closed:?}");
+    // (largest time moved, s; smallest; largest change moved, points) of `r` against `base`.
+    let moved = |r: &[String], base: &[String], from: usize| {
+        let (mut hi, mut lo, mut pts) = (f64::MIN, f64::MAX, 0f64);
+        for b in from..=4 {
+            let (x, y) = (pair(&r[1 + b]), pair(&base[1 + b]));
+            for d in [x.0 - y.0, x.1 - y.1] {
+                hi = hi.max(d);
+                lo = lo.min(d);
+            }
+            pts = pts.max((mio_change(&r[1 + b]) - mio_change(&base[1 + b])).abs());
+        }
+        (round(hi, 1), round(lo, 1), round(pts, 1))
+    };
+    let (c_hi, c_lo, c_pts) = moved(closed, without, 2);
+    let (r_hi, r_lo, r_pts) = moved(rot, shipped, 1);
+    let biggest_rot = if r_hi.abs() > r_lo.abs() { r_hi } else { r_lo };
+    let text = doc_prose();
+    for claim in [
+        format!(
+            "Closed loop and the rotational flag each move a change by at most {:.1} points",
+            c_pts.max(r_pts)
+        ),
+        format!("the times are {c_lo:+.1} to {c_hi:+.1} s against the shipped run's"),
+        format!(
+            "non-rotational capture device moves a time by at most {:.1} s",
+            biggest_rot.abs()
+        ),
+    ] {
+        assert!(text.contains(&claim), "the doc no longer says: {claim}");
+    }
+}
+
+/// large-delete in closed loop: each column's two rows are one capture (the time measured on
+/// the emulated disk, then the same stream replayed open loop); the prose's figures are the
+/// block's, as printed: the most closed loop moves an ext delete, and btrfs's fragmented one.
+#[test]
+fn large_delete_closed_loop_prose_follows_its_block() {
+    let rows = budget_rows("budget-large-delete-closed");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let (closed, open) = (ld_cells(&rows[0]), ld_cells(&rows[1]));
+    assert!(rows[0][1].starts_with("each delete on the emulated disk"));
+    assert!(rows[1][1].starts_with("the same capture's stream replayed open loop"));
+    let d = |i: usize| (closed[i].unwrap(), open[i].unwrap());
+    // Columns: ext3, ext4-2007, ext4 (contiguous, fragmented), then XFS and btrfs.
+    let (i, (c, o)) = (0..6)
+        .map(|i| (i, d(i)))
+        .max_by(|a, b| (a.1 .0 - a.1 .1).abs().total_cmp(&(b.1 .0 - b.1 .1).abs()))
+        .unwrap();
+    assert_eq!(i, 0, "the largest ext move is no longer ext3 contiguous's");
+    let (bc, bo) = d(9);
+    let text = doc_prose();
+    for claim in [
+        format!(
+            "Closed loop moves an ext delete by at most {:.1} s ({:+.1}%, ext3 contiguous)",
+            c - o,
+            100.0 * (c - o) / o
+        ),
+        format!(
+            "btrfs's fragmented delete by {:.1} s ({:+.1}%)",
+            bc - bo,
+            100.0 * (bc - bo) / bo
+        ),
+    ] {
+        assert!(text.contains(&claim), "the doc no longer says: {claim}");
+    }
+    // "ext4's, XFS's and btrfs's contiguous one by at most 0.1 s".
+    assert!(text.contains("ext4's, XFS's and btrfs's contiguous one by at most 0.1 s"));
+    for i in 2..=8 {
+        let (c, o) = d(i);
+        assert!(
+            round((c - o).abs(), 1) <= 0.1,
+            "column {i}: {c} against {o}"
+        );
+    }
+}

@@ -145,11 +145,21 @@ fn check_common(run: &layoutlab_rig::FsckRun, steal_ns: u64) {
     // something else; CONFIG_PARAVIRT_TIME_ACCOUNTING, which getrusage and so -tt follow),
     // while the followed time between switches holds it: a loaded CI run's capture came to
     // 10.57 ms over. So the machine's steal while the capture ran is allowed on top.
+    // Steal was not the whole story: the next loaded CI run's came to 10.38 ms over with no
+    // steal counted (/proc/stat counts it in 10 ms ticks). The other candidate, read in
+    // __schedule's order, not measured: the task clock stops at the scheduler's clock update,
+    // the followed interval at the sched_switch event after the next task is picked, so each
+    // time e2fsck blocks (once per read here, readahead off) the follower counts a little of
+    // the scheduler's own work as e2fsck's. The two failures were 0.57 and 0.38 ms past the
+    // rounding bound over about 4,370 reads (0.13 and 0.09 µs a read); 1 µs a read is allowed.
+    let per_read_ns = 1_000.0 * trace.requests.len() as f64;
     assert!(
-        cpu.during_trace_ns() as f64 <= tt_ns + 10e6 + steal_ns as f64,
+        cpu.during_trace_ns() as f64 <= tt_ns + 10e6 + steal_ns as f64 + per_read_ns,
         "followed CPU during the trace {} ns is more than e2fsck -tt's {tt_ns} ns \
-         (+ 10 ms of its rounding + {steal_ns} ns of steal)",
-        cpu.during_trace_ns()
+         (+ 10 ms of its rounding + {steal_ns} ns of steal + {per_read_ns} ns for the \
+         scheduler's path at each of {} reads)",
+        cpu.during_trace_ns(),
+        trace.requests.len()
     );
     let fsck_mib = run.times.total().expect("totals").read_mib.unwrap();
     let traced: u64 = trace.requests.iter().map(|r| r.bytes()).sum();

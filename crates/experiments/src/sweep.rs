@@ -716,22 +716,23 @@ mod tests {
         let set = with_sets("random-read", &sets(&["os_rotational=false"])).unwrap();
         let spec: crate::ops::random_read::RandomReadSpec = set.params().unwrap();
         assert_eq!(spec.os_rotational, Some(false));
-        // ... and large-delete, whose file systems are made on the flagged devices.
-        let ld = experiment::load("large-delete").unwrap();
-        assert!(!ld.params.contains_key("os_rotational"));
-        let shipped: crate::ops::large_delete::LargeDeleteSpec = ld.params().unwrap();
-        assert_eq!(shipped.os_rotational, None);
-        let set = with_sets("large-delete", &sets(&["os_rotational=false"])).unwrap();
-        let spec: crate::ops::large_delete::LargeDeleteSpec = set.params().unwrap();
-        assert_eq!(spec.os_rotational, Some(false));
-        // ... and metacluster-io, whose images are mounted on the flagged device.
-        let mio = experiment::load("metacluster-io").unwrap();
-        assert!(!mio.params.contains_key("os_rotational"));
-        let shipped: crate::ops::metacluster_io::MetaclusterIoSpec = mio.params().unwrap();
-        assert_eq!(shipped.os_rotational, None);
-        let set = with_sets("metacluster-io", &sets(&["os_rotational=false"])).unwrap();
-        let spec: crate::ops::metacluster_io::MetaclusterIoSpec = set.params().unwrap();
-        assert_eq!(spec.os_rotational, Some(false));
+        // ... and large-delete (its file systems are made on the flagged devices) and
+        // metacluster-io (its images are mounted on the flagged device): absent from the file,
+        // `None` as shipped, `Some(false)` when set.
+        fn shipped_and_set<T: serde::de::DeserializeOwned>(
+            name: &str,
+            flag: fn(&T) -> Option<bool>,
+        ) -> (Option<bool>, Option<bool>) {
+            let exp = experiment::load(name).unwrap();
+            assert!(!exp.params.contains_key("os_rotational"), "{name}");
+            let set = with_sets(name, &sets(&["os_rotational=false"])).unwrap();
+            (flag(&exp.params().unwrap()), flag(&set.params().unwrap()))
+        }
+        use crate::ops::{large_delete::LargeDeleteSpec, metacluster_io::MetaclusterIoSpec};
+        let ld = shipped_and_set("large-delete", |s: &LargeDeleteSpec| s.os_rotational);
+        let mio = shipped_and_set("metacluster-io", |s: &MetaclusterIoSpec| s.os_rotational);
+        assert_eq!(ld, (None, Some(false)));
+        assert_eq!(mio, (None, Some(false)));
         let err = with_sets("metacluster-fsck", &sets(&["no_such_key=1"]))
             .unwrap_err()
             .to_string();

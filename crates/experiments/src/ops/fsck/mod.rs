@@ -32,6 +32,12 @@ pub struct FsckSpec {
     /// file system). `--scale` shrinks each copy. None: one.
     #[serde(default)]
     pub workload_copies: Option<u32>,
+    /// The file system's size at scale 1 in GB (10^9 bytes), instead of the workload's;
+    /// `--scale` shrinks it with the files. For a band of the tree: bench5's list asks for
+    /// 400 GB of files, so on the post's 400 GB file system its 350th file keeps only part of
+    /// its 10 GB (docs/fidelity.md, "metacluster-fsck: bench5 against the post's file list").
+    #[serde(default)]
+    pub fs_gb: Option<f64>,
     /// mkfs profile name (of every policy not in `mkfs_profiles`).
     pub mkfs_profile: String,
     /// A policy's own mkfs profile, where it differs (ext3 beside ext4 on the same tree).
@@ -76,6 +82,18 @@ pub struct FsckSpec {
 }
 
 impl FsckSpec {
+    /// The workload at `scale` as this table asks for it: its copies side by side, on a file
+    /// system of `fs_gb` when given.
+    pub fn population(&self, scale: f64) -> Result<layoutlab_workload::Population> {
+        let mut full = layoutlab_workload::population_by_name(&self.workload)?;
+        if let Some(gb) = self.fs_gb {
+            full.fs_bytes = (gb * 1e9) as u64;
+        }
+        Ok(full
+            .scale(scale)?
+            .copies(self.workload_copies.unwrap_or(1))?)
+    }
+
     /// What the e2fsck check under trace takes from this table.
     pub fn check_spec(&self) -> crate::steps::check::CheckSpec {
         crate::steps::check::CheckSpec {
@@ -118,6 +136,12 @@ impl Operation for Fsck {
                 flag_aliases: &[],
             },
             crate::OpOption {
+                key: "fs_gb",
+                help: "the file system's size at scale 1 in GB (10^9 bytes) instead of the workload's (bench5: the 400 GB drive); --scale shrinks it with the files. 420 gives bench5's whole list room, its 350th file included (on the 400 GB preset it is priced on two drives: give a larger --device)",
+                flag: None,
+                flag_aliases: &[],
+            },
+            crate::OpOption {
                 key: "e2fsck_real_time",
                 help: "run the traced e2fsck under SCHED_FIFO (priority 1) on the plain capture device too, true or false (default false); the requests stay the same, the capture waits less for a CPU on a loaded machine",
                 flag: None,
@@ -147,6 +171,11 @@ impl Operation for Fsck {
             bail!("[fsck] policies is empty");
         }
         crate::experiment::check_mkfs_profiles(&f.policies, &f.mkfs_profiles)?;
+        if let Some(gb) = f.fs_gb {
+            if !(gb.is_finite() && gb > 0.0) {
+                bail!("[fsck] fs_gb must be a positive number of GB, got {gb}");
+            }
+        }
         if let Some(fast) = &f.fast_device {
             // a sweep cell may narrow the policies to ones without a region: nothing to split
             crate::support::load_device(fast)?;
@@ -200,6 +229,54 @@ mod tests {
             err.contains("ssd-2010") && err.contains("ssd-sata-2010"),
             "{err}"
         );
+    }
+
+    /// `fs_gb` resizes the file system and nothing else, and 420 GB gives bench5's whole list
+    /// room: on the post's 400 GB drive the ext3-2007 plan cuts the 350th file short.
+    #[test]
+    fn fs_gb_gives_bench5_s_whole_list_room_and_changes_nothing_else() {
+        let scale = 0.01;
+        // Each policy's files cut short, and the population.
+        let plan_of = |sets: &[String], policy: &str| {
+            let exp = crate::sweep::with_sets("metacluster-fsck", sets).unwrap();
+            let spec: super::FsckSpec = exp.params().unwrap();
+            let pop = spec.population(scale).unwrap();
+            let (_, geo) = crate::steps::plan::format(&spec.mkfs_profile, pop.fs_bytes).unwrap();
+            let policy =
+                layoutlab_layout::policy_by_name(policy, &layoutlab_layout::PolicyParams::new())
+                    .unwrap();
+            let plan = crate::steps::plan::checked(policy.as_ref(), &geo, &pop, exp.seed).unwrap();
+            let short: Vec<String> = plan
+                .short_files(&pop)
+                .iter()
+                .map(|f| f.name.clone())
+                .collect();
+            (pop, short)
+        };
+        for policy in ["ext3-2007", "ext3-metacluster"] {
+            let (shipped, shipped_short) = plan_of(&[], policy);
+            let (roomy, roomy_short) = plan_of(&["fs_gb=420".to_string()], policy);
+            // At this scale the list's last files run out (at scale 1 the last one alone).
+            assert!(
+                shipped_short.contains(&"f349".to_string()),
+                "{policy}: {shipped_short:?}"
+            );
+            assert!(roomy_short.is_empty(), "{policy}: {roomy_short:?}");
+            assert_eq!(roomy.fs_bytes, (420e9 * scale) as u64);
+            assert!(shipped.fs_bytes < roomy.fs_bytes);
+            assert_eq!(shipped.ops, roomy.ops, "the same files, in the same order");
+        }
+    }
+
+    #[test]
+    fn a_file_system_of_no_size_is_refused_at_load() {
+        for bad in ["fs_gb=0", "fs_gb=-400"] {
+            let err = format!(
+                "{:#}",
+                crate::sweep::with_sets("metacluster-fsck", &[bad.to_string()]).unwrap_err()
+            );
+            assert!(err.contains("fs_gb must be a positive"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -87,7 +87,9 @@ pub fn render(
 ) -> Result<()> {
     let spec: FsckSpec = exp.params()?;
     let published = &exp.published;
-    let comparable = scale == 1.0;
+    // Published numbers stand beside the post's own file system only: not beside another
+    // scale, nor beside a file system of another size (`fs_gb`).
+    let comparable = scale == 1.0 && spec.fs_gb.is_none();
     let mut tables = Vec::new();
     let mut no_request_notes: Vec<String> = Vec::new();
     for r in runs {
@@ -279,7 +281,12 @@ pub fn render(
             None => h.say("\n"),
         }
     }
-    if !comparable {
+    if let Some(gb) = spec.fs_gb {
+        h.say(&format!(
+            "note: the file system is {gb} GB at scale 1 (fs_gb), not the post's {}: the published numbers are not shown beside this run.\n",
+            full_size(&spec.workload)
+        ));
+    } else if !comparable {
         h.say(&format!(
             "note: the published numbers are for the full {} file system (scale 1) and are not shown beside this run; use --scale 1 to compare like with like.\n",
             full_size(&spec.workload)

@@ -93,11 +93,8 @@ pub fn run(exp: &Experiment, opts: &RunOptions) -> Result<Vec<PolicyRun>> {
     }
     // Resolve every name before any work, so a typo fails at once and changes nothing.
     let population = crate::stages::timed(crate::stages::PLAN, || {
-        layoutlab_workload::population_by_name(&spec.workload)
-            .with_context(|| format!("workload of experiment '{}'", exp.name))?
-            .scale(opts.scale)?
-            .copies(spec.workload_copies.unwrap_or(1))
-            .map_err(anyhow::Error::from)
+        spec.population(opts.scale)
+            .with_context(|| format!("workload of experiment '{}'", exp.name))
     })?;
     let policies = spec
         .policies

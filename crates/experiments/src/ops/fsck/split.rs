@@ -18,10 +18,7 @@ pub fn price_runs(
     scale: f64,
     cpu_scale: f64,
 ) -> Result<Vec<SplitRun>> {
-    let fs_bytes = layoutlab_workload::population_by_name(&spec.workload)?
-        .scale(scale)?
-        .copies(spec.workload_copies.unwrap_or(1))?
-        .fs_bytes;
+    let fs_bytes = spec.population(scale)?.fs_bytes;
     let mut out = Vec::new();
     for r in runs {
         let Some(fp) = &r.region else { continue };

@@ -132,9 +132,9 @@ band_run() { # name [args...]
 band_run band-shipped
 band_run band-whole --set fs_gb=420
 band_row() { # label fs-GB name
-  jq -r --arg label "$1" --arg fs "$2" "$f1"'
+  jq -r --arg lab "$1" --arg fs "$2" "$f1"'
     (.runs[0]) as $a | (.runs[-1]) as $b
-    | "| \($label) | \($fs) | \($a.file_data_bytes / 1e9 | f1) / \($b.file_data_bytes / 1e9 | f1) | \([$a.passes[] | select(.pass == "1") | .mb_read][0] | round) / \([$b.passes[] | select(.pass == "1") | .mb_read][0] | round) | \($a.total_seconds | f1) | \($b.total_seconds | f1) | \(.reduction * 100 | f1)% |"' "$out/metacluster-fsck-$3.json"
+    | "| \($lab) | \($fs) | \($a.file_data_bytes / 1e9 | f1) / \($b.file_data_bytes / 1e9 | f1) | \([$a.passes[] | select(.pass == 1) | .mb_read][0] | round) / \([$b.passes[] | select(.pass == 1) | .mb_read][0] | round) | \($a.total_seconds | f1) | \($b.total_seconds | f1) | \(.reduction * 100 | f1)% |"' "$out/metacluster-fsck-$3.json"
 }
 {
   provenance "two runs at scale 1 on the preset with 150,000 cylinders (423 GB), each one capture; seconds are the model's"

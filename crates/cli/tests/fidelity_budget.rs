@@ -402,6 +402,67 @@ fn bench5_block_is_the_plans_and_the_prose_follows() {
     assert!(text.contains(&band), "the prose no longer says: {band}");
 }
 
+/// metacluster-fsck's tree band, the list whole against as shipped (two scale-1 captures on a
+/// 423 GB variant of the drive, not rerun here): the block's band row is its two rows'
+/// difference, and the prose beside it follows the block.
+#[test]
+fn metacluster_fsck_band_row_and_prose_follow_the_runs() {
+    let rows = budget_rows("metacluster-fsck-band");
+    let shipped = row_named(
+        &rows,
+        "as shipped: the post's 400 GB drive, the 350th file cut short",
+    );
+    let whole = row_named(&rows, "the list whole (`--set fs_gb=420`)");
+    let band = row_named(&rows, "**band: whole − shipped**");
+    let s = |r: &[String], i: usize| num(&r[i]);
+    let pct = |i: usize| (s(whole, i) / s(shipped, i) - 1.0) * 100.0;
+    let reduction = |r: &[String]| num(r[6].trim_end_matches('%'));
+    for (i, col) in [(4, "ext3-2007"), (5, "ext3-metacluster")] {
+        assert_eq!(
+            band[i],
+            format!("{:.1} ({:.1}%)", s(whole, i) - s(shipped, i), pct(i)),
+            "{col}: {band:?}"
+        );
+    }
+    let points = reduction(whole) - reduction(shipped);
+    assert!(
+        (num(band[6].trim_end_matches(" points")) - points).abs() < 0.11,
+        "{band:?}"
+    );
+    // Pass 1 of ext3-2007: "A / B" MB.
+    let pass1 = |r: &[String]| num(r[3].split(" / ").next().unwrap());
+    let text = doc_prose();
+    for claim in [
+        format!(
+            "The list whole moves ext3-2007 by {:+.1}% and the metacluster by {:+.1}%, the reduction by {:.1} points.",
+            pct(4),
+            pct(5),
+            points
+        ),
+        format!(
+            "reads {} MB against {}, {:+.1}%)",
+            thousands(pass1(whole)),
+            thousands(pass1(shipped)),
+            (pass1(whole) / pass1(shipped) - 1.0) * 100.0
+        ),
+    ] {
+        assert!(text.contains(&claim), "the prose no longer says: {claim}");
+    }
+}
+
+/// `x` as the prose writes a whole number: 7,398.
+fn thousands(x: f64) -> String {
+    let digits = format!("{}", x.round() as i64);
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A generated cell as a number: "≤ 72.6" is 72.6; "—" (no such target) and "not run" are None.
 fn cell(c: &str) -> Option<f64> {
     c.trim_start_matches("≤ ").parse().ok()

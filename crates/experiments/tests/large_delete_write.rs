@@ -143,7 +143,24 @@ fn write_bounded(
     }
 }
 
+impl Written {
+    /// The btrfs items without the tree-block pointers ("key (K) block B" lines): what the
+    /// delete removes, wherever the tree's leaves lie.
+    fn btrfs_items_only(&self) -> Vec<&String> {
+        self.btrfs_items
+            .iter()
+            .filter(|l| !l.starts_with("key ("))
+            .collect()
+    }
+}
+
 fn same_layout_both_ways(fs: &str, variants: &[&str]) {
+    same_layout_both_ways_but(fs, variants, false)
+}
+
+/// [`same_layout_both_ways`]; with `but_tree_blocks`, btrfs's tree-block addresses are left out
+/// of the comparison (the items themselves are compared).
+fn same_layout_both_ways_but(fs: &str, variants: &[&str], but_tree_blocks: bool) {
     // Held for the whole comparison: the file systems are made one after another.
     let lock = RigLock::acquire().unwrap();
     for &variant in variants {
@@ -168,10 +185,18 @@ fn same_layout_both_ways(fs: &str, variants: &[&str]) {
                 .btrfs_items
                 .iter()
                 .any(|l| l.contains("EXTENT_CSUM")));
-            assert_eq!(
-                buffered.btrfs_items, direct.btrfs_items,
-                "{fs} {variant}: file extent and checksum items"
-            );
+            if but_tree_blocks {
+                assert_eq!(
+                    buffered.btrfs_items_only(),
+                    direct.btrfs_items_only(),
+                    "{fs} {variant}: file extent and checksum items"
+                );
+            } else {
+                assert_eq!(
+                    buffered.btrfs_items, direct.btrfs_items,
+                    "{fs} {variant}: file extent and checksum items, tree-block addresses"
+                );
+            }
         }
     }
 }
@@ -180,6 +205,21 @@ fn same_layout_both_ways(fs: &str, variants: &[&str]) {
 fn btrfs_direct_loop_write_lays_out_as_buffered() {
     if root_or_skip("btrfs_direct_loop_write_lays_out_as_buffered") {
         same_layout_both_ways("btrfs", &["contiguous"]);
+    }
+}
+
+/// btrfs's fragmented pair: the same FIEMAP of both writers' files and the same file extent and
+/// checksum items through either loop. Not the addresses of the checksum tree's leaves: two
+/// writes through the *same* buffered loop put 58-60 of its 368 tree lines at other addresses
+/// (2026-11-28, five 500 MB writes; docs/experiments/large-delete.md, "btrfs's fragmented pair
+/// in the cgroup"), tree blocks being copied on write at each transaction, whose moments the
+/// kernel's timing decides; through the direct-I/O loop they differed by as many (58). So the
+/// leaves' addresses are the kernel's own spread, and the delete's time with them (68.4-73.2 s
+/// at scale 1 over four buffered runs).
+#[test]
+fn btrfs_fragmented_direct_loop_write_lays_out_as_buffered_but_for_tree_blocks() {
+    if root_or_skip("btrfs_fragmented_direct_loop_write_lays_out_as_buffered_but_for_tree_blocks") {
+        same_layout_both_ways_but("btrfs", &["fragmented"], true);
     }
 }
 
@@ -195,9 +235,7 @@ fn ext4_fragmented_direct_loop_write_lays_out_as_buffered() {
 
 /// Every other kernel-written file stays on the buffered loop whatever `write` says
 /// (`DIRECT_LOOP_PROVEN`): XFS (a direct-I/O loop presents 4 KiB sectors, and XFS made on
-/// 512-byte ones refuses to mount there); btrfs's fragmented file (through the direct-I/O loop,
-/// 2026-11-27, the same items but 58 checksum-tree leaves at other addresses: tree blocks are
-/// copied on write at each transaction, and its turns commit at other moments); ext4-2007's
+/// 512-byte ones refuses to mount there); ext4-2007's
 /// (its contiguous 500 MB file made 258 extents through the direct loop, 260 buffered; kernel
 /// profiles of one kind are told apart, so ext4's proof does not carry it); ext4's contiguous
 /// file when the kernel writes it (`--set layout=kernel`: not compared, the engine writes it
@@ -210,7 +248,6 @@ fn unproven_files_are_written_buffered() {
     let lock = RigLock::acquire().unwrap();
     for (fs, variant) in [
         ("xfs", "contiguous"),
-        ("btrfs", "fragmented"),
         ("ext4-2007", "contiguous"),
         ("ext4-2007", "fragmented"),
         ("ext4", "contiguous"),

@@ -7,7 +7,7 @@
 #                                       each, the closed loop at K = 16 about 12 min) and
 #                                       large-delete's ext runs three times at scale 1 (the second
 #                                       ext4 only, the third non-rotational), XFS and btrfs twice at
-#                                       scale 0.1 (the second non-rotational), the two fsck
+#                                       scale 1 (about 10 min each; the second non-rotational), the two fsck
 #                                       experiments twice each)
 #   ONLY="fio mkfs" docs/regenerate-budgets.sh   only these blocks: fio (fio-randread), mkfs
 #                                       (mkfs-overhead), mio (metacluster-io), ld (large-delete),
@@ -433,12 +433,13 @@ kernel_run large-delete rot0 1 --fs ext3,ext4-2007,ext4 --set os_rotational=fals
   ld_row "CPU (bound)" "the delete's wall time here: the most this machine's think time can add" shipped "$ext" here
 } >"$snip"
 splice "$fidelity" budget-large-delete "$snip"
-# XFS and btrfs at scale 0.1 (a 10 GB file): their scale-1 writes took about 17 min here.
+# XFS and btrfs at scale 1 too (a 100 GB file): their four writes take about 10 min a run here
+# (large-delete.md, "Scale 1 cost"); until 2026-11-28 they ran at 0.1.
 xfsbtrfs="xfs btrfs"
-kernel_run large-delete xfsbtrfs 0.1 --fs xfs,btrfs --device "sata-400g-2007,$ld_alt"
-kernel_run large-delete xfsbtrfs-rot0 0.1 --fs xfs,btrfs --set os_rotational=false
+kernel_run large-delete xfsbtrfs 1 --fs xfs,btrfs --device "sata-400g-2007,$ld_alt"
+kernel_run large-delete xfsbtrfs-rot0 1 --fs xfs,btrfs --set os_rotational=false
 {
-  provenance "one run at scale 0.1 (a 10 GB file); the device row prices its traces on the alternative; seconds are the model's"
+  provenance "one run at scale 1 (a 100 GB file); the device row prices its traces on the alternative; seconds are the model's"
   echo '| factor | switched to | xfs contiguous | xfs fragmented | btrfs contiguous | btrfs fragmented |'
   echo '|---|---|---:|---:|---:|---:|'
   ld_row "as shipped" "sata-400g-2007" xfsbtrfs "$xfsbtrfs"
@@ -451,7 +452,7 @@ fi
 
 if want kernel || want ldcl; then
 # ---- large-delete in closed loop: each delete on the emulated disk (K = 1), the ext file
-# systems at scale 1 and XFS and btrfs at 0.1, as the blocks above; each run's own stream
+# systems and XFS and btrfs at scale 1, as the blocks above; each run's own stream
 # replayed open loop beside it, so the row pair is one capture and needs no other run.
 ldcl_cells() { # name fs-list how: " A | B |" for each file system's two variants
   local f="$out/large-delete-$1.json" cells=""
@@ -461,9 +462,9 @@ ldcl_cells() { # name fs-list how: " A | B |" for each file system's two variant
   printf '%s' "$cells"
 }
 kernel_run large-delete closed 1 --fs ext3,ext4-2007,ext4 --closed-loop 1
-kernel_run large-delete xfsbtrfs-closed 0.1 --fs xfs,btrfs --closed-loop 1
+kernel_run large-delete xfsbtrfs-closed 1 --fs xfs,btrfs --closed-loop 1
 {
-  provenance "two runs, each delete on the emulated disk at K = 1: the ext file systems at scale 1, XFS and btrfs at scale 0.1; each column's two rows are one capture"
+  provenance "two runs at scale 1, each delete on the emulated disk at K = 1; each column's two rows are one capture"
   echo '| factor | switched to | ext3 contiguous | ext3 fragmented | ext4-2007 contiguous | ext4-2007 fragmented | ext4 contiguous | ext4 fragmented | xfs contiguous | xfs fragmented | btrfs contiguous | btrfs fragmented |'
   echo '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
   printf '| %s | %s |%s%s\n' "request stream: closed loop" "each delete on the emulated disk (\`--closed-loop 1\`; a new capture): the time measured there" \

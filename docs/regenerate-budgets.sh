@@ -81,6 +81,21 @@ provenance() { # what
 }
 snip="$out/snippet.md"
 want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
+# `reproduce EXPERIMENT --scale S ARGS` with its report in OUT/EXPERIMENT-NAME and its JSON in
+# OUT/EXPERIMENT-NAME.json; REUSE keeps a JSON already there, REUSE_ONLY runs nothing new.
+reproduce_run() { # experiment name scale [args...]
+  local exp=$1 name=$2 scale=$3; shift 3
+  if [ -n "${REUSE:-}" ] && [ -s "$out/$exp-$name.json" ]; then
+    echo "regenerate-budgets: $exp --scale $scale $*: reusing $out/$exp-$name.json" >&2
+    return
+  fi
+  if [ -n "${REUSE_ONLY:-}" ]; then
+    echo "regenerate-budgets: $exp --scale $scale $*: not run (REUSE_ONLY)" >&2
+    return
+  fi
+  echo "regenerate-budgets: $exp --scale $scale $*" >&2
+  "$bin" reproduce "$exp" --scale "$scale" --out "$out/$exp-$name" --json "$out/$exp-$name.json" "$@" >/dev/null
+}
 # jq: a number with one decimal, always printed (72.0, not 72).
 f1='def f1: . * 10 | round / 10 | tostring | if test("[.]") then . else . + ".0" end;'
 
@@ -114,23 +129,19 @@ if want band; then
 # little larger than the preset: sata-400g-2007 with 150,000 cylinders instead of 142,000, the
 # same zones and mechanics (423 GB), written here from the preset for this measurement only.
 # The band is the difference between the two runs on that drive; each run is one capture.
+# Why these sizes: the metacluster plan asks for 9.5 GB more than the 400.1 GB file system
+# gives (the bench5 block), so the whole list needs about 410 GB; 420 is a round size above
+# that (fsck/mod.rs's unit test holds that neither plan cuts a file there). A zone table spread
+# over more cylinders holds proportionally more: 142,000 x 420 / 400.4 GB = 148,950 cylinders,
+# rounded up to 150,000 (423 GB, so the file system fits one drive and is not priced on two).
 long="$out/sata-400g-2007-long.toml"
 sed -e 's/^name = "sata-400g-2007"$/name = "sata-400g-2007-long"/' \
     -e 's/^cylinders = { value = 142000, source = "[^"]*" }$/cylinders = { value = 150000, source = "the band of docs\/fidelity.md only: sata-400g-2007 with 8,000 more cylinders of the same zones, 423 GB" }/' \
     "$root/presets/sata-400g-2007.toml" >"$long"
 grep -q '^cylinders = { value = 150000' "$long" || { echo "regenerate-budgets: could not write $long" >&2; exit 1; }
-band_run() { # name [args...]
-  local name=$1; shift
-  if [ -n "${REUSE:-}" ] && [ -s "$out/metacluster-fsck-$name.json" ]; then
-    echo "regenerate-budgets: metacluster-fsck $name: reusing $out/metacluster-fsck-$name.json" >&2
-    return
-  fi
-  echo "regenerate-budgets: metacluster-fsck --scale 1 --device $long $*" >&2
-  "$bin" reproduce metacluster-fsck --scale 1 --device "$long" --out "$out/metacluster-fsck-$name" \
-    --json "$out/metacluster-fsck-$name.json" "$@" >/dev/null
-}
-band_run band-shipped
-band_run band-whole --set fs_gb=420
+reproduce_run metacluster-fsck band-shipped 1 --device "$long"
+reproduce_run metacluster-fsck band-whole 1 --device "$long" --set fs_gb=420
+if [ -s "$out/metacluster-fsck-band-shipped.json" ] && [ -s "$out/metacluster-fsck-band-whole.json" ]; then
 band_row() { # label fs-GB name
   jq -r --arg lab "$1" --arg fs "$2" "$f1"'
     (.runs[0]) as $a | (.runs[-1]) as $b
@@ -148,6 +159,9 @@ band_row() { # label fs-GB name
     "$out/metacluster-fsck-band-shipped.json" "$out/metacluster-fsck-band-whole.json"
 } >"$snip"
 splice "$fidelity" metacluster-fsck-band "$snip"
+else
+  echo "regenerate-budgets: the band's two runs are not both in $out: its block is left as it was" >&2
+fi
 fi
 
 if want treeband; then
@@ -376,19 +390,6 @@ if want kernel || want ld || want ldcl || want rr; then
 # every row that changes the capture is its own capture; the device row is the shipped run's own
 # traces, priced on the alternative by the same run (`--device PRESET,ALTERNATIVE`: the JSON's
 # `seconds_on`). Cells are the model's seconds; "—" where the run has no such target.
-kernel_run() { # experiment name scale [args...]
-  local exp=$1 name=$2 scale=$3; shift 3
-  if [ -n "${REUSE:-}" ] && [ -s "$out/$exp-$name.json" ]; then
-    echo "regenerate-budgets: $exp --scale $scale $*: reusing $out/$exp-$name.json" >&2
-    return
-  fi
-  if [ -n "${REUSE_ONLY:-}" ]; then
-    echo "regenerate-budgets: $exp --scale $scale $*: not run (REUSE_ONLY)" >&2
-    return
-  fi
-  echo "regenerate-budgets: $exp --scale $scale $*" >&2
-  "$bin" reproduce "$exp" --scale "$scale" --out "$out/$exp-$name" --json "$out/$exp-$name.json" "$@" >/dev/null
-}
 # The model's seconds of the run whose KEY1 is V1 and KEY2 is V2; with `here`, the seconds the
 # reads or the delete took on this machine instead, as a bound on its think time; with
 # `on=PRESET`, the same trace's seconds on PRESET (`seconds_on`; "not run" when the run was not
@@ -418,10 +419,10 @@ ld_row() { # factor switched-to name fs-list [here]
 ext="ext3 ext4-2007 ext4"
 # The shipped run also prices every delete's trace on the alternative drive (the device row).
 ld_alt=sata-400g-2007-alt-samsung
-kernel_run large-delete shipped 1 --fs ext3,ext4-2007,ext4 --device "sata-400g-2007,$ld_alt"
-kernel_run large-delete kernel 1 --fs ext4 --set layout=kernel
+reproduce_run large-delete shipped 1 --fs ext3,ext4-2007,ext4 --device "sata-400g-2007,$ld_alt"
+reproduce_run large-delete kernel 1 --fs ext4 --set layout=kernel
 # The devices non-rotational, the flag alone: the kernel-written files are written anew on them.
-kernel_run large-delete rot0 1 --fs ext3,ext4-2007,ext4 --set os_rotational=false
+reproduce_run large-delete rot0 1 --fs ext3,ext4-2007,ext4 --set os_rotational=false
 {
   provenance "each row but the device's one run at scale 1 (a 100 GB file); the device row prices the shipped run's traces; seconds are the model's"
   echo '| factor | switched to | ext3 contiguous | ext3 fragmented | ext4-2007 contiguous | ext4-2007 fragmented | ext4 contiguous | ext4 fragmented |'
@@ -436,8 +437,8 @@ splice "$fidelity" budget-large-delete "$snip"
 # XFS and btrfs at scale 1 too (a 100 GB file): their four writes take about 10 min a run here
 # (large-delete.md, "Scale 1 cost"); until 2026-11-28 they ran at 0.1.
 xfsbtrfs="xfs btrfs"
-kernel_run large-delete xfsbtrfs 1 --fs xfs,btrfs --device "sata-400g-2007,$ld_alt"
-kernel_run large-delete xfsbtrfs-rot0 1 --fs xfs,btrfs --set os_rotational=false
+reproduce_run large-delete xfsbtrfs 1 --fs xfs,btrfs --device "sata-400g-2007,$ld_alt"
+reproduce_run large-delete xfsbtrfs-rot0 1 --fs xfs,btrfs --set os_rotational=false
 {
   provenance "one run at scale 1 (a 100 GB file); the device row prices its traces on the alternative; seconds are the model's"
   echo '| factor | switched to | xfs contiguous | xfs fragmented | btrfs contiguous | btrfs fragmented |'
@@ -461,8 +462,8 @@ ldcl_cells() { # name fs-list how: " A | B |" for each file system's two variant
   done; done
   printf '%s' "$cells"
 }
-kernel_run large-delete closed 1 --fs ext3,ext4-2007,ext4 --closed-loop 1
-kernel_run large-delete xfsbtrfs-closed 1 --fs xfs,btrfs --closed-loop 1
+reproduce_run large-delete closed 1 --fs ext3,ext4-2007,ext4 --closed-loop 1
+reproduce_run large-delete xfsbtrfs-closed 1 --fs xfs,btrfs --closed-loop 1
 {
   provenance "two runs at scale 1, each delete on the emulated disk at K = 1; each column's two rows are one capture"
   echo '| factor | switched to | ext3 contiguous | ext3 fragmented | ext4-2007 contiguous | ext4-2007 fragmented | ext4 contiguous | ext4 fragmented | xfs contiguous | xfs fragmented | btrfs contiguous | btrfs fragmented |'
@@ -486,18 +487,18 @@ rr_row() { # factor switched-to name [here]
 # The alternative to sata-2t-5400-2010 (docs/hdd-model.md, "Alternative presets"), pre-registered
 # in 31399af before anything ran on it: the shipped run prices its traces on it too (the device row).
 rr_alt=sata-2t-5400-2010-alt-wd
-kernel_run random-read shipped 1 ${rr_alt:+--device "sata-2t-5400-2010,$rr_alt"}
+reproduce_run random-read shipped 1 ${rr_alt:+--device "sata-2t-5400-2010,$rr_alt"}
 # Today's default, prefetching every block bitmap after the mount: the option list replaces the
 # experiment's `no_prefetch_block_bitmaps` (--set takes no empty value, so it names data=ordered,
 # which both ext3 and ext4 mount with anyway).
-kernel_run random-read prefetch 1 --set extra_mount_options=data=ordered
+reproduce_run random-read prefetch 1 --set extra_mount_options=data=ordered
 # The capture device non-rotational, the flag alone (as the fsck tables' row).
-kernel_run random-read rot0 1 --set os_rotational=false
+reproduce_run random-read rot0 1 --set os_rotational=false
 # Closed loop: each target's reads on the emulated disk, the model's clock following the reader's
 # CPU. At K = 1 the six targets' 600,000 reads would take their modelled time, about 3 hours;
 # K = 16 keeps the stream (docs/emulate.md, "What closed loop changes on random-read": at the
 # default scale the same requests within 0.2%) and takes about 12 minutes.
-kernel_run random-read closed16 1 --closed-loop 16
+reproduce_run random-read closed16 1 --closed-loop 16
 {
   provenance "each row one run at scale 1 (a 1.9 TB file) but the closed loop's two (one capture); seconds are the model's, the closed loop's first row those the emulated disk charged"
   echo '| factor | switched to | ext3 buffered | ext3 direct | ext4 buffered | ext4 direct | raw buffered | raw direct |'

@@ -144,12 +144,12 @@ fn write_bounded(
 }
 
 impl Written {
-    /// The btrfs items without the tree-block pointers ("key (K) block B" lines): what the
-    /// delete removes, wherever the tree's leaves lie.
-    fn btrfs_items_only(&self) -> Vec<&String> {
+    /// The btrfs dump-tree lines compared: all of them, or without the tree-block pointers
+    /// ("key (K) block B" lines), i.e. what the delete removes wherever the tree's leaves lie.
+    fn btrfs_lines(&self, with_tree_blocks: bool) -> Vec<&String> {
         self.btrfs_items
             .iter()
-            .filter(|l| !l.starts_with("key ("))
+            .filter(|l| with_tree_blocks || !l.starts_with("key ("))
             .collect()
     }
 }
@@ -185,18 +185,16 @@ fn same_layout_both_ways_but(fs: &str, variants: &[&str], but_tree_blocks: bool)
                 .btrfs_items
                 .iter()
                 .any(|l| l.contains("EXTENT_CSUM")));
-            if but_tree_blocks {
-                assert_eq!(
-                    buffered.btrfs_items_only(),
-                    direct.btrfs_items_only(),
-                    "{fs} {variant}: file extent and checksum items"
-                );
-            } else {
-                assert_eq!(
-                    buffered.btrfs_items, direct.btrfs_items,
-                    "{fs} {variant}: file extent and checksum items, tree-block addresses"
-                );
-            }
+            assert_eq!(
+                buffered.btrfs_lines(!but_tree_blocks),
+                direct.btrfs_lines(!but_tree_blocks),
+                "{fs} {variant}: file extent and checksum items{}",
+                if but_tree_blocks {
+                    ""
+                } else {
+                    ", tree-block addresses"
+                }
+            );
         }
     }
 }
@@ -215,7 +213,8 @@ fn btrfs_direct_loop_write_lays_out_as_buffered() {
 /// in the cgroup"), tree blocks being copied on write at each transaction, whose moments the
 /// kernel's timing decides; through the direct-I/O loop they differed by as many (58). So the
 /// leaves' addresses are the kernel's own spread, and the delete's time with them (68.4-73.2 s
-/// at scale 1 over four buffered runs).
+/// at scale 1 over five buffered runs; the two direct-loop runs so far, 74.05 and 74.07 s, lie
+/// above them: not settled, docs/experiments/large-delete.md).
 #[test]
 fn btrfs_fragmented_direct_loop_write_lays_out_as_buffered_but_for_tree_blocks() {
     if root_or_skip("btrfs_fragmented_direct_loop_write_lays_out_as_buffered_but_for_tree_blocks") {

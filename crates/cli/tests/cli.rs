@@ -1252,6 +1252,28 @@ fn large_delete_end_to_end_json_contract() {
         );
         assert!(wall["capture_seconds"].as_f64().unwrap() > 0.0, "{r}");
     }
+    // Two lanes (the default) write only the files proven for it beside one another (ext4's
+    // fragmented pair, XFS's two files; never btrfs's or a libext2fs image), and "beside" goes
+    // both ways.
+    let at_once = ["ext4 fragmented", "xfs contiguous", "xfs fragmented"];
+    for (r, name) in runs.iter().zip(&names) {
+        for other in r["written_beside"].as_array().unwrap() {
+            let other = other.as_str().unwrap();
+            assert!(
+                at_once.contains(&name.as_str()) && at_once.contains(&other),
+                "{name} beside {other}"
+            );
+            let back = &runs[names.iter().position(|n| n == other).unwrap()];
+            assert!(
+                back["written_beside"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|b| b == name.as_str()),
+                "{other} does not name {name}"
+            );
+        }
+    }
     // The interleaving writers fragment the file on ext4, whose allocator gives each
     // fdatasync'd turn its own place.
     let frag = |fs: &str, variant: &str| {

@@ -109,12 +109,14 @@ fn default_write_memory_mib() -> u64 {
     1024
 }
 
-/// Kernel-written files written one at a time by default: two at once are proven at 500 MB
-/// only, and at 5 GB XFS's contiguous file written beside XFS's fragmented pair had 3
-/// fragments against 2 alone (one run each; docs/experiments/large-delete.md, "Scale 1
-/// cost"). `--set write_lanes=2` uses the CPU one write leaves idle.
+/// Two lanes by default: the proven files' deletes at scale 1 written so (ext4's fragmented
+/// pair, XFS's two files) read and wrote the sectors, and priced the seconds, of the runs
+/// written alone, and the group took about 197 s against about 230 s one at a time (one run
+/// each; docs/experiments/large-delete.md, "Kernel writes at once"). Little more: each write
+/// keeps its writer and its loop worker busy, so two at once share this machine's two CPUs.
+/// `--set write_lanes=1` writes one at a time.
 fn default_write_lanes() -> usize {
-    1
+    2
 }
 
 /// How kernel-written files are written by default.
@@ -411,7 +413,10 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
                     }
                 );
             }
-            for (i, run) in run_group(&spec, &jobs, &group, file_bytes, &devices, exp.seed, a)? {
+            let lanes = spec.write_lanes;
+            for (i, run) in run_group(
+                &spec, &jobs, &group, lanes, file_bytes, &devices, exp.seed, a,
+            )? {
                 eprintln!(
                     "  {} {}: {} fragments; delete read {} and wrote {} sectors; {:.3} s on {device}{}{}\n  here: {}",
                     jobs[i].fs,
@@ -508,24 +513,48 @@ pub struct Job {
     pub policy: Option<(&'static str, String)>,
 }
 
-/// The runs of `jobs` (indices, in order) grouped as they are made: consecutive
-/// kernel-written files of [`AT_ONCE_PROVEN`] up to `lanes` at a time, whose file systems are
-/// made and written at once, then each delete traced alone; every other run alone (a
-/// libext2fs image is seconds of work).
+/// The runs of `jobs` (indices, in order) grouped as they are made: with more than one lane,
+/// each run of consecutive kernel-written files of [`AT_ONCE_PROVEN`] is one group, whose file
+/// systems are made and written by `lanes` threads at once ([`lane_order`]), then each delete
+/// traced alone; every other run alone (a libext2fs image is seconds of work).
 pub fn batches(jobs: &[Job], lanes: usize) -> Vec<Vec<usize>> {
     let joins = |job: &Job| {
-        job.policy.is_none() && AT_ONCE_PROVEN.contains(&(job.fs.as_str(), job.variant.as_str()))
+        lanes > 1
+            && job.policy.is_none()
+            && AT_ONCE_PROVEN.contains(&(job.fs.as_str(), job.variant.as_str()))
     };
     let mut out: Vec<Vec<usize>> = Vec::new();
     for (i, job) in jobs.iter().enumerate() {
         match out.last_mut() {
-            Some(last) if joins(job) && joins(&jobs[last[0]]) && last.len() < lanes.max(1) => {
-                last.push(i)
-            }
+            Some(last) if joins(job) && joins(&jobs[last[0]]) => last.push(i),
             _ => out.push(vec![i]),
         }
     }
     out
+}
+
+/// The order in which a group's lanes take its runs: the fragmented pairs (two files, twice
+/// the bytes) before the contiguous files, each kind in the experiment's order. The longest
+/// first, so that the lanes end close together: the greedy rule for dividing jobs among
+/// machines (Graham's LPT), with the bytes written standing in for the time.
+pub fn lane_order(jobs: &[Job], group: &[usize]) -> Vec<usize> {
+    let mut order = group.to_vec();
+    order.sort_by_key(|&i| jobs[i].variant != "fragmented");
+    order
+}
+
+/// For each of `spans` (start, end), the others that overlap it in time: the runs whose
+/// writes ran beside it.
+pub fn overlapping(spans: &[(f64, f64)]) -> Vec<Vec<usize>> {
+    spans
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            (0..spans.len())
+                .filter(|&j| j != i && spans[j].0 < a.1 && a.0 < spans[j].1)
+                .collect()
+        })
+        .collect()
 }
 
 /// The kernel-written files (kernel profile, variant) shown to lie where they lie written
@@ -540,53 +569,90 @@ pub const AT_ONCE_PROVEN: [(&str, &str); 3] = [
     ("xfs", "fragmented"),
 ];
 
-/// Makes the file systems of `group` and writes their files, at once (one thread each, under
-/// one hold of the rig lock), then traces each delete alone, in order: no write runs beside a
-/// traced delete. Returns each job's index and run.
+/// Makes the file systems of `group` and writes their files, `lanes` at a time (one thread
+/// each, taking the group's runs in [`lane_order`], under one hold of the rig lock; every file
+/// system stays mounted until all are written), then traces each delete alone, in order: no
+/// write runs beside a traced delete. Returns each job's index and run.
+#[allow(clippy::too_many_arguments)]
 fn run_group(
     spec: &LargeDeleteSpec,
     jobs: &[Job],
     group: &[usize],
+    lanes: usize,
     file_bytes: u64,
     devices: &[String],
     seed: u64,
     a: &RunArgs,
 ) -> Result<Vec<(usize, DeleteRun)>> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let clock = std::time::Instant::now();
     let lock = layoutlab_rig::RigLock::acquire()?;
     let lock_wait = clock.elapsed().as_secs_f64();
     let names = |i: usize| format!("{} {}", jobs[i].fs, jobs[i].variant);
-    let prepared: Vec<Result<Prepared>> = std::thread::scope(|scope| {
-        let threads: Vec<_> = group
-            .iter()
-            .map(|&i| {
-                let lock = &lock;
-                let beside: Vec<String> = group
-                    .iter()
-                    .filter(|&&j| j != i)
-                    .map(|&j| names(j))
-                    .collect();
+    let order = lane_order(jobs, group);
+    let (next, failed) = (AtomicUsize::new(0), AtomicBool::new(false));
+    // Each run's result and the span of its making and writing, seconds from `clock`.
+    type Done = (usize, Result<Prepared>, (f64, f64));
+    let mut done: Vec<Done> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..lanes.clamp(1, group.len()))
+            .map(|_| {
+                let (lock, order, next, failed) = (&lock, &order, &next, &failed);
                 scope.spawn(move || {
-                    prepare(spec, &jobs[i], file_bytes, seed, lock, beside)
-                        .with_context(|| names(i))
+                    let mut mine = Vec::new();
+                    // A lane stops taking runs once any has failed: the group is lost.
+                    while !failed.load(Ordering::SeqCst) {
+                        let Some(&i) = order.get(next.fetch_add(1, Ordering::SeqCst)) else {
+                            break;
+                        };
+                        let start = clock.elapsed().as_secs_f64();
+                        let p = prepare(spec, &jobs[i], file_bytes, seed, lock)
+                            .with_context(|| names(i));
+                        failed.fetch_or(p.is_err(), Ordering::SeqCst);
+                        mine.push((i, p, (start, clock.elapsed().as_secs_f64())));
+                    }
+                    mine
                 })
             })
             .collect();
-        threads
-            .into_iter()
-            .map(|t| {
-                t.join()
-                    .unwrap_or_else(|_| bail!("a writer thread panicked"))
-            })
-            .collect()
+        let mut done = Vec::new();
+        for t in threads {
+            match t.join() {
+                Ok(mine) => done.extend(mine),
+                Err(_) => done.push((
+                    usize::MAX,
+                    Err(anyhow::anyhow!("a writer thread panicked")),
+                    (0.0, 0.0),
+                )),
+            }
+        }
+        done
     });
     drop(lock);
-    let mut out = Vec::new();
-    let mut prepared = prepared.into_iter().collect::<Result<Vec<_>>>()?;
-    for p in prepared.iter_mut() {
+    // In the experiment's order; the first failure is the group's error (every file system
+    // made is dropped, so torn down, with the rest).
+    done.sort_by_key(|d| d.0);
+    let beside = overlapping(&done.iter().map(|d| d.2).collect::<Vec<_>>());
+    let named: Vec<String> = done
+        .iter()
+        .map(|d| {
+            if d.0 == usize::MAX {
+                String::new()
+            } else {
+                names(d.0)
+            }
+        })
+        .collect();
+    let mut prepared = Vec::new();
+    for (k, (i, p, _)) in done.into_iter().enumerate() {
+        let mut p = p?;
         p.wall.lock_wait_seconds = lock_wait;
+        if p.written_through.is_some() {
+            p.written_beside = beside[k].iter().map(|&j| named[j].clone()).collect();
+        }
+        prepared.push((i, p));
     }
-    for (&i, p) in group.iter().zip(prepared) {
+    let mut out = Vec::new();
+    for (i, p) in prepared {
         let run = finish(p, &jobs[i], devices, a.closed_loop).with_context(|| names(i))?;
         out.push((i, run));
     }
@@ -620,7 +686,6 @@ fn prepare(
     file_bytes: u64,
     seed: u64,
     lock: &layoutlab_rig::RigLock,
-    written_beside: Vec<String>,
 ) -> Result<Prepared> {
     let _image_stage = crate::stages::enter(crate::stages::IMAGE);
     let mut wall = RunWall::default();
@@ -665,11 +730,7 @@ fn prepare(
         write_memory_mib: (written_through.is_some()
             && memory_bound_applies(spec, &job.fs, &job.variant))
         .then_some(spec.write_memory_mib),
-        written_beside: if written_through.is_some() {
-            written_beside
-        } else {
-            Vec::new()
-        },
+        written_beside: Vec::new(),
     })
 }
 
@@ -1362,10 +1423,10 @@ mod tests {
         }
     }
 
-    /// The shipped runs with two lanes: the libext2fs images one at a time, the proven
-    /// kernel-written files two at a time in the experiment's order (ext4 fragmented with XFS
-    /// contiguous; XFS fragmented, next to btrfs's, alone), btrfs's alone; one lane (the
-    /// default) is the old order.
+    /// The shipped runs with two lanes or more: the libext2fs images one at a time, the
+    /// proven kernel-written files (ext4's fragmented pair and XFS's two files, consecutive in
+    /// the experiment's order) one group, fragmented pairs first; btrfs's alone. One lane is
+    /// the old order, one run at a time.
     #[test]
     fn kernel_written_files_are_grouped_by_lanes() {
         let (_, spec) = shipped_spec();
@@ -1381,26 +1442,38 @@ mod tests {
                 .map(|g| g.iter().map(|&i| names[i].as_str()).collect())
                 .collect()
         };
-        assert_eq!(spec.write_lanes, 1);
-        assert_eq!(
-            grouped(2),
-            [
-                vec!["ext3 contiguous"],
-                vec!["ext3 fragmented"],
-                vec!["ext4-2007 contiguous"],
-                vec!["ext4-2007 fragmented"],
-                vec!["ext4 contiguous"],
-                vec!["ext4 fragmented", "xfs contiguous"],
-                vec!["xfs fragmented"],
-                vec!["btrfs contiguous"],
-                vec!["btrfs fragmented"],
-            ]
-        );
+        assert_eq!(spec.write_lanes, 2);
+        let expected = [
+            vec!["ext3 contiguous"],
+            vec!["ext3 fragmented"],
+            vec!["ext4-2007 contiguous"],
+            vec!["ext4-2007 fragmented"],
+            vec!["ext4 contiguous"],
+            vec!["ext4 fragmented", "xfs contiguous", "xfs fragmented"],
+            vec!["btrfs contiguous"],
+            vec!["btrfs fragmented"],
+        ];
+        assert_eq!(grouped(2), expected);
+        assert_eq!(grouped(5), expected);
         assert!(grouped(1).iter().all(|g| g.len() == 1));
         assert_eq!(grouped(1).len(), 10);
-        // btrfs's files are never written beside another.
-        assert_eq!(grouped(5)[5].len(), 3);
-        assert_eq!(grouped(5)[6], ["btrfs contiguous"]);
+        let group = &batches(&jobs, 2)[5];
+        let order: Vec<&str> = lane_order(&jobs, group)
+            .iter()
+            .map(|&i| names[i].as_str())
+            .collect();
+        assert_eq!(
+            order,
+            ["ext4 fragmented", "xfs fragmented", "xfs contiguous"]
+        );
+    }
+
+    /// Two spans are beside each other when they share a moment; touching ends do not.
+    #[test]
+    fn runs_are_beside_those_they_overlap() {
+        let spans = [(0.0, 80.0), (0.0, 100.0), (80.0, 130.0), (200.0, 210.0)];
+        assert_eq!(overlapping(&spans), [vec![1], vec![0, 2], vec![1], vec![]]);
+        assert_eq!(overlapping(&[]), Vec::<Vec<usize>>::new());
     }
 
     #[test]

@@ -593,7 +593,7 @@ fn run_group(
     let (next, failed) = (AtomicUsize::new(0), AtomicBool::new(false));
     // Each run's result and the span of its making and writing, seconds from `clock`.
     type Done = (usize, Result<Prepared>, (f64, f64));
-    let mut done: Vec<Done> = std::thread::scope(|scope| {
+    let (mut done, panicked): (Vec<Done>, bool) = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..lanes.clamp(1, group.len()))
             .map(|_| {
                 let (lock, order, next, failed) = (&lock, &order, &next, &failed);
@@ -614,34 +614,25 @@ fn run_group(
                 })
             })
             .collect();
-        let mut done = Vec::new();
+        let (mut done, mut panicked) = (Vec::new(), false);
         for t in threads {
             match t.join() {
                 Ok(mine) => done.extend(mine),
-                Err(_) => done.push((
-                    usize::MAX,
-                    Err(anyhow::anyhow!("a writer thread panicked")),
-                    (0.0, 0.0),
-                )),
+                Err(_) => panicked = true,
             }
         }
-        done
+        (done, panicked)
     });
     drop(lock);
+    if panicked {
+        // What the other lanes made is dropped with `done`, so torn down.
+        bail!("a writer thread panicked");
+    }
     // In the experiment's order; the first failure is the group's error (every file system
     // made is dropped, so torn down, with the rest).
     done.sort_by_key(|d| d.0);
     let beside = overlapping(&done.iter().map(|d| d.2).collect::<Vec<_>>());
-    let named: Vec<String> = done
-        .iter()
-        .map(|d| {
-            if d.0 == usize::MAX {
-                String::new()
-            } else {
-                names(d.0)
-            }
-        })
-        .collect();
+    let named: Vec<String> = done.iter().map(|d| names(d.0)).collect();
     let mut prepared = Vec::new();
     for (k, (i, p, _)) in done.into_iter().enumerate() {
         let mut p = p?;

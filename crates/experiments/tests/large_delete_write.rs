@@ -202,7 +202,7 @@ fn ext4_fragmented_direct_loop_write_lays_out_as_buffered() {
 /// by default); btrfs's fragmented pair (at 500 MB the same FIEMAP and file extent and checksum
 /// items through either loop, its checksum-tree leaves elsewhere by as much as between two
 /// buffered writes; but at scale 1 its delete priced 74.05-74.59 s in all three direct-loop
-/// runs against 68.44-73.23 s in all five buffered ones: the leaves placed by the direct loop's
+/// runs against 68.44-73.39 s in all six buffered ones: the leaves placed by the direct loop's
 /// timing, docs/experiments/large-delete.md).
 #[test]
 fn unproven_files_are_written_buffered() {

@@ -908,7 +908,7 @@ pub fn direct_loop_applies(spec: &LargeDeleteSpec, profile: &str, variant: &str)
 /// write made 260; ext4's contiguous file comes from the engine unless `layout = "kernel"`,
 /// and was not compared; btrfs's fragmented pair, whose files and items were the same at
 /// 500 MB, but whose delete at scale 1 priced 74.05-74.59 s in all three direct-loop runs
-/// against 68.44-73.23 s in all five buffered ones (2026-11-28; its checksum-tree leaves lie
+/// against 68.44-73.39 s in all six buffered ones (2026-11-28; its checksum-tree leaves lie
 /// where the write's timing puts them).
 pub const DIRECT_LOOP_PROVEN: [(&str, &str); 2] = [("btrfs", "contiguous"), ("ext4", "fragmented")];
 

@@ -81,20 +81,28 @@ provenance() { # what
 }
 snip="$out/snippet.md"
 want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
-# `reproduce EXPERIMENT --scale S ARGS` with its report in OUT/EXPERIMENT-NAME and its JSON in
-# OUT/EXPERIMENT-NAME.json; REUSE keeps a JSON already there, REUSE_ONLY runs nothing new.
-reproduce_run() { # experiment name scale [args...]
-  local exp=$1 name=$2 scale=$3; shift 3
-  if [ -n "${REUSE:-}" ] && [ -s "$out/$exp-$name.json" ]; then
-    echo "regenerate-budgets: $exp --scale $scale $*: reusing $out/$exp-$name.json" >&2
+# `reproduce EXPERIMENT ARGS` with its report in OUT/RUN and its JSON in OUT/RUN.json, the load
+# average before and after and its wall seconds in OUT/RUN.load; REUSE or REUSE_ONLY keeps a
+# JSON already there, REUSE_ONLY runs nothing new.
+reproduce_into() { # run experiment [args...]
+  local run=$1 exp=$2; shift 2
+  if [ -n "${REUSE:-}${REUSE_ONLY:-}" ] && [ -s "$out/$run.json" ]; then
+    echo "regenerate-budgets: $exp $*: reusing $out/$run.json" >&2
     return
   fi
   if [ -n "${REUSE_ONLY:-}" ]; then
-    echo "regenerate-budgets: $exp --scale $scale $*: not run (REUSE_ONLY)" >&2
+    echo "regenerate-budgets: $exp $*: not run (REUSE_ONLY)" >&2
     return
   fi
-  echo "regenerate-budgets: $exp --scale $scale $*" >&2
-  "$bin" reproduce "$exp" --scale "$scale" --out "$out/$exp-$name" --json "$out/$exp-$name.json" "$@" >/dev/null
+  echo "regenerate-budgets: $exp $*" >&2
+  local load0 t0; load0=$(cut -d' ' -f1 /proc/loadavg); t0=$(date +%s)
+  "$bin" reproduce "$exp" --out "$out/$run" --json "$out/$run.json" "$@" >/dev/null
+  printf '%s %s %s\n' "$load0" "$(cut -d' ' -f1 /proc/loadavg)" "$(($(date +%s) - t0))" >"$out/$run.load"
+}
+# `reproduce EXPERIMENT --scale S ARGS` into OUT/EXPERIMENT-NAME (reproduce_into).
+reproduce_run() { # experiment name scale [args...]
+  local exp=$1 name=$2 scale=$3; shift 3
+  reproduce_into "$exp-$name" "$exp" --scale "$scale" "$@"
 }
 # jq: a number with one decimal, always printed (72.0, not 72).
 f1='def f1: . * 10 | round / 10 | tostring | if test("[.]") then . else . + ".0" end;'
@@ -534,18 +542,7 @@ fsck_run() { # experiment name [args...]
   fsck_made[$exp-$name]=1
   local scale; scale=$(fsck_scale "$exp")
   if [ -n "$scale" ]; then set -- --scale "$scale" "$@"; fi
-  if [ -n "${REUSE:-}${REUSE_ONLY:-}" ] && [ -s "$out/$exp-$name.json" ]; then
-    echo "regenerate-budgets: $exp $*: reusing $out/$exp-$name.json" >&2
-    return
-  fi
-  if [ -n "${REUSE_ONLY:-}" ]; then
-    echo "regenerate-budgets: $exp $*: not run (REUSE_ONLY)" >&2
-    return
-  fi
-  echo "regenerate-budgets: $exp $*" >&2
-  local load0 t0; load0=$(cut -d' ' -f1 /proc/loadavg); t0=$(date +%s)
-  "$bin" reproduce "$exp" --out "$out/$exp-$name" --json "$out/$exp-$name.json" "$@" >/dev/null
-  printf '%s %s %s\n' "$load0" "$(cut -d' ' -f1 /proc/loadavg)" "$(($(date +%s) - t0))" >"$out/$exp-$name.load"
+  reproduce_into "$exp-$name" "$exp" "$@"
 }
 # The time scale of the closed-loop rows: docs/emulate.md ("Time scale") measured K = 1 ... 16
 # keeping e2fsck's requests within 0.1%; 4 makes metacluster-fsck's 17 min of modelled time at

@@ -413,10 +413,7 @@ fn run_large_delete(exp: &Experiment, a: &RunArgs) -> Result<()> {
                     }
                 );
             }
-            let lanes = spec.write_lanes;
-            for (i, run) in run_group(
-                &spec, &jobs, &group, lanes, file_bytes, &devices, exp.seed, a,
-            )? {
+            for (i, run) in run_group(&spec, &jobs, &group, file_bytes, &devices, exp.seed, a)? {
                 eprintln!(
                     "  {} {}: {} fragments; delete read {} and wrote {} sectors; {:.3} s on {device}{}{}\n  here: {}",
                     jobs[i].fs,
@@ -569,16 +566,14 @@ pub const AT_ONCE_PROVEN: [(&str, &str); 3] = [
     ("xfs", "fragmented"),
 ];
 
-/// Makes the file systems of `group` and writes their files, `lanes` at a time (one thread
+/// Makes the file systems of `group` and writes their files, `spec.write_lanes` at a time (one thread
 /// each, taking the group's runs in [`lane_order`], under one hold of the rig lock; every file
 /// system stays mounted until all are written), then traces each delete alone, in order: no
 /// write runs beside a traced delete. Returns each job's index and run.
-#[allow(clippy::too_many_arguments)]
 fn run_group(
     spec: &LargeDeleteSpec,
     jobs: &[Job],
     group: &[usize],
-    lanes: usize,
     file_bytes: u64,
     devices: &[String],
     seed: u64,
@@ -594,7 +589,7 @@ fn run_group(
     // Each run's result and the span of its making and writing, seconds from `clock`.
     type Done = (usize, Result<Prepared>, (f64, f64));
     let (mut done, panicked): (Vec<Done>, bool) = std::thread::scope(|scope| {
-        let threads: Vec<_> = (0..lanes.clamp(1, group.len()))
+        let threads: Vec<_> = (0..spec.write_lanes.clamp(1, group.len()))
             .map(|_| {
                 let (lock, order, next, failed) = (&lock, &order, &next, &failed);
                 scope.spawn(move || {

@@ -358,6 +358,7 @@ mio_replay() { # name replay-args...
 }
 mio_replay alt --device sata-400g-2007-alt-samsung
 mio_replay cpu0 --device sata-400g-2007 --cpu-scale 0
+mio_replay stack --device sata-400g-2007 --vary cache.write_segments=16
 # One benchmark's cell: ext3-2007 -> ext3-metacluster seconds (the change), with or without the
 # patch's indirect read-ahead (benchmark 1, a write, has none).
 mio_cell() { # name benchmark readahead
@@ -388,6 +389,7 @@ mio_row() { # factor switched-to name readahead
   mio_row "request stream: queue" "requests of up to 1280 KiB (today's max_sectors_kb) instead of 2.6.23's 512 (a new capture)" maxsec true
   mio_row "request stream: rotational flag" "the capture device non-rotational (\`--set os_rotational=false\`; a new capture)" rot true
   mio_row "device: another drive" "sata-400g-2007-alt-samsung (the same traces)" alt true
+  mio_row "device: write cache stacking" "every buffer segment may hold write data (\`--vary cache.write_segments=16\`; the preset's 1 is DiskSim's rule; the same traces)" stack true
   mio_row "CPU" "no think time (\`--cpu-scale 0\`, the same traces): what this machine's CPU adds" cpu0 true
 } >"$snip"
 splice "$fidelity" budget-metacluster-io "$snip"

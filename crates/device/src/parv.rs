@@ -723,6 +723,7 @@ pub fn import_parv(path: &Path) -> Result<HddSpec, DeviceError> {
             "Allow read hits on write data",
             "cache.read_hits_on_write_data",
         )? != 0.0,
+        write_segments: get("Maximum number of write segments", "cache.write_segments")? as usize,
     };
     let scale = get("Time scale for overheads", "overheads.time_scale")?;
     let mut o = |k: &str, key: &str| -> Result<f64, DeviceError> { Ok(get(k, key)? * scale) };

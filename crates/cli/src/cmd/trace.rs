@@ -2,7 +2,7 @@
 
 use super::device::{load_device_with, parse_discipline};
 use super::{write_json, Human};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args as ClapArgs, Subcommand};
 use layoutlab_device::replay::{replay, ReplayOptions};
 use layoutlab_report::{offset_plot, Cell, Column, OffsetSeries, Table};
@@ -85,9 +85,31 @@ pub struct ReplayArgs {
     /// state). SSD presets, and composites with SSD members, only.
     #[arg(long, value_parser = super::device::parse_precondition)]
     precondition: Option<layoutlab_device::ssd::Precondition>,
+    /// A what-if of the preset: replace the value at a dotted path of its file, e.g.
+    /// `--vary cache.write_segments=16` (a drive that stacks write commands in its buffer) or
+    /// `--vary seek.single_cylinder_ms=0.6`. Repeatable. The path must be a `{ value, source }`
+    /// entry of the preset (a typo is an error, not a replay of the unchanged drive); VALUE is
+    /// read as TOML (a number, true/false, or a quoted string).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_vary)]
+    vary: Vec<(String, toml::Value)>,
     /// Write the result as JSON to PATH ("-" for stdout).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
+}
+
+/// `KEY=VALUE` of `--vary`: the dotted path and the value read as TOML.
+fn parse_vary(arg: &str) -> Result<(String, toml::Value), String> {
+    let (key, value) = arg
+        .split_once('=')
+        .ok_or_else(|| format!("'{arg}': expected KEY=VALUE, e.g. cache.write_segments=16"))?;
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(format!("'{arg}': empty KEY"));
+    }
+    let doc: toml::Table = format!("v = {}", value.trim()).parse().map_err(|_| {
+        format!("'{arg}': VALUE is not a TOML value (a number, true/false, or a quoted string)")
+    })?;
+    Ok((key.to_string(), doc["v"].clone()))
 }
 
 /// Read a trace, in `from` format if given.
@@ -173,12 +195,27 @@ pub fn run(cmd: Command) -> Result<()> {
         }
         Command::Replay(a) => {
             let trace = read_trace(&a.input, a.from.as_deref())?;
-            let mut dev = load_device_with(
-                &a.device,
-                &layoutlab_device::preset::LoadOptions {
-                    ssd_precondition: a.precondition,
-                },
-            )?;
+            let mut dev = if a.vary.is_empty() {
+                load_device_with(
+                    &a.device,
+                    &layoutlab_device::preset::LoadOptions {
+                        ssd_precondition: a.precondition,
+                    },
+                )?
+            } else {
+                if a.precondition.is_some() {
+                    bail!("--vary and --precondition together are not supported: vary the preset's `precondition` instead");
+                }
+                let (text, path) = layoutlab_device::preset::preset_source(&a.device)?;
+                let varied = layoutlab_device::preset::vary_preset(
+                    &text,
+                    &path,
+                    &a.vary,
+                    "varied on the command line (trace replay --vary)",
+                )
+                .with_context(|| format!("--vary on {}", a.device))?;
+                layoutlab_device::preset::load_preset_str(&varied, &path)?
+            };
             let opts = ReplayOptions {
                 cpu_scale: a.cpu_scale,
                 discipline: parse_discipline(&a.scheduler)?,

@@ -94,6 +94,18 @@ pub struct CacheSpec {
     pub write_back_level: u8,
     /// Data written by the host can serve later reads.
     pub read_hits_on_write_data: bool,
+    /// Segments that may hold write-back data not yet on the media at once (DiskSim's
+    /// "Maximum number of write segments"). 1, DiskSim's rule and every validation drive's
+    /// value: a write that does not append to the dirty data waits for the media. More: such
+    /// a write is taken into a free segment at once and reported, and the media writes the
+    /// segments in the order they came (ATA drives' "write cache stacking": docs/hdd-model.md,
+    /// "Writes"). Absent from a preset file: 1.
+    #[serde(default = "one_write_segment")]
+    pub write_segments: usize,
+}
+
+fn one_write_segment() -> usize {
+    1
 }
 
 /// Controller overheads, ms (DiskSim names in brackets).
@@ -232,6 +244,10 @@ pub struct Hdd {
     /// The media runs of the dirty write stream still within a segment of its end, oldest
     /// first: when each sector of it is on the platter, for the write buffer's bound.
     dirty_runs: VecDeque<WrittenRun>,
+    /// When the media finishes each write segment still holding dirty data, oldest first
+    /// (appends extend the newest); with [`CacheSpec::write_segments`] above 1, how many
+    /// segments a write that does not append finds taken.
+    write_segment_ends: VecDeque<f64>,
 }
 
 /// Sectors `[start, end)` of a write, written one every `sector_ns` with the last one done at
@@ -374,6 +390,14 @@ impl Hdd {
         if spec.cache.segments > 0 && spec.cache.segment_sectors == 0 {
             return Err(bad("cache segments need a positive size".into()));
         }
+        if spec.cache.write_segments == 0
+            || (spec.cache.segments > 0 && spec.cache.write_segments > spec.cache.segments)
+        {
+            return Err(bad(format!(
+                "write_segments must be at least 1 and at most the {} segments",
+                spec.cache.segments
+            )));
+        }
         if spec.cache.write_back_level > 2 {
             return Err(bad("write_back_level must be 0, 1 or 2".into()));
         }
@@ -427,6 +451,7 @@ impl Hdd {
             dirty_end: None,
             prev_write_end: None,
             dirty_runs: VecDeque::with_capacity(64),
+            write_segment_ends: VecDeque::new(),
             spec,
         })
     }
@@ -459,6 +484,7 @@ impl Hdd {
         self.dirty_end = None;
         self.prev_write_end = None;
         self.dirty_runs.clear();
+        self.write_segment_ends.clear();
     }
 
     /// Seek (or head switch) time between two tracks, ns; write settle added for writes that
@@ -926,8 +952,26 @@ impl Hdd {
         // A write that appends to the dirty data still being written is taken into the
         // buffer at once (DiskSim's BUFFER_APPEND); any other request waits for the media.
         let appends = write_back && self.dirty_end == Some(lbn) && arrival_ns < self.free_ns;
+        // With more than one write segment, a write that does not append is taken into a
+        // free one as soon as the controller can take it (the media may still be writing
+        // earlier segments), or when the oldest taken segment is on the platter.
+        let stacks = write_back
+            && !appends
+            && self.spec.cache.write_segments > 1
+            && self.dirty_end.is_some();
         let start = if appends {
             arrival_ns.max(self.accept_ns)
+        } else if stacks {
+            let t = arrival_ns.max(self.accept_ns);
+            let ends = &self.write_segment_ends;
+            let k = self.spec.cache.write_segments;
+            if ends.len() >= k {
+                // Segments finish in the order they were taken: at most k − 1 may still be
+                // taken when this write comes in.
+                t.max(ends[ends.len() - k])
+            } else {
+                t
+            }
         } else {
             arrival_ns.max(self.free_ns)
         };
@@ -1045,6 +1089,17 @@ impl Hdd {
             self.cache.insert(lbn, end, true);
         }
         self.dirty_end = if write_back { Some(end) } else { None };
+        if write_back {
+            while self.write_segment_ends.front().is_some_and(|&e| e <= start) {
+                self.write_segment_ends.pop_front();
+            }
+            match self.write_segment_ends.back_mut() {
+                Some(last) if appends => *last = m.end_ns,
+                _ => self.write_segment_ends.push_back(m.end_ns),
+            }
+        } else {
+            self.write_segment_ends.clear();
+        }
         if write_back {
             // Reported once the data is in the buffer; the media write goes on behind it.
             self.free_ns = m.end_ns;

@@ -205,6 +205,18 @@ impl<'a> Table<'a> {
             Ok(default)
         }
     }
+    fn u64_or(
+        &mut self,
+        key: &str,
+        default: u64,
+        s: &mut BTreeMap<String, String>,
+    ) -> Result<u64, DeviceError> {
+        if self.table.contains_key(key) {
+            self.u64(key, s)
+        } else {
+            Ok(default)
+        }
+    }
     fn u64(&mut self, key: &str, s: &mut BTreeMap<String, String>) -> Result<u64, DeviceError> {
         match self.value(key, s)? {
             Value::Integer(i) if *i >= 0 => Ok(*i as u64),
@@ -463,6 +475,7 @@ pub fn spec_from_toml_str(text: &str, path: &str) -> Result<HddSpec, DeviceError
         almost_read_hits: c.bool("almost_read_hits", &mut src)?,
         write_back_level: c.u64("write_back_level", &mut src)? as u8,
         read_hits_on_write_data: c.bool("read_hits_on_write_data", &mut src)?,
+        write_segments: c.u64_or("write_segments", 1, &mut src)? as usize,
     };
     c.finish()?;
 
@@ -873,6 +886,7 @@ pub fn spec_to_toml_string(spec: &HddSpec) -> String {
     w.b("almost_read_hits", c.almost_read_hits);
     w.u("write_back_level", c.write_back_level as u64);
     w.b("read_hits_on_write_data", c.read_hits_on_write_data);
+    w.u("write_segments", c.write_segments as u64);
     let o = &spec.overheads;
     w.section("overheads");
     for (k, v) in [

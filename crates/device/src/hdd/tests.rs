@@ -42,6 +42,7 @@ fn simple_spec() -> HddSpec {
             almost_read_hits: false,
             write_back_level: 0,
             read_hits_on_write_data: false,
+            write_segments: 1,
         },
         overheads: Overheads::default(),
         bus: BusSpec {
@@ -117,6 +118,7 @@ fn sequential_reads_stream_from_read_ahead() {
         almost_read_hits: false,
         write_back_level: 0,
         read_hits_on_write_data: true,
+        write_segments: 1,
     };
     spec.overheads.read_hit_after_read_ms = 0.1;
     spec.bus.read_sector_ms = 0.01;
@@ -445,6 +447,7 @@ fn track_read_ahead_stops_at_the_last_logical_sector_of_the_track() {
         almost_read_hits: false,
         write_back_level: 0,
         read_hits_on_write_data: false,
+        write_segments: 1,
     };
     let mut d = Hdd::new(spec.clone()).unwrap();
     let t = d.submit(0.0, &req(Op::Read, 10, 10));
@@ -848,4 +851,114 @@ fn sata_20t_7200_2022_holds_its_cited_figures() {
         rate <= 281.0 + 0.5 && rate >= floor.min(formula_mb_s) * 0.99,
         "{rate}"
     );
+}
+
+/// Write cache stacking (`cache.write_segments`, docs/hdd-model.md "Writes"): writes of 512 KiB,
+/// each 8 sectors (one 4 KiB block, as ext3's indirect block between two runs of a file's data)
+/// past the one before, each issued when the one before completes.
+/// - With one write segment (DiskSim's rule, every shipped preset) the second waits for the
+///   media, then for its command, by which time its first sector has gone by under the head:
+///   each skip loses most of a revolution.
+/// - With two, the second goes into a free segment and is reported at bus speed, and the media
+///   writes it as soon as the head reaches its first sector.
+/// - A third finds both segments taken and waits for the first to be on the platter; with
+///   three segments it too is reported at bus speed.
+#[test]
+fn a_write_past_a_skipped_block_waits_for_the_media_unless_segments_stack_writes() {
+    for hdd in shipped_hdd_presets() {
+        let spec = hdd.spec().clone();
+        let o = &spec.overheads;
+        let n = 1024u32;
+        let at_bus_speed = (o.per_request_ms
+            + o.write_hit_after_write_ms
+            + o.data_prep_ms
+            + o.write_completion_ms)
+            * 1e6
+            + n as f64 * spec.bus.write_sector_ms * 1e6;
+        let run = |segments: usize| {
+            let mut s = spec.clone();
+            s.cache.write_segments = segments;
+            let mut d = Hdd::new(s).unwrap();
+            let t1 = d.submit(0.0, &req(Op::Write, 0, n));
+            let t2 = d.submit(t1, &req(Op::Write, n as u64 + 8, n));
+            let t3 = d.submit(t2, &req(Op::Write, 2 * (n as u64 + 8), n));
+            let on_platter = d.submit(t3, &req(Op::Flush, 0, 0));
+            (t1, t2, t3, on_platter, d.rotation_ns())
+        };
+        let (a1, a2, _, one, rev) = run(1);
+        let (b1, b2, b3, two, _) = run(2);
+        let (c1, c2, c3, three, _) = run(3);
+        assert_eq!(
+            a1, b1,
+            "{}: the first write does not depend on the segments",
+            spec.name
+        );
+        assert_eq!(b1, c1, "{}", spec.name);
+        assert!(
+            a2 - a1 > at_bus_speed + 1e6,
+            "{}: with one write segment the second write waits for the media: {:.3} ms",
+            spec.name,
+            (a2 - a1) / 1e6
+        );
+        assert!(
+            (b2 - b1 - at_bus_speed).abs() < 1.0 && (c2 - c1 - at_bus_speed).abs() < 1.0,
+            "{}: a free segment takes the second write at bus speed: {:.6} and {:.6} ms, expected {:.6}",
+            spec.name,
+            (b2 - b1) / 1e6,
+            (c2 - c1) / 1e6,
+            at_bus_speed / 1e6
+        );
+        assert!(
+            b3 - b2 > at_bus_speed + 1e6,
+            "{}: two segments taken, the third write waits: {:.3} ms",
+            spec.name,
+            (b3 - b2) / 1e6
+        );
+        assert!(
+            (c3 - c2 - at_bus_speed).abs() < 1.0,
+            "{}: with three segments the third write is taken at bus speed: {:.6} ms",
+            spec.name,
+            (c3 - c2) / 1e6
+        );
+        // The two skips: with stacking the media loses only the skipped sectors' time, without
+        // it most of a revolution each.
+        assert!(
+            one - two > rev,
+            "{}: one segment {:.3} ms, two {:.3} ms, a revolution {:.3} ms",
+            spec.name,
+            one / 1e6,
+            two / 1e6,
+            rev / 1e6
+        );
+        assert!(
+            (two - three).abs() < 1.0,
+            "{}: the media writes the same sectors in the same order: {two} vs {three}",
+            spec.name
+        );
+    }
+}
+
+/// `cache.write_segments` is a drive's own figure: 0 or more than the buffer's segments is an
+/// error naming the bound; a preset that leaves it out has one.
+#[test]
+fn write_segments_must_fit_the_buffer() {
+    let spec = shipped_hdd_presets()[0].spec().clone();
+    for bad in [0, spec.cache.segments + 1] {
+        let mut s = spec.clone();
+        s.cache.write_segments = bad;
+        let e = Hdd::new(s).unwrap_err().to_string();
+        assert!(e.contains("write_segments"), "{bad}: {e}");
+    }
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/sata-400g-2007.toml"),
+    )
+    .unwrap();
+    let without: String = text
+        .lines()
+        .filter(|l| !l.starts_with("write_segments"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(without, text, "the preset states its write segments");
+    let d = Hdd::from_toml_str(&without, "sata-400g-2007 without write_segments").unwrap();
+    assert_eq!(d.spec().cache.write_segments, 1);
 }

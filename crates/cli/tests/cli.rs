@@ -977,7 +977,10 @@ fn trace_replay_varies_a_preset_value() {
     // with one segment: 16.67 ms here.
     assert!(saved > 0.0125 && saved < 0.0168, "saved {saved} s");
     for (arg, says) in [
-        ("cache.write_segment=16", "no parameter 'cache.write_segment'"),
+        (
+            "cache.write_segment=16",
+            "no parameter 'cache.write_segment'",
+        ),
         ("cache.write_segments=17", "at most the 16 segments"),
         ("cache.write_segments", "expected KEY=VALUE"),
         ("cache.write_segments=sixteen", "not a TOML value"),

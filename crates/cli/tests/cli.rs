@@ -934,8 +934,9 @@ fn trace_replay_and_bench_report_json() {
 
 /// `trace replay --vary`: a what-if of the preset. Three 512 KiB writes, each one 4 KiB block
 /// past the last, issued back to back, then a cache flush: with the preset's one write segment
-/// each skip costs up to a revolution (8.3 ms at 7,200 rpm), with write cache stacking little. A path that is not in the preset, a value the model refuses and a malformed
-/// argument are errors (exit 2) that name what was wrong and write no JSON.
+/// each skip costs up to a revolution (8.3 ms at 7,200 rpm), with write cache stacking little.
+/// A path that is not in the preset, a value the model refuses and a malformed argument are
+/// errors (exit 2) that name what was wrong and write no JSON.
 #[test]
 fn trace_replay_varies_a_preset_value() {
     let dir = scratch("vary");

@@ -1089,7 +1089,8 @@ impl Hdd {
             self.cache.insert(lbn, end, true);
         }
         self.dirty_end = if write_back { Some(end) } else { None };
-        if write_back {
+        // Only a drive that stacks writes needs to know when each segment frees.
+        if write_back && self.spec.cache.write_segments > 1 {
             while self.write_segment_ends.front().is_some_and(|&e| e <= start) {
                 self.write_segment_ends.pop_front();
             }

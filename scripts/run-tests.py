@@ -9,7 +9,10 @@ output. The closing summary then lists:
   * every test that skipped part or all of itself (a line starting with "skip" in its output;
     as an ordinary user that is every test needing root), with its reason;
   * the `#[ignore]`d tests (the full-scale runs) and the command that runs each;
-  * failures, again, in full.
+  * failures, again, in full;
+  * what the suite left behind: a temp path, loop device or mount named after a test process
+    that has exited (the rig's `prefix-PID-N` names), which was not there before the run. Each
+    is a failure: the rig and its tests clean up after themselves.
 
 libtest's JSON format is behind `-Z unstable-options`; RUSTC_BOOTSTRAP=1 is set for the test
 binaries' run only (never for compiling), which is what lets a stable libtest print it.
@@ -159,9 +162,57 @@ def doc_tests(filters, report):
     report["counts"]["ignored"] += ignored
 
 
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _dead_pid_name(name):
+    """A rig name `layoutlab...-PID-N` whose PID is no longer a process."""
+    parts = name.split("-")
+    for i in range(1, len(parts) - 1):
+        if parts[i].isdigit() and parts[i + 1].split(".")[0].isdigit():
+            return not _pid_alive(int(parts[i]))
+    return False
+
+
+def leftovers():
+    """Temp paths, loop devices and mounts named after a layoutlab process that has exited."""
+    tmp = os.environ.get("TMPDIR") or "/tmp"
+    found = set()
+    try:
+        for name in os.listdir(tmp):
+            if name.startswith("layoutlab") and _dead_pid_name(name):
+                found.add(f"temp path {os.path.join(tmp, name)}")
+    except OSError:
+        pass
+    p = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    for line in p.stdout.splitlines():
+        f = line.split(None, 1)
+        if len(f) == 2 and "layoutlab" in f[1] and any(
+                _dead_pid_name(c) for c in f[1].split("/")):
+            found.add(f"loop device {f[0]} on {f[1].strip()}")
+    try:
+        with open("/proc/self/mounts") as m:
+            for line in m:
+                target = line.split()[1]
+                if "layoutlab" in target and any(_dead_pid_name(c) for c in target.split("/")):
+                    found.add(f"mount {target}")
+    except OSError:
+        pass
+    return found
+
+
 def main():
     filters = sys.argv[1:]
     t0 = time.monotonic()
+    before = leftovers()
     binaries = build()
     built = time.monotonic() - t0
     report = {"counts": {"passed": 0, "failed": 0, "ignored": 0}, "tests": [], "skips": [],
@@ -169,6 +220,12 @@ def main():
     for b in sorted(binaries, key=lambda b: (b["package_name"], b["kind"], b["target"])):
         run_binary(b, filters, report)
     doc_tests(filters, report)
+    left = sorted(leftovers() - before)
+    if left:
+        report["counts"]["failed"] += 1
+        report["failures"].append({"binary": "the suite", "test": "(left behind)",
+                                   "output": "\n".join(left)})
+        print("---- the suite left behind what its tests made: ----\n" + "\n".join(left))
     ran = time.monotonic() - t0 - built
     report["seconds"] = {"build": built, "tests": ran}
     os.makedirs(os.path.join(ROOT, "target"), exist_ok=True)

@@ -27,6 +27,9 @@
 #                                       of metacluster-fsck at scale 1) and
 #                                       repeat (ext3-vs-ext4-fsck 3 times plain and 3 times closed
 #                                       loop; shares 2 plain runs with queue): 15-25 min together;
+#                                       readahead (the fsck experiments' read-ahead window:
+#                                       each at scale 1 at 128 KiB twice, 64, 32, 16 and 0: 18
+#                                       plain captures, about 15 min here);
 #                                       spread (each fsck experiment captured N_SPREAD = 8 times
 #                                       as shipped at scale 1: 24 runs, about 10 min here);
 #                                       treeband (ext4-fsck-allocator's tree laid out by our two
@@ -837,6 +840,43 @@ if want queue; then
   done
 } >"$snip"
 splice "$fidelity" budget-fsck-queue "$snip"
+fi
+
+if want readahead; then
+# ---- The fsck experiments' read-ahead window (`os_read_ahead_kb`): each experiment at scale 1
+# (the posts' scale), captured at the shipped 128 KiB twice (the spread of one capture) and at
+# 64, 32, 16 and 0 KiB. The period kernel's window is 128 KiB at most (VM_MAX_READAHEAD, 2.6.x)
+# and it opens at 4 pages for a one-page read (get_init_ra_size, mm/readahead.c, the same function
+# in 2.6.22 and today); how it grew from there changed in 2.6.23 (on-demand read-ahead) and
+# cannot be run here, so the smaller windows bound it. 0 is no read-ahead at all.
+ra_kbs="128 64 32 16 0"
+fsck_scale() { echo 1; }
+for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
+  fsck_run "$exp" ra128 --set os_read_ahead_kb=128
+  fsck_run "$exp" ra128b --set os_read_ahead_kb=128
+  for kb in $ra_kbs; do [ "$kb" = 128 ] || fsck_run "$exp" "ra$kb" --set os_read_ahead_kb="$kb"; done
+done
+fsck_scale() { case $1 in metacluster-fsck) echo 1;; *) echo "";; esac; }
+ra_row() { # experiment name kb what
+  local j="$out/$1-$2.json" l="$out/$1-$2.load"
+  if [ ! -s "$j" ]; then echo "| $1 | $3 | $4 | not run | not run | not run | |"; return; fi
+  local load=""; [ -s "$l" ] && load=$(awk '{printf "%s → %s", $1, $2}' "$l")
+  jq -r --arg kb "$3" --arg what "$4" --arg load "$load" "$f1"'
+    "| \(.experiment) | \($kb) | \($what) | \(.runs[0].policy): \(.runs[0].total_seconds | f1) s (\(.runs[0].requests)) | \(.runs[1].policy): \(.runs[1].total_seconds | f1) s (\(.runs[1].requests)) | \(1 - .runs[1].total_seconds / .runs[0].total_seconds | . * 100 | f1)% | \($load) |"' "$j"
+}
+{
+  provenance "each row one plain capture at scale 1 on the experiment's preset; seconds are the model's replay of the capture, requests the kernel's"
+  echo '| experiment | read_ahead_kb [KiB] | capture | first policy: seconds (requests) | second policy: seconds (requests) | reduction | load (1 min, start → end) |'
+  echo '|---|---:|---|---|---|---:|---|'
+  for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
+    ra_row "$exp" ra128 128 "as shipped"
+    ra_row "$exp" ra128b 128 "as shipped, captured again"
+    for kb in $ra_kbs; do
+      [ "$kb" = 128 ] || ra_row "$exp" "ra$kb" "$kb" "\`--set os_read_ahead_kb=$kb\`"
+    done
+  done
+} >"$snip"
+splice "$fidelity" budget-fsck-readahead "$snip"
 fi
 
 if want repeat; then

@@ -1244,6 +1244,71 @@ fn fsck_queue_block_follows_its_experiment_files_and_the_prose() {
     }
 }
 
+/// The fsck experiments' read-ahead block (`ONLY=readahead docs/regenerate-budgets.sh`) holds
+/// what the experiment files and the runs say, and the prose follows it:
+/// - per experiment, at scale 1, two captures at the file's `os_read_ahead_kb` (128 KiB, the
+///   period's largest window) and one at each of 64, 32, 16 and 0 KiB; each reduction is the
+///   row's seconds' (to the printed rounding);
+/// - for each experiment, the sentence the rows allow: the span of the reduction over the windows
+///   of 16 KiB or more (both captures as shipped included), and the reduction and requests with
+///   no read-ahead against the first capture as shipped.
+#[test]
+fn fsck_readahead_block_follows_its_experiment_files_and_the_prose() {
+    let rows = budget_rows("budget-fsck-readahead");
+    let text = doc_prose();
+    let exps = [
+        "metacluster-fsck",
+        "ext4-fsck-allocator",
+        "ext3-vs-ext4-fsck",
+    ];
+    assert_eq!(rows.len(), 6 * exps.len(), "six rows per experiment");
+    for exp in exps {
+        let file = experiment_file(exp);
+        let shipped_kb = file["fsck"]["os_read_ahead_kb"].as_integer().unwrap() as u64;
+        assert_eq!(
+            shipped_kb, 128,
+            "{exp}: the block's windows are below 128 KiB"
+        );
+        let mine: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == exp).collect();
+        let kbs: Vec<u64> = mine.iter().map(|r| num(&r[1]) as u64).collect();
+        assert_eq!(kbs, [128, 128, 64, 32, 16, 0], "{exp}");
+        let captures: Vec<&str> = mine.iter().map(|r| r[2].as_str()).collect();
+        assert_eq!(
+            captures[..2],
+            ["as shipped", "as shipped, captured again"],
+            "{exp}"
+        );
+        for (r, kb) in mine[2..].iter().zip([64, 32, 16, 0]) {
+            assert_eq!(r[2], format!("`--set os_read_ahead_kb={kb}`"), "{exp}");
+        }
+        let mut reductions = Vec::new();
+        let mut requests = Vec::new();
+        for r in &mine {
+            let (a, na) = policy_cell(&r[3]);
+            let (b, nb) = policy_cell(&r[4]);
+            let red = num(r[5].trim_end_matches('%'));
+            let slack = 0.06 + 100.0 * 0.05 * (1.0 / a + b / (a * a));
+            assert!((red - 100.0 * (1.0 - b / a)).abs() <= slack, "{exp}: {r:?}");
+            reductions.push(red);
+            requests.push((na, nb));
+        }
+        let windowed = &reductions[..5];
+        let lo = windowed.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = windowed.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let claim = format!(
+            "{exp}: with windows of 16 to 128 KiB the reduction lies between {lo:.1}% and {hi:.1}% (as shipped {:.1}% and {:.1}%); with no read-ahead it is {:.1}%, from {} and {} requests against {} and {}",
+            reductions[0],
+            reductions[1],
+            reductions[5],
+            requests[5].0,
+            requests[5].1,
+            requests[0].0,
+            requests[0].1
+        );
+        assert!(text.contains(&claim), "the prose no longer says: {claim}");
+    }
+}
+
 /// ext3-vs-ext4-fsck's repeated captures (`ONLY=repeat docs/regenerate-budgets.sh`): three
 /// plain and three closed-loop rows, each ext4-2008 count split into pass 2 and the other
 /// passes (which add up to it), a measured time on the emulated disk only where the capture was

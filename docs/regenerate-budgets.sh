@@ -29,7 +29,7 @@
 #                                       loop; shares 2 plain runs with queue): 15-25 min together;
 #                                       readahead (the fsck experiments' read-ahead window:
 #                                       each at scale 1 at 128 KiB twice, 64, 32, 16 and 0: 18
-#                                       plain captures, about 15 min here);
+#                                       plain captures, about 6 min here, quiet);
 #                                       spread (each fsck experiment captured N_SPREAD = 8 times
 #                                       as shipped at scale 1: 24 runs, about 10 min here);
 #                                       treeband (ext4-fsck-allocator's tree laid out by our two

@@ -191,9 +191,13 @@ def leftovers():
                 found.add(f"temp path {os.path.join(tmp, name)}")
     except OSError:
         pass
-    p = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
-                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    for line in p.stdout.splitlines():
+    try:
+        p = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        loops = p.stdout
+    except OSError:
+        loops = ""  # no losetup: no loop device can have been made either
+    for line in loops.splitlines():
         f = line.split(None, 1)
         if len(f) == 2 and "layoutlab" in f[1] and any(
                 _dead_pid_name(c) for c in f[1].split("/")):

@@ -10,9 +10,9 @@ output. The closing summary then lists:
     as an ordinary user that is every test needing root), with its reason;
   * the `#[ignore]`d tests (the full-scale runs) and the command that runs each;
   * failures, again, in full;
-  * what the suite left behind: a temp path, loop device or mount named after a test process
-    that has exited (the rig's `prefix-PID-N` names), which was not there before the run. Each
-    is a failure: the rig and its tests clean up after themselves.
+  * what the suite left behind: whatever `layoutlab clean --dry-run` finds after the run that
+    it did not find before (rig-made items named after a process that has exited). Each is a
+    failure: the rig and its tests clean up after themselves.
 
 libtest's JSON format is behind `-Z unstable-options`; RUSTC_BOOTSTRAP=1 is set for the test
 binaries' run only (never for compiling), which is what lets a stable libtest print it.
@@ -31,13 +31,15 @@ CARGO = os.environ.get("CARGO", "cargo")
 
 
 def build():
-    """Every test executable, with its package, kind, name and manifest directory."""
+    """Every test executable, with its package, kind, name and manifest directory; and the
+    layoutlab binary built for the integration tests."""
     cmd = [CARGO, "test", "--workspace", "--locked", "--no-run",
            "--message-format=json-render-diagnostics"]
     p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     if p.returncode != 0:
         sys.exit(f"run-tests: `{' '.join(cmd)}` failed (exit {p.returncode})")
     out = []
+    layoutlab = None
     for line in p.stdout.splitlines():
         try:
             m = json.loads(line)
@@ -46,6 +48,8 @@ def build():
         if m.get("reason") != "compiler-artifact" or not m.get("executable"):
             continue
         if not m.get("profile", {}).get("test"):
+            if m["target"]["kind"] == ["bin"] and m["target"]["name"] == "layoutlab":
+                layoutlab = m["executable"]  # the CLI the integration tests run
             continue
         t = m["target"]
         pkg = m["package_id"]
@@ -60,7 +64,7 @@ def build():
             "target": t["name"],
             "dir": os.path.dirname(m["manifest_path"]),
         })
-    return out
+    return out, layoutlab
 
 
 def how_to_run(b, test):
@@ -162,69 +166,30 @@ def doc_tests(filters, report):
     report["counts"]["ignored"] += ignored
 
 
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _dead_pid_name(name):
-    """A rig name `layoutlab...-PID-N` whose PID is no longer a process."""
-    parts = name.split("-")
-    for i in range(1, len(parts) - 1):
-        if parts[i].isdigit() and parts[i + 1].split(".")[0].isdigit():
-            return not _pid_alive(int(parts[i]))
-    return False
-
-
-def leftovers():
-    """Temp paths, loop devices and mounts named after a layoutlab process that has exited."""
-    tmp = os.environ.get("TMPDIR") or "/tmp"
-    found = set()
-    try:
-        for name in os.listdir(tmp):
-            if name.startswith("layoutlab") and _dead_pid_name(name):
-                found.add(f"temp path {os.path.join(tmp, name)}")
-    except OSError:
-        pass
-    try:
-        p = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        loops = p.stdout
-    except OSError:
-        loops = ""  # no losetup: no loop device can have been made either
-    for line in loops.splitlines():
-        f = line.split(None, 1)
-        if len(f) == 2 and "layoutlab" in f[1] and any(
-                _dead_pid_name(c) for c in f[1].split("/")):
-            found.add(f"loop device {f[0]} on {f[1].strip()}")
-    try:
-        with open("/proc/self/mounts") as m:
-            for line in m:
-                target = line.split()[1]
-                if "layoutlab" in target and any(_dead_pid_name(c) for c in target.split("/")):
-                    found.add(f"mount {target}")
-    except OSError:
-        pass
-    return found
+def leftovers(layoutlab):
+    """What `layoutlab clean --dry-run` finds: tracefs instances, mounts, loop devices, zram
+    devices, cgroups and temp paths named after a layoutlab process that has exited."""
+    if not layoutlab:
+        sys.exit("run-tests: the build made no layoutlab binary to look for leftovers with")
+    p = subprocess.run([layoutlab, "clean", "--dry-run", "--json", "-"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if p.returncode != 0:
+        sys.exit(f"run-tests: `{layoutlab} clean --dry-run` failed (exit {p.returncode})")
+    return {f"{i['kind']} {i['path']}" for i in json.loads(p.stdout)["found"]}
 
 
 def main():
     filters = sys.argv[1:]
     t0 = time.monotonic()
-    before = leftovers()
-    binaries = build()
+    binaries, layoutlab = build()
     built = time.monotonic() - t0
+    before = leftovers(layoutlab)
     report = {"counts": {"passed": 0, "failed": 0, "ignored": 0}, "tests": [], "skips": [],
               "ignored": [], "failures": [], "binaries": []}
     for b in sorted(binaries, key=lambda b: (b["package_name"], b["kind"], b["target"])):
         run_binary(b, filters, report)
     doc_tests(filters, report)
-    left = sorted(leftovers() - before)
+    left = sorted(leftovers(layoutlab) - before)
     if left:
         report["counts"]["failed"] += 1
         report["failures"].append({"binary": "the suite", "test": "(left behind)",

@@ -269,7 +269,7 @@ mod tests {
         if !can_make_cgroups() {
             return;
         }
-        let dir = crate::TempDir::new(&std::env::temp_dir(), "layoutlab-memcg-test").unwrap();
+        let dir = crate::TempDir::new(&std::env::temp_dir(), "layoutlab-memcgtest").unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, vec![1u8; 32 << 20]).unwrap();
         crate::drop_caches().unwrap();
@@ -312,7 +312,7 @@ mod tests {
         if !can_make_cgroups() {
             return;
         }
-        let dir = crate::TempDir::new(&std::env::temp_dir(), "layoutlab-memcg-fds").unwrap();
+        let dir = crate::TempDir::new(&std::env::temp_dir(), "layoutlab-memcgfds").unwrap();
         let kept = std::fs::File::create(dir.path().join("kept")).unwrap();
         let other = std::fs::File::create(dir.path().join("other")).unwrap();
         let (k, o) = (

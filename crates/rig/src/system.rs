@@ -214,12 +214,20 @@ pub struct TempDir {
 }
 
 impl TempDir {
-    /// Creates a fresh directory `prefix-PID-N` under `parent`.
+    /// Creates a fresh directory `prefix-PID-N` under `parent`. `prefix` is `layoutlab` or
+    /// `layoutlab-WORD` (lowercase), so that `layoutlab clean` finds the directory when its
+    /// process was killed (`stale::pid_in_name`).
     pub fn new(parent: &Path, prefix: &str) -> Result<TempDir> {
         static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         loop {
             let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let path = parent.join(format!("{prefix}-{}-{n}", std::process::id()));
+            let name = format!("{prefix}-{}-{n}", std::process::id());
+            debug_assert_eq!(
+                crate::stale::pid_in_name(&name),
+                Some(std::process::id()),
+                "{name}: a name `layoutlab clean` would not find"
+            );
+            let path = parent.join(name);
             // mkdir and register as one step (see `cleanup::creating`).
             let made = cleanup::creating(|| {
                 std::fs::create_dir(&path).map(|()| {

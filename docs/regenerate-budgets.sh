@@ -850,13 +850,12 @@ if want readahead; then
 # in 2.6.22 and today); how it grew from there changed in 2.6.23 (on-demand read-ahead) and
 # cannot be run here, so the smaller windows bound it. 0 is no read-ahead at all.
 ra_kbs="128 64 32 16 0"
-fsck_scale() { echo 1; }
+# fsck_run's scales are already 1 for all three (metacluster-fsck's set, the others' default).
 for exp in metacluster-fsck ext4-fsck-allocator ext3-vs-ext4-fsck; do
   fsck_run "$exp" ra128 --set os_read_ahead_kb=128
   fsck_run "$exp" ra128b --set os_read_ahead_kb=128
   for kb in $ra_kbs; do [ "$kb" = 128 ] || fsck_run "$exp" "ra$kb" --set os_read_ahead_kb="$kb"; done
 done
-fsck_scale() { case $1 in metacluster-fsck) echo 1;; *) echo "";; esac; }
 ra_row() { # experiment name kb what
   local j="$out/$1-$2.json" l="$out/$1-$2.load"
   if [ ! -s "$j" ]; then echo "| $1 | $3 | $4 | not run | not run | not run | |"; return; fi

@@ -1132,6 +1132,13 @@ fn policy_cell(c: &str) -> (f64, u64) {
     (num(s), num(n.trim_end_matches(')')) as u64)
 }
 
+/// Whether `red` (percent, printed to 0.1) is 1 − `b`/`a` of two seconds printed to 0.1: the
+/// slack is the printed rounding of all three, carried through the ratio.
+fn is_reduction_of(red: f64, a: f64, b: f64) -> bool {
+    let slack = 0.06 + 100.0 * 0.05 * (1.0 / a + b / (a * a));
+    (red - 100.0 * (1.0 - b / a)).abs() <= slack
+}
+
 /// The fsck experiments' queue-size block (`ONLY=queue docs/regenerate-budgets.sh`) holds what
 /// the experiment files and the runs say, and the prose follows it:
 /// - per experiment, two captures as shipped at the file's `os_max_sectors_kb` and its default
@@ -1196,8 +1203,7 @@ fn fsck_queue_block_follows_its_experiment_files_and_the_prose() {
             let (a, na) = policy_cell(&r[4]);
             let (b, nb) = policy_cell(&r[5]);
             let red = num(r[7].trim_end_matches('%'));
-            let slack = 0.06 + 100.0 * 0.05 * (1.0 / a + b / (a * a));
-            assert!((red - 100.0 * (1.0 - b / a)).abs() <= slack, "{exp}: {r:?}");
+            assert!(is_reduction_of(red, a, b), "{exp}: {r:?}");
             let (la, lb) = r[6]
                 .split_once(" / ")
                 .unwrap_or_else(|| panic!("{exp}: no largest request in {r:?}"));
@@ -1287,8 +1293,7 @@ fn fsck_readahead_block_follows_its_experiment_files_and_the_prose() {
             let (a, na) = policy_cell(&r[3]);
             let (b, nb) = policy_cell(&r[4]);
             let red = num(r[5].trim_end_matches('%'));
-            let slack = 0.06 + 100.0 * 0.05 * (1.0 / a + b / (a * a));
-            assert!((red - 100.0 * (1.0 - b / a)).abs() <= slack, "{exp}: {r:?}");
+            assert!(is_reduction_of(red, a, b), "{exp}: {r:?}");
             reductions.push(red);
             requests.push((na, nb));
         }

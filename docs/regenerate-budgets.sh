@@ -349,9 +349,9 @@ mio_run rot --set os_rotational=false
 mio_run closed --closed-loop
 traces="$out/mio-shipped/metacluster-io/traces"
 # A replay of the shipped run's traces as a run's JSON: {runs: [{benchmark, policy, ind_readahead, seconds}]}.
-mio_replay() { # name replay-args...
+mio_replay() { # name replay-args... (MIO_TRACES: another directory of the shipped run's traces)
   local name=$1; shift
-  for f in "$traces"/b*.csv; do
+  for f in "${MIO_TRACES:-$traces}"/b*.csv; do
     local base; base=$(basename "$f" .csv)
     "$bin" trace replay "$f" "$@" --json - 2>/dev/null |
       jq -c --arg base "$base" '{benchmark: ($base[1:2] | tonumber),
@@ -362,6 +362,9 @@ mio_replay() { # name replay-args...
 mio_replay alt --device sata-400g-2007-alt-samsung
 mio_replay cpu0 --device sata-400g-2007 --cpu-scale 0
 mio_replay stack --device sata-400g-2007 --vary cache.write_segments=16
+# The captured order: the shipped run's reads before the 2007 kernel's order across indirect
+# blocks was restored (traces/capture-order/, the same requests).
+MIO_TRACES="$traces/capture-order" mio_replay order --device sata-400g-2007
 # One benchmark's cell: ext3-2007 -> ext3-metacluster seconds (the change), with or without the
 # patch's indirect read-ahead (benchmark 1, a write, has none).
 mio_cell() { # name benchmark readahead
@@ -388,6 +391,7 @@ mio_row() { # factor switched-to name readahead
   echo '|---|---|---|---|---|---|'
   mio_row "as shipped" "sata-400g-2007, with the patch's indirect read-ahead" shipped true
   mio_row "layout: the patch's read-ahead" "without it (the same run)" shipped false
+  mio_row "request stream: order across an indirect block" "today's kernel's, as captured: the indirect block read before the data in front of it, where 2.6.18-2.6.24's ext3 submitted that data first (\`BH_Boundary\`, \`fs/mpage.c\`); the same requests, not reordered" order true
   printf '| %s | %s | %s | %s | %s | %s |\n' "request stream: closed loop" "the reads on the emulated disk (\`--closed-loop\`, K = 1; a new capture), without the read-ahead: against the row above" "$(mio_closed_cell closed 1)" "$(mio_closed_cell closed 2)" "$(mio_closed_cell closed 3)" "$(mio_closed_cell closed 4)"
   mio_row "request stream: queue" "requests of up to 1280 KiB (today's max_sectors_kb) instead of 2.6.23's 512 (a new capture)" maxsec true
   mio_row "request stream: rotational flag" "the capture device non-rotational (\`--set os_rotational=false\`; a new capture)" rot true

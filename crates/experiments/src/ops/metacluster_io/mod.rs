@@ -17,6 +17,7 @@
 //! [`run`] runs it all ([`run::run_metacluster_io`]); [`report`] prints the table, writes the SVG
 //! of benchmark 3 and the JSON.
 
+pub mod bio_order;
 pub mod ind_readahead;
 pub mod report;
 pub mod run;

@@ -164,7 +164,13 @@ pub(super) fn render(
             r.policy,
             if r.ind_readahead { "-readahead" } else { "" }
         );
-        std::fs::write(traces.join(name), layoutlab_trace::csv::write(&r.trace)?)?;
+        std::fs::write(traces.join(&name), layoutlab_trace::csv::write(&r.trace)?)?;
+        if let Some(t) = &r.capture_order {
+            // Kept apart, so `traces/b*.csv` stays the priced set.
+            let dir = traces.join("capture-order");
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join(&name), layoutlab_trace::csv::write(t)?)?;
+        }
     }
     let mut svgs = Vec::new();
     for with in [false, true] {

@@ -20,7 +20,7 @@
 //! `kernel_reads_cover_exactly_the_predicted_blocks` holds this.
 
 use super::report::{render, FileBytes};
-use super::{ind_readahead, write_stream, MetaclusterIoSpec};
+use super::{bio_order, ind_readahead, write_stream, MetaclusterIoSpec};
 use crate::output::Human;
 use crate::steps::phases::{of_tag, TagTable};
 use crate::{Experiment, RunArgs};
@@ -390,6 +390,16 @@ pub struct BenchRun {
     /// Read-ahead requests the option inserted, and captured reads it made unnecessary.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub readahead_inserted_dropped: Option<(u64, u64)>,
+    /// Captured reads moved back in front of the indirect-block read that today's kernel
+    /// issued before them ([`bio_order`]: the 2007 kernel's order); `None` for the write
+    /// stream, which is built in that order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period_order_moved: Option<u64>,
+    /// The same requests in the order the capture took them (before [`bio_order::restore`];
+    /// with the read-ahead option applied to it when `ind_readahead`), kept for the budget's
+    /// row of that order (not serialized).
+    #[serde(skip)]
+    pub capture_order: Option<Trace>,
     /// The requests (not serialized).
     #[serde(skip)]
     pub trace: Trace,
@@ -460,17 +470,20 @@ fn summarize(
         other_read_seconds: other_ns / 1e9,
         ind_to_data_mb: (back_n > 0).then(|| back_sum / back_n as f64),
         readahead_inserted_dropped: None,
+        period_order_moved: None,
+        capture_order: None,
         start_s: replayed.requests.iter().map(|q| q.start_ns / 1e9).collect(),
         trace,
     }
 }
 
-/// Replays a captured read trace as is and with the read-ahead option: two runs.
+/// Replays a captured read trace, in the 2007 kernel's order of reads across indirect blocks
+/// ([`bio_order`]), as is and with the read-ahead option: two runs.
 #[allow(clippy::too_many_arguments)]
 fn price_reads(
     benchmark: u32,
     policy: &str,
-    trace: Trace,
+    captured: Trace,
     inode: &PlannedInode,
     block_size: u64,
     spec: &MetaclusterIoSpec,
@@ -481,7 +494,11 @@ fn price_reads(
     let _stage = crate::stages::enter(crate::stages::PRICE);
     let spb = block_size / 512;
     let mapping: HashSet<u64> = inode.mapping.iter().map(|m| m.physical).collect();
+    let restored = bio_order::restore(&captured, inode, block_size);
+    let trace = restored.trace;
     let applied = ind_readahead::apply(&trace, inode, block_size, spec.ind_readahead_blocks);
+    let captured_ahead =
+        ind_readahead::apply(&captured, inode, block_size, spec.ind_readahead_blocks).trace;
     let plain = crate::steps::price::on_preset(device, &trace, cpu_scale)?;
     let ahead = crate::steps::price::on_preset(device, &applied.trace, cpu_scale)?;
     let mut without = summarize(
@@ -506,6 +523,10 @@ fn price_reads(
     );
     with.readahead_inserted_dropped = Some((applied.inserted, applied.dropped));
     without.closed_loop = closed_loop;
+    without.period_order_moved = Some(restored.moved);
+    with.period_order_moved = Some(restored.moved);
+    without.capture_order = Some(captured);
+    with.capture_order = Some(captured_ahead);
     Ok([without, with])
 }
 

@@ -316,6 +316,52 @@ mod tests {
         assert_eq!(r.trace, t);
     }
 
+    /// A read of `len` logical blocks from `logical` of [`file_2007`] (within one run), or of
+    /// one of its mapping blocks.
+    fn arbitrary_read(pick: u64, len: u64, issue: u64) -> Request {
+        let f = file_2007();
+        if pick.is_multiple_of(5) {
+            let m = f.mapping[(pick / 5) as usize % f.mapping.len()];
+            return read(issue, m.physical, 1);
+        }
+        let run = f.data[(pick as usize / 7) % f.data.len()];
+        let first = pick % run.len;
+        let n = len.clamp(1, run.len - first);
+        read(issue, run.physical + first, n as u32)
+    }
+
+    proptest::proptest! {
+        /// Over arbitrary reads of the file, each block read once: the same requests come
+        /// out, issue times stay in order, at most one read moves per mapping-block read, and a
+        /// second pass moves none.
+        #[test]
+        fn it_only_reorders_and_is_idempotent(
+            picks in proptest::collection::vec((0u64..4000, 1u64..130), 0..40),
+        ) {
+            // Through the page cache a block is read once: overlapping picks are left out.
+            let mut reqs: Vec<Request> = Vec::new();
+            for (i, &(p, n)) in picks.iter().enumerate() {
+                let q = arbitrary_read(p, n, i as u64 * 1000);
+                let end = |r: &Request| r.sector + u64::from(r.sectors);
+                if reqs.iter().all(|r| end(r) <= q.sector || end(&q) <= r.sector) {
+                    reqs.push(q);
+                }
+            }
+            let t = trace(reqs);
+            let ino = file_2007();
+            let r = restore(&t, &ino, 4096);
+            let key = |q: &Request| (q.sector, q.sectors);
+            let (mut a, mut b) = (t.requests.clone(), r.trace.requests.clone());
+            a.sort_by_key(key);
+            b.sort_by_key(key);
+            proptest::prop_assert_eq!(a.iter().map(key).collect::<Vec<_>>(), b.iter().map(key).collect::<Vec<_>>());
+            proptest::prop_assert!(r.trace.requests.windows(2).all(|w| w[0].issue_ns <= w[1].issue_ns));
+            let mapping_reads = t.requests.iter().filter(|q| q.sectors == 8 && ino.mapping.iter().any(|m| m.physical * 8 == q.sector)).count() as u64;
+            proptest::prop_assert!(r.moved <= mapping_reads);
+            proptest::prop_assert_eq!(restore(&r.trace, &ino, 4096).moved, 0);
+        }
+    }
+
     #[test]
     fn the_search_stops_at_the_next_boundary() {
         // A read ending at logical 12 (the first boundary) after the second boundary's

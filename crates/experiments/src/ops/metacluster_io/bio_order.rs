@@ -332,10 +332,10 @@ mod tests {
 
     proptest::proptest! {
         /// Over arbitrary reads of the file, each block read once: the same requests come
-        /// out, issue times stay in order, at most one read moves per mapping-block read, and a
-        /// second pass moves none.
+        /// out, issue times stay in order, and at most one read moves per mapping-block read.
+        /// (A second pass may move more: a move can bring another read into a window.)
         #[test]
-        fn it_only_reorders_and_is_idempotent(
+        fn it_only_reorders(
             picks in proptest::collection::vec((0u64..4000, 1u64..130), 0..40),
         ) {
             // Through the page cache a block is read once: overlapping picks are left out.
@@ -358,7 +358,6 @@ mod tests {
             proptest::prop_assert!(r.trace.requests.windows(2).all(|w| w[0].issue_ns <= w[1].issue_ns));
             let mapping_reads = t.requests.iter().filter(|q| q.sectors == 8 && ino.mapping.iter().any(|m| m.physical * 8 == q.sector)).count() as u64;
             proptest::prop_assert!(r.moved <= mapping_reads);
-            proptest::prop_assert_eq!(restore(&r.trace, &ino, 4096).moved, 0);
         }
     }
 

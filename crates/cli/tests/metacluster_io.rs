@@ -213,6 +213,10 @@ fn json_contract_and_the_findings_the_docs_state_at_a_small_scale() {
         replay("capture-order/b2-ext3-2007.csv"),
     );
     assert!((restored - secs(2, "ext3-2007", false)).abs() < 1e-6);
+    let in_json = get(2, "ext3-2007", false)["capture_order_seconds"]
+        .as_f64()
+        .unwrap();
+    assert!((captured - in_json).abs() < 1e-6, "{captured} vs {in_json}");
     let revolution = 60.0 / 7200.0;
     assert!(
         captured - restored > revolution * ind as f64,

@@ -395,6 +395,11 @@ pub struct BenchRun {
     /// stream, which is built in that order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub period_order_moved: Option<u64>,
+    /// Predicted seconds of the same reads in the order the capture took them
+    /// (`capture_order`): what the 2007 kernel's order changes, and, for a closed-loop run, the
+    /// open-loop replay of the stream the emulated disk served (the kernel issued it so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_order_seconds: Option<f64>,
     /// The same requests in the order the capture took them (before [`bio_order::restore`];
     /// with the read-ahead option applied to it when `ind_readahead`), kept for the budget's
     /// row of that order (not serialized).
@@ -471,6 +476,7 @@ fn summarize(
         ind_to_data_mb: (back_n > 0).then(|| back_sum / back_n as f64),
         readahead_inserted_dropped: None,
         period_order_moved: None,
+        capture_order_seconds: None,
         capture_order: None,
         start_s: replayed.requests.iter().map(|q| q.start_ns / 1e9).collect(),
         trace,
@@ -525,6 +531,10 @@ fn price_reads(
     without.closed_loop = closed_loop;
     without.period_order_moved = Some(restored.moved);
     with.period_order_moved = Some(restored.moved);
+    without.capture_order_seconds =
+        Some(crate::steps::price::on_preset(device, &captured, cpu_scale)?.wall_ns / 1e9);
+    with.capture_order_seconds =
+        Some(crate::steps::price::on_preset(device, &captured_ahead, cpu_scale)?.wall_ns / 1e9);
     without.capture_order = Some(captured);
     with.capture_order = Some(captured_ahead);
     Ok([without, with])

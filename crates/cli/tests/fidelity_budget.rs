@@ -1809,6 +1809,45 @@ fn metacluster_io_closed_loop_and_rotational_prose_follows_its_block() {
     }
 }
 
+/// metacluster-io's read-ahead size rows (8 and 4 blocks against the shipped 32): the prose
+/// quotes their changes for benchmarks 2-4 as the block prints them, and its claim that every
+/// size priced keeps those benchmarks within 0.10 of the published changes holds for the rows.
+#[test]
+fn metacluster_io_readahead_size_prose_follows_its_block() {
+    let rows = budget_rows("budget-metacluster-io");
+    let sized: Vec<&Vec<String>> = rows
+        .iter()
+        .filter(|r| r[0] == "layout: the patch's read-ahead size")
+        .collect();
+    assert_eq!(sized.len(), 2, "{rows:?}");
+    let text = doc_prose();
+    let published = [0.0, -2.1, -0.7];
+    let pct = |x: f64| format!("{}{:.1}%", if x < 0.0 { "−" } else { "+" }, x.abs());
+    for (r, n) in sized.iter().zip([8, 4]) {
+        assert!(r[1].starts_with(&format!("{n} indirect blocks")), "{r:?}");
+        let changes: Vec<f64> = (2..=4).map(|b| mio_change(&r[1 + b])).collect();
+        let quoted = format!(
+            "{}, {} and {}",
+            pct(changes[0]),
+            pct(changes[1]),
+            pct(changes[2])
+        );
+        assert!(
+            text.contains(&quoted),
+            "the doc does not quote {n} blocks' {quoted}"
+        );
+        for (c, p) in changes.iter().zip(published) {
+            assert!((c - p).abs() < 10.0, "{n} blocks: {c}% against {p}%");
+        }
+    }
+    let shipped = row_named(&rows, "as shipped");
+    for (b, p) in (2..=4).zip(published) {
+        assert!((mio_change(&shipped[1 + b]) - p).abs() < 10.0);
+    }
+    assert!(text
+        .contains("Every size priced keeps benchmarks 2-4 within 0.10 of the published changes"));
+}
+
 /// large-delete in closed loop: each column's two rows are one capture (the time measured on
 /// the emulated disk, then the same stream replayed open loop); the prose's figures are the
 /// block's, as printed: the most closed loop moves an ext delete, and btrfs's two.

@@ -92,6 +92,13 @@ pub struct ReplayArgs {
     /// read as TOML (a number, true/false, or a quoted string).
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_vary)]
     vary: Vec<(String, toml::Value)>,
+    /// A what-if of the host: replay every read longer than SECTORS as consecutive reads of at
+    /// most SECTORS, issued one behind the other (writes and reads flagged `meta` as captured).
+    /// 8 is a kernel that read a
+    /// file one 4 KiB page at a time, as 2.6.2x did for a program that advised
+    /// `POSIX_FADV_RANDOM`; 256 a queue of 128 KiB requests.
+    #[arg(long, value_name = "SECTORS", value_parser = clap::value_parser!(u32).range(1..))]
+    split_reads: Option<u32>,
     /// Write the result as JSON to PATH ("-" for stdout).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
@@ -194,7 +201,10 @@ pub fn run(cmd: Command) -> Result<()> {
             Ok(())
         }
         Command::Replay(a) => {
-            let trace = read_trace(&a.input, a.from.as_deref())?;
+            let mut trace = read_trace(&a.input, a.from.as_deref())?;
+            if let Some(n) = a.split_reads {
+                trace = trace.split_reads(n);
+            }
             let mut dev = if a.vary.is_empty() {
                 load_device_with(
                     &a.device,

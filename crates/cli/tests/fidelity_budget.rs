@@ -1848,6 +1848,35 @@ fn metacluster_io_readahead_size_prose_follows_its_block() {
         .contains("Every size priced keeps benchmarks 2-4 within 0.10 of the published changes"));
 }
 
+/// metacluster-io's page-by-page row replays the shipped traces with benchmark 4's reads cut
+/// into 4 KiB requests: benchmarks 1-3 are the shipped row's to the digit, and the prose quotes
+/// benchmark 4's cells of both rows as the block prints them.
+#[test]
+fn metacluster_io_page_by_page_row_moves_only_benchmark_4_and_the_prose_follows() {
+    let rows = budget_rows("budget-metacluster-io");
+    let shipped = row_named(&rows, "as shipped");
+    let pages = row_named(&rows, "request stream: benchmark 4's reads page by page");
+    for b in 1..=3 {
+        assert_eq!(pages[1 + b], shipped[1 + b], "b{b}");
+    }
+    let text = doc_prose();
+    let (p, s) = (pair(&pages[5]), pair(&shipped[5]));
+    let pct = |x: f64| format!("{}{:.1}%", if x < 0.0 { "−" } else { "" }, x.abs());
+    for claim in [format!(
+        "benchmark 4 takes {:.1} → {:.1} s ({}) against the shipped {:.1} → {:.1} s ({})",
+        p.0,
+        p.1,
+        pct(mio_change(&pages[5])),
+        s.0,
+        s.1,
+        pct(mio_change(&shipped[5]))
+    )] {
+        assert!(text.contains(&claim), "the doc no longer says: {claim}");
+    }
+    // Cutting the reads costs time: 128 commands where there was one.
+    assert!(p.0 > s.0 && p.1 > s.1, "{p:?} vs {s:?}");
+}
+
 /// large-delete in closed loop: each column's two rows are one capture (the time measured on
 /// the emulated disk, then the same stream replayed open loop); the prose's figures are the
 /// block's, as printed: the most closed loop moves an ext delete, and btrfs's two.

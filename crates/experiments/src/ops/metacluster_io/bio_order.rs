@@ -10,7 +10,7 @@
 //! holds when it meets a boundary. The reason is spelled out above `mpage_readpages` in
 //! 2.6.24's `fs/mpage.c`: without it "an mpage read of the first 16 blocks of an ext2 file will
 //! cause I/O to be submitted in the following order: 12 0 1 2 3 4 5 6 7 8 9 10 11 13 14 15
-//! 16"; with it "the disk requests [are] issued in the correct order". So the drive saw the
+//! 16"; with it "the disk requests \[are\] issued in the correct order". So the drive saw the
 //! data in front of the boundary, then the indirect block, then the data after it.
 //!
 //! Today's kernel, reading the same image on the capture device (ext4's driver in ext3 mode),

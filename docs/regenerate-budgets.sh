@@ -370,14 +370,20 @@ mio_replay stack --device sata-400g-2007 --vary cache.write_segments=16
 MIO_TRACES="$traces/capture-order" mio_replay order --device sata-400g-2007
 # Benchmark 4's reads page by page, as 2.6.24 served a reader that advised POSIX_FADV_RANDOM
 # (ours does): the shipped traces with benchmark 4's file reads cut into 4 KiB requests.
-for f in "$traces"/b*.csv; do
-  base=$(basename "$f" .csv); split=()
-  case $base in b4-*) split=(--split-reads 8);; esac
-  "$bin" trace replay "$f" --device sata-400g-2007 "${split[@]}" --json - 2>/dev/null |
-    jq -c --arg base "$base" '{benchmark: ($base[1:2] | tonumber),
-      policy: ($base[3:] | sub("-readahead$"; "")), ind_readahead: ($base | endswith("-readahead")),
-      seconds: .wall_seconds}'
-done | jq -s '{runs: .}' >"$out/mio-pages.json"
+# And in 128 KiB pieces (2.6.24's read-ahead windows for a reader that gave no advice, without
+# the window it read ahead past each read's end, which needs the file's map: not priced).
+mio_b4_split() { # name sectors
+  for f in "$traces"/b*.csv; do
+    base=$(basename "$f" .csv); split=()
+    case $base in b4-*) split=(--split-reads "$2");; esac
+    "$bin" trace replay "$f" --device sata-400g-2007 "${split[@]}" --json - 2>/dev/null |
+      jq -c --arg base "$base" '{benchmark: ($base[1:2] | tonumber),
+        policy: ($base[3:] | sub("-readahead$"; "")), ind_readahead: ($base | endswith("-readahead")),
+        seconds: .wall_seconds}'
+  done | jq -s '{runs: .}' >"$out/mio-$1.json"
+}
+mio_b4_split pages 8
+mio_b4_split windows 256
 # The closed-loop run's own stream, as the kernel issued it to the emulated disk (its capture
 # order, without the read-ahead option), replayed open loop: what closed loop alone changes.
 MIO_TRACES="$out/mio-closed/metacluster-io/traces/capture-order" mio_replay closedorder --device sata-400g-2007
@@ -411,6 +417,7 @@ mio_row() { # factor switched-to name readahead
   mio_row "layout: the patch's read-ahead size" "8 indirect blocks (\`--set ind_readahead_blocks=8\`; a new capture): the post says \"several\", the shipped 32 is ours, one 2.6.23 read-ahead window" ra8 true
   mio_row "layout: the patch's read-ahead size" "4 indirect blocks (\`--set ind_readahead_blocks=4\`; a new capture)" ra4 true
   mio_row "request stream: benchmark 4's reads page by page" "each 512 KiB read as 128 requests of 4 KiB, one behind the other: what 2.6.24 did for a reader that advised \`POSIX_FADV_RANDOM\`, as ours does (today's kernel issues one request; the shipped traces, \`--split-reads 8\` on benchmark 4's)" pages true
+  mio_row "request stream: benchmark 4's reads in 128 KiB pieces" "each 512 KiB read as 4 requests of 128 KiB, one behind the other: 2.6.24's read-ahead windows for a reader that gave no advice, less the window it read ahead past each read's end (not priced: it needs the file's map beyond the read; the shipped traces, \`--split-reads 256\` on benchmark 4's)" windows true
   mio_row "request stream: order across an indirect block" "today's kernel's, as captured: the indirect block read before the data in front of it, where 2.6.18-2.6.24's ext3 submitted that data first (\`BH_Boundary\`, \`fs/mpage.c\`); the same requests, not reordered" order true
   printf '| %s | %s | %s | %s | %s | %s |\n' "request stream: closed loop" "the reads on the emulated disk (\`--closed-loop\`, K = 1; a new capture), without the read-ahead, in the order the kernel issued them (the disk serves them so): against the row below" "$(mio_closed_cell closed 1)" "$(mio_closed_cell closed 2)" "$(mio_closed_cell closed 3)" "$(mio_closed_cell closed 4)"
   mio_row "request stream: closed loop" "the same capture's stream replayed open loop (its captured order, without the read-ahead)" closedorder false

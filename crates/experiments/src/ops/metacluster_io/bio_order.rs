@@ -82,7 +82,7 @@ impl Maps {
 
     /// The first logical block mapped by the mapping blocks `r` reads, if it reads any.
     fn mapped_from(&self, r: &Request, spb: u64) -> Option<u64> {
-        blocks(r, spb)
+        super::request_blocks(r, spb)
             .filter_map(|b| self.mapping.get(&b).copied())
             .min()
     }
@@ -91,7 +91,7 @@ impl Maps {
     /// logical blocks.
     fn data_end(&self, r: &Request, spb: u64) -> Option<u64> {
         let mut end = None;
-        for b in blocks(r, spb) {
+        for b in super::request_blocks(r, spb) {
             let l = self.logical(b)?;
             if end.is_some_and(|e| e != l) {
                 return None;
@@ -100,10 +100,6 @@ impl Maps {
         }
         end
     }
-}
-
-fn blocks(r: &Request, spb: u64) -> std::ops::Range<u64> {
-    r.sector / spb..(r.sector + u64::from(r.sectors)).div_ceil(spb)
 }
 
 /// Restores the 2007 kernel's order of reads across the indirect blocks of `inode` in `trace`.

@@ -63,9 +63,7 @@ pub fn apply(trace: &Trace, inode: &PlannedInode, block_size: u64, n: u64) -> Ap
             out.push(*r);
             continue;
         }
-        let first = r.sector / spb;
-        let last = (r.sector + u64::from(r.sectors)).div_ceil(spb);
-        let blocks: Vec<u64> = (first..last).collect();
+        let blocks: Vec<u64> = super::request_blocks(r, spb).collect();
         if !blocks.is_empty() && blocks.iter().all(|b| ahead.contains(b)) {
             for b in &blocks {
                 ahead.remove(b);

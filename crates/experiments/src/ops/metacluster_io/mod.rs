@@ -27,6 +27,13 @@ use crate::{Experiment, Operation, RunArgs};
 use anyhow::{bail, Result};
 use serde::Deserialize;
 
+/// The file-system blocks (of `spb` sectors) a request touches, partial ones included: how
+/// every part of this operation (the order fix, the read-ahead option, the summaries) maps a
+/// traced request back to the plan's blocks.
+pub(crate) fn request_blocks(r: &layoutlab_trace::Request, spb: u64) -> std::ops::Range<u64> {
+    r.sector / spb..(r.sector + u64::from(r.sectors)).div_ceil(spb)
+}
+
 /// The "metacluster-io" operation (registered in [`crate::OPERATIONS`]).
 pub struct MetaclusterIo;
 

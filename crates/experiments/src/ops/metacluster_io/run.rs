@@ -331,7 +331,7 @@ pub fn file_blocks_read(
     let spb = block_size / 512;
     let mut read = BTreeSet::new();
     for r in trace.requests.iter().filter(|r| r.op == Op::Read) {
-        read.extend(r.sector / spb..(r.sector + u64::from(r.sectors)).div_ceil(spb));
+        read.extend(super::request_blocks(r, spb));
     }
     let mut data = BTreeSet::new();
     for run in &inode.data {
@@ -441,9 +441,7 @@ fn summarize(
         match r.op {
             Op::Read => {
                 read += r.bytes();
-                let first = r.sector / spb;
-                let last = (r.sector + u64::from(r.sectors)).div_ceil(spb);
-                if (first..last).any(|b| mapping.contains(&b)) {
+                if super::request_blocks(r, spb).any(|b| mapping.contains(&b)) {
                     indirect_reads += 1;
                     indirect_ns += m.complete_ns - m.start_ns;
                     last_ind = Some(r.sector);

@@ -352,11 +352,14 @@ mio_run ra8 --set ind_readahead_blocks=8
 mio_run ra4 --set ind_readahead_blocks=4
 traces="$out/mio-shipped/metacluster-io/traces"
 # A replay of the shipped run's traces as a run's JSON: {runs: [{benchmark, policy, ind_readahead, seconds}]}.
-mio_replay() { # name replay-args... (MIO_TRACES: another directory of the shipped run's traces)
+# MIO_TRACES: another directory of the shipped run's traces; MIO_B4_ARGS: more replay
+# arguments for benchmark 4's traces only (word-split).
+mio_replay() { # name replay-args...
   local name=$1; shift
   for f in "${MIO_TRACES:-$traces}"/b*.csv; do
-    local base; base=$(basename "$f" .csv)
-    "$bin" trace replay "$f" "$@" --json - 2>/dev/null |
+    local base b4=(); base=$(basename "$f" .csv)
+    case $base in b4-*) read -r -a b4 <<<"${MIO_B4_ARGS:-}";; esac
+    "$bin" trace replay "$f" "$@" "${b4[@]}" --json - 2>/dev/null |
       jq -c --arg base "$base" '{benchmark: ($base[1:2] | tonumber),
         policy: ($base[3:] | sub("-readahead$"; "")), ind_readahead: ($base | endswith("-readahead")),
         seconds: .wall_seconds}'
@@ -372,18 +375,8 @@ MIO_TRACES="$traces/capture-order" mio_replay order --device sata-400g-2007
 # (ours does): the shipped traces with benchmark 4's file reads cut into 4 KiB requests.
 # And in 128 KiB pieces (2.6.24's read-ahead windows for a reader that gave no advice, without
 # the window it read ahead past each read's end, which needs the file's map: not priced).
-mio_b4_split() { # name sectors
-  for f in "$traces"/b*.csv; do
-    base=$(basename "$f" .csv); split=()
-    case $base in b4-*) split=(--split-reads "$2");; esac
-    "$bin" trace replay "$f" --device sata-400g-2007 "${split[@]}" --json - 2>/dev/null |
-      jq -c --arg base "$base" '{benchmark: ($base[1:2] | tonumber),
-        policy: ($base[3:] | sub("-readahead$"; "")), ind_readahead: ($base | endswith("-readahead")),
-        seconds: .wall_seconds}'
-  done | jq -s '{runs: .}' >"$out/mio-$1.json"
-}
-mio_b4_split pages 8
-mio_b4_split windows 256
+MIO_B4_ARGS="--split-reads 8" mio_replay pages --device sata-400g-2007
+MIO_B4_ARGS="--split-reads 256" mio_replay windows --device sata-400g-2007
 # The closed-loop run's own stream, as the kernel issued it to the emulated disk (its capture
 # order, without the read-ahead option), replayed open loop: what closed loop alone changes.
 MIO_TRACES="$out/mio-closed/metacluster-io/traces/capture-order" mio_replay closedorder --device sata-400g-2007

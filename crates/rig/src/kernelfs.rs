@@ -479,9 +479,11 @@ const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 const SETTLE_QUIET: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// [`device_stat_sectors`] once nothing is in flight on the device and its counters have not
-/// moved for [`SETTLE_QUIET`], so that a request is never counted on one side of a phase's
-/// boundary and traced on the other. A device still busy after [`SETTLE_LIMIT`] is an error:
-/// counters read then would not describe the phase.
+/// moved for [`SETTLE_QUIET`], so that a request is seldom counted on one side of a phase's
+/// boundary and traced on the other. Seldom, not never: a dispatch deferred longer than the
+/// quiet time still lands between a settled read and the mark after it; a caller that reads
+/// the counters settled on both sides of its mark sees it move them. A device still busy
+/// after [`SETTLE_LIMIT`] is an error: counters read then would not describe the phase.
 pub fn settled_stat_sectors(dev_name: &str) -> Result<(u64, u64)> {
     let inflight = format!("/sys/block/{dev_name}/inflight");
     let idle = || -> Result<bool> {

@@ -456,14 +456,13 @@ pub fn traced_dd(
         let t = std::time::Instant::now();
         run_dd(path, mode == "direct", *op, mib, emulated.map(|e| &e.pace))?;
         let seconds_here = t.elapsed().as_secs_f64();
-        let (before, after) = window.close("between")?;
+        let counted = window.close("between")?;
         let served_to = emulated.map_or(0, |e| (e.served_so_far)());
         windows.push((
             tag,
             mode.clone(),
             *op,
-            before,
-            after,
+            counted,
             seconds_here,
             emulated.map(|_| served_from..served_to),
         ));
@@ -473,14 +472,16 @@ pub fn traced_dd(
     let bios = capture.bios.expect("bio_queue was asked");
     let bio_events = capture.bio_events.unwrap_or_default();
     let mut phases = Vec::new();
-    for (tag, mode, op, before, after, seconds_here, served) in windows {
+    for (tag, mode, op, counted, seconds_here, served) in windows {
         let requests = of_tag(&capture.trace, &tag, None, TagTable::Own);
         let (r, w) = sectors(&requests);
-        let (sr, sw) = (after.0 - before.0, after.1 - before.1);
-        if (r, w) != (sr, sw) {
+        let (sr, sw) = (counted.reads(), counted.writes());
+        if !sr.contains(&r) || !sw.contains(&w) {
             bail!(
                 "phase {tag}: the trace saw {r} sectors read and {w} written, the device counted \
-                 {sr} and {sw}; the trace is incomplete or mis-tagged"
+                 {} and {}; the trace is incomplete or mis-tagged",
+                crate::steps::capture::show(&sr),
+                crate::steps::capture::show(&sw)
             );
         }
         let phase_bios = of_tag(&bios, &tag, Some(op), TagTable::Own);

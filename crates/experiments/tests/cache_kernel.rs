@@ -1,22 +1,24 @@
 //! The kernel check of the page-cache model (issue 30): random-read's ext3 file (ext3-2007's
 //! block map, written through libext2fs) read 20,000 times at random by a child process in a
-//! memory cgroup limited to 4, 8 and 32 MiB, three cold runs at each limit; the reads of
-//! indirect blocks counted from the trace as random-read classes them. The simulator's
-//! `linux-6` policy, given the page-cache pages the cgroup held at the end of each run
-//! (memory.stat `cache`; the rest of the limit went to the kernel's own memory), must predict
-//! each run's count; the median of the three offsets must lie within the tolerance measured
-//! for that limit:
+//! memory cgroup limited to 4 and 32 MiB, three cold runs at each limit; the reads of indirect
+//! blocks counted from the trace as random-read classes them. The simulator's `linux-6`
+//! policy, given the page-cache pages the cgroup held at the end of each run (memory.stat
+//! `cache`; the rest of the limit went to the kernel's own memory), must predict each run's
+//! count; the median of the three offsets must lie within the tolerance measured for that
+//! limit (`spread_of_the_kernels_indirect_block_reads`, below, is that measurement):
 //!
-//! | limit | 10 kernel runs (2026-11-26): mean, min-max | largest deviation | tolerance (2x) |
+//! | limit | 27 kernel runs (2026-11-29; 15 quiet, 12 under two CPU spinners): mean, min-max | largest deviation | tolerance (2x) |
 //! |---|---|---|---|
-//! | 4 MiB | 15,579; 14,844-16,363 | 5.0% | 10% |
-//! | 8 MiB | 10,519; 8,545-12,446 | 18.8% | 38% |
-//! | 32 MiB | 2,271; 2,269-2,281 | 0.5% | 1.2% (floor) |
+//! | 4 MiB | 15,097; 14,209-16,035 | 6.2% | 12.5% |
+//! | 8 MiB | 9,659; 7,933-12,248 (two modes when quiet) | 26.8% | not tested |
+//! | 32 MiB | 2,270; 2,269-2,279 | 0.4% | 1.2% (floor) |
 //!
-//! (16 MiB is the cliff where the indirect blocks just fit: its runs spread 2,269-5,230 and it
-//! is left out of the test; docs/experiments/cache-policies.md shows it.) The same check
-//! rejects LRU and the period's 2.6.3x lists, which miss the kernel at one limit at least:
-//! the check tells policies apart. Root only: loop devices, mounts, tracefs, memory cgroups.
+//! 8 MiB and 16 MiB are left out: at 16 MiB the indirect blocks just fit (its runs spread
+//! 2,269-5,230), and at 8 MiB the quiet kernel's runs fall in two groups (9 of 15 at
+//! 7,933-8,348, the rest 9,362-12,248; under load 10,050-11,211), a dynamic `linux-6` does
+//! not have (docs/experiments/cache-policies.md shows both). The same check rejects LRU and
+//! the period's 2.6.3x lists, which miss the kernel at one limit at least: the check tells
+//! policies apart. Root only: loop devices, mounts, tracefs, memory cgroups.
 
 mod common;
 
@@ -24,8 +26,10 @@ use layoutlab_cache::{by_name, simulate_stream, stream, Access};
 use layoutlab_experiments::cache_policies::kernel;
 use layoutlab_experiments::random_read::RandomReadSpec;
 
-const LIMITS_MIB: [u64; 3] = [4, 8, 32];
-const TOLERANCE: [f64; 3] = [0.10, 0.38, 0.012];
+const LIMITS_MIB: [u64; 2] = [4, 32];
+const TOLERANCE: [f64; 2] = [0.125, 0.012];
+/// The limits [`spread_of_the_kernels_indirect_block_reads`] measures: the tested ones and 8 MiB.
+const MEASURED_MIB: [u64; 3] = [4, 8, 32];
 const RUNS: usize = 3;
 const READS: u64 = 20_000;
 
@@ -130,4 +134,68 @@ fn linux_6_model_predicts_the_kernels_indirect_block_reads_under_three_memory_li
         2,
         "the check must tell linux-6 from LRU and 2.6.3x; rejected only {rejected:?}"
     );
+}
+
+/// The measurement behind [`TOLERANCE`]: `LAYOUTLAB_CACHE_RUNS` (default 10) cold runs at each
+/// limit, each run's kernel count and linux-6's offset printed, then each limit's spread.
+/// Ignored: a measurement to restate the table above, not a check (`cargo test --release -p
+/// layoutlab-experiments --test cache_kernel -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn spread_of_the_kernels_indirect_block_reads() {
+    if !common::root_or_skip(
+        "spread_of_the_kernels_indirect_block_reads",
+        "loop devices, kernel mounts, tracefs, memory cgroups",
+    ) {
+        return;
+    }
+    let runs: usize = std::env::var("LAYOUTLAB_CACHE_RUNS")
+        .map(|v| v.parse().expect("LAYOUTLAB_CACHE_RUNS: a count"))
+        .unwrap_or(10);
+    let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
+    let spec: RandomReadSpec = exp.params().unwrap();
+    let limits: Vec<u64> = (0..runs)
+        .flat_map(|_| MEASURED_MIB.iter().map(|m| m << 20))
+        .collect();
+    let k = kernel::run(
+        &spec,
+        spec.default_scale,
+        READS,
+        &limits,
+        "sata-2t-5400-2010",
+        &std::env::temp_dir(),
+        exp.seed,
+    )
+    .unwrap();
+    let s = stream(k.file().unwrap(), k.block_bytes, &k.logical_blocks()).unwrap();
+    for limit in MEASURED_MIB {
+        let mut worst: f64 = 0.0;
+        let mut counts = Vec::new();
+        for r in k.runs.iter().filter(|r| r.limit_bytes == limit << 20) {
+            let m = mapping_misses("linux-6", (r.cache_bytes_at_end / 4096) as usize, &s);
+            let off = (m - r.mapping_reads as f64) / r.mapping_reads as f64;
+            worst = worst.max(off.abs());
+            counts.push(r.mapping_reads);
+            println!(
+                "{limit} MiB: {} mapping reads, {} KiB cached at the end, kmem max {} KiB, linux-6 {:+.1}%",
+                r.mapping_reads,
+                r.cache_bytes_at_end >> 10,
+                r.kmem_max_usage_bytes >> 10,
+                off * 100.0
+            );
+        }
+        let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
+        let spread = counts
+            .iter()
+            .map(|&c| (c as f64 - mean).abs() / mean)
+            .fold(0.0, f64::max);
+        println!(
+            "{limit} MiB: {} runs, mean {mean:.0}, min-max {}-{}, largest deviation from the mean {:.1}% (the tolerance is twice it), largest linux-6 offset {:.1}%",
+            counts.len(),
+            counts.iter().min().unwrap(),
+            counts.iter().max().unwrap(),
+            spread * 100.0,
+            worst * 100.0
+        );
+    }
 }

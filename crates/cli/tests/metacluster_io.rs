@@ -234,3 +234,85 @@ fn json_contract_and_the_findings_the_docs_state_at_a_small_scale() {
     assert_eq!(left, ["out", "r.json"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Benchmark 4's reads as 2.6.24 issued them (`--set large_read_advice`), from a capture of
+/// exactly the pages asked for: without advice, the captured blocks plus one window past each
+/// read's end (and the indirect blocks those windows needed), less what a window had already
+/// read, to the byte; with `POSIX_FADV_RANDOM`, one 4 KiB request per page. (Each run is its
+/// own capture, so each is checked against itself.)
+#[test]
+fn benchmark_4_as_the_2007_kernel_read_it_with_and_without_advice() {
+    if !is_root() {
+        eprintln!("skipped: the experiment needs root (loop devices, mount, tracefs)");
+        return;
+    }
+    let dir = scratch("mio-test", "advice");
+    let b4 = |advice: &str| -> serde_json::Value {
+        let json = dir.join(format!("{advice}.json"));
+        let o = run(
+            &dir,
+            &[
+                "reproduce",
+                "metacluster-io",
+                "--scale",
+                "0.02",
+                "--set",
+                "benchmarks=4",
+                "--set",
+                &format!("large_read_advice={advice}"),
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    };
+    let (today, none, random) = (b4("today"), b4("none"), b4("random"));
+    let run_of = |v: &serde_json::Value, p: &str| -> serde_json::Value {
+        v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["benchmark"] == 4 && r["policy"] == p && r["ind_readahead"] == false)
+            .unwrap()
+            .clone()
+    };
+    let bytes = |r: &serde_json::Value| (r["mb_read"].as_f64().unwrap() * 1048576.0).round() as u64;
+    for p in ["ext3-2007", "ext3-metacluster"] {
+        let (t, n, r) = (run_of(&today, p), run_of(&none, p), run_of(&random, p));
+        assert_eq!(t["large_read_advice"], "today");
+        assert!(t["windows"].is_null());
+        assert_eq!(n["large_read_advice"], "none");
+        let w = &n["windows"];
+        let g = |k: &str| w[k].as_u64().unwrap();
+        // A window past nearly every read (one wholly in memory, or past the file's end, is
+        // none), 32 blocks at most.
+        assert!(g("past_end_windows") > 0, "{w}");
+        assert!(g("past_end_blocks") <= 32 * g("past_end_windows"), "{w}");
+        assert_eq!(g("unassigned"), 0, "{w}");
+        assert_eq!(
+            bytes(&n),
+            (g("captured_blocks") + g("past_end_blocks") + g("past_end_mapping_reads")
+                - g("blocks_already_read"))
+                * 4096,
+            "{p}: {w}"
+        );
+        // Page by page: every data request one 4 KiB block (the trace the last run, the
+        // random one, stored; metadata reads stay whole).
+        assert_eq!(r["large_read_advice"], "random");
+        let csv = dir
+            .join("out/metacluster-io/traces")
+            .join(format!("b4-{p}.csv"));
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let mut pages = 0u64;
+        for line in text.lines().filter(|l| l.contains(",read,")) {
+            let f: Vec<&str> = line.split(',').collect();
+            if !f[5].contains("meta") {
+                assert_eq!(f[4], "8", "{p}: {line}");
+                pages += 1;
+            }
+        }
+        assert!(pages * 4096 > bytes(&r) * 9 / 10, "{p}: {pages} pages");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -19,6 +19,7 @@
 
 pub mod bio_order;
 pub mod ind_readahead;
+pub mod ra_windows;
 pub mod report;
 pub mod run;
 pub mod write_stream;
@@ -85,6 +86,37 @@ pub struct MetaclusterIoSpec {
     /// (docs/fidelity.md, the request stream's factor).
     #[serde(default)]
     pub os_rotational: Option<bool>,
+    /// What benchmark 4's reads become: the capture's own requests (`today`), or the 2007
+    /// kernel's stream for a program that gave no advice (`none`: [`ra_windows`]) or advised
+    /// `POSIX_FADV_RANDOM` (`random`: page by page). The post does not say which.
+    pub large_read_advice: LargeReadAdvice,
+}
+
+/// How benchmark 4's program advised the kernel, and so what its reads become in the replay
+/// (the capture itself always advises `POSIX_FADV_RANDOM`: run.rs says why).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LargeReadAdvice {
+    /// Today's kernel as captured: each 512 KiB read one request (neither of 2007's).
+    #[default]
+    Today,
+    /// No advice: 2.6.24's read-ahead windows, in pairs, and one window past each read's end
+    /// ([`ra_windows`]).
+    None,
+    /// `POSIX_FADV_RANDOM`: 2.6.24 read each page by `readpage`, one 4 KiB request after
+    /// another.
+    Random,
+}
+
+impl LargeReadAdvice {
+    /// The name `--set large_read_advice=` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            LargeReadAdvice::Today => "today",
+            LargeReadAdvice::None => "none",
+            LargeReadAdvice::Random => "random",
+        }
+    }
 }
 
 impl MetaclusterIoSpec {
@@ -169,12 +201,20 @@ impl Operation for MetaclusterIo {
     }
 
     fn options(&self) -> &'static [crate::OpOption] {
-        &[crate::OpOption {
-            key: "os_rotational",
-            help: "the capture device's queue/rotational, true or false (default: the preset's, true for every hard disk); false switches the flag alone",
-            flag: None,
-            flag_aliases: &[],
-        }]
+        &[
+            crate::OpOption {
+                key: "os_rotational",
+                help: "the capture device's queue/rotational, true or false (default: the preset's, true for every hard disk); false switches the flag alone",
+                flag: None,
+                flag_aliases: &[],
+            },
+            crate::OpOption {
+                key: "large_read_advice",
+                help: "what benchmark 4's 512 KiB reads become in the replay: today (as today's kernel issued them, one request each; shipped), none (2.6.24's read-ahead windows for a program that gave no advice, one window past each read's end), random (2.6.24 with POSIX_FADV_RANDOM: page by page)",
+                flag: None,
+                flag_aliases: &[],
+            },
+        ]
     }
 
     /// `--closed-loop` reads each benchmark's file on the emulated device (a fresh emulated

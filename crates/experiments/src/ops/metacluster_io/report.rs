@@ -166,6 +166,21 @@ pub(super) fn render(
         moved = moved.join(", ")
     );
     h.say(&notes);
+    let b4 = runs
+        .iter()
+        .find(|r| r.benchmark == 4 && !r.ind_readahead)
+        .and_then(|r| r.large_read_advice);
+    h.say(&match b4 {
+        Some(super::LargeReadAdvice::Today) | None => String::new(),
+        Some(a) => format!(
+            "benchmark 4: its reads as 2.6.24 issued them for a program that {} (--set large_read_advice={}; shipped: today's kernel, one request per read).\n",
+            match a {
+                super::LargeReadAdvice::None => "gave no advice: 128 KiB read-ahead windows two by two, and one window past each read's end",
+                _ => "advised POSIX_FADV_RANDOM: page by page",
+            },
+            a.name()
+        ),
+    });
     if scale == 1.0 {
         h.say(&format!("published: {}\n", exp.published.source));
     } else {

@@ -20,7 +20,9 @@
 //! `kernel_reads_cover_exactly_the_predicted_blocks` holds this.
 
 use super::report::{render, FileBytes};
-use super::{bio_order, ind_readahead, write_stream, MetaclusterIoSpec};
+use super::{
+    bio_order, ind_readahead, ra_windows, write_stream, LargeReadAdvice, MetaclusterIoSpec,
+};
 use crate::output::Human;
 use crate::steps::phases::{of_tag, TagTable};
 use crate::{Experiment, RunArgs};
@@ -395,6 +397,13 @@ pub struct BenchRun {
     /// stream, which is built in that order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub period_order_moved: Option<u64>,
+    /// Benchmark 4: what its reads became in the replay (`--set large_read_advice`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub large_read_advice: Option<LargeReadAdvice>,
+    /// Benchmark 4 with `large_read_advice = "none"`: what rebuilding 2.6.24's windows did
+    /// ([`ra_windows`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub windows: Option<ra_windows::Windowed>,
     /// Predicted seconds of the same reads in the order the capture took them
     /// (`capture_order`): what the 2007 kernel's order changes, and, for a closed-loop run, the
     /// open-loop replay of the stream the emulated disk served (the kernel issued it so).
@@ -474,6 +483,8 @@ fn summarize(
         ind_to_data_mb: (back_n > 0).then(|| back_sum / back_n as f64),
         readahead_inserted_dropped: None,
         period_order_moved: None,
+        large_read_advice: None,
+        windows: None,
         capture_order_seconds: None,
         capture_order: None,
         start_s: replayed.requests.iter().map(|q| q.start_ns / 1e9).collect(),
@@ -487,6 +498,7 @@ fn summarize(
 fn price_reads(
     benchmark: u32,
     policy: &str,
+    accesses: &[Access],
     captured: Trace,
     inode: &PlannedInode,
     block_size: u64,
@@ -499,7 +511,15 @@ fn price_reads(
     let spb = block_size / 512;
     let mapping: HashSet<u64> = inode.mapping.iter().map(|m| m.physical).collect();
     let restored = bio_order::restore(&captured, inode, block_size);
-    let trace = restored.trace;
+    let (trace, windows) = match (benchmark, spec.large_read_advice) {
+        (4, LargeReadAdvice::None) => {
+            let ra_blocks = u64::from(spec.os_read_ahead_kb) * 1024 / block_size;
+            let w = ra_windows::apply(&restored.trace, inode, block_size, accesses, ra_blocks);
+            (w.trace.clone(), Some(w))
+        }
+        (4, LargeReadAdvice::Random) => (restored.trace.split_reads(spb as u32), None),
+        _ => (restored.trace, None),
+    };
     let applied = ind_readahead::apply(&trace, inode, block_size, spec.ind_readahead_blocks);
     let captured_ahead =
         ind_readahead::apply(&captured, inode, block_size, spec.ind_readahead_blocks).trace;
@@ -527,6 +547,12 @@ fn price_reads(
     );
     with.readahead_inserted_dropped = Some((applied.inserted, applied.dropped));
     without.closed_loop = closed_loop;
+    if benchmark == 4 {
+        without.large_read_advice = Some(spec.large_read_advice);
+        with.large_read_advice = Some(spec.large_read_advice);
+        without.windows = windows.clone();
+        with.windows = windows;
+    }
     without.period_order_moved = Some(restored.moved);
     with.period_order_moved = Some(restored.moved);
     without.capture_order_seconds =
@@ -679,7 +705,7 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 let (trace, here, closed) = capture(&mut kfs, "b2", &acc, false, &device, a)?;
                 drop(kfs);
                 let pair = price_reads(
-                    2, policy, trace, inode, block, &spec, &device, cpu_scale, closed,
+                    2, policy, &acc, trace, inode, block, &spec, &device, cpu_scale, closed,
                 )?;
                 eprintln!(
                     "  b2 (kernel, {:.1} s here): {:.1} s, {:.1} s with read-ahead{}",
@@ -707,7 +733,7 @@ pub fn run_metacluster_io(exp: &Experiment, a: &RunArgs) -> Result<()> {
                 let (trace, here, closed) =
                     capture(&mut kfs, &format!("b{b}"), &acc, true, &device, a)?;
                 let pair = price_reads(
-                    b, policy, trace, inode, block, &spec, &device, cpu_scale, closed,
+                    b, policy, &acc, trace, inode, block, &spec, &device, cpu_scale, closed,
                 )?;
                 eprintln!(
                     "  b{b} ({} reads, {:.1} s here): {:.1} s, {:.1} s with read-ahead{}",

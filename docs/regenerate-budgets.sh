@@ -350,6 +350,10 @@ mio_run closed --closed-loop
 # The patch's read-ahead size: the post says "several" indirect blocks; the shipped 32 is ours.
 mio_run ra8 --set ind_readahead_blocks=8
 mio_run ra4 --set ind_readahead_blocks=4
+# Benchmark 4's reads as 2.6.24 issued them for a program that gave no advice: its read-ahead
+# windows two by two and one past each read's end, with the indirect blocks that window needs
+# (ra_windows.rs; a new capture of benchmark 4 alone).
+mio_run noadvice --set benchmarks=4 --set large_read_advice=none
 traces="$out/mio-shipped/metacluster-io/traces"
 # A replay of the shipped run's traces as a run's JSON: {runs: [{benchmark, policy, ind_readahead, seconds}]}.
 # MIO_TRACES: another directory of the shipped run's traces; MIO_B4_ARGS: more replay
@@ -374,7 +378,7 @@ MIO_TRACES="$traces/capture-order" mio_replay order --device sata-400g-2007
 # Benchmark 4's reads page by page, as 2.6.24 served a reader that advised POSIX_FADV_RANDOM
 # (ours does): the shipped traces with benchmark 4's file reads cut into 4 KiB requests.
 # And in 128 KiB pieces (2.6.24's read-ahead windows for a reader that gave no advice, without
-# the window it read ahead past each read's end, which needs the file's map: not priced).
+# the window it read ahead past each read's end: the noadvice run prices the whole stream).
 MIO_B4_ARGS="--split-reads 8" mio_replay pages --device sata-400g-2007
 MIO_B4_ARGS="--split-reads 256" mio_replay windows --device sata-400g-2007
 # The closed-loop run's own stream, as the kernel issued it to the emulated disk (its capture
@@ -382,10 +386,10 @@ MIO_B4_ARGS="--split-reads 256" mio_replay windows --device sata-400g-2007
 MIO_TRACES="$out/mio-closed/metacluster-io/traces/capture-order" mio_replay closedorder --device sata-400g-2007
 # One benchmark's cell: ext3-2007 -> ext3-metacluster seconds (the change), with or without the
 # patch's indirect read-ahead (benchmark 1, a write, has none).
-mio_cell() { # name benchmark readahead
-  jq -r --argjson b "$2" --argjson ra "$3" "$f1"'
+mio_cell() { # name benchmark readahead [text where the run has no such benchmark]
+  jq -r --argjson b "$2" --argjson ra "$3" --arg none "${4:-— (a write stream, in order)}" "$f1"'
     def s(p): [.runs[] | select(.benchmark == $b and .policy == p and .ind_readahead == ($ra and $b > 1))][0].seconds;
-    if s("ext3-2007") == null then "— (a write stream, in order)" else
+    if s("ext3-2007") == null then $none else
     "\(s("ext3-2007") | f1) → \(s("ext3-metacluster") | f1) s (\((s("ext3-metacluster") / s("ext3-2007") - 1) * 100 | f1)%)" end
   ' "$out/mio-$1.json"
 }
@@ -398,11 +402,11 @@ mio_closed_cell() { # name benchmark
     "\(s("ext3-2007") | f1) → \(s("ext3-metacluster") | f1) s (\((s("ext3-metacluster") / s("ext3-2007") - 1) * 100 | f1)%)"
   ' "$out/mio-$1.json"
 }
-mio_row() { # factor switched-to name readahead
-  printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$(mio_cell "$3" 1 "$4")" "$(mio_cell "$3" 2 "$4")" "$(mio_cell "$3" 3 "$4")" "$(mio_cell "$3" 4 "$4")"
+mio_row() { # factor switched-to name readahead [text where the run has no such benchmark]
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$(mio_cell "$3" 1 "$4" "${5:-}")" "$(mio_cell "$3" 2 "$4" "${5:-}")" "$(mio_cell "$3" 3 "$4" "${5:-}")" "$(mio_cell "$3" 4 "$4" "${5:-}")"
 }
 {
-  provenance "six runs at scale 1; the device and CPU rows replay the shipped run's traces; seconds are the model's, the closed-loop row's those the emulated disk charged"
+  provenance "seven runs at scale 1 (one of benchmark 4 alone); the device and CPU rows replay the shipped run's traces; seconds are the model's, the closed-loop row's those the emulated disk charged"
   echo '| factor | switched to | 1. sequential write + sync | 2. sequential read | 3. random 512-byte reads | 4. random 512 KiB reads |'
   echo '|---|---|---|---|---|---|'
   mio_row "as shipped" "sata-400g-2007, with the patch's indirect read-ahead" shipped true
@@ -410,7 +414,9 @@ mio_row() { # factor switched-to name readahead
   mio_row "layout: the patch's read-ahead size" "8 indirect blocks (\`--set ind_readahead_blocks=8\`; a new capture): the post says \"several\", the shipped 32 is ours, one 2.6.23 read-ahead window" ra8 true
   mio_row "layout: the patch's read-ahead size" "4 indirect blocks (\`--set ind_readahead_blocks=4\`; a new capture)" ra4 true
   mio_row "request stream: benchmark 4's reads page by page" "each 512 KiB read as 128 requests of 4 KiB, one behind the other: what 2.6.24 did for a reader that advised \`POSIX_FADV_RANDOM\`, as ours does (today's kernel issues one request; the shipped traces, \`--split-reads 8\` on benchmark 4's)" pages true
-  mio_row "request stream: benchmark 4's reads in 128 KiB pieces" "each 512 KiB read as 4 requests of 128 KiB, one behind the other: 2.6.24's read-ahead windows for a reader that gave no advice, less the window it read ahead past each read's end (not priced: it needs the file's map beyond the read; the shipped traces, \`--split-reads 256\` on benchmark 4's)" windows true
+  mio_row "request stream: benchmark 4's reads in 128 KiB pieces" "each 512 KiB read as 4 requests of 128 KiB, one behind the other: 2.6.24's read-ahead windows for a reader that gave no advice, less the window it read ahead past each read's end, and not merged two by two (the whole stream is the row below; the shipped traces, \`--split-reads 256\` on benchmark 4's)" windows true
+  mio_row "request stream: benchmark 4's reads as 2.6.24 issued them without advice" "128 KiB read-ahead windows, two by two as the plugged queue merged them, and one window past each read's end with the indirect blocks it needs: what 2.6.24 did for a reader that gave no advice (\`--set large_read_advice=none\`; a new capture of benchmark 4)" noadvice true "— (benchmark 4 alone)"
+  mio_row "request stream: benchmark 4's reads as 2.6.24 issued them without advice" "the same, without the patch's read-ahead (the same run)" noadvice false "— (benchmark 4 alone)"
   mio_row "request stream: order across an indirect block" "today's kernel's, as captured: the indirect block read before the data in front of it, where 2.6.18-2.6.24's ext3 submitted that data first (\`BH_Boundary\`, \`fs/mpage.c\`); the same requests, not reordered" order true
   printf '| %s | %s | %s | %s | %s | %s |\n' "request stream: closed loop" "the reads on the emulated disk (\`--closed-loop\`, K = 1; a new capture), without the read-ahead, in the order the kernel issued them (the disk serves them so): against the row below" "$(mio_closed_cell closed 1)" "$(mio_closed_cell closed 2)" "$(mio_closed_cell closed 3)" "$(mio_closed_cell closed 4)"
   mio_row "request stream: closed loop" "the same capture's stream replayed open loop (its captured order, without the read-ahead)" closedorder false

@@ -1897,6 +1897,52 @@ fn metacluster_io_page_by_page_row_moves_only_benchmark_4_and_the_prose_follows(
     );
 }
 
+/// metacluster-io's no-advice rows (benchmark 4 alone, a new capture rebuilt as 2.6.24 issued
+/// it): the other benchmarks are not run; with and without the patch's read-ahead the windows
+/// read more than the shipped one request and less than page by page; the prose quotes both
+/// rows' cells as the block prints them, and the costs and moves it derives from them.
+#[test]
+fn metacluster_io_no_advice_rows_and_the_prose_follow_the_block() {
+    let rows = budget_rows("budget-metacluster-io");
+    let name = "request stream: benchmark 4's reads as 2.6.24 issued them without advice";
+    let both: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == name).collect();
+    assert_eq!(both.len(), 2, "{rows:?}");
+    let (with, without) = (both[0], both[1]);
+    assert!(without[1].starts_with("the same, without the patch's read-ahead"));
+    for r in [with, without] {
+        for b in 1..=3 {
+            assert_eq!(r[1 + b], "— (benchmark 4 alone)", "b{b}");
+        }
+    }
+    let shipped = row_named(&rows, "as shipped");
+    let pages = row_named(&rows, "request stream: benchmark 4's reads page by page");
+    let (w, s, p) = (pair(&with[5]), pair(&shipped[5]), pair(&pages[5]));
+    assert!(w.0 > s.0 && w.1 > s.1, "{w:?} vs {s:?}");
+    assert!(w.0 < p.0 && w.1 < p.1, "{w:?} vs {p:?}");
+    // Without the read-ahead the 2007 layout is the same run's: the option reads nothing on it.
+    let wo = pair(&without[5]);
+    assert!((wo.0 - w.0).abs() < 0.15, "{wo:?} vs {w:?}");
+    let text = doc_prose();
+    let pct = |x: f64| format!("{}{:.1}%", if x < 0.0 { "−" } else { "+" }, x.abs());
+    let cell = |c: (f64, f64), change: f64| format!("{:.1} → {:.1} s ({})", c.0, c.1, pct(change));
+    for claim in [
+        format!("It takes {}, and", cell(w, mio_change(&with[5]))),
+        format!("{} without the patch's read-ahead", cell(wo, mio_change(&without[5]))),
+        format!(
+            "the no-advice reading costs ext3-2007 {:.0}% more and moves the change by {:.1} points; page by page costs it {:.0}%",
+            (w.0 / s.0 - 1.0) * 100.0,
+            (mio_change(&with[5]) - mio_change(&shipped[5])).abs(),
+            (p.0 / s.0 - 1.0) * 100.0
+        ),
+        format!(
+            "more and moves the change by {:.1} points",
+            (mio_change(&pages[5]) - mio_change(&shipped[5])).abs()
+        ),
+    ] {
+        assert!(text.contains(&claim), "the doc no longer says: {claim}");
+    }
+}
+
 /// large-delete in closed loop: each column's two rows are one capture (the time measured on
 /// the emulated disk, then the same stream replayed open loop); the prose's figures are the
 /// block's, as printed: the most closed loop moves an ext delete, and btrfs's two.

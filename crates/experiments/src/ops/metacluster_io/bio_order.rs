@@ -28,9 +28,9 @@
 //! CPU), so a replay issues it first and the indirect block right behind it; nothing else
 //! changes (every request is kept, with its size and place on disk).
 
+use super::file_map::FileMap;
 use layoutlab_layout::PlannedInode;
 use layoutlab_trace::{Op, Request, Trace};
-use std::collections::HashMap;
 
 /// How many requests after an indirect-block read are searched for the data read it overtook.
 /// Today's kernel issues that read within the next three (the block after the indirect one,
@@ -48,42 +48,14 @@ pub struct Restored {
     pub moved: u64,
 }
 
-/// Logical block of each physical block of `inode`'s data, and the first logical block of
-/// the range each mapping block maps (its physical block → logical).
-struct Maps {
-    data: Vec<(u64, u64, u64)>,
-    mapping: HashMap<u64, u64>,
-}
+/// What [`restore`] asks of the file's map about a request.
+struct Maps(FileMap);
 
 impl Maps {
-    fn new(inode: &PlannedInode) -> Maps {
-        let mut data: Vec<(u64, u64, u64)> = inode
-            .data
-            .iter()
-            .map(|r| (r.physical, r.len, r.logical))
-            .collect();
-        data.sort_unstable();
-        Maps {
-            data,
-            mapping: inode
-                .mapping
-                .iter()
-                .map(|m| (m.physical, m.logical))
-                .collect(),
-        }
-    }
-
-    /// The logical block of physical block `b`, if it is file data.
-    fn logical(&self, b: u64) -> Option<u64> {
-        let i = self.data.partition_point(|&(p, _, _)| p <= b);
-        let &(p, len, l) = self.data.get(i.checked_sub(1)?)?;
-        (b < p + len).then(|| l + (b - p))
-    }
-
     /// The first logical block mapped by the mapping blocks `r` reads, if it reads any.
     fn mapped_from(&self, r: &Request, spb: u64) -> Option<u64> {
         super::request_blocks(r, spb)
-            .filter_map(|b| self.mapping.get(&b).copied())
+            .filter_map(|b| self.0.mapped_from(b))
             .min()
     }
 
@@ -92,7 +64,7 @@ impl Maps {
     fn data_end(&self, r: &Request, spb: u64) -> Option<u64> {
         let mut end = None;
         for b in super::request_blocks(r, spb) {
-            let l = self.logical(b)?;
+            let l = self.0.logical(b)?;
             if end.is_some_and(|e| e != l) {
                 return None;
             }
@@ -105,7 +77,7 @@ impl Maps {
 /// Restores the 2007 kernel's order of reads across the indirect blocks of `inode` in `trace`.
 pub fn restore(trace: &Trace, inode: &PlannedInode, block_size: u64) -> Restored {
     let spb = (block_size / 512).max(1);
-    let maps = Maps::new(inode);
+    let maps = Maps(FileMap::new(inode, block_size));
     let mut out: Vec<Request> = trace.requests.clone();
     let mut moved = 0u64;
     let mut i = 0;
@@ -169,58 +141,9 @@ pub fn restore(trace: &Trace, inode: &PlannedInode, block_size: u64) -> Restored
 
 #[cfg(test)]
 mod tests {
+    use super::super::file_map::fixtures::file_2007;
     use super::*;
-    use layoutlab_layout::{MapBlock, MapFormat, MapKind, Run};
     use layoutlab_trace::Flags;
-
-    /// A 2007-layout file: 12 direct blocks at 1000, the indirect block at 1012 mapping logical
-    /// 12..1035 at 1013..2036, then the double-indirect block at 2037 and its first indirect
-    /// block at 2038, mapping 1036.. at 2039...
-    fn file_2007() -> PlannedInode {
-        PlannedInode {
-            ino: 12,
-            kind: layoutlab_layout::InodeKind::File,
-            parent: 2,
-            name: "f".into(),
-            size_bytes: 2100 * 4096,
-            data: vec![
-                Run {
-                    logical: 0,
-                    physical: 1000,
-                    len: 12,
-                },
-                Run {
-                    logical: 12,
-                    physical: 1013,
-                    len: 1024,
-                },
-                Run {
-                    logical: 1036,
-                    physical: 2039,
-                    len: 1064,
-                },
-            ],
-            mapping: vec![
-                MapBlock {
-                    kind: MapKind::Ind,
-                    logical: 12,
-                    physical: 1012,
-                },
-                MapBlock {
-                    kind: MapKind::Dind,
-                    logical: 1036,
-                    physical: 2037,
-                },
-                MapBlock {
-                    kind: MapKind::Ind,
-                    logical: 1036,
-                    physical: 2038,
-                },
-            ],
-            format: MapFormat::Blocks,
-            special: layoutlab_layout::Special::None,
-        }
-    }
 
     fn read(issue: u64, block: u64, blocks: u32) -> Request {
         Request {

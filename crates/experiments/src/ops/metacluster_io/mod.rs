@@ -18,6 +18,7 @@
 //! of benchmark 3 and the JSON.
 
 pub mod bio_order;
+mod file_map;
 pub mod ind_readahead;
 pub mod ra_windows;
 pub mod report;

@@ -40,8 +40,9 @@
 //! its first page not in memory (a read that found its first page cached would have started
 //! no window).
 
+use super::file_map::FileMap;
 use super::run::Access;
-use layoutlab_layout::{MapKind, PlannedInode};
+use layoutlab_layout::PlannedInode;
 use layoutlab_trace::{Flags, Op, Request, Trace};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -73,86 +74,6 @@ pub struct Windowed {
     pub blocks_already_read: u64,
     /// Captured data requests that matched no read (left as they are).
     pub unassigned: u64,
-}
-
-/// Where the file's blocks are.
-struct FileMap {
-    /// Data runs: (logical, physical, len), in logical order.
-    by_logical: Vec<(u64, u64, u64)>,
-    /// Data runs: (physical, len, logical), in physical order.
-    by_physical: Vec<(u64, u64, u64)>,
-    /// Mapping blocks of each level, top level first: (first logical mapped, physical), in
-    /// logical order, with the number of blocks one of them maps.
-    levels: Vec<(u64, Vec<(u64, u64)>)>,
-    mapping: HashSet<u64>,
-    blocks: u64,
-}
-
-impl FileMap {
-    fn new(inode: &PlannedInode, block_size: u64) -> FileMap {
-        let per_block = block_size / 4;
-        let mut by_logical: Vec<(u64, u64, u64)> = inode
-            .data
-            .iter()
-            .map(|r| (r.logical, r.physical, r.len))
-            .collect();
-        by_logical.sort_unstable();
-        let mut by_physical: Vec<(u64, u64, u64)> =
-            by_logical.iter().map(|&(l, p, n)| (p, n, l)).collect();
-        by_physical.sort_unstable();
-        let mut levels = Vec::new();
-        for (span, pick) in [
-            (per_block * per_block * per_block, MapKind::Tind),
-            (per_block * per_block, MapKind::Dind),
-            (per_block, MapKind::Ind),
-        ] {
-            let mut v: Vec<(u64, u64)> = inode
-                .mapping
-                .iter()
-                .filter(|m| m.kind == pick)
-                .map(|m| (m.logical, m.physical))
-                .collect();
-            v.sort_unstable();
-            if !v.is_empty() {
-                levels.push((span, v));
-            }
-        }
-        FileMap {
-            by_logical,
-            by_physical,
-            levels,
-            mapping: inode.mapping.iter().map(|m| m.physical).collect(),
-            blocks: inode.size_bytes.div_ceil(block_size),
-        }
-    }
-
-    /// The logical block of physical block `b`, if it is file data.
-    fn logical(&self, b: u64) -> Option<u64> {
-        let i = self.by_physical.partition_point(|&(p, _, _)| p <= b);
-        let &(p, n, l) = self.by_physical.get(i.checked_sub(1)?)?;
-        (b < p + n).then(|| l + (b - p))
-    }
-
-    /// The physical block of logical block `l`, if it is allocated.
-    fn physical(&self, l: u64) -> Option<u64> {
-        let i = self.by_logical.partition_point(|&(s, _, _)| s <= l);
-        let &(s, p, n) = self.by_logical.get(i.checked_sub(1)?)?;
-        (l < s + n).then(|| p + (l - s))
-    }
-
-    /// The mapping blocks on the way to logical block `l`, top level first.
-    fn path(&self, l: u64) -> Vec<u64> {
-        let mut out = Vec::new();
-        for (span, v) in &self.levels {
-            let i = v.partition_point(|&(s, _)| s <= l);
-            if let Some(&(s, p)) = i.checked_sub(1).and_then(|i| v.get(i)) {
-                if l < s + span {
-                    out.push(p);
-                }
-            }
-        }
-        out
-    }
 }
 
 /// The stamps a read's last request left: what the window past its end is issued from.
@@ -193,8 +114,7 @@ pub fn apply(
             w.captured_blocks += blocks.len() as u64;
         }
         let first_data = blocks.iter().find_map(|&b| map.logical(b));
-        if r.op != Op::Read
-            || (blocks.iter().all(|b| !map.mapping.contains(b)) && first_data.is_none())
+        if r.op != Op::Read || (blocks.iter().all(|b| !map.is_mapping(*b)) && first_data.is_none())
         {
             flush(&mut held, spb, &mut in_memory, &mut out, &mut w);
             out.push(*r);
@@ -423,59 +343,11 @@ fn past_end(
 
 #[cfg(test)]
 mod tests {
+    use super::super::file_map::fixtures::file_2007;
     use super::*;
-    use layoutlab_layout::{MapBlock, MapFormat, Run};
+    use layoutlab_layout::{MapBlock, MapFormat, MapKind, Run};
 
     const B: u64 = 4096;
-
-    /// A 2007-layout file of 2,100 blocks: 12 direct blocks at 1000, the indirect block at
-    /// 1012 mapping logical 12..1035 at 1013..2036, then the double-indirect block at 2037
-    /// and its first indirect block at 2038, mapping 1036.. at 2039...
-    fn file_2007() -> PlannedInode {
-        PlannedInode {
-            ino: 12,
-            kind: layoutlab_layout::InodeKind::File,
-            parent: 2,
-            name: "f".into(),
-            size_bytes: 2100 * B,
-            data: vec![
-                Run {
-                    logical: 0,
-                    physical: 1000,
-                    len: 12,
-                },
-                Run {
-                    logical: 12,
-                    physical: 1013,
-                    len: 1024,
-                },
-                Run {
-                    logical: 1036,
-                    physical: 2039,
-                    len: 1064,
-                },
-            ],
-            mapping: vec![
-                MapBlock {
-                    kind: MapKind::Ind,
-                    logical: 12,
-                    physical: 1012,
-                },
-                MapBlock {
-                    kind: MapKind::Dind,
-                    logical: 1036,
-                    physical: 2037,
-                },
-                MapBlock {
-                    kind: MapKind::Ind,
-                    logical: 1036,
-                    physical: 2038,
-                },
-            ],
-            format: MapFormat::Blocks,
-            special: layoutlab_layout::Special::None,
-        }
-    }
 
     fn read(issue: u64, block: u64, blocks: u64) -> Request {
         Request {

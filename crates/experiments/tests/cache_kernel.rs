@@ -177,9 +177,12 @@ fn spread_of_the_kernels_indirect_block_reads() {
             worst = worst.max(off.abs());
             counts.push(r.mapping_reads);
             println!(
-                "{limit} MiB: {} mapping reads, {} KiB cached at the end, kmem max {} KiB, linux-6 {:+.1}%",
+                "{limit} MiB: {} mapping reads, {} KiB cached at the end ({} active, {} inactive), {} refaults, kmem max {} KiB, linux-6 {:+.1}%",
                 r.mapping_reads,
                 r.cache_bytes_at_end >> 10,
+                r.active_file_bytes_at_end >> 10,
+                r.inactive_file_bytes_at_end >> 10,
+                r.refaults,
                 r.kmem_max_usage_bytes >> 10,
                 off * 100.0
             );

@@ -33,6 +33,12 @@ pub struct LimitRun {
     pub kmem_max_usage_bytes: u64,
     /// Page-cache bytes the cgroup held at the end (`cache` of memory.stat).
     pub cache_bytes_at_end: u64,
+    /// Of the cgroup's file pages at the end, bytes on the active list (`active_file`).
+    pub active_file_bytes_at_end: u64,
+    /// And on the inactive list (`inactive_file`).
+    pub inactive_file_bytes_at_end: u64,
+    /// File pages the cgroup read again after evicting them (`workingset_refault_file`).
+    pub refaults: u64,
     /// Read requests of the file's indirect blocks the kernel issued.
     pub mapping_reads: u64,
     /// Read requests of the file's data.
@@ -208,6 +214,9 @@ fn measure_once(
         max_usage_bytes: cg.max_usage_bytes()?,
         kmem_max_usage_bytes: cg.kmem_max_usage_bytes()?,
         cache_bytes_at_end: cg.stat("cache")?,
+        active_file_bytes_at_end: cg.stat("active_file")?,
+        inactive_file_bytes_at_end: cg.stat("inactive_file")?,
+        refaults: cg.stat("workingset_refault_file")?,
         mapping_reads: 0,
         data_reads: 0,
         other_reads: 0,

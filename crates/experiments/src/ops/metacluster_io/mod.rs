@@ -89,7 +89,9 @@ pub struct MetaclusterIoSpec {
     pub os_rotational: Option<bool>,
     /// What benchmark 4's reads become: the capture's own requests (`today`), or the 2007
     /// kernel's stream for a program that gave no advice (`none`: [`ra_windows`]) or advised
-    /// `POSIX_FADV_RANDOM` (`random`: page by page). The post does not say which.
+    /// `POSIX_FADV_RANDOM` (`random`: page by page). The post does not say which. An
+    /// experiment file without it gets `today`, what every run did before the key existed.
+    #[serde(default)]
     pub large_read_advice: LargeReadAdvice,
 }
 
@@ -262,5 +264,34 @@ mod tests {
             (flat.read_ahead_kb, flat.max_sectors_kb),
             (shipped.read_ahead_kb, shipped.max_sectors_kb)
         );
+    }
+
+    /// Benchmark 4's reads stay the capture's unless a run asks for a period reading, and an
+    /// experiment file written before the key existed still loads, as it ran then.
+    #[test]
+    fn benchmark_4_reads_as_captured_unless_asked() {
+        let exp = crate::experiment::load("metacluster-io").unwrap();
+        let spec: MetaclusterIoSpec = exp.params().unwrap();
+        assert_eq!(spec.large_read_advice, LargeReadAdvice::Today);
+        let text = include_str!("../../../../../experiments/metacluster-io.toml");
+        let mut table: toml::Table = toml::from_str(text).unwrap();
+        let section = table["metacluster-io"].as_table_mut().unwrap();
+        section.remove("large_read_advice").unwrap();
+        let older: MetaclusterIoSpec = section.clone().try_into().unwrap();
+        assert_eq!(older.large_read_advice, LargeReadAdvice::Today);
+        for (name, want) in [
+            ("none", LargeReadAdvice::None),
+            ("random", LargeReadAdvice::Random),
+        ] {
+            section.insert("large_read_advice".into(), name.into());
+            let s: MetaclusterIoSpec = section.clone().try_into().unwrap();
+            assert_eq!(
+                (s.large_read_advice, s.large_read_advice.name()),
+                (want, name)
+            );
+        }
+        section.insert("large_read_advice".into(), "sometimes".into());
+        let e = section.clone().try_into::<MetaclusterIoSpec>().unwrap_err();
+        assert!(e.to_string().contains("today"), "{e}");
     }
 }

@@ -44,18 +44,13 @@ fn mapping_misses(policy: &str, pages: usize, s: &[Access]) -> f64 {
     simulate_stream(c.as_mut(), s).mapping_misses(s) as f64
 }
 
-#[test]
-fn linux_6_model_predicts_the_kernels_indirect_block_reads_under_three_memory_limits() {
-    if !common::root_or_skip(
-        "linux_6_model_predicts_the_kernels_indirect_block_reads_under_three_memory_limits",
-        "loop devices, kernel mounts, tracefs, memory cgroups",
-    ) {
-        return;
-    }
+/// `runs` cold runs at each of `limits_mib`, on random-read's ext3 file at its default scale,
+/// and the reads' page stream for the model.
+fn measure(limits_mib: &[u64], runs: usize) -> (kernel::KernelCheck, Vec<Access>) {
     let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
     let spec: RandomReadSpec = exp.params().unwrap();
-    let limits: Vec<u64> = (0..RUNS)
-        .flat_map(|_| LIMITS_MIB.iter().map(|m| m << 20))
+    let limits: Vec<u64> = (0..runs)
+        .flat_map(|_| limits_mib.iter().map(|m| m << 20))
         .collect();
     let k = kernel::run(
         &spec,
@@ -68,6 +63,18 @@ fn linux_6_model_predicts_the_kernels_indirect_block_reads_under_three_memory_li
     )
     .unwrap();
     let s = stream(k.file().unwrap(), k.block_bytes, &k.logical_blocks()).unwrap();
+    (k, s)
+}
+
+#[test]
+fn linux_6_model_predicts_the_kernels_indirect_block_reads_under_two_memory_limits() {
+    if !common::root_or_skip(
+        "linux_6_model_predicts_the_kernels_indirect_block_reads_under_two_memory_limits",
+        "loop devices, kernel mounts, tracefs, memory cgroups",
+    ) {
+        return;
+    }
+    let (k, s) = measure(&LIMITS_MIB, RUNS);
     // 2,269 indirect blocks at random-read's default scale (its docs).
     assert_eq!(k.file().unwrap().mapping.len(), 2269);
     let mut rejected = std::collections::BTreeSet::new();
@@ -152,22 +159,7 @@ fn spread_of_the_kernels_indirect_block_reads() {
     let runs: usize = std::env::var("LAYOUTLAB_CACHE_RUNS")
         .map(|v| v.parse().expect("LAYOUTLAB_CACHE_RUNS: a count"))
         .unwrap_or(10);
-    let exp = layoutlab_experiments::experiment::load("random-read").unwrap();
-    let spec: RandomReadSpec = exp.params().unwrap();
-    let limits: Vec<u64> = (0..runs)
-        .flat_map(|_| MEASURED_MIB.iter().map(|m| m << 20))
-        .collect();
-    let k = kernel::run(
-        &spec,
-        spec.default_scale,
-        READS,
-        &limits,
-        "sata-2t-5400-2010",
-        &std::env::temp_dir(),
-        exp.seed,
-    )
-    .unwrap();
-    let s = stream(k.file().unwrap(), k.block_bytes, &k.logical_blocks()).unwrap();
+    let (k, s) = measure(&MEASURED_MIB, runs);
     for limit in MEASURED_MIB {
         let mut worst: f64 = 0.0;
         let mut counts = Vec::new();

@@ -141,40 +141,8 @@ pub fn restore(trace: &Trace, inode: &PlannedInode, block_size: u64) -> Restored
 
 #[cfg(test)]
 mod tests {
-    use super::super::file_map::fixtures::file_2007;
+    use super::super::file_map::fixtures::{blocks, file_2007, read, trace};
     use super::*;
-    use layoutlab_trace::Flags;
-
-    fn read(issue: u64, block: u64, blocks: u32) -> Request {
-        Request {
-            issue_ns: issue,
-            complete_ns: Some(issue + 500),
-            op: Op::Read,
-            sector: block * 8,
-            sectors: blocks * 8,
-            flags: Flags::READAHEAD,
-            tag: 1,
-            cpu: Some(layoutlab_trace::cpu::CpuStamps {
-                at_issue_ns: issue / 10,
-                at_complete_ns: issue / 10 + 5,
-            }),
-        }
-    }
-
-    fn trace(reqs: Vec<Request>) -> Trace {
-        Trace {
-            requests: reqs,
-            tags: vec![String::new(), "b2".into()],
-            queue: None,
-        }
-    }
-
-    fn order(t: &Trace) -> Vec<(u64, u32)> {
-        t.requests
-            .iter()
-            .map(|r| (r.sector / 8, r.sectors / 8))
-            .collect()
-    }
 
     #[test]
     fn the_data_in_front_of_a_boundary_goes_before_the_indirect_block_again() {
@@ -191,7 +159,7 @@ mod tests {
         let r = restore(&t, &file_2007(), 4096);
         assert_eq!(r.moved, 1);
         assert_eq!(
-            order(&r.trace),
+            blocks(&r.trace),
             [
                 (1913, 112),
                 (2025, 12),
@@ -246,7 +214,7 @@ mod tests {
         let run = f.data[(pick as usize / 7) % f.data.len()];
         let first = pick % run.len;
         let n = len.clamp(1, run.len - first);
-        read(issue, run.physical + first, n as u32)
+        read(issue, run.physical + first, n)
     }
 
     proptest::proptest! {
@@ -293,6 +261,6 @@ mod tests {
         // 1012 (maps from 12) overtook the direct blocks 1000..1011: they move before it;
         // nothing moves before 2038, whose range starts at 1036.
         assert_eq!(r.moved, 1);
-        assert_eq!(order(&r.trace), [(2038, 1), (1000, 12), (1012, 1)]);
+        assert_eq!(blocks(&r.trace), [(2038, 1), (1000, 12), (1012, 1)]);
     }
 }

@@ -105,6 +105,42 @@ impl FileMap {
 #[cfg(test)]
 pub(crate) mod fixtures {
     use layoutlab_layout::{MapBlock, MapFormat, MapKind, PlannedInode, Run};
+    use layoutlab_trace::{Flags, Op, Request, Trace};
+
+    /// A captured read of `blocks` 4 KiB blocks from `block`, issued at `issue` ns and complete
+    /// 500 ns later, with CPU stamps a tenth of those.
+    pub fn read(issue: u64, block: u64, blocks: u64) -> Request {
+        Request {
+            issue_ns: issue,
+            complete_ns: Some(issue + 500),
+            op: Op::Read,
+            sector: block * 8,
+            sectors: (blocks * 8) as u32,
+            flags: Flags::NONE,
+            tag: 1,
+            cpu: Some(layoutlab_trace::cpu::CpuStamps {
+                at_issue_ns: issue / 10,
+                at_complete_ns: issue / 10 + 5,
+            }),
+        }
+    }
+
+    /// A trace of `reqs`, tagged as one benchmark's.
+    pub fn trace(reqs: Vec<Request>) -> Trace {
+        Trace {
+            requests: reqs,
+            tags: vec![String::new(), "b".into()],
+            queue: None,
+        }
+    }
+
+    /// Each request as (first block, blocks).
+    pub fn blocks(t: &Trace) -> Vec<(u64, u64)> {
+        t.requests
+            .iter()
+            .map(|r| (r.sector / 8, u64::from(r.sectors) / 8))
+            .collect()
+    }
 
     /// A 2007-layout file of 2,100 4 KiB blocks: 12 direct blocks at 1000, the indirect block
     /// at 1012 mapping logical 12..1035 at 1013..2036, then the double-indirect block at 2037

@@ -95,34 +95,37 @@ pub fn apply(
     accesses: &[Access],
     ra_blocks: u64,
 ) -> Windowed {
-    let spb = (block_size / 512).max(1);
-    let ra = ra_blocks.max(1);
-    let map = FileMap::new(inode, block_size);
+    let mut s = Rebuild {
+        map: FileMap::new(inode, block_size),
+        ra: ra_blocks.max(1),
+        spb: (block_size / 512).max(1),
+        in_memory: HashSet::new(),
+        out: Vec::with_capacity(trace.requests.len() * 2),
+        held: Vec::new(),
+        w: Windowed::default(),
+    };
+    let (spb, ra) = (s.spb, s.ra);
     let range = |k: usize| -> (u64, u64) {
         let (off, len) = accesses[k];
         (off / block_size, (off + len).div_ceil(block_size))
     };
-    let mut w = Windowed::default();
-    let mut in_memory: HashSet<u64> = HashSet::new();
-    let mut out: Vec<Request> = Vec::with_capacity(trace.requests.len() * 2);
-    // Mapping-block reads held until the next data request says whose read they served.
-    let mut held: Vec<Request> = Vec::new();
     let mut current: Option<(usize, Last)> = None;
     for r in &trace.requests {
         let blocks: Vec<u64> = super::request_blocks(r, spb).collect();
         if r.op == Op::Read {
-            w.captured_blocks += blocks.len() as u64;
+            s.w.captured_blocks += blocks.len() as u64;
         }
-        let first_data = blocks.iter().find_map(|&b| map.logical(b));
-        if r.op != Op::Read || (blocks.iter().all(|b| !map.is_mapping(*b)) && first_data.is_none())
+        let first_data = blocks.iter().find_map(|&b| s.map.logical(b));
+        if r.op != Op::Read
+            || (blocks.iter().all(|b| !s.map.is_mapping(*b)) && first_data.is_none())
         {
-            flush(&mut held, spb, &mut in_memory, &mut out, &mut w);
-            out.push(*r);
+            s.flush();
+            s.out.push(*r);
             continue;
         }
         let Some(l0) = first_data else {
             // Mapping blocks only: whose read they serve, the next data request says.
-            held.push(*r);
+            s.held.push(*r);
             continue;
         };
         let from = current.map_or(0, |(k, _)| k);
@@ -131,35 +134,26 @@ pub fn apply(
             (s..e).contains(&l0)
         });
         let Some(k) = owner else {
-            w.unassigned += 1;
-            flush(&mut held, spb, &mut in_memory, &mut out, &mut w);
-            in_memory.extend(blocks.iter().copied());
-            out.push(*r);
+            s.w.unassigned += 1;
+            s.flush();
+            s.in_memory.extend(blocks.iter().copied());
+            s.out.push(*r);
             continue;
         };
         if let Some((prev, last)) = current {
             if prev != k {
-                past_end(
-                    &map,
-                    range(prev),
-                    last,
-                    ra,
-                    spb,
-                    &mut in_memory,
-                    &mut out,
-                    &mut w,
-                );
+                s.past_end(range(prev), last);
             }
         }
-        flush(&mut held, spb, &mut in_memory, &mut out, &mut w);
+        s.flush();
         let (start, _) = range(k);
         // Pieces: blocks kept, split where a pair of windows ends or a block is skipped.
         let mut piece: Option<(u64, u64)> = None; // (first block, blocks)
         let mut pieces: Vec<(u64, u64)> = Vec::new();
         for &b in &blocks {
-            let l = map.logical(b);
-            if l.is_some() && in_memory.contains(&b) {
-                w.blocks_already_read += 1;
+            let l = s.map.logical(b);
+            if l.is_some() && s.in_memory.contains(&b) {
+                s.w.blocks_already_read += 1;
                 pieces.extend(piece.take());
                 continue;
             }
@@ -168,21 +162,21 @@ pub fn apply(
                 Some((f, n)) if !cut && f + n == b => piece = Some((f, n + 1)),
                 _ => {
                     if cut && piece.is_some() {
-                        w.cuts += 1;
+                        s.w.cuts += 1;
                     }
                     pieces.extend(piece.take());
                     piece = Some((b, 1));
                 }
             }
-            in_memory.insert(b);
+            s.in_memory.insert(b);
         }
         pieces.extend(piece);
         let whole = pieces.len() == 1 && pieces[0] == (blocks[0], blocks.len() as u64);
         if whole {
-            out.push(*r);
+            s.out.push(*r);
         } else {
             for (f, n) in pieces {
-                out.push(Request {
+                s.out.push(Request {
                     sector: f * spb,
                     sectors: (n * spb) as u32,
                     ..*r
@@ -200,185 +194,149 @@ pub fn apply(
         ));
     }
     if let Some((k, last)) = current {
-        past_end(
-            &map,
-            range(k),
-            last,
-            ra,
-            spb,
-            &mut in_memory,
-            &mut out,
-            &mut w,
-        );
+        s.past_end(range(k), last);
     }
-    flush(&mut held, spb, &mut in_memory, &mut out, &mut w);
-    w.trace = Trace {
-        requests: out,
+    s.flush();
+    s.w.trace = Trace {
+        requests: s.out,
         tags: trace.tags.clone(),
         queue: trace.queue.clone(),
     };
-    w
+    s.w
 }
 
-/// Appends the held mapping-block reads to `out`, but for those a window already read.
-fn flush(
-    held: &mut Vec<Request>,
-    spb: u64,
-    in_memory: &mut HashSet<u64>,
-    out: &mut Vec<Request>,
-    w: &mut Windowed,
-) {
-    for r in held.drain(..) {
-        let blocks = super::request_blocks(&r, spb);
-        if blocks.clone().all(|b| in_memory.contains(&b)) {
-            w.blocks_already_read += blocks.count() as u64;
-            continue;
-        }
-        in_memory.extend(blocks);
-        out.push(r);
-    }
-}
-
-/// Appends the window 2.6.24 read ahead past a read of file blocks `start..end` to `out`.
-#[allow(clippy::too_many_arguments)]
-fn past_end(
-    map: &FileMap,
-    (start, end): (u64, u64),
-    last: Last,
+/// The rebuilt stream so far, and what is in memory.
+struct Rebuild {
+    map: FileMap,
+    /// Read-ahead window, blocks.
     ra: u64,
+    /// Sectors per block.
     spb: u64,
-    in_memory: &mut HashSet<u64>,
-    out: &mut Vec<Request>,
-    w: &mut Windowed,
-) {
-    let n = (end - start).div_ceil(ra);
-    let from = start + n * ra;
-    let to = (from + ra).min(map.blocks);
-    if from >= to {
-        return;
+    /// Blocks of the file read so far (data and mapping): the page cache.
+    in_memory: HashSet<u64>,
+    out: Vec<Request>,
+    /// Mapping-block reads held until the next data request says whose read they served.
+    held: Vec<Request>,
+    w: Windowed,
+}
+
+impl Rebuild {
+    /// Appends the held mapping-block reads to `out`, but for those a window already read.
+    fn flush(&mut self) {
+        let (spb, in_memory, out, w) = (self.spb, &mut self.in_memory, &mut self.out, &mut self.w);
+        for r in self.held.drain(..) {
+            let blocks = super::request_blocks(&r, spb);
+            if blocks.clone().all(|b| in_memory.contains(&b)) {
+                w.blocks_already_read += blocks.count() as u64;
+                continue;
+            }
+            in_memory.extend(blocks);
+            out.push(r);
+        }
     }
-    // After an odd number of windows the last one leaves with the last pair: the reader waits
-    // for it. After an even number it leaves alone once the read's last request completed,
-    // and nothing waits for it.
-    let merged = n % 2 == 1;
-    let issue_ns = if merged {
-        last.issue_ns
-    } else {
-        last.complete_ns.unwrap_or(last.issue_ns)
-    };
-    let cpu = last.cpu.map(|c| {
-        if merged {
-            c
+
+    /// Appends the window 2.6.24 read ahead past a read of file blocks `start..end` to `out`.
+    fn past_end(&mut self, (start, end): (u64, u64), last: Last) {
+        let (map, ra, spb) = (&self.map, self.ra, self.spb);
+        let (in_memory, out, w) = (&mut self.in_memory, &mut self.out, &mut self.w);
+        let n = (end - start).div_ceil(ra);
+        let from = start + n * ra;
+        let to = (from + ra).min(map.blocks);
+        if from >= to {
+            return;
+        }
+        // After an odd number of windows the last one leaves with the last pair: the reader waits
+        // for it. After an even number it leaves alone once the read's last request completed,
+        // and nothing waits for it.
+        let merged = n % 2 == 1;
+        let issue_ns = if merged {
+            last.issue_ns
         } else {
-            layoutlab_trace::cpu::CpuStamps {
-                at_issue_ns: c.at_complete_ns,
-                at_complete_ns: c.at_complete_ns,
-            }
-        }
-    });
-    let data = |first: u64, blocks: u64| Request {
-        issue_ns,
-        complete_ns: if merged { last.complete_ns } else { None },
-        op: Op::Read,
-        sector: first * spb,
-        sectors: (blocks * spb) as u32,
-        flags: Flags::READAHEAD,
-        tag: last.tag,
-        cpu,
-    };
-    let mut run: Option<(u64, u64)> = None;
-    let mut any = false;
-    for l in from..to {
-        let Some(p) = map.physical(l) else {
-            out.extend(run.take().map(|(f, c)| data(f, c)));
-            continue;
+            last.complete_ns.unwrap_or(last.issue_ns)
         };
-        let needed: Vec<u64> = map
-            .path(l)
-            .into_iter()
-            .filter(|m| !in_memory.contains(m))
-            .collect();
-        if !needed.is_empty() {
-            // The data in front of the boundary leaves first; the reader then reads the
-            // mapping blocks one by one and waits for each.
-            out.extend(run.take().map(|(f, c)| data(f, c)));
-            for m in needed {
-                in_memory.insert(m);
-                out.push(Request {
-                    issue_ns,
-                    complete_ns: Some(issue_ns.max(last.complete_ns.unwrap_or(issue_ns))),
-                    op: Op::Read,
-                    sector: m * spb,
-                    sectors: spb as u32,
-                    flags: Flags::META,
-                    tag: last.tag,
-                    cpu: cpu.map(|c| layoutlab_trace::cpu::CpuStamps {
-                        at_issue_ns: c.at_issue_ns,
-                        at_complete_ns: c.at_complete_ns.max(c.at_issue_ns),
-                    }),
-                });
-                w.past_end_mapping_reads += 1;
+        let cpu = last.cpu.map(|c| {
+            if merged {
+                c
+            } else {
+                layoutlab_trace::cpu::CpuStamps {
+                    at_issue_ns: c.at_complete_ns,
+                    at_complete_ns: c.at_complete_ns,
+                }
             }
-        }
-        if in_memory.contains(&p) {
-            out.extend(run.take().map(|(f, c)| data(f, c)));
-            continue;
-        }
-        in_memory.insert(p);
-        any = true;
-        w.past_end_blocks += 1;
-        run = match run {
-            Some((f, c)) if f + c == p => Some((f, c + 1)),
-            other => {
-                out.extend(other.map(|(f, c)| data(f, c)));
-                Some((p, 1))
-            }
+        });
+        let data = |first: u64, blocks: u64| Request {
+            issue_ns,
+            complete_ns: if merged { last.complete_ns } else { None },
+            op: Op::Read,
+            sector: first * spb,
+            sectors: (blocks * spb) as u32,
+            flags: Flags::READAHEAD,
+            tag: last.tag,
+            cpu,
         };
-    }
-    out.extend(run.map(|(f, c)| data(f, c)));
-    if any {
-        w.past_end_windows += 1;
+        let mut run: Option<(u64, u64)> = None;
+        let mut any = false;
+        for l in from..to {
+            let Some(p) = map.physical(l) else {
+                out.extend(run.take().map(|(f, c)| data(f, c)));
+                continue;
+            };
+            let needed: Vec<u64> = map
+                .path(l)
+                .into_iter()
+                .filter(|m| !in_memory.contains(m))
+                .collect();
+            if !needed.is_empty() {
+                // The data in front of the boundary leaves first; the reader then reads the
+                // mapping blocks one by one and waits for each.
+                out.extend(run.take().map(|(f, c)| data(f, c)));
+                for m in needed {
+                    in_memory.insert(m);
+                    out.push(Request {
+                        issue_ns,
+                        complete_ns: Some(issue_ns.max(last.complete_ns.unwrap_or(issue_ns))),
+                        op: Op::Read,
+                        sector: m * spb,
+                        sectors: spb as u32,
+                        flags: Flags::META,
+                        tag: last.tag,
+                        cpu: cpu.map(|c| layoutlab_trace::cpu::CpuStamps {
+                            at_issue_ns: c.at_issue_ns,
+                            at_complete_ns: c.at_complete_ns.max(c.at_issue_ns),
+                        }),
+                    });
+                    w.past_end_mapping_reads += 1;
+                }
+            }
+            if in_memory.contains(&p) {
+                out.extend(run.take().map(|(f, c)| data(f, c)));
+                continue;
+            }
+            in_memory.insert(p);
+            any = true;
+            w.past_end_blocks += 1;
+            run = match run {
+                Some((f, c)) if f + c == p => Some((f, c + 1)),
+                other => {
+                    out.extend(other.map(|(f, c)| data(f, c)));
+                    Some((p, 1))
+                }
+            };
+        }
+        out.extend(run.map(|(f, c)| data(f, c)));
+        if any {
+            w.past_end_windows += 1;
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::file_map::fixtures::file_2007;
+    use super::super::file_map::fixtures::{blocks, file_2007, read, trace};
     use super::*;
     use layoutlab_layout::{MapBlock, MapFormat, MapKind, Run};
 
     const B: u64 = 4096;
-
-    fn read(issue: u64, block: u64, blocks: u64) -> Request {
-        Request {
-            issue_ns: issue,
-            complete_ns: Some(issue + 500),
-            op: Op::Read,
-            sector: block * 8,
-            sectors: (blocks * 8) as u32,
-            flags: Flags::NONE,
-            tag: 1,
-            cpu: Some(layoutlab_trace::cpu::CpuStamps {
-                at_issue_ns: issue / 10,
-                at_complete_ns: issue / 10 + 5,
-            }),
-        }
-    }
-
-    fn trace(reqs: Vec<Request>) -> Trace {
-        Trace {
-            requests: reqs,
-            tags: vec![String::new(), "b4".into()],
-            queue: None,
-        }
-    }
-
-    fn blocks(t: &Trace) -> Vec<(u64, u64)> {
-        t.requests
-            .iter()
-            .map(|r| (r.sector / 8, u64::from(r.sectors) / 8))
-            .collect()
-    }
 
     /// 512 KiB (128 blocks) from logical block `l`.
     fn access(l: u64) -> Access {

@@ -98,8 +98,10 @@ pub fn check_fits_together(opts: &[KernelFsOptions]) -> Result<()> {
                 devices += 1;
                 bytes += o.bytes;
                 resident += o.resident_bytes;
-                // zram keeps compressed pages plus its table (8 bytes a page here, 4 KiB pages).
-                need += o.resident_bytes + o.bytes / 4096 * 8;
+                // zram keeps compressed pages plus its table, allocated whole when the size
+                // is set (16 bytes a page; until 2026-11-29 this said 8, which a 2 TB device
+                // showed wrong by 3.8 GB).
+                need += o.resident_bytes + Zram::table_bytes(o.bytes);
             }
         }
     }

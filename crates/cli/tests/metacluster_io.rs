@@ -285,6 +285,8 @@ fn benchmark_4_as_the_2007_kernel_read_it_with_and_without_advice() {
         assert_eq!(n["large_read_advice"], "none");
         let w = &n["windows"];
         let g = |k: &str| w[k].as_u64().unwrap();
+        // The experiment's 128 KiB (os_read_ahead_kb) as the window, which the report names.
+        assert_eq!(g("window_bytes"), 128 << 10, "{w}");
         // A window past nearly every read (one wholly in memory, or past the file's end, is
         // none), 32 blocks at most.
         assert!(g("past_end_windows") > 0, "{w}");

@@ -12,6 +12,7 @@
 use crate::cleanup;
 use crate::error::{Result, RigError};
 use crate::system::{check_free_space, drop_caches, require_root, TempFile};
+use crate::window::{self, Boundary, Counted};
 use crate::{
     mkfs, Capture, EmulateOptions, EmulatedRequest, Emulator, FsKind, LoopDevice, Mount, QueueSpec,
     ServiceModel, TraceOptions, TracefsSession, Zram,
@@ -449,7 +450,6 @@ impl KernelFs {
             fs: self,
             session,
             phases: Vec::new(),
-            slop: Vec::new(),
             followed: Vec::new(),
         })
     }
@@ -543,9 +543,6 @@ fn parse_stat_sectors(text: &str) -> Option<(u64, u64)> {
     Some((*f.get(2)?, *f.get(6)?))
 }
 
-/// (sectors read, sectors written) of a device's counters.
-type StatSectors = (u64, u64);
-
 /// One phase of a traced run: what the trace and the device's counters saw.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PhaseBytes {
@@ -555,10 +552,9 @@ pub struct PhaseBytes {
     pub sectors_read: u64,
     /// Sectors written by them.
     pub sectors_written: u64,
-    /// Sectors read according to `/sys/block/DEV/stat` over the phase.
-    pub stat_sectors_read: u64,
-    /// Sectors written according to `/sys/block/DEV/stat` over the phase.
-    pub stat_sectors_written: u64,
+    /// What `/sys/block/DEV/stat` counted over the phase, read settled on both sides of
+    /// each of its marks ([`Counted::reads`], [`Counted::writes`]).
+    pub counted: Counted,
 }
 
 /// What a traced run produced.
@@ -575,14 +571,11 @@ pub struct KernelTrace {
 pub struct TracedRun<'a> {
     fs: &'a mut KernelFs,
     session: TracefsSession,
-    /// (name, device counters before, after).
-    phases: Vec<(String, StatSectors, StatSectors)>,
-    /// Per phase boundary (the start of each phase, then the end of the last): what the
-    /// device did between the counters' reading and the tag's change. A request issued in
-    /// that gap (a file system's background work) carries the old tag but is counted after
-    /// the reading; the check allows a phase exactly this much either way, measured, not
-    /// assumed (0 almost always).
-    slop: Vec<StatSectors>,
+    /// Each phase's name and the device's counters at its mark; the next phase's mark (or
+    /// the run's end) closes it. A request issued while a mark is written (a file system's
+    /// background work) may be traced on either side of it: the check allows a phase what
+    /// moved across its two marks, measured, not assumed ([`crate::window`]).
+    phases: Vec<(String, Boundary)>,
     /// Threads already followed in the session's CPU accounting.
     followed: Vec<u32>,
 }
@@ -595,13 +588,6 @@ impl TracedRun<'_> {
         name: &str,
         work: impl FnOnce(&mut KernelFs) -> Result<T>,
     ) -> Result<T> {
-        // The device's counters over a phase are read where its tag changes: everything the
-        // trace tags with this phase, including writes the file system issues in the
-        // background after `work` returned, falls between this reading and the next one.
-        let before = self.settled_stat()?;
-        if let Some(last) = self.phases.last_mut() {
-            last.2 = before;
-        }
         // The phase's work (unlink, reads, sync) runs in this thread: its CPU time is the
         // think time between the requests it issues (docs/replay.md). Kernel threads that
         // work for it (journal commits, writeback) are not followed.
@@ -610,10 +596,11 @@ impl TracedRun<'_> {
             self.session.follow(tid)?;
             self.followed.push(tid);
         }
-        self.session.mark(name)?;
-        let marked = self.settled_stat()?;
-        self.slop.push((marked.0 - before.0, marked.1 - before.1));
-        self.phases.push((name.to_string(), before, before));
+        // The device's counters over a phase are read where its tag changes: everything the
+        // trace tags with this phase, including writes the file system issues in the
+        // background after `work` returned, falls between this mark and the next one.
+        let start = self.mark(name)?;
+        self.phases.push((name.to_string(), start));
         let out = work(self.fs)?;
         // The phase's writes belong to it: write them back before the next mark. (A remount
         // phase has already synced and flushed.)
@@ -623,34 +610,33 @@ impl TracedRun<'_> {
         Ok(out)
     }
 
-    /// The device's counters once nothing is in flight ([`settled_stat_sectors`]).
-    fn settled_stat(&self) -> Result<StatSectors> {
-        settled_stat_sectors(&format!("loop{}", self.fs.device().number()))
+    /// Marks `tag` with the device's counters read settled on both sides ([`window::mark`]).
+    fn mark(&self, tag: &str) -> Result<Boundary> {
+        window::mark(
+            &self.session,
+            &format!("loop{}", self.fs.device().number()),
+            tag,
+        )
     }
 
     /// Stops tracing, and checks every phase's bytes in the trace against the device's own
     /// counters: a mismatch (lost or mis-tagged requests) is an error.
-    pub fn finish(mut self) -> Result<KernelTrace> {
-        // Close the last phase's window, then tag anything later as "after-last-phase" (not checked).
-        let end = self.settled_stat()?;
-        if let Some(last) = self.phases.last_mut() {
-            last.2 = end;
-        }
-        self.session.mark("after-last-phase")?;
-        let marked = self.settled_stat()?;
-        self.slop.push((marked.0 - end.0, marked.1 - end.1));
+    pub fn finish(self) -> Result<KernelTrace> {
+        // Close the last phase's window: anything later is tagged "after-last-phase" (not
+        // checked).
+        let end = self.mark("after-last-phase")?;
         let capture = self.session.stop()?;
-        if capture.lost_events > 0 {
-            return Err(RigError::Unsupported(format!(
-                "the kernel lost {} trace events; the trace is incomplete (raise the tracefs buffer)",
-                capture.lost_events
-            )));
-        }
+        window::check_complete(&capture)?;
+        let ends: Vec<Boundary> = self
+            .phases
+            .iter()
+            .skip(1)
+            .map(|(_, b)| *b)
+            .chain(std::iter::once(end))
+            .collect();
         let mut phases = Vec::new();
-        for (i, (name, before, after)) in self.phases.into_iter().enumerate() {
-            // the gaps at this phase's start and end
-            let (sa, sb) = (self.slop[i], self.slop[i + 1]);
-            let slop = (sa.0 + sb.0, sa.1 + sb.1);
+        for ((name, start), end) in self.phases.into_iter().zip(ends) {
+            let counted = Counted { start, end };
             let tag = capture.trace.tags.iter().position(|t| *t == name);
             let (mut r, mut w) = (0u64, 0u64);
             for q in &capture.trace.requests {
@@ -666,23 +652,17 @@ impl TracedRun<'_> {
                 name,
                 sectors_read: r,
                 sectors_written: w,
-                stat_sectors_read: after.0 - before.0,
-                stat_sectors_written: after.1 - before.1,
+                counted,
             };
-            if p.sectors_read.abs_diff(p.stat_sectors_read) > slop.0
-                || p.sectors_written.abs_diff(p.stat_sectors_written) > slop.1
-            {
+            if !counted.reads().contains(&r) || !counted.writes().contains(&w) {
                 return Err(RigError::Unsupported(format!(
                     "phase '{}': the trace saw {} sectors read and {} written, the device counted \
-                     {} and {} (give or take {} and {} issued while the tag changed); the trace \
-                     is incomplete or mis-tagged",
+                     {} and {}; the trace is incomplete or mis-tagged",
                     p.name,
-                    p.sectors_read,
-                    p.sectors_written,
-                    p.stat_sectors_read,
-                    p.stat_sectors_written,
-                    slop.0,
-                    slop.1
+                    r,
+                    w,
+                    window::show(&counted.reads()),
+                    window::show(&counted.writes()),
                 )));
             }
             phases.push(p);

@@ -51,6 +51,7 @@ pub mod stale;
 mod system;
 mod tracefs;
 mod tracefs_text;
+pub mod window;
 mod zram;
 
 pub use age::{

@@ -533,7 +533,7 @@ fn check_ext(
         ..base
     };
     let run = layoutlab_rig::run_e2fsck_traced(loopdev.path(), loopdev.dev(), &opts)?;
-    crate::steps::capture::complete(&run.capture)?;
+    layoutlab_rig::window::check_complete(&run.capture)?;
     let peak_kib = e2fsck_peak_memory_kib(&run.times.sections).unwrap_or(0);
     Ok(Checked {
         exit_code: run.exit_code,
@@ -565,7 +565,7 @@ fn check_other(family: Family, loopdev: &LoopDevice) -> Result<Checked> {
         style,
         &TraceOptions::default(),
     )?;
-    crate::steps::capture::complete(&run.capture)?;
+    layoutlab_rig::window::check_complete(&run.capture)?;
     // Both exit 1 for "problems found" and for "could not check at all"; a check that
     // got past its first phase did check.
     let checked = run.capture.marks.iter().any(|(_, t)| t == first_phase);

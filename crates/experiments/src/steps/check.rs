@@ -522,7 +522,7 @@ pub fn traced_e2fsck(
             run.stdout
         );
     }
-    crate::steps::capture::complete(&run.capture)?;
+    layoutlab_rig::window::check_complete(&run.capture)?;
     stages.traced_check = t.elapsed().as_secs_f64();
     let scheduler_cpu_seconds = run.capture.cpu.as_ref().map(|c| c.total_ns as f64 / 1e9);
     let scheduler_cpu_in_trace_seconds = run

@@ -10,10 +10,9 @@
 //! another operation for it.
 //!
 //! What these steps do not own: running a kernel phase under trace (`request_merging::traced_dd`
-//! and each kernel operation's run body, around [`capture`]'s window); the replay of a
+//! and each kernel operation's run body, around the rig's `window::Window`); the replay of a
 //! trace itself (`layoutlab_device::replay`, which [`price`] calls).
 
-pub mod capture;
 pub mod check;
 pub mod image;
 pub mod phases;

@@ -172,7 +172,7 @@ fn measure_once(
     let mut buf = vec![0u8; read_bytes as usize];
     let fd = f.as_raw_fd();
     let session = TracefsSession::start(k.device().dev(), &TraceOptions::default())?;
-    let window = crate::steps::capture::open(&session, dev_name, "reads")?;
+    let window = layoutlab_rig::window::Window::open(&session, dev_name, "reads")?;
     // SAFETY: the child only calls pread(2) on a descriptor and a buffer made before.
     let code = unsafe {
         cg.run_in_child(&[fd], || {
@@ -199,13 +199,13 @@ fn measure_once(
     }
     let counted = window.close("after")?;
     let capture = session.stop()?;
-    crate::steps::capture::complete(&capture)?;
+    layoutlab_rig::window::check_complete(&capture)?;
     let trace = of_tag(&capture.trace, "reads", Some(Op::Read), TagTable::Own);
     let sectors: u64 = trace.requests.iter().map(|r| u64::from(r.sectors)).sum();
     if !counted.reads().contains(&sectors) {
         bail!(
             "the trace saw {sectors} sectors read, the device counted {}",
-            crate::steps::capture::show(&counted.reads())
+            layoutlab_rig::window::show(&counted.reads())
         );
     }
     let per_block = (layout.block_size_bytes / 512).max(1);

@@ -57,10 +57,8 @@ const SEARCH: usize = 64;
 /// What [`apply`] did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Windowed {
-    /// The trace as 2.6.24 would have issued it for a program that gave no advice (not
-    /// serialized).
-    #[serde(skip)]
-    pub trace: Trace,
+    /// The read-ahead window the rebuild used, in bytes (the experiment's `os_read_ahead_kb`).
+    pub window_bytes: u64,
     /// Blocks the captured trace's reads covered (partial ones included).
     pub captured_blocks: u64,
     /// Windows read ahead past a read's end (reads whose window had any block not in memory).
@@ -89,14 +87,15 @@ struct Last {
 
 /// Rebuilds benchmark `accesses`' reads of `inode` in `trace` (a capture of exactly the pages
 /// asked for, in the 2007 kernel's order across indirect blocks) as 2.6.24 issued them for a
-/// program that gave no advice, with read-ahead windows of `ra_blocks` blocks.
+/// program that gave no advice, with read-ahead windows of `ra_blocks` blocks: that trace, and
+/// what the rebuild did.
 pub fn apply(
     trace: &Trace,
     inode: &PlannedInode,
     block_size: u64,
     accesses: &[Access],
     ra_blocks: u64,
-) -> Windowed {
+) -> (Trace, Windowed) {
     let mut s = Rebuild {
         map: FileMap::new(inode, block_size),
         ra: ra_blocks.max(1),
@@ -104,7 +103,10 @@ pub fn apply(
         in_memory: HashSet::new(),
         out: Vec::with_capacity(trace.requests.len() * 2),
         held: Vec::new(),
-        w: Windowed::default(),
+        w: Windowed {
+            window_bytes: ra_blocks.max(1) * block_size,
+            ..Windowed::default()
+        },
     };
     let (spb, ra) = (s.spb, s.ra);
     let range = |k: usize| -> (u64, u64) {
@@ -199,12 +201,12 @@ pub fn apply(
         s.past_end(range(k), last);
     }
     s.flush();
-    s.w.trace = Trace {
+    let rebuilt = Trace {
         requests: s.out,
         tags: trace.tags.clone(),
         queue: trace.queue.clone(),
     };
-    s.w
+    (rebuilt, s.w)
 }
 
 /// The rebuilt stream so far, and what is in memory.
@@ -353,9 +355,10 @@ mod tests {
             read(1000, 1012, 1),
             read(2000, 1013, 116),
         ]);
-        let w = apply(&t, &file_2007(), B, &[access(0)], 32);
+        let (wt, w) = apply(&t, &file_2007(), B, &[access(0)], 32);
+        assert_eq!(w.window_bytes, 128 << 10, "32 blocks of 4 KiB");
         assert_eq!(
-            blocks(&w.trace),
+            blocks(&wt),
             [
                 (1000, 12),
                 (1012, 1),
@@ -370,13 +373,13 @@ mod tests {
         assert_eq!((w.past_end_windows, w.past_end_blocks), (1, 32));
         // After four windows the one past the end leaves alone, once the read's last request
         // completed; nothing waits for it.
-        let p = w.trace.requests[4];
+        let p = wt.requests[4];
         assert_eq!((p.issue_ns, p.complete_ns), (2500, None));
         assert_eq!(p.cpu.unwrap().at_issue_ns, 205);
         assert!(p.flags.contains(Flags::READAHEAD));
         // The pieces keep the captured stamps (a replay queues them one behind the other).
-        assert_eq!(w.trace.requests[3].issue_ns, 2000);
-        assert_eq!(w.trace.requests[3].complete_ns, Some(2500));
+        assert_eq!(wt.requests[3].issue_ns, 2000);
+        assert_eq!(wt.requests[3].complete_ns, Some(2500));
     }
 
     #[test]
@@ -384,9 +387,9 @@ mod tests {
         // Read logical 896..1024 (under the first indirect block); its window past the end,
         // 1024..1056, crosses the double-indirect boundary at 1036.
         let t = trace(vec![read(0, 1012, 1), read(1000, 1013 + 884, 128)]);
-        let w = apply(&t, &file_2007(), B, &[access(896)], 32);
+        let (wt, w) = apply(&t, &file_2007(), B, &[access(896)], 32);
         assert_eq!(
-            blocks(&w.trace),
+            blocks(&wt),
             [
                 (1012, 1),
                 (1897, 64),
@@ -400,7 +403,7 @@ mod tests {
         );
         assert_eq!(w.past_end_mapping_reads, 2);
         // The reader waits for the mapping blocks (they complete), not for the data.
-        let r = &w.trace.requests;
+        let r = &wt.requests;
         assert!(r[3].complete_ns.is_none() && r[6].complete_ns.is_none());
         assert!(r[4].complete_ns.is_some() && r[5].complete_ns.is_some());
         assert!(r[4].flags.contains(Flags::META));
@@ -418,8 +421,8 @@ mod tests {
             read(7000, 2025, 12),
             read(8000, 2039, 116),
         ]);
-        let w = apply(&t, &file_2007(), B, &[access(896), access(1024)], 32);
-        let b = blocks(&w.trace);
+        let (wt, w) = apply(&t, &file_2007(), B, &[access(896), access(1024)], 32);
+        let b = blocks(&wt);
         // The second read keeps only what the first one's window did not read: logical
         // 1056..1152 (2059..2155), cut where its first pair of windows ends (1088 = 2091).
         assert_eq!(&b[7..], [(2059, 32), (2091, 64), (2155, 32)]);
@@ -438,12 +441,12 @@ mod tests {
     fn after_an_odd_number_of_windows_the_one_past_the_end_leaves_with_the_last_pair() {
         // 96 blocks: three windows; the fourth merges with the third, and the reader waits.
         let t = trace(vec![read(0, 1012, 1), read(10, 1013, 96)]);
-        let w = apply(&t, &file_2007(), B, &[(12 * B, 96 * B)], 32);
+        let (wt, _) = apply(&t, &file_2007(), B, &[(12 * B, 96 * B)], 32);
         assert_eq!(
-            blocks(&w.trace),
+            blocks(&wt),
             [(1012, 1), (1013, 64), (1077, 32), (1109, 32)]
         );
-        let p = w.trace.requests[3];
+        let p = wt.requests[3];
         assert_eq!((p.issue_ns, p.complete_ns), (10, Some(510)));
     }
 
@@ -452,11 +455,11 @@ mod tests {
         let mut other = read(50, 5, 1);
         other.op = Op::Write;
         let t = trace(vec![other, read(100, 2039 + 1064 - 100, 100)]);
-        let w = apply(&t, &file_2007(), B, &[((2100 - 100) * B, 100 * B)], 32);
-        assert_eq!(w.trace.requests[0], other);
+        let (wt, w) = apply(&t, &file_2007(), B, &[((2100 - 100) * B, 100 * B)], 32);
+        assert_eq!(wt.requests[0], other);
         assert_eq!(w.past_end_windows, 0);
         assert_eq!(
-            w.trace
+            wt
                 .requests
                 .iter()
                 .map(|r| r.sectors as u64 / 8)
@@ -545,9 +548,9 @@ mod tests {
                 }
             }
             let t = trace(reqs);
-            let w = apply(&t, &f, B, &acc, ra);
+            let (wt, w) = apply(&t, &f, B, &acc, ra);
             let mut out_blocks = HashSet::new();
-            for r in &w.trace.requests {
+            for r in &wt.requests {
                 for b in r.sector / 8..(r.sector + u64::from(r.sectors)) / 8 {
                     proptest::prop_assert!(out_blocks.insert(b), "block {} read twice", b);
                 }
@@ -557,7 +560,7 @@ mod tests {
                     proptest::prop_assert!(out_blocks.contains(&b), "captured block {} lost", b);
                 }
             }
-            proptest::prop_assert!(w.trace.requests.windows(2).all(|p| p[0].issue_ns <= p[1].issue_ns));
+            proptest::prop_assert!(wt.requests.windows(2).all(|p| p[0].issue_ns <= p[1].issue_ns));
             for b in out_blocks.iter().filter(|b| !seen.contains(b)) {
                 let l = b.checked_sub(100);
                 let past_some_read = acc.iter().any(|&(o, n)| {

@@ -168,15 +168,18 @@ pub(super) fn render(
     h.say(&notes);
     let b4 = runs
         .iter()
-        .find(|r| r.benchmark == 4 && !r.ind_readahead)
-        .and_then(|r| r.large_read_advice);
-    h.say(&match b4 {
+        .find(|r| r.benchmark == 4 && !r.ind_readahead);
+    h.say(&match b4.and_then(|r| r.large_read_advice) {
         Some(super::LargeReadAdvice::Today) | None => String::new(),
         Some(a) => format!(
             "benchmark 4: its reads as 2.6.24 issued them for a program that {} (--set large_read_advice={}; shipped: today's kernel, one request per read).\n",
-            match a {
-                super::LargeReadAdvice::None => "gave no advice: 128 KiB read-ahead windows two by two, and one window past each read's end",
-                _ => "advised POSIX_FADV_RANDOM: page by page",
+            match (a, b4.and_then(|r| r.windows.as_ref())) {
+                (super::LargeReadAdvice::None, Some(w)) => format!(
+                    "gave no advice: {} KiB read-ahead windows two by two, and one window past each read's end",
+                    w.window_bytes / 1024
+                ),
+                (super::LargeReadAdvice::None, None) => "gave no advice".to_string(),
+                _ => "advised POSIX_FADV_RANDOM: page by page".to_string(),
             },
             a.name()
         ),

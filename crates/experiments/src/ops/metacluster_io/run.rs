@@ -514,8 +514,9 @@ fn price_reads(
     let (trace, windows) = match (benchmark, spec.large_read_advice) {
         (4, LargeReadAdvice::None) => {
             let ra_blocks = u64::from(spec.os_read_ahead_kb) * 1024 / block_size;
-            let mut w = ra_windows::apply(&restored.trace, inode, block_size, accesses, ra_blocks);
-            (std::mem::take(&mut w.trace), Some(w))
+            let (rebuilt, w) =
+                ra_windows::apply(&restored.trace, inode, block_size, accesses, ra_blocks);
+            (rebuilt, Some(w))
         }
         (4, LargeReadAdvice::Random) => (restored.trace.split_reads(spb as u32), None),
         _ => (restored.trace, None),

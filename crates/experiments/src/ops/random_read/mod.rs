@@ -688,7 +688,7 @@ fn traced_reads(
     let session = TracefsSession::start(loopdev.dev(), &TraceOptions::default())?;
     // The reads run in this thread: its CPU time is the think time between them.
     session.follow(gettid())?;
-    let window = crate::steps::capture::open(&session, dev_name, "reads")?;
+    let window = layoutlab_rig::window::Window::open(&session, dev_name, "reads")?;
     // The device is settled before both marks: what it serves in between is the phase's.
     let served_from = emulated.map_or(0, |(_, served)| served());
     if let Some((pace, _)) = emulated {
@@ -708,7 +708,7 @@ fn traced_reads(
     let counted = window.close("after")?;
     let served_to = emulated.map_or(0, |(_, served)| served());
     let capture = session.stop()?;
-    crate::steps::capture::complete(&capture)?;
+    layoutlab_rig::window::check_complete(&capture)?;
     let trace = of_tag(&capture.trace, "reads", None, TagTable::Own);
     let r: u64 = trace
         .requests
@@ -719,7 +719,7 @@ fn traced_reads(
     if !counted.reads().contains(&r) {
         bail!(
             "the trace saw {r} sectors read, the device counted {}; the trace is incomplete",
-            crate::steps::capture::show(&counted.reads())
+            layoutlab_rig::window::show(&counted.reads())
         );
     }
     Ok((trace, seconds_here, (served_from, served_to)))

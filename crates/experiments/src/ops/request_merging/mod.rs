@@ -449,7 +449,7 @@ pub fn traced_dd(
             drop_caches(loopdev)?;
         }
         let tag = format!("p{i}-{mode}-{}", op_name(*op));
-        let window = crate::steps::capture::open(&session, &dev_name, &tag)?;
+        let window = layoutlab_rig::window::Window::open(&session, &dev_name, &tag)?;
         // The device is settled before the mark and again before the closing one: the
         // requests served in between are the phase's.
         let served_from = emulated.map_or(0, |e| (e.served_so_far)());
@@ -468,7 +468,7 @@ pub fn traced_dd(
         ));
     }
     let capture = session.stop()?;
-    crate::steps::capture::complete(&capture)?;
+    layoutlab_rig::window::check_complete(&capture)?;
     let bios = capture.bios.expect("bio_queue was asked");
     let bio_events = capture.bio_events.unwrap_or_default();
     let mut phases = Vec::new();
@@ -480,8 +480,8 @@ pub fn traced_dd(
             bail!(
                 "phase {tag}: the trace saw {r} sectors read and {w} written, the device counted \
                  {} and {}; the trace is incomplete or mis-tagged",
-                crate::steps::capture::show(&sr),
-                crate::steps::capture::show(&sw)
+                layoutlab_rig::window::show(&sr),
+                layoutlab_rig::window::show(&sw)
             );
         }
         let phase_bios = of_tag(&bios, &tag, Some(op), TagTable::Own);

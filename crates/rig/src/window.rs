@@ -1,19 +1,21 @@
-//! Run a kernel phase under trace: a phase's window on the device, opened and closed with the
-//! device settled on both sides of each mark, and the capture refused when the kernel lost
-//! events.
+//! A traced phase's window on a device: its tag marked in the trace, the device's own counters
+//! (`/sys/block/DEV/stat`) read settled on both sides of each mark, and the count a phase's
+//! traced sectors must match.
 //!
-//! The device's own counters (`/sys/block/DEV/stat`) bound each window. Each boundary reads
-//! them settled just before its mark and again just after it. A request the kernel issues
-//! between those two reads (a dispatch deferred to kblockd longer than the settle's quiet
-//! time, which a loaded machine does now and then: CI once saw one 4 KiB read there) is
-//! traced on one side of the mark or the other, and the counters cannot say which. So a window's count is exact when both boundaries were quiet, and
-//! otherwise a range as wide as what moved across them; the operation compares the sectors
-//! its phase's trace holds with that count (which directions it compares is its own
-//! business). A request issued before the opening read or after the closing one is outside
-//! both the count and the phase's tag, as it should be.
+//! Each boundary reads the counters settled just before its mark and again just after it. A
+//! request the kernel issues between those two reads (a dispatch deferred to kblockd longer
+//! than the settle's quiet time, which a loaded machine does now and then: CI once saw one
+//! 4 KiB read there) is traced on one side of the mark or the other, and the counters cannot
+//! say which. So a window's count is exact when both boundaries were quiet, and otherwise a
+//! range as wide as what moved across them. A request issued before the opening read or after
+//! the closing one is outside both the count and the phase's tag, as it should be.
+//!
+//! [`crate::TracedRun`] checks every phase of a kernel file system's run this way; a capture
+//! that marks phases on its own session (a raw device, a file read by another program) opens a
+//! [`Window`] and compares what it needs to.
 
-use anyhow::{bail, Result};
-use layoutlab_rig::{Capture, TracefsSession};
+use crate::error::{Result, RigError};
+use crate::{settled_stat_sectors, Capture, TracefsSession};
 use std::ops::RangeInclusive;
 
 /// Sectors read and written on the device, as `/sys/block/DEV/stat` counts them.
@@ -71,6 +73,17 @@ pub fn show(range: &RangeInclusive<u64>) -> String {
     }
 }
 
+/// Marks `tag` on `session` with `dev_name`'s counters read settled on both sides.
+pub fn mark(session: &TracefsSession, dev_name: &str, tag: &str) -> Result<Boundary> {
+    let before_mark = settled_stat_sectors(dev_name)?;
+    session.mark(tag)?;
+    let after_mark = settled_stat_sectors(dev_name)?;
+    Ok(Boundary {
+        before_mark,
+        after_mark,
+    })
+}
+
 /// An open phase: its tag is marked, and the device's counters were read settled around it.
 pub struct Window<'a> {
     session: &'a TracefsSession,
@@ -78,32 +91,21 @@ pub struct Window<'a> {
     start: Boundary,
 }
 
-/// Marks `tag` on `session` with `dev_name`'s counters read settled on both sides.
-fn boundary(session: &TracefsSession, dev_name: &str, tag: &str) -> Result<Boundary> {
-    let before_mark = layoutlab_rig::settled_stat_sectors(dev_name)?;
-    session.mark(tag)?;
-    let after_mark = layoutlab_rig::settled_stat_sectors(dev_name)?;
-    Ok(Boundary {
-        before_mark,
-        after_mark,
-    })
-}
+impl<'a> Window<'a> {
+    /// Opens the phase `tag` on `session`'s device `dev_name` (`loop3`, `zram0`).
+    pub fn open(session: &'a TracefsSession, dev_name: &'a str, tag: &str) -> Result<Window<'a>> {
+        let start = mark(session, dev_name, tag)?;
+        Ok(Window {
+            session,
+            dev_name,
+            start,
+        })
+    }
 
-/// Opens the phase `tag` on `session`'s device `dev_name` (`loop3`, `zram0`).
-pub fn open<'a>(session: &'a TracefsSession, dev_name: &'a str, tag: &str) -> Result<Window<'a>> {
-    let start = boundary(session, dev_name, tag)?;
-    Ok(Window {
-        session,
-        dev_name,
-        start,
-    })
-}
-
-impl Window<'_> {
     /// Closes the phase with the mark `next` (what the requests after it are tagged), and
     /// returns what the device counted in it.
     pub fn close(self, next: &str) -> Result<Counted> {
-        let end = boundary(self.session, self.dev_name, next)?;
+        let end = mark(self.session, self.dev_name, next)?;
         Ok(Counted {
             start: self.start,
             end,
@@ -113,12 +115,12 @@ impl Window<'_> {
 
 /// Refuses a capture in which the kernel lost trace events: its requests would be a sample,
 /// and every count and replay of it would be short.
-pub fn complete(capture: &Capture) -> Result<()> {
+pub fn check_complete(capture: &Capture) -> Result<()> {
     if capture.lost_events > 0 {
-        bail!(
+        return Err(RigError::Unsupported(format!(
             "the kernel lost {} trace events; the trace is incomplete (raise the tracefs buffer)",
             capture.lost_events
-        );
+        )));
     }
     Ok(())
 }

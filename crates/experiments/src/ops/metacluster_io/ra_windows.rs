@@ -442,10 +442,7 @@ mod tests {
         // 96 blocks: three windows; the fourth merges with the third, and the reader waits.
         let t = trace(vec![read(0, 1012, 1), read(10, 1013, 96)]);
         let (wt, _) = apply(&t, &file_2007(), B, &[(12 * B, 96 * B)], 32);
-        assert_eq!(
-            blocks(&wt),
-            [(1012, 1), (1013, 64), (1077, 32), (1109, 32)]
-        );
+        assert_eq!(blocks(&wt), [(1012, 1), (1013, 64), (1077, 32), (1109, 32)]);
         let p = wt.requests[3];
         assert_eq!((p.issue_ns, p.complete_ns), (10, Some(510)));
     }
@@ -459,8 +456,7 @@ mod tests {
         assert_eq!(wt.requests[0], other);
         assert_eq!(w.past_end_windows, 0);
         assert_eq!(
-            wt
-                .requests
+            wt.requests
                 .iter()
                 .map(|r| r.sectors as u64 / 8)
                 .sum::<u64>(),

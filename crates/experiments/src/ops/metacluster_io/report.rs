@@ -166,9 +166,7 @@ pub(super) fn render(
         moved = moved.join(", ")
     );
     h.say(&notes);
-    let b4 = runs
-        .iter()
-        .find(|r| r.benchmark == 4 && !r.ind_readahead);
+    let b4 = runs.iter().find(|r| r.benchmark == 4 && !r.ind_readahead);
     h.say(&match b4.and_then(|r| r.large_read_advice) {
         Some(super::LargeReadAdvice::Today) | None => String::new(),
         Some(a) => format!(

@@ -2024,3 +2024,252 @@ fn large_delete_closed_loop_prose_follows_its_block() {
         }
     }
 }
+
+/// A signed percentage as the summary writes it: one decimal, a real minus sign, and "0.0%"
+/// unsigned.
+fn signed_pct(x: f64) -> String {
+    let s = format!("{x:+.1}%");
+    match s.as_str() {
+        "+0.0%" | "-0.0%" => "0.0%".to_string(),
+        _ => s.replace('-', "−"),
+    }
+}
+
+/// The number in a generated cell such as "808.5 s", "*287 s*", "72.3%" or "191.7 → 157.7 s
+/// (-17.7%)" (its first number).
+fn lead_num(cell: &str) -> f64 {
+    let t = cell.trim_matches('*');
+    let end = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+        .unwrap_or(t.len());
+    t[..end]
+        .parse()
+        .unwrap_or_else(|_| panic!("no number at the start of '{cell}'"))
+}
+
+/// "A → B s (C%)" as (A, B, C).
+fn arrow_cell(cell: &str) -> (f64, f64, f64) {
+    let (a, rest) = cell.split_once(" → ").unwrap_or_else(|| panic!("'{cell}'"));
+    let (b, c) = rest
+        .split_once(" s (")
+        .unwrap_or_else(|| panic!("'{cell}'"));
+    (lead_num(a), lead_num(b), lead_num(c.trim_end_matches("%)")))
+}
+
+/// The "inside the aim" cell for an absolute error pair and a relative difference in points.
+fn inside(abs: &[f64], rel_points: Option<f64>) -> String {
+    let abs_ok = abs.iter().all(|a| a.abs() <= 25.0);
+    match rel_points {
+        None if abs_ok => "yes".into(),
+        None => "no".into(),
+        Some(d) => match (abs_ok, d.abs() <= 10.0) {
+            (true, true) => "yes".into(),
+            (false, false) => "no".into(),
+            (true, false) => format!("absolute yes; relative no ({:.2})", d.abs() / 100.0),
+            (false, true) => "relative yes; absolute no".into(),
+        },
+    }
+}
+
+/// The summary "Against the aim" follows the blocks it sums up and the experiment files'
+/// published figures: each row's ours, published, absolute error, relative effect and verdict,
+/// and the figures its last column quotes from other blocks.
+#[test]
+fn against_the_aim_summary_follows_the_blocks() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fidelity.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let section = text
+        .split("## Against the aim")
+        .nth(1)
+        .and_then(|t| t.split("\n\n").find(|p| p.starts_with("| table")))
+        .expect("docs/fidelity.md has the summary table");
+    let summary: Vec<Vec<String>> = section
+        .lines()
+        .skip(2)
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect();
+    let line = |first: &str| -> &[String] {
+        summary
+            .iter()
+            .find(|r| r[0].starts_with(first))
+            .unwrap_or_else(|| panic!("no summary row '{first}…'"))
+    };
+    let pct = |a: f64, b: f64| (a / b - 1.0) * 100.0;
+    // Two-policy fsck tables: ours and published from the block, the reduction beside.
+    for (block, first) in [
+        ("budget-metacluster-fsck", "metacluster-fsck"),
+        ("budget-ext4-fsck-allocator", "ext4-fsck-allocator"),
+    ] {
+        let rows = budget_rows(block);
+        let shipped = &rows[0];
+        let published = rows.iter().find(|r| r[0] == "*published*").unwrap();
+        let (a, b) = (lead_num(&shipped[2]), lead_num(&shipped[3]));
+        let (pa, pb) = (lead_num(&published[2]), lead_num(&published[3]));
+        let (red, pred) = (lead_num(&shipped[4]), lead_num(&published[4]));
+        let r = line(first);
+        let strip = |c: &str| c.trim_matches('*').trim_end_matches(" s").to_string();
+        assert_eq!(
+            r[1],
+            format!("{} → {} s", strip(&shipped[2]), strip(&shipped[3])),
+            "{first}"
+        );
+        assert_eq!(
+            r[2],
+            format!("{} → {} s", strip(&published[2]), strip(&published[3])),
+            "{first}"
+        );
+        let abs = [pct(a, pa), pct(b, pb)];
+        assert_eq!(
+            r[3],
+            format!("{}, {}", signed_pct(abs[0]), signed_pct(abs[1])),
+            "{first}"
+        );
+        assert_eq!(r[4], format!("reduction {red:.1}%, {pred:.1}%"), "{first}");
+        assert_eq!(r[5], inside(&abs, Some(red - pred)), "{first}");
+    }
+    // metacluster-fsck: the largest single move of the reduction and the preset-values span.
+    let mf = budget_rows("budget-metacluster-fsck");
+    let red0 = lead_num(&mf[0][4]);
+    let most = mf[1..]
+        .iter()
+        .filter(|r| !r[0].starts_with('*') && !r[0].contains("preset values"))
+        .map(|r| (lead_num(&r[4]) - red0).abs())
+        .fold(0.0f64, f64::max);
+    let span = &mf.iter().find(|r| r[0].contains("preset values")).unwrap()[4];
+    let r = line("metacluster-fsck");
+    assert!(
+        r[6].contains(&format!("by at most {most:.1} points")),
+        "{most} {r:?}"
+    );
+    assert!(r[6].contains(&format!("({span})")), "{span} {r:?}");
+    // metacluster-io: ours from the block, published from the experiment file.
+    let mio = budget_rows("budget-metacluster-io");
+    let figures = experiment_file("metacluster-io")["published"]["figures"].clone();
+    let fig = |b: usize, p: &str| figures[&format!("{b}.{p}")].as_float().unwrap();
+    for b in 1..=4 {
+        let (a, m, change) = arrow_cell(&mio[0][1 + b]);
+        let (pa, pm) = (fig(b, "ext3-2007"), fig(b, "ext3-metacluster"));
+        let pchange = pct(pm, pa);
+        let r = line(&format!("metacluster-io {b},"));
+        assert_eq!(r[1], format!("{a:.1} → {m:.1} s"), "b{b}");
+        assert_eq!(r[2], format!("{pa:.1} → {pm:.1} s"), "b{b}");
+        let abs = [pct(a, pa), pct(m, pm)];
+        assert_eq!(
+            r[3],
+            format!("{}, {}", signed_pct(abs[0]), signed_pct(abs[1])),
+            "b{b}"
+        );
+        assert_eq!(
+            r[4],
+            format!("change {}, {}", signed_pct(change), signed_pct(pchange)),
+            "b{b}"
+        );
+        assert_eq!(r[5], inside(&abs, Some(change - pchange)), "b{b}");
+    }
+    let b4 = line("metacluster-io 4,");
+    for (prefix, bench_cell) in [
+        ("each 512 KiB read as 128 requests", 5),
+        ("128 KiB read-ahead windows, two by two", 5),
+    ] {
+        let (a, m, _) = arrow_cell(&row(&mio, prefix)[bench_cell]);
+        assert!(
+            b4[6].contains(&format!("{a:.1} → {m:.1} s")),
+            "{prefix}: {b4:?}"
+        );
+    }
+    let stack = arrow_cell(&row(&mio, "every buffer segment may hold write data")[2]).2;
+    assert!(
+        line("metacluster-io 1,")[6]
+            .contains(&format!("write-cache stacking: {};", signed_pct(stack))),
+        "{stack}"
+    );
+    // ext4-fsck-allocator: the period checker's row and the io-left figures.
+    let efa = budget_rows("budget-ext4-fsck-allocator");
+    let checker = efa.iter().find(|r| r[0] == "checker").unwrap();
+    let r = line("ext4-fsck-allocator");
+    assert!(
+        r[6].contains(&format!(
+            "{} → {} s ({})",
+            lead_num(&checker[2]),
+            lead_num(&checker[3]),
+            checker[4]
+        )),
+        "{checker:?} {r:?}"
+    );
+    let io = budget_rows("budget-io-left");
+    let efa_io: Vec<&Vec<String>> = io
+        .iter()
+        .filter(|r| r[0] == "ext4-fsck-allocator")
+        .collect();
+    let pair = |i: usize, strip: &dyn Fn(&str) -> String| {
+        format!("{} and {}", strip(&efa_io[0][i]), strip(&efa_io[1][i]))
+    };
+    let first_word = |c: &str| c.split(' ').next().unwrap().to_string();
+    for claim in [
+        format!("{} ms per request", pair(6, &first_word)),
+        format!("model takes {} ms", pair(7, &first_word)),
+        format!("the period {} (io-left", pair(8, &first_word)),
+        format!("spent {} s on its CPU", pair(3, &first_word)),
+    ] {
+        assert!(r[6].contains(&claim), "{claim}: {r:?}");
+    }
+    // fio-randread: the shipped and first-registered presets against the published IOPS.
+    let fio = budget_rows("budget-fio-randread");
+    let published: Vec<f64> = fio.iter().find(|r| r[0] == "*published*").unwrap()[2..5]
+        .iter()
+        .map(|c| lead_num(c))
+        .collect();
+    let iops = |r: &[String]| -> Vec<f64> { r[2..5].iter().map(|c| lead_num(c)).collect() };
+    let errors =
+        |v: &[f64]| -> Vec<f64> { v.iter().zip(&published).map(|(a, p)| pct(*a, *p)).collect() };
+    let shipped = iops(&fio[0]);
+    let r = line("fio-randread");
+    let show = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x}"))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    assert_eq!(r[1], format!("{} IOPS", show(&shipped)));
+    assert_eq!(r[2], format!("{} IOPS", show(&published)));
+    let e = errors(&shipped);
+    assert_eq!(
+        r[3],
+        e.iter()
+            .map(|x| signed_pct(*x))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    assert_eq!(r[5], inside(&e, None));
+    let first = errors(&iops(row(&fio, "sata-500g-2008 as first registered")));
+    assert!(
+        r[6].contains(
+            &first
+                .iter()
+                .map(|x| signed_pct(*x))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        "{first:?} {r:?}"
+    );
+    // mkfs-overhead: the model's figures are the published ones.
+    let mk = budget_rows("budget-mkfs-overhead");
+    let published = mk.iter().find(|r| r[0] == "*published*").unwrap();
+    for i in 2..6 {
+        assert_eq!(mk[0][i], published[i].trim_matches('*'), "mkfs column {i}");
+    }
+    let r = line("mkfs-overhead");
+    assert_eq!(
+        r[1],
+        format!(
+            "journal {} MiB; df {} / {} / {} 1K",
+            mk[0][2], mk[0][3], mk[0][4], mk[0][5]
+        )
+    );
+    assert_eq!(r[3], "equal");
+}

@@ -3,7 +3,8 @@
 //! errors, every plot renders with a non-empty box, every table holds numbers, no table is
 //! wider than its box unless that box scrolls, no Markdown markup shows in the text, every
 //! figure has a caption that is a sentence and not a file name, no heading repeats the one
-//! before it, and a phone-width screenshot is not blank. And Ctrl-C: the page shows what
+//! before it, each experiment carries its error budget, and a phone-width screenshot is not
+//! blank. And Ctrl-C: the page shows what
 //! finished and nothing is left behind.
 
 use std::path::Path;
@@ -200,6 +201,26 @@ fn the_page_renders_in_a_real_browser() {
         "published",
     ] {
         assert!(text.contains(name), "{name}");
+    }
+    // Each of the three has an error budget in docs/fidelity.md, and the page carries it: the
+    // section's heading once per experiment, each experiment's own block, and the summary's row
+    // of the two that have hardware and published times.
+    assert_eq!(
+        text.matches("Error budget (docs/fidelity.md)").count(),
+        3,
+        "one budget per experiment"
+    );
+    for caption in [
+        "budget-mkfs-overhead",
+        "budget-fio-randread",
+        "budget-metacluster-fsck",
+        "metacluster-fsck-bench5",
+        "Against the aim",
+    ] {
+        assert!(
+            text.contains(&format!("<caption>{caption}</caption>")),
+            "{caption}"
+        );
     }
     // A phone-width screenshot that is not blank.
     let shot = dir.join("shot.png");

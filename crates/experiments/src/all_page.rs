@@ -1,7 +1,7 @@
 //! The page of `layoutlab reproduce all`: one static HTML file (no external assets) with, per
 //! experiment, its question, set-up, the tables it printed (ours beside published), its plots,
-//! the command that reruns it and the time it took; then the device presets it used with their
-//! sources. Readable offline and at phone width (tables scroll sideways inside their own box,
+//! the command that reruns it and the time it took, and its error budget from docs/fidelity.md
+//! ([`crate::fidelity_page`]); then the device presets it used with their sources. Readable offline and at phone width (tables scroll sideways inside their own box,
 //! plots scale).
 //!
 //! An experiment's tables and figures come from the report it saved ([`HtmlBundle::save`]:
@@ -87,7 +87,8 @@ caption{text-align:left;font-weight:bold;padding-bottom:.3em;caption-side:top;ma
 tfoot td{border-top:2px solid #444}
 .published{background:#f3f0e6;font-style:italic;color:#5a4a1a}th.published{border-left:2px solid #b8a36a}
 .unit{font-weight:normal;color:#555}.tag{font-weight:normal;font-size:80%;color:#7a6420}
-ul.notes{font-size:85%;color:#444;margin-top:0}
+ul.notes{font-size:85%;color:#444;margin-top:0}p.note{font-size:85%;color:#444;margin-top:0}
+table.budget td{white-space:normal;min-width:5em}table.budget td.words{text-align:left}table.budget td:first-child,table.budget td:nth-child(2){min-width:12em}
 pre{overflow-x:auto;background:#f7f7f7;padding:8px;font-size:.78em}
 svg{max-width:100%;height:auto;display:block}
 figure{margin:1.2em 0}figcaption{font-size:90%;color:#444;margin-top:.3em}figcaption .file{color:#777;font-size:90%}
@@ -215,6 +216,9 @@ pub fn render(
                 "<details><summary>what it printed (ours beside published, notes)</summary><pre>{}</pre></details>",
                 esc(&sec.output)
             );
+        }
+        if let Some(budget) = crate::fidelity_page::html(&sec.name, 3) {
+            s.push_str(&budget);
         }
     }
     if !presets.is_empty() {

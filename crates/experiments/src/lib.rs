@@ -24,6 +24,7 @@ pub mod all_page;
 pub mod all_schedule;
 pub mod experiment;
 pub mod ext_classes;
+pub mod fidelity_page;
 pub mod fs_classes;
 pub mod kernel_profile;
 pub mod ops;

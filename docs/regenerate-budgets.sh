@@ -385,6 +385,26 @@ MIO_B4_ARGS="--split-reads 256" mio_replay windows --device sata-400g-2007
 # The closed-loop run's own stream, as the kernel issued it to the emulated disk (its capture
 # order, without the read-ahead option), replayed open loop: what closed loop alone changes.
 MIO_TRACES="$out/mio-closed/metacluster-io/traces/capture-order" mio_replay closedorder --device sata-400g-2007
+# The preset's own sensitivity: the borrowed and assumed values of sata-400g-2007 that
+# metacluster-fsck's experiment file lists (`[[sensitivity]]`, the same drive), each variant
+# replaying the shipped traces (`trace replay --vary`, one value or one group at a time).
+rm -f "$out"/mio-var*.json
+mio_nvar=0
+while IFS= read -r v; do
+  mio_nvar=$((mio_nvar + 1)); read -r -a va <<<"$v"
+  mio_replay "var$mio_nvar" --device sata-400g-2007 "${va[@]}"
+done < <(perl -ne 'if (/^set = \[(.*)\]\s*$/) { my $l = $1; while ($l =~ /\{([^}]*)\}/g) {
+    my $v = $1; my @a; while ($v =~ /"([^"]+)"\s*=\s*([^,\s]+)/g) { push @a, "--vary", "$1=$2"; }
+    print join(" ", @a), "\n"; } }' "$root/experiments/metacluster-fsck.toml")
+[ "$mio_nvar" -gt 0 ] || { echo "regenerate-budgets: no [[sensitivity]] values in metacluster-fsck.toml" >&2; exit 1; }
+# One benchmark's range over the variants: lowest … highest of each time and of the change.
+mio_range_cell() { # benchmark
+  jq -rs --argjson b "$1" "$f1"'
+    def s(p): [.runs[] | select(.benchmark == $b and .policy == p and .ind_readahead == ($b > 1))][0].seconds;
+    [.[] | {a: s("ext3-2007"), m: s("ext3-metacluster")} | . + {c: ((.m / .a - 1) * 100)}] as $v
+    | "\([$v[].a] | min | f1) … \([$v[].a] | max | f1) → \([$v[].m] | min | f1) … \([$v[].m] | max | f1) s (\([$v[].c] | min | f1) … \([$v[].c] | max | f1)%)"
+  ' "$out"/mio-var*.json
+}
 # One benchmark's cell: ext3-2007 -> ext3-metacluster seconds (the change), with or without the
 # patch's indirect read-ahead (benchmark 1, a write, has none).
 mio_cell() { # name benchmark readahead [text where the run has no such benchmark]
@@ -424,6 +444,7 @@ mio_row() { # factor switched-to name readahead [text where the run has no such 
   mio_row "request stream: queue" "requests of up to 1280 KiB (today's max_sectors_kb) instead of 2.6.23's 512 (a new capture)" maxsec true
   mio_row "request stream: rotational flag" "the capture device non-rotational (\`--set os_rotational=false\`; a new capture)" rot true
   mio_row "device: another drive" "sata-400g-2007-alt-samsung (the same traces)" alt true
+  printf '| %s | %s | %s | %s | %s | %s |\n' "device: preset values" "the $mio_nvar variants of sata-400g-2007 that metacluster-fsck's experiment file lists (\`[[sensitivity]]\`), one borrowed or assumed value at a time (the same traces, with the patch's read-ahead); lowest … highest of each time and of the change" "$(mio_range_cell 1)" "$(mio_range_cell 2)" "$(mio_range_cell 3)" "$(mio_range_cell 4)"
   mio_row "device: write cache stacking" "every buffer segment may hold write data (\`--vary cache.write_segments=16\`; the preset's 1 is DiskSim's rule; the same traces)" stack true
   mio_row "CPU" "no think time (\`--cpu-scale 0\`, the same traces): what this machine's CPU adds" cpu0 true
 } >"$snip"

@@ -2273,3 +2273,61 @@ fn against_the_aim_summary_follows_the_blocks() {
     );
     assert_eq!(r[3], "equal");
 }
+
+/// A range cell of metacluster-io's preset-values row, "A … B → C … D s (E … F%)", as
+/// ((A, B), (C, D), (E, F)).
+fn mio_range(cell: &str) -> ((f64, f64), (f64, f64), (f64, f64)) {
+    let span = |t: &str| -> (f64, f64) {
+        let (a, b) = t
+            .split_once(" … ")
+            .unwrap_or_else(|| panic!("'{t}' in '{cell}'"));
+        (lead_num(a.trim()), lead_num(b.trim()))
+    };
+    let (a, rest) = cell.split_once(" → ").unwrap();
+    let (m, c) = rest.split_once(" s (").unwrap();
+    (span(a), span(m), span(c.trim_end_matches("%)")))
+}
+
+/// metacluster-io's preset-values row: the shipped run's own time lies inside every range (the
+/// variants are the preset with one value changed, and the preset itself prices as shipped),
+/// and the prose quotes benchmark 1's change range and benchmark 3's widest ext3-2007 time and
+/// lowest change as the block prints them.
+#[test]
+fn metacluster_io_preset_values_row_and_its_prose_follow_the_block() {
+    let rows = budget_rows("budget-metacluster-io");
+    let values = row_named(&rows, "device: preset values");
+    assert!(
+        values[1].starts_with("the 19 variants of sata-400g-2007"),
+        "{values:?}"
+    );
+    let shipped = row_named(&rows, "as shipped");
+    for b in 1..=4 {
+        let (a, m, c) = mio_range(&values[1 + b]);
+        let (sa, sm, sc) = arrow_cell(&shipped[1 + b]);
+        for (x, (lo, hi)) in [(sa, a), (sm, m), (sc, c)] {
+            // The variants leave some values as shipped: the shipped time is within the range
+            // to the printed digit.
+            assert!(
+                lo - 0.05 <= x && x <= hi + 0.05,
+                "b{b}: {x} outside {lo} … {hi}"
+            );
+        }
+    }
+    let text = doc_prose();
+    let (_, _, c1) = mio_range(&values[2]);
+    let (a3, _, c3) = mio_range(&values[4]);
+    for claim in [
+        format!(
+            "None takes benchmark 1's change near the post's: {} to {},",
+            signed_pct(c1.0),
+            signed_pct(c1.1)
+        ),
+        format!(
+            "benchmark 3 takes {:.1} → 190.0 s ({})",
+            a3.1,
+            signed_pct(c3.0)
+        ),
+    ] {
+        assert!(text.contains(&claim), "the prose no longer says: {claim}");
+    }
+}

@@ -110,6 +110,14 @@ reproduce_run() { # experiment name scale [args...]
 }
 # jq: a number with one decimal, always printed (72.0, not 72).
 f1='def f1: . * 10 | round / 10 | tostring | if test("[.]") then . else . + ".0" end;'
+# The borrowed and assumed values of a drive preset that an experiment file lists
+# (`[[sensitivity]]`): one line per variant, its `--vary KEY=VALUE` arguments (one value, or a
+# group that moves together), for `trace replay`.
+preset_variants() { # experiment-file
+  perl -ne 'if (/^set = \[(.*)\]\s*$/) { my $l = $1; while ($l =~ /\{([^}]*)\}/g) {
+    my $v = $1; my @a; while ($v =~ /"([^"]+)"\s*=\s*([^,\s]+)/g) { push @a, "--vary", "$1=$2"; }
+    print join(" ", @a), "\n"; } }' "$1"
+}
 
 if want tree; then
 # ---- metacluster-fsck's tree: bench5 *is* the post's file list (200×0.5, 100×1, 40×2.5 and
@@ -393,9 +401,7 @@ mio_nvar=0
 while IFS= read -r v; do
   mio_nvar=$((mio_nvar + 1)); read -r -a va <<<"$v"
   mio_replay "var$mio_nvar" --device sata-400g-2007 "${va[@]}"
-done < <(perl -ne 'if (/^set = \[(.*)\]\s*$/) { my $l = $1; while ($l =~ /\{([^}]*)\}/g) {
-    my $v = $1; my @a; while ($v =~ /"([^"]+)"\s*=\s*([^,\s]+)/g) { push @a, "--vary", "$1=$2"; }
-    print join(" ", @a), "\n"; } }' "$root/experiments/metacluster-fsck.toml")
+done < <(preset_variants "$root/experiments/metacluster-fsck.toml")
 [ "$mio_nvar" -gt 0 ] || { echo "regenerate-budgets: no [[sensitivity]] values in metacluster-fsck.toml" >&2; exit 1; }
 # One benchmark's range over the variants: lowest … highest of each time and of the change.
 mio_range_cell() { # benchmark
@@ -483,6 +489,23 @@ ld_row() { # factor switched-to name fs-list [here]
   printf '| %s | %s |%s\n' "$1" "$2" "$cells"
 }
 ext="ext3 ext4-2007 ext4"
+# The preset's own sensitivity: each delete's trace (the run's report keeps them, traces/)
+# replayed on every variant of sata-400g-2007 that metacluster-fsck's experiment file lists
+# (the same drive); a cell is the lowest … highest seconds.
+ld_values_row() { # name fs-list
+  local dir="$out/large-delete-$1/large-delete/traces" cells="" n=0
+  for fs in $2; do for v in contiguous fragmented; do
+    local f="$dir/delete-$fs-$v.csv" all=()
+    if [ ! -s "$f" ]; then cells+=" not run |"; continue; fi
+    n=0
+    while IFS= read -r line; do
+      n=$((n + 1)); read -r -a va <<<"$line"
+      all+=("$("$bin" trace replay "$f" --device sata-400g-2007 "${va[@]}" --json - 2>/dev/null | jq .wall_seconds)")
+    done < <(preset_variants "$root/experiments/metacluster-fsck.toml")
+    cells+=" $(printf '%s\n' "${all[@]}" | jq -rs "$f1"'"\(min | f1) … \(max | f1)"') |"
+  done; done
+  printf '| %s | %s |%s\n' "device: preset values" "the $n variants of sata-400g-2007 that metacluster-fsck's experiment file lists (\`[[sensitivity]]\`), one borrowed or assumed value at a time (the shipped run's traces); lowest … highest" "$cells"
+}
 # The shipped run also prices every delete's trace on the alternative drive (the device row).
 ld_alt=sata-400g-2007-alt-samsung
 reproduce_run large-delete shipped 1 --fs ext3,ext4-2007,ext4 --device "sata-400g-2007,$ld_alt"
@@ -497,6 +520,7 @@ reproduce_run large-delete rot0 1 --fs ext3,ext4-2007,ext4 --set os_rotational=f
   ld_row "layout: who writes ext4" "today's kernel writes the ext4 files (\`--set layout=kernel\`) instead of the engine" kernel "$ext"
   ld_row "request stream: rotational flag" "the devices non-rotational (\`--set os_rotational=false\`; a new capture)" rot0 "$ext"
   ld_row "device: another drive" "$ld_alt (the shipped run's traces)" shipped "$ext" "on=$ld_alt"
+  ld_values_row shipped "$ext"
   ld_row "CPU (bound)" "the delete's wall time here: the most this machine's think time can add" shipped "$ext" here
 } >"$snip"
 splice "$fidelity" budget-large-delete "$snip"
@@ -512,6 +536,7 @@ reproduce_run large-delete xfsbtrfs-rot0 1 --fs xfs,btrfs --set os_rotational=fa
   ld_row "as shipped" "sata-400g-2007" xfsbtrfs "$xfsbtrfs"
   ld_row "request stream: rotational flag" "the devices non-rotational (\`--set os_rotational=false\`; a new capture)" xfsbtrfs-rot0 "$xfsbtrfs"
   ld_row "device: another drive" "$ld_alt (the shipped run's traces)" xfsbtrfs "$xfsbtrfs" "on=$ld_alt"
+  ld_values_row xfsbtrfs "$xfsbtrfs"
   ld_row "CPU (bound)" "the delete's wall time here" xfsbtrfs "$xfsbtrfs" here
 } >"$snip"
 splice "$fidelity" budget-large-delete-xfs-btrfs "$snip"

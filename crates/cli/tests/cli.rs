@@ -1571,6 +1571,56 @@ fn kernel_experiments_refuse_a_bad_device_list_and_make_nothing() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `reproduce random-read` keeps every target's and mode's trace (`traces/reads-TARGET-MODE.csv`),
+/// and `layoutlab trace replay` of that file on the run's preset gives the run's own `seconds`
+/// exactly: the stored trace is the priced one, so the error budget's preset-values row
+/// (docs/regenerate-budgets.sh) replays what the run priced. ext3 at scale 0.001 (a 1.9 GB
+/// file from the ext3-2007 policy's sparse image), 300 reads.
+#[test]
+fn random_read_keeps_the_traces_it_priced() {
+    if !is_root() {
+        eprintln!("SKIP random_read_keeps_the_traces_it_priced: the experiment needs root (loop devices, tracefs)");
+        return;
+    }
+    let dir = scratch("random-read-traces");
+    let v = common::reproduce_under(
+        &dir,
+        "random-read",
+        &["--scale", "0.001", "--fs", "ext3", "--set", "reads=300"],
+    );
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{v}");
+    for r in runs {
+        let trace = dir.join(format!(
+            "out/random-read/traces/reads-{}-{}.csv",
+            r["target"].as_str().unwrap(),
+            r["mode"].as_str().unwrap()
+        ));
+        let o = layoutlab(&[
+            "trace",
+            "replay",
+            trace.to_str().unwrap(),
+            "--device",
+            "sata-2t-5400-2010",
+            "--json",
+            "-",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let replayed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            replayed["wall_seconds"].as_f64().unwrap(),
+            r["seconds"].as_f64().unwrap(),
+            "{r}"
+        );
+        assert_eq!(
+            replayed["requests"].as_u64(),
+            r["phase_requests"].as_u64(),
+            "{r}"
+        );
+    }
+    common::assert_nothing_left(&dir);
+}
+
 /// `reproduce large-delete --device P,ALT` prices each delete's one trace on both presets: the
 /// JSON's `seconds` is `seconds_on[P]`, and each of `seconds_on` is exactly what `layoutlab
 /// trace replay` gives for the trace the run keeps (`traces/delete-FS-VARIANT.csv`) on that

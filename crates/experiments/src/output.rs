@@ -56,6 +56,23 @@ impl Human {
     }
 }
 
+/// Writes each `(name, trace)` as `out_dir/traces/NAME.csv`, so that every trace a report
+/// priced can be priced again alone (`layoutlab trace replay`, `--vary`), as the error budgets
+/// do (docs/regenerate-budgets.sh). Returns the directory.
+pub fn save_traces<'a>(
+    out_dir: &Path,
+    traces: impl IntoIterator<Item = (String, &'a layoutlab_trace::Trace)>,
+) -> Result<std::path::PathBuf> {
+    let dir = out_dir.join("traces");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (name, trace) in traces {
+        let path = dir.join(format!("{name}.csv"));
+        std::fs::write(&path, layoutlab_trace::csv::write(trace)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(dir)
+}
+
 /// Write `text` to stdout (or stderr). A reader that went away (`layoutlab ... | head`) ends
 /// the program quietly, after the rig's cleanup, instead of a panic.
 pub fn emit(text: &str, to_stderr: bool) {

@@ -1252,13 +1252,11 @@ fn report(
     }
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     // Every delete's trace, so each can be priced again alone (`layoutlab trace replay`).
-    let traces = out_dir.join("traces");
-    std::fs::create_dir_all(&traces).with_context(|| format!("creating {}", traces.display()))?;
-    for r in runs {
-        let path = traces.join(format!("delete-{}-{}.csv", r.fs, r.variant));
-        std::fs::write(&path, layoutlab_trace::csv::write(&r.trace)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
+    crate::output::save_traces(
+        out_dir,
+        runs.iter()
+            .map(|r| (format!("delete-{}-{}", r.fs, r.variant), &r.trace)),
+    )?;
     let series: Vec<OffsetSeries> = runs
         .iter()
         .map(|r| OffsetSeries {

@@ -871,6 +871,13 @@ fn report(
         h.say(&format!("published: {}\n", exp.published.source));
     }
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    // Every target's and mode's trace, so each can be priced again alone (`layoutlab trace
+    // replay`): the error budget's preset-values row replays them on the preset's variants.
+    crate::output::save_traces(
+        &out_dir,
+        runs.iter()
+            .map(|r| (format!("reads-{}-{}", r.target, r.mode), &r.trace)),
+    )?;
     let mut html = HtmlBundle::new(&exp.title);
     html.table(t.clone());
     if let Some(p) = per_device {
@@ -897,7 +904,7 @@ fn report(
     }
     html.save(&out_dir)?;
     eprintln!(
-        "report: {}/{{report.md,index.html,reads-TARGET-MODE.svg}}",
+        "report: {}/{{report.md,index.html,reads-TARGET-MODE.svg,traces/}}",
         out_dir.display()
     );
     if let Some(path) = &a.json {

@@ -118,6 +118,17 @@ preset_variants() { # experiment-file
     my $v = $1; my @a; while ($v =~ /"([^"]+)"\s*=\s*([^,\s]+)/g) { push @a, "--vary", "$1=$2"; }
     print join(" ", @a), "\n"; } }' "$1"
 }
+# One trace replayed on every variant of a preset that an experiment file lists: the cell
+# "lowest … highest" seconds ("not run" when the trace is missing).
+values_cell() { # trace preset experiment-file
+  local all=() line va
+  [ -s "$1" ] || { echo "not run"; return; }
+  while IFS= read -r line; do
+    read -r -a va <<<"$line"
+    all+=("$("$bin" trace replay "$1" --device "$2" "${va[@]}" --json - 2>/dev/null | jq .wall_seconds)")
+  done < <(preset_variants "$3")
+  printf '%s\n' "${all[@]}" | jq -rs "$f1"'"\(min | f1) … \(max | f1)"'
+}
 
 if want tree; then
 # ---- metacluster-fsck's tree: bench5 *is* the post's file list (200×0.5, 100×1, 40×2.5 and
@@ -493,16 +504,10 @@ ext="ext3 ext4-2007 ext4"
 # replayed on every variant of sata-400g-2007 that metacluster-fsck's experiment file lists
 # (the same drive); a cell is the lowest … highest seconds.
 ld_values_row() { # name fs-list
-  local dir="$out/large-delete-$1/large-delete/traces" cells="" n=0
+  local dir="$out/large-delete-$1/large-delete/traces" cells="" list="$root/experiments/metacluster-fsck.toml" n
+  n=$(preset_variants "$list" | wc -l)
   for fs in $2; do for v in contiguous fragmented; do
-    local f="$dir/delete-$fs-$v.csv" all=()
-    if [ ! -s "$f" ]; then cells+=" not run |"; continue; fi
-    n=0
-    while IFS= read -r line; do
-      n=$((n + 1)); read -r -a va <<<"$line"
-      all+=("$("$bin" trace replay "$f" --device sata-400g-2007 "${va[@]}" --json - 2>/dev/null | jq .wall_seconds)")
-    done < <(preset_variants "$root/experiments/metacluster-fsck.toml")
-    cells+=" $(printf '%s\n' "${all[@]}" | jq -rs "$f1"'"\(min | f1) … \(max | f1)"') |"
+    cells+=" $(values_cell "$dir/delete-$fs-$v.csv" sata-400g-2007 "$list") |"
   done; done
   printf '| %s | %s |%s\n' "device: preset values" "the $n variants of sata-400g-2007 that metacluster-fsck's experiment file lists (\`[[sensitivity]]\`), one borrowed or assumed value at a time (the shipped run's traces); lowest … highest" "$cells"
 }
@@ -578,6 +583,17 @@ rr_row() { # factor switched-to name [here]
 # The alternative to sata-2t-5400-2010 (docs/hdd-model.md, "Alternative presets"), pre-registered
 # in 31399af before anything ran on it: the shipped run prices its traces on it too (the device row).
 rr_alt=sata-2t-5400-2010-alt-wd
+# The preset's own sensitivity: every target's and mode's trace of the shipped run (its report
+# keeps them, traces/) replayed on each variant random-read's experiment file lists
+# (`[[sensitivity]]`, registered before any was priced); a cell is the lowest … highest seconds.
+rr_values_row() {
+  local dir="$out/random-read-shipped/random-read/traces" cells="" list="$root/experiments/random-read.toml" n
+  n=$(preset_variants "$list" | wc -l)
+  for t in ext3 ext4 raw; do for m in buffered direct; do
+    cells+=" $(values_cell "$dir/reads-$t-$m.csv" sata-2t-5400-2010 "$list") |"
+  done; done
+  printf '| %s | %s |%s\n' "device: preset values" "the $n variants of sata-2t-5400-2010 that random-read's experiment file lists (\`[[sensitivity]]\`), one borrowed or assumed value at a time (the shipped run's traces); lowest … highest" "$cells"
+}
 reproduce_run random-read shipped 1 ${rr_alt:+--device "sata-2t-5400-2010,$rr_alt"}
 # Today's default, prefetching every block bitmap after the mount: the option list replaces the
 # experiment's `no_prefetch_block_bitmaps` (--set takes no empty value, so it names data=ordered,
@@ -605,6 +621,7 @@ reproduce_run random-read closed16 1 --closed-loop 16
   else
     echo '| device: another drive | no alternative registered for a 2 TB 5400-rpm drive of 2010 | — | — | — | — | — | — |'
   fi
+  rr_values_row
   rr_row "request stream: rotational flag" "the capture device non-rotational (\`--set os_rotational=false\`; a new capture)" rot0
   rr_row "request stream: closed loop" "the reads on the emulated disk at K = 16 (\`--closed-loop 16\`; a new capture): the time measured there" closed16 closed
   rr_row "request stream: closed loop" "the same capture's stream replayed open loop" closed16

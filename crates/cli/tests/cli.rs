@@ -1571,6 +1571,21 @@ fn kernel_experiments_refuse_a_bad_device_list_and_make_nothing() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `layoutlab trace replay TRACE --device DEVICE --json -`: the replay's JSON (it must succeed).
+fn replay_json(trace: &Path, device: &str) -> serde_json::Value {
+    let o = layoutlab(&[
+        "trace",
+        "replay",
+        trace.to_str().unwrap(),
+        "--device",
+        device,
+        "--json",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 /// `reproduce random-read` keeps every target's and mode's trace (`traces/reads-TARGET-MODE.csv`),
 /// and `layoutlab trace replay` of that file on the run's preset gives the run's own `seconds`
 /// exactly: the stored trace is the priced one, so the error budget's preset-values row
@@ -1596,17 +1611,7 @@ fn random_read_keeps_the_traces_it_priced() {
             r["target"].as_str().unwrap(),
             r["mode"].as_str().unwrap()
         ));
-        let o = layoutlab(&[
-            "trace",
-            "replay",
-            trace.to_str().unwrap(),
-            "--device",
-            "sata-2t-5400-2010",
-            "--json",
-            "-",
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let replayed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let replayed = replay_json(&trace, "sata-2t-5400-2010");
         assert_eq!(
             replayed["wall_seconds"].as_f64().unwrap(),
             r["seconds"].as_f64().unwrap(),
@@ -1662,17 +1667,7 @@ fn large_delete_prices_each_trace_on_every_device_given() {
             r["variant"].as_str().unwrap()
         ));
         for d in devices {
-            let o = layoutlab(&[
-                "trace",
-                "replay",
-                trace.to_str().unwrap(),
-                "--device",
-                d,
-                "--json",
-                "-",
-            ]);
-            assert!(o.status.success(), "{}", stderr(&o));
-            let replayed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let replayed = replay_json(&trace, d);
             assert_eq!(
                 replayed["wall_seconds"].as_f64().unwrap(),
                 on(d),

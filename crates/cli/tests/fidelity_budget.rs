@@ -27,8 +27,16 @@ fn block_rows(doc: &str, name: &str) -> Vec<Vec<String>> {
         .nth(1)
         .and_then(|t| t.split("<!-- END generated").next())
         .unwrap_or_else(|| panic!("docs/{doc} has no generated block {name}"));
-    let rows: Vec<Vec<String>> = block
-        .lines()
+    let rows = table_rows(block);
+    // At least the run as shipped and one factor switched.
+    assert!(rows.len() >= 2, "{name}: {block}");
+    rows
+}
+
+/// The rows of the pipe table in `text` (its lines that start with `|`), each a list of its
+/// trimmed cells, the header and the separator row left out.
+fn table_rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
         .filter(|l| l.starts_with('|'))
         .skip(2)
         .map(|l| {
@@ -37,10 +45,7 @@ fn block_rows(doc: &str, name: &str) -> Vec<Vec<String>> {
                 .map(|c| c.trim().to_string())
                 .collect()
         })
-        .collect();
-    // At least the run as shipped and one factor switched.
-    assert!(rows.len() >= 2, "{name}: {block}");
-    rows
+        .collect()
 }
 
 /// The row whose "switched to" cell (the second) starts with `prefix`.
@@ -2124,16 +2129,7 @@ fn against_the_aim_summary_follows_the_blocks() {
         .nth(1)
         .and_then(|t| t.split("\n\n").find(|p| p.starts_with("| table")))
         .expect("docs/fidelity.md has the summary table");
-    let summary: Vec<Vec<String>> = section
-        .lines()
-        .skip(2)
-        .map(|l| {
-            l.trim_matches('|')
-                .split('|')
-                .map(|c| c.trim().to_string())
-                .collect()
-        })
-        .collect();
+    let summary = table_rows(section);
     let line = |first: &str| -> &[String] {
         summary
             .iter()

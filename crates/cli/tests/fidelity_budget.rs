@@ -2096,10 +2096,7 @@ fn lead_num(cell: &str) -> f64 {
 /// "A → B s (C%)" as (A, B, C).
 fn arrow_cell(cell: &str) -> (f64, f64, f64) {
     let (a, rest) = cell.split_once(" → ").unwrap_or_else(|| panic!("'{cell}'"));
-    let (b, c) = rest
-        .split_once(" s (")
-        .unwrap_or_else(|| panic!("'{cell}'"));
-    (lead_num(a), lead_num(b), lead_num(c.trim_end_matches("%)")))
+    (lead_num(a), lead_num(rest), mio_change(cell))
 }
 
 /// The "inside the aim" cell for an absolute error pair and a relative difference in points.

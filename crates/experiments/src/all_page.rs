@@ -65,7 +65,8 @@ pub struct Section {
     pub device: String,
 }
 
-fn esc(s: &str) -> String {
+/// `s` with HTML's special characters escaped (text and attribute values).
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

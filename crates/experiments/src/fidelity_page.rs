@@ -13,6 +13,7 @@
 //! its name. Those tables are plain pipe tables written by one script; their cells' inline
 //! marks (code, emphasis, links) become HTML here, so no Markdown reaches the page.
 
+use crate::all_page::esc;
 use std::fmt::Write as _;
 
 /// docs/fidelity.md as it was when this binary was built.
@@ -119,13 +120,6 @@ fn tables_in(doc: &str, name: &str) -> Vec<DocTable> {
 /// The tables of docs/fidelity.md that concern experiment `name` (empty: none).
 pub fn tables(name: &str) -> Vec<DocTable> {
     tables_in(DOC, name)
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// A cell's or line's inline Markdown as HTML: `code`, **strong**, *emphasis*, and links as

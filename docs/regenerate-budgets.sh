@@ -5,7 +5,7 @@
 #   docs/regenerate-budgets.sh          every block (an hour or more here: metacluster-io six times at
 #                                       scale 1, random-read five times (about 2 min
 #                                       each, the closed loop at K = 16 about 12 min, ext4
-#                                       written by the kernel about 20 min) and
+#                                       written by the kernel about 16 min, measured 15.6) and
 #                                       large-delete's ext runs three times at scale 1 (the second
 #                                       ext4 only, the third non-rotational), XFS and btrfs twice at
 #                                       scale 1 (about 10 min each; the second non-rotational), the two fsck

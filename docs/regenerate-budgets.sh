@@ -16,7 +16,9 @@
 #                                       rr (random-read), kernel (ld and rr), cpu (ext4-fsck-allocator and
 #                                       metacluster-fsck without think time), cpuf (the two netbook
 #                                       experiments with the period CPU preset, open and closed
-#                                       loop: 6 runs, a few min), tree (metacluster-fsck's
+#                                       loop: 6 runs, a few min), netbook (ext4-fsck-allocator
+#                                       with the period checker, CPU and an SSD switched
+#                                       together: 5 runs, under a minute), tree (metacluster-fsck's
 #                                       bench5 plans against the post's file list; no root, seconds),
 #                                       band (metacluster-fsck at scale 1 twice on a 423 GB variant
 #                                       of its drive: the list as shipped, and whole; a few min),
@@ -108,8 +110,9 @@ reproduce_run() { # experiment name scale [args...]
   local exp=$1 name=$2 scale=$3; shift 3
   reproduce_into "$exp-$name" "$exp" --scale "$scale" "$@"
 }
-# jq: a number with one decimal, always printed (72.0, not 72).
+# jq: a number with one decimal, always printed (72.0, not 72); f2 with two (0.40, not 0.4).
 f1='def f1: . * 10 | round / 10 | tostring | if test("[.]") then . else . + ".0" end;'
+f2='def f2: . * 100 | round / 100 | tostring | if test("[.]") then . + (if test("[.][0-9]$") then "0" else "" end) else . + ".00" end;'
 # The borrowed and assumed values of a drive preset that an experiment file lists
 # (`[[sensitivity]]`): one line per variant, its `--vary KEY=VALUE` arguments (one value, or a
 # group that moves together), for `trace replay`.
@@ -715,6 +718,37 @@ done
   done
 } >"$snip"
 splice "$fidelity" budget-cpu-period "$snip"
+fi
+
+if want netbook; then
+# ---- Ts'o's netbook table (ext4-fsck-allocator) with the factors the budget names for its gap
+# switched together: the period checker, the period CPU preset and a device of the other class
+# (the post names none). Each row is its own capture; open loop, so the CPU and the device
+# reprice a stream they do not change (the requests column shows the checker's stream alike).
+cpu_preset=atom-n270-2008
+other_class=ssd-sata-2010
+exp=ext4-fsck-allocator
+fsck_run "$exp" shipped --sensitivity
+fsck_run "$exp" period --e2fsck period
+fsck_run "$exp" periodF --e2fsck period --cpu-scale "$cpu_preset"
+fsck_run "$exp" periodFssd --e2fsck period --cpu-scale "$cpu_preset" --device "$other_class"
+fsck_run "$exp" Fssd --cpu-scale "$cpu_preset" --device "$other_class"
+{
+  provenance "$exp at scale 1, one capture per row (the checker's stream is the same in every row that names it: see the requests); seconds are the model's; e2fsck's CPU is its own \`-tt\` user + sys here, and times F where the row names the period CPU"
+  echo '| checker | CPU | device | ext4-2008 [s] | ext4-2009 [s] | reduction | requests | e2fsck CPU here, user + sys [s] | charged for it (× F) [s] |'
+  echo '|---|---|---|---:|---:|---:|---:|---:|---:|'
+  for name in shipped period periodF periodFssd Fssd; do
+    f="$out/$exp-$name.json"
+    if [ ! -s "$f" ]; then echo "| $name | | | not run | not run | | | | |"; continue; fi
+    jq -r --arg cpu "$cpu_preset" "$f1$f2"'
+      def cpu($r): $r.measured_here.user_seconds + $r.measured_here.sys_seconds;
+      def pair(f): "\(.runs[0] | f) / \(.runs[1] | f)";
+      "| \(if .runs[0].e2fsck == "today" then "today'"'"'s" else "e2fsck \(.runs[0].e2fsck), the period'"'"'s" end) | \(if .cpu_scale == 1 then "this machine'"'"'s" else "`\($cpu)`, F = \(.cpu_scale * 100 | round / 100)" end) | \(.device) | \(.runs[0].total_seconds | f1) | \(.runs[1].total_seconds | f1) | \(.reduction * 100 | f1)% | \(pair(.requests)) | \(pair(cpu(.) | f2)) | \(if .cpu_scale == 1 then "" else . as $j | pair(cpu(.) * $j.cpu_scale | f1) end) |"' "$f"
+  done
+  jq -r "$f1$f2"'.published as $p
+    | "| *the post'"'"'s* | *the netbook'"'"'s* | *not named* | *\($p.total_seconds["ext4-2008"])* | *\($p.total_seconds["ext4-2009"])* | *\($p.reduction * 100 | f1)%* | | *\($p.user_seconds["ext4-2008"] + $p.sys_seconds["ext4-2008"] | f2) / \($p.user_seconds["ext4-2009"] + $p.sys_seconds["ext4-2009"] | f2)* | |"' "$out/$exp-shipped.json"
+} >"$snip"
+splice "$fidelity" budget-ext4-fsck-allocator-together "$snip"
 fi
 
 if want fsck; then

@@ -2365,3 +2365,94 @@ fn metacluster_io_preset_values_row_and_its_prose_follow_the_block() {
         assert!(text.contains(&claim), "the prose no longer says: {claim}");
     }
 }
+
+/// The netbook's factors switched together (`ONLY=netbook docs/regenerate-budgets.sh`): the
+/// block adds up, and the prose and the summary row quote it.
+/// - each reduction is its row's seconds' and each CPU charge its row's CPU times F (to the
+///   printed rounding); the rows that name one checker made the same requests, as the block's
+///   provenance says;
+/// - the prose's times, how far below the post's, the CPU here, charged and published, the
+///   ratios it states between them, and the reductions of the three combinations it compares;
+/// - the "Against the aim" row quotes the combination of all three.
+#[test]
+fn netbook_together_block_adds_up_and_the_prose_follows() {
+    let rows = budget_rows("budget-ext4-fsck-allocator-together");
+    let published = row_named(&rows, "*the post's*");
+    let ours: Vec<&Vec<String>> = rows.iter().filter(|r| !r[0].starts_with('*')).collect();
+    let pair = |c: &str| -> (f64, f64) {
+        let (a, b) = c.split_once(" / ").unwrap_or_else(|| panic!("'{c}'"));
+        (num(a), num(b))
+    };
+    let f_of = |r: &[String]| -> Option<f64> { r[1].split_once("F = ").map(|(_, f)| num(f)) };
+    for r in &ours {
+        let (a, b) = (num(&r[3]), num(&r[4]));
+        assert!(is_reduction_of(lead_num(&r[5]), a, b), "{r:?}");
+        if let Some(f) = f_of(r) {
+            let (c1, c2) = pair(&r[7]);
+            let (x1, x2) = pair(&r[8]);
+            // The CPU cells print 0.01 s, the charge 0.1 s.
+            for (c, x) in [(c1, x1), (c2, x2)] {
+                assert!(
+                    (c * f - x).abs() <= 0.005 * f + 0.05,
+                    "{c} × {f} ≠ {x}: {r:?}"
+                );
+            }
+        }
+    }
+    for checker in ["today's", "e2fsck"] {
+        let requests: Vec<&str> = ours
+            .iter()
+            .filter(|r| r[0].starts_with(checker))
+            .map(|r| r[6].as_str())
+            .collect();
+        assert!(requests.len() >= 2, "{checker}: {rows:?}");
+        assert!(
+            requests.iter().all(|n| *n == requests[0]),
+            "{checker}'s rows made different requests: {requests:?}"
+        );
+    }
+    let find = |checker: &str, device: &str| -> &Vec<String> {
+        ours.iter()
+            .find(|r| r[0].starts_with(checker) && f_of(r).is_some() && r[2] == device)
+            .unwrap_or_else(|| panic!("no row {checker} / period CPU / {device}: {rows:?}"))
+    };
+    let all = find("e2fsck", "ssd-sata-2010");
+    let on_disk = find("e2fsck", "sata-160g-2009");
+    let today_ssd = find("today's", "ssd-sata-2010");
+    let (a, b) = (num(&all[3]), num(&all[4]));
+    let (pa, pb) = (num(&published[3]), num(&published[4]));
+    let below = |x: f64, p: f64| format!("{:.0}", (1.0 - x / p) * 100.0);
+    assert_eq!(below(a, pa), below(b, pb), "one 'below' figure for both");
+    let (c1, c2) = pair(&all[7]);
+    let (x1, x2) = pair(&all[8]);
+    let (p1, p2) = pair(&published[7]);
+    let f = f_of(all).unwrap();
+    let text = doc_prose();
+    for claim in [
+        format!(
+            "give {a} → {b} s, {}% below the post's {pa} → {pb} s",
+            below(a, pa)
+        ),
+        format!("spends {c1:.2} and {c2:.2} s (user + sys)"),
+        format!("F charges {x1} and {x2} s for it"),
+        format!("the netbook's e2fsck spent {p1} and {p2} s"),
+        format!(
+            "about {:.0} and {:.0} times slower there than here, where sysbench's ratio is {f}",
+            p1 / c1,
+            p2 / c2
+        ),
+        format!("({} against {})", all[5], published[5].trim_matches('*')),
+        format!("the same checker and CPU give {}", on_disk[5]),
+        format!("the CPU and the SSD {}", today_ssd[5]),
+    ] {
+        assert!(text.contains(&claim), "the prose no longer says: {claim}");
+    }
+    let claim = format!(
+        "{a} → {b} s ({}): the device's part goes, the CPU's stays, F charging {x1} and {x2} s",
+        all[5]
+    );
+    assert!(
+        text.contains(&claim),
+        "the summary row no longer says: {claim}"
+    );
+}

@@ -142,10 +142,16 @@ pub fn this_machine_cpu() -> Option<String> {
 }
 
 /// The CPU presets shipped in `cpus/`, by name (one registry: add a line per file).
-const BUILTIN: &[(&str, &str)] = &[(
-    "atom-n270-2008",
-    include_str!("../../../cpus/atom-n270-2008.toml"),
-)];
+const BUILTIN: &[(&str, &str)] = &[
+    (
+        "atom-n270-2008",
+        include_str!("../../../cpus/atom-n270-2008.toml"),
+    ),
+    (
+        "netburst-presler-2007",
+        include_str!("../../../cpus/netburst-presler-2007.toml"),
+    ),
+];
 
 /// Names of the shipped CPU presets.
 pub fn preset_names() -> Vec<&'static str> {
@@ -226,20 +232,47 @@ mod tests {
         let p = CpuPreset::parse(N270, PATH).unwrap();
         assert_eq!(p.name, "atom-n270-2008");
         assert_eq!(p.cpu.clock_mhz.get("cpu.clock_mhz", PATH).unwrap(), 1600.0);
-        // Both scores are cited positive numbers, so the preset defines a factor.
-        assert!(p.period.number("period.score_mips", PATH).unwrap() > 0.0);
-        assert!(p.here.number("here.score_mips", PATH).unwrap() > 0.0);
+        // Every shipped preset: its name is its file's, and both scores are cited positive
+        // numbers, so it defines a factor.
+        for (name, text) in BUILTIN {
+            let path = format!("cpus/{name}.toml");
+            let p = CpuPreset::parse(text, &path).unwrap();
+            assert_eq!(p.name, *name);
+            assert!(p.period.number("period.score_mips", &path).unwrap() > 0.0);
+            assert!(p.here.number("here.score_mips", &path).unwrap() > 0.0);
+        }
     }
 
     #[test]
     fn shipped_preset_defines_f_as_here_over_period() {
-        let p = CpuPreset::parse(N270, PATH).unwrap();
-        let period = p.period.number("period.score_mips", PATH).unwrap();
-        let here = p.here.number("here.score_mips", PATH).unwrap();
-        let f = p.factor_on(Some(&measured_on(&p)), PATH).unwrap();
-        assert_eq!(f, here / period);
-        // The period CPU is the slower one: F > 1 stretches think time, never shrinks it.
-        assert!(f > 1.0, "F = {f}");
+        for (name, text) in BUILTIN {
+            let path = format!("cpus/{name}.toml");
+            let p = CpuPreset::parse(text, &path).unwrap();
+            let period = p.period.number("period.score_mips", &path).unwrap();
+            let here = p.here.number("here.score_mips", &path).unwrap();
+            let machine = p.here.machine.as_ref().unwrap();
+            let f = p
+                .factor_on(Some(&machine.get("here.machine", &path).unwrap()), &path)
+                .unwrap();
+            assert_eq!(f, here / period, "{name}");
+            // The period CPU is the slower one: F > 1 stretches think time, never shrinks it.
+            assert!(f > 1.0, "{name}: F = {f}");
+        }
+    }
+
+    #[test]
+    fn every_file_in_cpus_is_registered() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cpus");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".toml"))
+            .map(|n| n.trim_end_matches(".toml").to_string())
+            .collect();
+        files.sort();
+        let mut names = preset_names();
+        names.sort();
+        assert_eq!(files, names, "cpus/ and BUILTIN must list the same presets");
     }
 
     #[test]

@@ -15,8 +15,8 @@
 #                                       ldcl (large-delete in closed loop: two runs, ext at scale 1),
 #                                       rr (random-read), kernel (ld and rr), cpu (ext4-fsck-allocator and
 #                                       metacluster-fsck without think time), cpuf (the two netbook
-#                                       experiments with the period CPU preset, open and closed
-#                                       loop: 6 runs, a few min), netbook (ext4-fsck-allocator
+#                                       experiments and metacluster-fsck with their period CPU
+#                                       presets, open and closed loop: 6 runs, about 10 min), netbook (ext4-fsck-allocator
 #                                       with the period checker, CPU and an SSD switched
 #                                       together: 5 runs, under a minute), tree (metacluster-fsck's
 #                                       bench5 plans against the post's file list; no root, seconds),
@@ -695,17 +695,21 @@ if want cpuf; then
 # ---- The period CPU (issue 25 "Period CPU", issue 27 "5. CPU"): Ts'o's netbook experiments with
 # the pre-registered preset cpus/atom-n270-2008.toml, open loop (think time times F) and closed
 # loop at K = closed_k (e2fsck throttled to K/F of a CPU on the emulated disk, its computing
-# charged at F). metacluster-fsck's 2007 machine is not identified: no preset, no row.
-cpu_preset=atom-n270-2008
-for exp in ext4-fsck-allocator ext3-vs-ext4-fsck; do
+# charged at F); and metacluster-fsck (at scale 1) with cpus/netburst-presler-2007.toml, the
+# 2007 post's "dual-core HT" (F < K: no throttle). Each experiment's preset is the first of its
+# file's `period_cpus`.
+period_cpu() { perl -ne 'if (/^period_cpus = \["([^"]+)"/) { print $1; exit }' "$root/experiments/$1.toml"; }
+cpuf_exps=(ext4-fsck-allocator ext3-vs-ext4-fsck metacluster-fsck)
+for exp in "${cpuf_exps[@]}"; do
   fsck_run "$exp" shipped --sensitivity
-  fsck_run "$exp" cpuF-closed --closed-loop "$closed_k" --cpu-scale "$cpu_preset"
+  fsck_run "$exp" cpuF-closed --closed-loop "$closed_k" --cpu-scale "$(period_cpu "$exp")"
 done
 {
-  provenance "two runs per experiment: the run as shipped, whose traces are also replayed at F (\`--sensitivity\`'s CPU row, exact against that capture), and a closed-loop capture at F; seconds are the model's, closed loop the time measured on the emulated disk; F from cpus/$cpu_preset.toml"
-  echo "| experiment | policy | as shipped [s] | e2fsck CPU here [s] | \`--cpu-scale $cpu_preset\`, open loop: the same traces [s] | \`--closed-loop $closed_k --cpu-scale $cpu_preset\`, measured [s] | its replay [s] | requests: shipped / closed loop at F | published [s] |"
+  provenance "two runs per experiment: the run as shipped, whose traces are also replayed at F (\`--sensitivity\`'s CPU row, exact against that capture), and a closed-loop capture at F; seconds are the model's, closed loop the time measured on the emulated disk; F from each experiment's period CPU preset, in its row: $(for exp in "${cpuf_exps[@]}"; do printf '%s cpus/%s.toml, ' "$exp" "$(period_cpu "$exp")"; done | sed 's/, $//')"
+  echo "| experiment | policy | as shipped [s] | e2fsck CPU here [s] | \`--cpu-scale PERIOD-CPU\`, open loop: the same traces [s] | \`--closed-loop $closed_k --cpu-scale PERIOD-CPU\`, measured [s] | its replay [s] | requests: shipped / closed loop at F | published [s] |"
   echo '|---|---|---:|---:|---:|---:|---:|---:|---:|'
-  for exp in ext4-fsck-allocator ext3-vs-ext4-fsck; do
+  for exp in "${cpuf_exps[@]}"; do
+    cpu_preset=$(period_cpu "$exp")
     for policy in $(jq -r '.runs[].policy' "$out/$exp-shipped.json"); do
       t() { jq -r --arg p "$policy" "$f1"'.runs[] | select(.policy == $p) | .'"$2"' | if . == null then "–" else f1 end' "$out/$exp-$1.json"; }
       pub=$(jq -r --arg p "$policy" "$f1"'(.published.total_seconds // {})[$p] | if . == null then "kept aside" else f1 end' "$out/$exp-shipped.json")

@@ -164,7 +164,9 @@ pub fn inline(text: &str) -> String {
 }
 
 /// The HTML of experiment `name`'s error budget for `reproduce all`'s page, or `None` when the
-/// doc has none for it. `level` is the heading level of its title.
+/// doc has none for it. `level` is the heading level of its title, whose id
+/// `error-budget-NAME` lets a link (`index.html#error-budget-metacluster-fsck`) open the page
+/// at the budget.
 pub fn html(name: &str, level: u8) -> Option<String> {
     let tables = tables(name);
     if tables.is_empty() {
@@ -173,10 +175,11 @@ pub fn html(name: &str, level: u8) -> Option<String> {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "<h{level}>Error budget (docs/fidelity.md)</h{level}>\n<p>How far each factor moves \
+        "<h{level} id=\"error-budget-{id}\">Error budget (docs/fidelity.md)</h{level}>\n<p>How far each factor moves \
          our numbers, each switched alone, and where the experiment stands against the post: \
          measured by <code>docs/regenerate-budgets.sh</code> in runs of their own (each table \
-         says when and at which scale), not by the run above.</p>"
+         says when and at which scale), not by the run above.</p>",
+        id = esc(name)
     );
     for t in &tables {
         // Long cells (what a factor was switched to, what holds a gap) wrap.
@@ -275,6 +278,12 @@ mod tests {
             assert!(
                 !h.contains("**") && !h.contains('`'),
                 "{name}: markdown left"
+            );
+            // The heading is a link target of its own, one per experiment.
+            assert_eq!(
+                h.matches(&format!("id=\"error-budget-{name}\"")).count(),
+                1,
+                "{name}"
             );
         }
         assert!(tables("inode-readahead").is_empty());

@@ -702,7 +702,10 @@ impl TracefsSession {
             )?;
             // Children and threads of a followed task are followed from their fork.
             write_attr(&sched.dir.join("options/event-fork"), "1")?;
-            for event in ["sched_switch", "sched_process_fork"] {
+            // The time on a CPU comes from `sched_stat_runtime` (each event: how long the task
+            // ran up to it): this kernel does not record every switch to a followed task from
+            // the idle task, so switches alone lose time (read_cpu says how much).
+            for event in ["sched_switch", "sched_process_fork", "sched_stat_runtime"] {
                 write_attr(
                     &sched.dir.join("events/sched").join(event).join("enable"),
                     "1",

@@ -210,6 +210,13 @@ fn the_page_renders_in_a_real_browser() {
         3,
         "one budget per experiment"
     );
+    // Each budget is a link target (docs/reproduce-all.md: `index.html#error-budget-NAME`).
+    for name in ["mkfs-overhead", "fio-randread", "metacluster-fsck"] {
+        assert!(
+            text.contains(&format!("id=\"error-budget-{name}\"")),
+            "{name}'s budget has no anchor"
+        );
+    }
     for caption in [
         "budget-mkfs-overhead",
         "budget-fio-randread",

@@ -89,7 +89,7 @@ tfoot td{border-top:2px solid #444}
 .published{background:#f3f0e6;font-style:italic;color:#5a4a1a}th.published{border-left:2px solid #b8a36a}
 .unit{font-weight:normal;color:#555}.tag{font-weight:normal;font-size:80%;color:#7a6420}
 ul.notes{font-size:85%;color:#444;margin-top:0}p.note{font-size:85%;color:#444;margin-top:0}
-table.budget td{white-space:normal;min-width:5em}table.budget td.words{text-align:left}table.budget td:first-child,table.budget td:nth-child(2){min-width:12em}
+table.budget td{white-space:normal;min-width:5em}table.budget td.words{text-align:left;min-width:8em}table.budget td.words:last-child{min-width:22em}table.budget td:first-child,table.budget td:nth-child(2){min-width:12em}
 pre{overflow-x:auto;background:#f7f7f7;padding:8px;font-size:.78em}
 svg{max-width:100%;height:auto;display:block}
 figure{margin:1.2em 0}figcaption{font-size:90%;color:#444;margin-top:.3em}figcaption .file{color:#777;font-size:90%}

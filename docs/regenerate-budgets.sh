@@ -738,8 +738,8 @@ fsck_run "$exp" periodF --e2fsck period --cpu-scale "$cpu_preset"
 fsck_run "$exp" periodFssd --e2fsck period --cpu-scale "$cpu_preset" --device "$other_class"
 fsck_run "$exp" Fssd --cpu-scale "$cpu_preset" --device "$other_class"
 {
-  provenance "$exp at scale 1, one capture per row, each its own sample of its checker's stream (see the requests); seconds are the model's; e2fsck's CPU is its own \`-tt\` user + sys here, and times F where the row names the period CPU"
-  echo '| checker | CPU | device | ext4-2008 [s] | ext4-2009 [s] | reduction | requests | e2fsck CPU here, user + sys [s] | charged for it (× F) [s] |'
+  provenance "$exp at scale 1, one capture per row, each its own sample of its checker's stream (see the requests); seconds are the model's; e2fsck's CPU is its own \`-tt\` user + sys here, and times F where the row names the period CPU (what F makes of it, not what the replay charges: the think time between requests times F)"
+  echo '| checker | CPU | device | ext4-2008 [s] | ext4-2009 [s] | reduction | requests | e2fsck CPU here, user + sys [s] | that CPU × F [s] |'
   echo '|---|---|---|---:|---:|---:|---:|---:|---:|'
   for name in shipped period periodF periodFssd Fssd; do
     f="$out/$exp-$name.json"

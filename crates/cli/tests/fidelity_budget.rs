@@ -2475,7 +2475,7 @@ fn netbook_together_block_adds_up_and_the_prose_follows() {
             below(b, pb)
         ),
         format!("spends {c1:.2} and {c2:.2} s (user + sys)"),
-        format!("F charges {x1} and {x2} s for it"),
+        format!("F makes {x1} and {x2} s of it"),
         format!("the netbook's e2fsck spent {p1} and {p2} s"),
         format!(
             "about {:.0} and {:.0} times slower there than here, where sysbench's ratio is {f}",
@@ -2489,7 +2489,7 @@ fn netbook_together_block_adds_up_and_the_prose_follows() {
         assert!(text.contains(&claim), "the prose no longer says: {claim}");
     }
     let claim = format!(
-        "{a} → {b} s ({}): the device's part goes, the CPU's stays, F charging {x1} and {x2} s",
+        "{a} → {b} s ({}): the device's part goes, the CPU's stays, F making {x1} and {x2} s of our CPU",
         all[5]
     );
     assert!(

@@ -250,11 +250,17 @@ fn metacluster_fsck_sensitivity_rows_and_refusals() {
         .map(|l| l.matches("{ \"").count())
         .sum();
     assert!(variants >= 10, "{variants}");
-    // ... then one row per alternative drive (docs/fidelity.md, the device factor), and last
-    // the same traces with no think time (the CPU factor; metacluster-fsck names no period CPU).
-    assert_eq!(rows.len(), 1 + variants + 1 + 1);
+    // ... then one row per alternative drive (docs/fidelity.md, the device factor), then the
+    // same traces with no think time and at each period CPU's F (the CPU factor; since
+    // 2026-11-29 metacluster-fsck names one, netburst-presler-2007).
+    let period_cpus = toml_text
+        .lines()
+        .find(|l| l.starts_with("period_cpus = "))
+        .map_or(0, |l| l.matches('"').count() / 2);
+    assert_eq!(period_cpus, 1);
+    assert_eq!(rows.len(), 1 + variants + 1 + 1 + period_cpus);
     assert_eq!(rows[0]["change"], "as shipped");
-    let alt = &rows[rows.len() - 2];
+    let alt = &rows[1 + variants];
     assert_eq!(alt["change"], "another drive: sata-400g-2007-alt-samsung");
     assert!(alt["why"].as_str().unwrap().contains("SpinPoint"), "{alt}");
     // Another drive is another model: its totals differ from the shipped preset's.
@@ -268,8 +274,17 @@ fn metacluster_fsck_sensitivity_rows_and_refusals() {
             "{policy}: {a} vs {s}"
         );
     }
-    let no_think = &rows[rows.len() - 1];
+    let no_think = &rows[2 + variants];
     assert_eq!(no_think["change"], "CPU: no think time (--cpu-scale 0)");
+    // Then the period CPU's row, named with its factor.
+    let period = &rows[3 + variants];
+    assert!(
+        period["change"]
+            .as_str()
+            .unwrap()
+            .starts_with("CPU: netburst-presler-2007 (--cpu-scale netburst-presler-2007, F = "),
+        "{period}"
+    );
     for (i, r) in v["runs"].as_array().unwrap().iter().enumerate() {
         let policy = r["policy"].as_str().unwrap();
         // The same stream without e2fsck's think time is another replay (the sensitivity

@@ -67,19 +67,22 @@ pub const FOLLOW_MARK: &str = "layoutlab follow";
 ///  e2fsck-7 [000] .....  5.000300: sched_process_fork: comm=e2fsck pid=7 child_comm=e2fsck child_pid=9
 /// ```
 ///
-/// Where the text has `sched_stat_runtime` events, they alone give the time: each says that its
-/// task ran `runtime` ns without a break up to the event (the scheduler's `update_curr`), so
-/// the interval is `[time - runtime, time]`, cut at the instant the task started being followed
-/// (a root: the first event of the text, the follow mark; a child: its fork). Kernel 6.18 here
-/// does not record every switch *to* a followed task: a switch from the idle task on a CPU can
-/// be missing while the switch away is there (measured on this machine: the switches gave 9-97%
-/// of `e2fsck`'s rusage CPU time, `sched_stat_runtime` 99-100%; docs/rig.md), so switches are
-/// only the fallback for a text without runtime events:
-///
 /// A task is on a CPU from a switch to it (`next_pid`) to the next switch away from it
 /// (`prev_pid`). A root whose first event is a switch away was running since the first event
 /// of the text (it was running when it started being followed); a task still running at the
 /// end runs to the last event. Other events are ignored; a lost-events notice is an error.
+///
+/// Kernel 6.18 here does not record every switch *to* a followed task: a switch from the idle
+/// task on a CPU can be missing while the switch away is there (measured on this machine: the
+/// switches alone gave 9-97% of `e2fsck`'s rusage CPU time; docs/replay.md, "Known limits").
+/// For a switch away with no switch to it, the `sched_stat_runtime` events of that task since
+/// its previous switch away give the run: each says the task ran `runtime` ns without a break
+/// up to the event (the scheduler's `update_curr`), so the run is `[switch - their sum,
+/// switch]`, cut at the instant the task started being followed (a root: the first event, the
+/// follow mark; a child: its fork). The recorded switches are kept where they are there: under
+/// the emulator's real-time e2fsck the runtime events came to 27% more than the task-clock
+/// counter (`perf_event_open`) the emulator paces by, the switches within 3% of it
+/// (docs/emulate.md).
 pub fn read_cpu(
     text: &str,
     file: &str,
@@ -178,39 +181,32 @@ pub fn read_cpu(
     let mut intervals = Vec::new();
     let first = events.first().map_or(0, |e| e.0);
     let last = events.last().map_or(0, |e| e.0);
-    if events
-        .iter()
-        .any(|(_, _, e)| matches!(e, Sched::Runtime { .. }))
-    {
-        // Followed from: a root from the first event, a child from its fork.
-        let mut since: HashMap<u32, u64> = roots.iter().map(|&r| (r, first)).collect();
-        for (time_ns, _, event) in &events {
-            match *event {
-                Sched::Fork { parent, child } if since.contains_key(&parent) => {
-                    since.entry(child).or_insert(*time_ns);
-                }
-                Sched::Runtime { pid, ns } => {
-                    if let Some(&from) = since.get(&pid) {
-                        intervals.push((time_ns.saturating_sub(ns).max(from), *time_ns));
-                    }
-                }
-                _ => {}
-            }
-        }
-        return Ok(crate::cpu::CpuTimeline::from_intervals(intervals));
-    }
+    // Per task: when it started being followed (a root: the first event; a child: its fork),
+    // and the runtime its `sched_stat_runtime` events reported since its last switch away
+    // (with the time of the last such event).
+    let mut from: HashMap<u32, u64> = HashMap::new();
+    let mut ran: HashMap<u32, (u64, u64)> = HashMap::new();
     for &root in roots {
         tasks.insert(root, State::Unseen { since: first });
+        from.insert(root, first);
     }
     for (time_ns, _, event) in events {
         match event {
             Sched::Switch { prev, next } => {
                 if let Some(state) = tasks.get_mut(&prev) {
+                    let (runtime, _) = ran.remove(&prev).unwrap_or((0, 0));
                     match *state {
                         State::Running { since } | State::Unseen { since } => {
                             intervals.push((since, time_ns))
                         }
-                        State::Off => {}
+                        // The switch to it was not recorded (the kernel's loss above): the
+                        // runtime events since its last switch away say how long it ran.
+                        State::Off => intervals.push((
+                            time_ns
+                                .saturating_sub(runtime)
+                                .max(from.get(&prev).copied().unwrap_or(first)),
+                            time_ns,
+                        )),
                     }
                     *state = State::Off;
                 }
@@ -221,14 +217,31 @@ pub fn read_cpu(
             Sched::Fork { parent, child } => {
                 if tasks.contains_key(&parent) {
                     tasks.entry(child).or_insert(State::Off);
+                    from.entry(child).or_insert(time_ns);
                 }
             }
-            Sched::Followed | Sched::Runtime { .. } => {}
+            Sched::Runtime { pid, ns } => {
+                if tasks.contains_key(&pid) {
+                    let e = ran.entry(pid).or_insert((0, 0));
+                    *e = (e.0 + ns, time_ns);
+                }
+            }
+            Sched::Followed => {}
         }
     }
-    for state in tasks.values() {
-        if let State::Running { since } = *state {
-            intervals.push((since, last));
+    for (pid, state) in &tasks {
+        match *state {
+            State::Running { since } => intervals.push((since, last)),
+            // Ran after an unrecorded switch to it and never switched away in the text.
+            State::Off => {
+                if let Some(&(runtime, at)) = ran.get(pid) {
+                    let start = at
+                        .saturating_sub(runtime)
+                        .max(from.get(pid).copied().unwrap_or(first));
+                    intervals.push((start, at));
+                }
+            }
+            State::Unseen { .. } => {}
         }
     }
     Ok(crate::cpu::CpuTimeline::from_intervals(intervals))

@@ -313,12 +313,16 @@ mod tests {
             return;
         }
         let dir = crate::TempDir::new(&std::env::temp_dir(), "layoutlab-memcgfds").unwrap();
-        let kept = std::fs::File::create(dir.path().join("kept")).unwrap();
-        let other = std::fs::File::create(dir.path().join("other")).unwrap();
-        let (k, o) = (
-            std::os::fd::AsRawFd::as_raw_fd(&kept),
-            std::os::fd::AsRawFd::as_raw_fd(&other),
+        let a = std::fs::File::create(dir.path().join("a")).unwrap();
+        let b = std::fs::File::create(dir.path().join("b")).unwrap();
+        // The kernel gives the lowest free numbers, and the other tests of this binary open
+        // and close files at the same time: which of the two is lower is not known, so the
+        // lower one is kept and the other must be closed.
+        let (fa, fb) = (
+            std::os::fd::AsRawFd::as_raw_fd(&a),
+            std::os::fd::AsRawFd::as_raw_fd(&b),
         );
+        let (k, o) = (fa.min(fb), fa.max(fb));
         assert!(o > k, "the closed one lies above the kept one ({o} > {k})");
         let cg = MemCgroup::create(8 << 20).unwrap();
         // SAFETY: the child only calls fcntl on plain integers.
@@ -340,10 +344,10 @@ mod tests {
         );
         // SAFETY: fcntl on this process's own descriptor.
         assert!(unsafe { libc::fcntl(o, libc::F_GETFD) } >= 0);
-        drop((kept, other));
+        drop((a, b));
         // The directory goes only when empty: take the two files out first, or every run of
         // this test leaves one behind in the temp directory.
-        for name in ["kept", "other"] {
+        for name in ["a", "b"] {
             std::fs::remove_file(dir.path().join(name)).unwrap();
         }
         let path = dir.path().to_path_buf();

@@ -228,7 +228,8 @@ fn cpu_scale_is_refused_where_the_operation_does_not_use_it() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// One metacluster-io cell "A → B s (C%)": ext3-2007's and ext3-metacluster's seconds.
+/// The first two numbers of a cell: a metacluster-io cell "A → B s (C%)" (ext3-2007's and
+/// ext3-metacluster's seconds), or a two-policy cell "A / B".
 fn pair(cell: &str) -> (f64, f64) {
     let mut n = cell
         .split(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -2414,10 +2415,6 @@ fn netbook_together_block_adds_up_and_the_prose_follows() {
     let rows = budget_rows("budget-ext4-fsck-allocator-together");
     let published = row_named(&rows, "*the post's*");
     let ours: Vec<&Vec<String>> = rows.iter().filter(|r| !r[0].starts_with('*')).collect();
-    let pair = |c: &str| -> (f64, f64) {
-        let (a, b) = c.split_once(" / ").unwrap_or_else(|| panic!("'{c}'"));
-        (num(a), num(b))
-    };
     let f_of = |r: &[String]| -> Option<f64> { r[1].split_once("F = ").map(|(_, f)| num(f)) };
     for r in &ours {
         let (a, b) = (num(&r[3]), num(&r[4]));

@@ -97,8 +97,12 @@ pub fn read_cpu(
         },
         Running {
             since: u64,
+            from: u64,
         },
-        Off,
+        /// Not on a CPU; followed since `from`.
+        Off {
+            from: u64,
+        },
     }
     /// What one line says, in the order of time (not of the text: `trace_pipe` merges the
     /// per-CPU buffers as they fill, so a switch on one CPU can be printed before an earlier
@@ -158,18 +162,9 @@ pub fn read_cpu(
             "sched_stat_runtime" => Sched::Runtime {
                 pid: pid_field(payload, " pid=")
                     .ok_or_else(|| err(format!("sched_stat_runtime without pid: '{payload}'")))?,
-                ns: payload
-                    .rfind(" runtime=")
-                    .and_then(|at| {
-                        payload[at + 9..]
-                            .split(|c: char| !c.is_ascii_digit())
-                            .next()?
-                            .parse()
-                            .ok()
-                    })
-                    .ok_or_else(|| {
-                        err(format!("sched_stat_runtime without runtime: '{payload}'"))
-                    })?,
+                ns: number_field(payload, " runtime=").ok_or_else(|| {
+                    err(format!("sched_stat_runtime without runtime: '{payload}'"))
+                })?,
             },
             _ => continue,
         };
@@ -181,43 +176,53 @@ pub fn read_cpu(
     let mut intervals = Vec::new();
     let first = events.first().map_or(0, |e| e.0);
     let last = events.last().map_or(0, |e| e.0);
-    // Per task: when it started being followed (a root: the first event; a child: its fork),
-    // and the runtime its `sched_stat_runtime` events reported since its last switch away
-    // (with the time of the last such event).
-    let mut from: HashMap<u32, u64> = HashMap::new();
+    // Per task: the runtime its `sched_stat_runtime` events reported since its last switch
+    // away, and the time of the last such event.
     let mut ran: HashMap<u32, (u64, u64)> = HashMap::new();
+    // A run known only from those events: the `runtime` ns up to `at`, not before the task
+    // was followed.
+    let by_runtime =
+        |(runtime, at): (u64, u64), from: u64| (at.saturating_sub(runtime).max(from), at);
     for &root in roots {
         tasks.insert(root, State::Unseen { since: first });
-        from.insert(root, first);
     }
     for (time_ns, _, event) in events {
         match event {
             Sched::Switch { prev, next } => {
                 if let Some(state) = tasks.get_mut(&prev) {
                     let (runtime, _) = ran.remove(&prev).unwrap_or((0, 0));
-                    match *state {
-                        State::Running { since } | State::Unseen { since } => {
-                            intervals.push((since, time_ns))
+                    let from = match *state {
+                        State::Unseen { since } => {
+                            intervals.push((since, time_ns));
+                            since
+                        }
+                        State::Running { since, from } => {
+                            intervals.push((since, time_ns));
+                            from
                         }
                         // The switch to it was not recorded (the kernel's loss above): the
                         // runtime events since its last switch away say how long it ran.
-                        State::Off => intervals.push((
-                            time_ns
-                                .saturating_sub(runtime)
-                                .max(from.get(&prev).copied().unwrap_or(first)),
-                            time_ns,
-                        )),
-                    }
-                    *state = State::Off;
+                        State::Off { from } => {
+                            intervals.push(by_runtime((runtime, time_ns), from));
+                            from
+                        }
+                    };
+                    *state = State::Off { from };
                 }
                 if let Some(state) = tasks.get_mut(&next) {
-                    *state = State::Running { since: time_ns };
+                    let from = match *state {
+                        State::Unseen { since } => since,
+                        State::Running { from, .. } | State::Off { from } => from,
+                    };
+                    *state = State::Running {
+                        since: time_ns,
+                        from,
+                    };
                 }
             }
             Sched::Fork { parent, child } => {
                 if tasks.contains_key(&parent) {
-                    tasks.entry(child).or_insert(State::Off);
-                    from.entry(child).or_insert(time_ns);
+                    tasks.entry(child).or_insert(State::Off { from: time_ns });
                 }
             }
             Sched::Runtime { pid, ns } => {
@@ -231,14 +236,11 @@ pub fn read_cpu(
     }
     for (pid, state) in &tasks {
         match *state {
-            State::Running { since } => intervals.push((since, last)),
+            State::Running { since, .. } => intervals.push((since, last)),
             // Ran after an unrecorded switch to it and never switched away in the text.
-            State::Off => {
-                if let Some(&(runtime, at)) = ran.get(pid) {
-                    let start = at
-                        .saturating_sub(runtime)
-                        .max(from.get(pid).copied().unwrap_or(first));
-                    intervals.push((start, at));
+            State::Off { from } => {
+                if let Some(&r) = ran.get(pid) {
+                    intervals.push(by_runtime(r, from));
                 }
             }
             State::Unseen { .. } => {}
@@ -249,10 +251,15 @@ pub fn read_cpu(
 
 /// The number after the last `key` in `payload` (task names may hold anything, so the last
 /// occurrence is the field; `key` should start with a space to skip `child_pid=` for `pid=`).
-fn pid_field(payload: &str, key: &str) -> Option<u32> {
+fn number_field<T: std::str::FromStr>(payload: &str, key: &str) -> Option<T> {
     let at = payload.rfind(key)? + key.len();
     let digits: &str = payload[at..].split(|c: char| !c.is_ascii_digit()).next()?;
     digits.parse().ok()
+}
+
+/// A pid field (see [`number_field`]).
+fn pid_field(payload: &str, key: &str) -> Option<u32> {
+    number_field(payload, key)
 }
 
 /// Whether `line` has the shape of a tracefs event line (for format detection).

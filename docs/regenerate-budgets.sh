@@ -664,6 +664,13 @@ fsck_runs() { # experiment
   fsck_run "$1" rot0 --set os_rotational=false
 }
 
+# The first name of an experiment file's list KEY (`period_cpus`, `other_classes`), so that a
+# block runs what the experiment itself names.
+first_listed() { # experiment key
+  perl -ne "if (/^$2 = \\[\"([^\"]+)\"/) { print \$1; exit }" "$root/experiments/$1.toml"
+}
+period_cpu() { first_listed "$1" period_cpus; }
+
 # A `--sensitivity` CPU row of a run (the shipped run's traces at another CPU factor,
 # sensitivity.rs): its total for POLICY, "–" where the run has no such row or it was not priced.
 cpu_row() { # json change-prefix policy
@@ -698,7 +705,6 @@ if want cpuf; then
 # charged at F); and metacluster-fsck (at scale 1) with cpus/netburst-presler-2007.toml, the
 # 2007 post's "dual-core HT" (F < K: no throttle). Each experiment's preset is the first of its
 # file's `period_cpus`.
-period_cpu() { perl -ne 'if (/^period_cpus = \["([^"]+)"/) { print $1; exit }' "$root/experiments/$1.toml"; }
 cpuf_exps=(ext4-fsck-allocator ext3-vs-ext4-fsck metacluster-fsck)
 for exp in "${cpuf_exps[@]}"; do
   fsck_run "$exp" shipped --sensitivity
@@ -729,9 +735,9 @@ if want netbook; then
 # switched together: the period checker, the period CPU preset and a device of the other class
 # (the post names none). Each row is its own capture; open loop, so the CPU and the device
 # reprice a stream they do not change (the requests column shows the checker's stream alike).
-cpu_preset=atom-n270-2008
-other_class=ssd-sata-2010
 exp=ext4-fsck-allocator
+cpu_preset=$(period_cpu "$exp")
+other_class=$(first_listed "$exp" other_classes)
 fsck_run "$exp" shipped --sensitivity
 fsck_run "$exp" period --e2fsck period
 fsck_run "$exp" periodF --e2fsck period --cpu-scale "$cpu_preset"

@@ -634,20 +634,16 @@ impl TracedRun<'_> {
             .map(|(_, b)| *b)
             .chain(std::iter::once(end))
             .collect();
+        // One pass over the requests for every phase (a phase is a tag; a phase without
+        // requests has no entry).
+        let by_tag = layoutlab_trace::stats::per_tag(&capture.trace);
         let mut phases = Vec::new();
         for ((name, start), end) in self.phases.into_iter().zip(ends) {
             let counted = Counted { start, end };
-            let tag = capture.trace.tags.iter().position(|t| *t == name);
-            let (mut r, mut w) = (0u64, 0u64);
-            for q in &capture.trace.requests {
-                if Some(q.tag as usize) == tag {
-                    match q.op {
-                        layoutlab_trace::Op::Read => r += u64::from(q.sectors),
-                        layoutlab_trace::Op::Write => w += u64::from(q.sectors),
-                        _ => {}
-                    }
-                }
-            }
+            let (r, w) = by_tag
+                .iter()
+                .find(|s| s.tag == name)
+                .map_or((0, 0), |s| (s.read_bytes / 512, s.write_bytes / 512));
             let p = PhaseBytes {
                 name,
                 sectors_read: r,

@@ -51,6 +51,21 @@ pub struct KernelFsOptions {
     pub queue: QueueSpec,
 }
 
+impl KernelFsOptions {
+    /// A [`resident_bytes`](Self::resident_bytes) for an ext file system of `fs_bytes` that
+    /// holds one file of zeros written by the kernel: at most how many of its bytes are not
+    /// zeros (zero pages, and same-filled ones such as full bitmaps, cost zram nothing). A
+    /// block pointer per data block (4 bytes a 4 KiB block: ext3's block maps; ext4's extents
+    /// need far less), a bitmap bit per block, and the journal, which mke2fs makes at most
+    /// 1 GiB and at most 1/32 of the file system (`ext2fs_default_journal_size`). Measured at
+    /// random-read's scale 0.1 (ext4 written by `dd`, 196 GB): zram held 1.5 MB at the end of
+    /// the write (`mm_stat`); this allows 1.3 GB. Until 2026-11-29 random-read allowed 2% of
+    /// the file system, which refused its scale 1 (39 GB) on a 24 GB machine.
+    pub fn ext_zero_file_resident_bytes(fs_bytes: u64) -> u64 {
+        fs_bytes / 1024 + fs_bytes / 32768 + (fs_bytes / 32).min(1 << 30) + (64 << 20)
+    }
+}
+
 /// Writes a file-system image at the path it is given ([`KernelFs::from_image`]).
 pub type ImageWriter<'a> = &'a mut dyn FnMut(&Path) -> std::result::Result<(), String>;
 
@@ -737,6 +752,18 @@ impl RigLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// random-read's scale 1 (a 1,957 GB file system written by the kernel) must fit a
+    /// machine of 16 GB: its zram table alone is 7.7 GB, and a 2% allowance asked 44 GB in all.
+    #[test]
+    fn a_1957_gb_zero_file_fits_in_16_gb_of_memory() {
+        let fs_bytes = 1_957_270_000_000u64;
+        let resident = KernelFsOptions::ext_zero_file_resident_bytes(fs_bytes);
+        let need = resident + Zram::table_bytes(fs_bytes) + (1 << 30);
+        assert!(need < 16_000_000_000, "{need}");
+        // Still the journal's full 1 GiB and a pointer for each block, as ext3's maps need.
+        assert!(resident > (1 << 30) + fs_bytes / 1024, "{resident}");
+    }
 
     #[test]
     fn stat_fields_are_sectors_read_and_written() {

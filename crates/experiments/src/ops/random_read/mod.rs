@@ -52,18 +52,6 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
-/// At most how many bytes of an ext file system holding one file of zeros are not zeros: the
-/// memory its zram backing needs beyond the table when the kernel writes the file (zero pages,
-/// and same-filled ones such as full bitmaps, cost zram nothing). A block pointer per data
-/// block (4 bytes a 4 KiB block: ext3's block maps; ext4's extents need far less), a bitmap bit
-/// per block, and the journal, which mke2fs makes at most 1 GiB and at most 1/32 of the file
-/// system (`ext2fs_default_journal_size`). Measured at scale 0.1 (ext4 written by `dd`, 196 GB):
-/// zram held 1.5 MB at the end of the write (`mm_stat`); this allows 1.3 GB. Until 2026-11-29
-/// the allowance was 2% of the file system, which refused scale 1 (39 GB) on a 24 GB machine.
-fn zero_file_resident_bytes(fs_bytes: u64) -> u64 {
-    fs_bytes / 1024 + fs_bytes / 32768 + (fs_bytes / 32).min(1 << 30) + 64 * MIB
-}
-
 /// The "random-read" operation (registered in [`crate::OPERATIONS`]).
 pub struct RandomRead;
 
@@ -466,7 +454,7 @@ pub fn run_target(
                 ]),
                 bytes: fs_bytes,
                 backing: Backing::Zram,
-                resident_bytes: zero_file_resident_bytes(fs_bytes),
+                resident_bytes: KernelFsOptions::ext_zero_file_resident_bytes(fs_bytes),
                 queue: queue.clone(),
             };
             match &policy {
@@ -926,18 +914,6 @@ fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Scale 1's kernel-written file system (1,957 GB) must fit a machine of 16 GB: its zram
-    /// table alone is 7.7 GB, and the old 2% allowance asked 44 GB in all.
-    #[test]
-    fn scale_1s_kernel_written_file_fits_in_16_gb_of_memory() {
-        let fs_bytes = 1_957_270_000_000u64;
-        let resident = zero_file_resident_bytes(fs_bytes);
-        let need = resident + layoutlab_rig::Zram::table_bytes(fs_bytes) + (1 << 30);
-        assert!(need < 16_000_000_000, "{need}");
-        // Still the journal's full 1 GiB and a pointer for each block, as ext3's maps need.
-        assert!(resident > (1 << 30) + fs_bytes / 1024, "{resident}");
-    }
 
     #[test]
     fn unknown_targets_and_modes_list_the_valid_ones() {

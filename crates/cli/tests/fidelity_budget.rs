@@ -1856,7 +1856,7 @@ fn ext4_fsck_allocator_treeband_prose_follows_its_block() {
             thousands(num(&nodelalloc[1]))
         ),
         format!(
-            "({} and {} s there, each a capture of its own)",
+            "({:.1} and {:.1} s there, each a capture of its own)",
             secs(&checker[2]).unwrap(),
             secs(&checker[3]).unwrap()
         ),
@@ -2264,7 +2264,7 @@ fn against_the_aim_summary_follows_the_blocks() {
     let r = line("ext4-fsck-allocator");
     assert!(
         r[6].contains(&format!(
-            "{} → {} s ({})",
+            "{:.1} → {:.1} s ({})",
             lead_num(&checker[2]),
             lead_num(&checker[3]),
             checker[4]
@@ -2467,12 +2467,12 @@ fn netbook_together_block_adds_up_and_the_prose_follows() {
     let text = doc_prose();
     for claim in [
         format!(
-            "give {a} → {b} s, {}% and {}% below the post's {pa} → {pb} s",
+            "give {a:.1} → {b:.1} s, {}% and {}% below the post's {pa} → {pb} s",
             below(a, pa),
             below(b, pb)
         ),
         format!("spends {c1:.2} and {c2:.2} s (user + sys)"),
-        format!("F makes {x1} and {x2} s of it"),
+        format!("F makes {x1:.1} and {x2:.1} s of it"),
         format!("the netbook's e2fsck spent {p1} and {p2} s"),
         format!(
             "about {:.0} and {:.0} times slower there than here, where sysbench's ratio is {f}",
@@ -2486,7 +2486,7 @@ fn netbook_together_block_adds_up_and_the_prose_follows() {
         assert!(text.contains(&claim), "the prose no longer says: {claim}");
     }
     let claim = format!(
-        "{a} → {b} s ({}): the device's part goes, the CPU's stays, F making {x1} and {x2} s of our CPU",
+        "{a:.1} → {b:.1} s ({}): the device's part goes, the CPU's stays, F making {x1:.1} and {x2:.1} s of our CPU",
         all[5]
     );
     assert!(

@@ -146,21 +146,21 @@ pub fn read_cpu(
         };
         let event = match name {
             "sched_switch" => Sched::Switch {
-                prev: pid_field(payload, " prev_pid=")
+                prev: number_field(payload, " prev_pid=")
                     .ok_or_else(|| err(format!("sched_switch without prev_pid: '{payload}'")))?,
-                next: pid_field(payload, " next_pid=")
+                next: number_field(payload, " next_pid=")
                     .ok_or_else(|| err(format!("sched_switch without next_pid: '{payload}'")))?,
             },
             "sched_process_fork" => Sched::Fork {
-                parent: pid_field(payload, " pid=")
+                parent: number_field(payload, " pid=")
                     .ok_or_else(|| err(format!("sched_process_fork without pid: '{payload}'")))?,
-                child: pid_field(payload, " child_pid=").ok_or_else(|| {
+                child: number_field(payload, " child_pid=").ok_or_else(|| {
                     err(format!("sched_process_fork without child_pid: '{payload}'"))
                 })?,
             },
             "tracing_mark_write" if payload.trim() == FOLLOW_MARK => Sched::Followed,
             "sched_stat_runtime" => Sched::Runtime {
-                pid: pid_field(payload, " pid=")
+                pid: number_field(payload, " pid=")
                     .ok_or_else(|| err(format!("sched_stat_runtime without pid: '{payload}'")))?,
                 ns: number_field(payload, " runtime=").ok_or_else(|| {
                     err(format!("sched_stat_runtime without runtime: '{payload}'"))
@@ -255,11 +255,6 @@ fn number_field<T: std::str::FromStr>(payload: &str, key: &str) -> Option<T> {
     let at = payload.rfind(key)? + key.len();
     let digits: &str = payload[at..].split(|c: char| !c.is_ascii_digit()).next()?;
     digits.parse().ok()
-}
-
-/// A pid field (see [`number_field`]).
-fn pid_field(payload: &str, key: &str) -> Option<u32> {
-    number_field(payload, key)
 }
 
 /// Whether `line` has the shape of a tracefs event line (for format detection).

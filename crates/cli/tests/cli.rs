@@ -1065,6 +1065,100 @@ fn trace_replay_splits_reads_into_pages() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `trace replay --modelled`: the trace as the model served it. A 4 KiB read, the next 4 KiB
+/// issued right behind it (served from the drive's read-ahead, well under a revolution), then
+/// one 50 GB away (a seek and a rotational wait: milliseconds). The file is a trace like any
+/// other: the same requests, issued one captured think time (1 ns) after the previous modelled
+/// completion, its last completion the replay's wall time, and replayed again it takes that
+/// time again.
+#[test]
+fn trace_replay_writes_the_modelled_trace() {
+    let dir = scratch("modelled");
+    let csv = dir.join("r.csv");
+    std::fs::write(
+        &csv,
+        "issue_ns,complete_ns,op,sector,sectors,flags,tag
+         0,1,read,100000,8,,p1
+         2,3,read,100008,8,,p1
+         4,5,read,100000000,8,,p2
+",
+    )
+    .unwrap();
+    let (json, modelled) = (dir.join("r.json"), dir.join("modelled.csv"));
+    let run = |input: &Path, extra: &[&str]| {
+        let mut a = vec![
+            "trace",
+            "replay",
+            input.to_str().unwrap(),
+            "--device",
+            "sata-400g-2007",
+        ];
+        a.extend(extra);
+        layoutlab(&a)
+    };
+    let o = run(
+        &csv,
+        &[
+            "--json",
+            json.to_str().unwrap(),
+            "--modelled",
+            modelled.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let wall = serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&json).unwrap())
+        .unwrap()["wall_seconds"]
+        .as_f64()
+        .unwrap();
+    let text = std::fs::read_to_string(&modelled).unwrap();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    let ns = |r: &[&str], i: usize| -> f64 { r[i].parse().unwrap() };
+    for (r, (sector, tag)) in
+        rows.iter()
+            .zip([("100000", "p1"), ("100008", "p1"), ("100000000", "p2")])
+    {
+        assert_eq!(
+            (r[2], r[3], r[4], r[6]),
+            ("read", sector, "8", tag),
+            "{text}"
+        );
+    }
+    assert_eq!(ns(&rows[0], 0), 0.0);
+    for w in rows.windows(2) {
+        assert_eq!(ns(&w[1], 0) - ns(&w[0], 1), 1.0, "think kept: {text}");
+    }
+    let service = |r: &[&str]| (ns(r, 1) - ns(r, 0)) / 1e6;
+    assert!(
+        service(&rows[1]) < 0.5,
+        "read-ahead hit {} ms: {text}",
+        service(&rows[1])
+    );
+    assert!(
+        service(&rows[2]) > 1.0,
+        "far read {} ms: {text}",
+        service(&rows[2])
+    );
+    assert!(
+        (ns(&rows[2], 1) - wall * 1e9).abs() < 2.0,
+        "{wall} s: {text}"
+    );
+    let again = dir.join("again.json");
+    let o = run(&modelled, &["--json", again.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let wall2 =
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&again).unwrap())
+            .unwrap()["wall_seconds"]
+            .as_f64()
+            .unwrap();
+    assert!((wall2 - wall).abs() < 1e-6, "{wall} s, again {wall2} s");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_reader_that_goes_away_ends_the_program_quietly() {
     // `layoutlab plan --json - | head -1`: the pipe closes under a long JSON write.

@@ -99,6 +99,12 @@ pub struct ReplayArgs {
     /// `POSIX_FADV_RANDOM`; 256 a queue of 128 KiB requests.
     #[arg(long, value_name = "SECTORS", value_parser = clap::value_parser!(u32).range(1..))]
     split_reads: Option<u32>,
+    /// Also write the trace as the model served it, in layoutlab's CSV trace format: each
+    /// request's issue and completion are the modelled ones (the think times kept), so its
+    /// service time, the gap behind the previous completion, can be read request by request
+    /// (or the file plotted, replayed again or converted like any trace).
+    #[arg(long, value_name = "PATH")]
+    modelled: Option<PathBuf>,
     /// Write the result as JSON to PATH ("-" for stdout).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
@@ -243,6 +249,10 @@ pub fn run(cmd: Command) -> Result<()> {
                 );
             }
             let r = replay(dev.as_mut(), &trace, &opts);
+            if let Some(path) = &a.modelled {
+                tformat::write_path(&modelled_trace(&trace, &r), path, Format::Csv)
+                    .with_context(|| format!("--modelled {}", path.display()))?;
+            }
             let mut t = Table::new(
                 &format!("{} on {}", a.input.display(), a.device),
                 vec![
@@ -323,6 +333,17 @@ pub fn run(cmd: Command) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// `trace` with each request's issue and completion replaced by the model's (rounded to the
+/// ns); everything else, the CPU stamps included, as captured.
+fn modelled_trace(trace: &Trace, r: &layoutlab_device::replay::Replayed) -> Trace {
+    let mut t = trace.clone();
+    for (q, m) in t.requests.iter_mut().zip(&r.requests) {
+        q.issue_ns = m.issue_ns.round() as u64;
+        q.complete_ns = Some(m.complete_ns.round() as u64);
+    }
+    t
 }
 
 /// `--cpu-scale`: a positive number, or a CPU preset's factor (see `cpus/`).

@@ -244,19 +244,19 @@ fn metacluster_fsck_sensitivity_rows_and_refusals() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/metacluster-fsck.toml"),
     )
     .unwrap();
-    let variants: usize = toml_text
-        .lines()
-        .filter(|l| l.starts_with("set = "))
-        .map(|l| l.matches("{ \"").count())
+    let exp: toml::Table = toml_text.parse().unwrap();
+    // One row per variant: every table in each `[[sensitivity]]` entry's `set` list.
+    let variants: usize = exp["sensitivity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["set"].as_array().unwrap().len())
         .sum();
     assert!(variants >= 10, "{variants}");
     // ... then one row per alternative drive (docs/fidelity.md, the device factor), then the
     // same traces with no think time and at each period CPU's F (the CPU factor; since
     // 2026-11-29 metacluster-fsck names one, netburst-presler-2007).
-    let period_cpus = toml_text
-        .lines()
-        .find(|l| l.starts_with("period_cpus = "))
-        .map_or(0, |l| l.matches('"').count() / 2);
+    let period_cpus = exp["period_cpus"].as_array().unwrap().len();
     assert_eq!(period_cpus, 1);
     assert_eq!(rows.len(), 1 + variants + 1 + 1 + period_cpus);
     assert_eq!(rows[0]["change"], "as shipped");

@@ -838,7 +838,7 @@ fn large_delete_ext3_cells_are_a_new_captures() {
         }
     }
     assert!(
-        doc_prose().contains("read and wrote the same sectors (197,560 and 12,536)"),
+        doc_prose().contains("with the same 197,560 read and 12,536 written"),
         "the prose no longer gives the sectors this test holds"
     );
 }

@@ -227,12 +227,24 @@ elif [ -z "${REUSE_ONLY:-}" ]; then
   rm -rf "$phase_work"
 fi
 if [ -s "$out/phase-ext3-2007.classes.csv" ] && [ -s "$out/metacluster-fsck-phase.json" ]; then
+# Other draws of the phase: both kept traces replayed on each variant of the preset's surface
+# count that metacluster-fsck's experiment file lists (the same zones over 4 or 8 surfaces), a
+# line "VARIANT|ext3-2007 s|ext3-metacluster s" after the shipped one, the replays' wall times.
+phase_replay() { "$bin" trace replay "$out/phase-$1.trace.csv" --device sata-400g-2007 "${@:2}" --json - 2>/dev/null | jq .wall_seconds; }
+{
+  echo "as shipped|$(phase_replay ext3-2007)|$(phase_replay ext3-metacluster)"
+  while IFS= read -r line; do
+    read -r -a va <<<"$line"
+    echo "${line//--vary /}|$(phase_replay ext3-2007 "${va[@]}")|$(phase_replay ext3-metacluster "${va[@]}")"
+  done < <(preset_variants "$root/experiments/metacluster-fsck.toml" | grep 'geometry.surfaces')
+} >"$out/phase-variants"
 {
   provenance "one capture of metacluster-fsck at scale 1 on sata-400g-2007, kept; each cell the model's service times of ext3-2007's pass-1 reads of indirect blocks"
   python3 - "$out/phase-ext3-2007.trace.csv" "$out/phase-ext3-2007.classes.csv" \
-    "$(cat "$out/phase-image-bytes")" "$out/metacluster-fsck-phase.json" <<'EOF'
+    "$(cat "$out/phase-image-bytes")" "$out/metacluster-fsck-phase.json" "$out/phase-variants" <<'EOF'
 import csv, json, sys
 trace, classes, image_bytes, run = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.load(open(sys.argv[4]))
+variants = [l.rstrip("\n").split("|") for l in open(sys.argv[5])]
 rows = [l for l in open(trace) if not l.startswith("#")]
 req = list(csv.DictReader(rows))
 cls = list(csv.DictReader(open(classes)))
@@ -261,6 +273,12 @@ print(f"| the shortest read (1st percentile): the hop's seek, the command, the t
 print(f"| a phase drawn uniformly: the shortest plus half a revolution (4.17 ms) | {uniform:.2f} ms |")
 print(f"| the reads at that mean, and less than modelled | {uniform * n / 1e3:.1f} s, {total - uniform * n / 1e3:.1f} s |")
 print(f"| the check at that mean: ext3-2007, reduction | {at:.1f} s, {(1 - b / at) * 100:.1f}% |")
+# A variant's totals: the run's, moved by what the variant's replay of each trace moves it.
+(_, ra, rb), others = variants[0], variants[1:]
+for name, va, vb in others:
+    va, vb = a + float(va) - float(ra), b + float(vb) - float(rb)
+    print(f"| another draw: {name.replace(' ', ', ')} (both traces replayed): ext3-2007, ext3-metacluster, reduction | "
+          f"{va:.1f} s ({(va / a - 1) * 100:+.1f}%), {vb:.1f} s ({(vb / b - 1) * 100:+.1f}%), {(1 - vb / va) * 100:.1f}% |")
 EOF
 } >"$snip"
 splice "$fidelity" metacluster-fsck-phase "$snip"

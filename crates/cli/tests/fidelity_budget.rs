@@ -2495,3 +2495,136 @@ fn netbook_together_block_adds_up_and_the_prose_follows() {
         "the summary row no longer says: {claim}"
     );
 }
+
+/// metacluster-fsck's phase block (`ONLY=phase`): ext3-2007's pass-1 reads of indirect blocks by
+/// tenth of the disk add up to its "all" row, a uniformly drawn phase is the shortest read plus
+/// half a revolution at 7,200 rpm, the check at that mean is the modelled check less what the
+/// reads would save, each reduction and percentage follows from the printed seconds, and the
+/// prose (and the summary's metacluster-fsck row) gives the block's figures.
+#[test]
+fn metacluster_fsck_phase_block_adds_up_and_the_prose_follows() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fidelity.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    let block = doc
+        .split("<!-- BEGIN generated metacluster-fsck-phase -->")
+        .nth(1)
+        .and_then(|t| t.split("<!-- END generated").next())
+        .expect("docs/fidelity.md has the phase block");
+    let tables: Vec<Vec<Vec<String>>> = block
+        .split("\n\n")
+        .filter(|p| p.trim_start().starts_with('|'))
+        .map(table_rows)
+        .collect();
+    assert_eq!(tables.len(), 2, "{block}");
+    let (tenths, facts) = (&tables[0], &tables[1]);
+    let n = |c: &str| num(&c.replace(',', ""));
+    let all = tenths.last().unwrap();
+    assert_eq!(all[0], "**all**");
+    let parts = &tenths[..tenths.len() - 1];
+    assert_eq!(parts.len(), 10);
+    let reads = n(&all[1]);
+    assert_eq!(parts.iter().map(|r| n(&r[1])).sum::<f64>(), reads);
+    let seconds = n(&all[3]);
+    let summed: f64 = parts.iter().map(|r| n(&r[3])).sum();
+    assert!((summed - seconds).abs() <= 0.55, "{summed} {seconds}");
+    let mean = n(&all[2]);
+    assert!((seconds * 1e3 / reads - mean).abs() <= 0.006, "{mean}");
+    let means: Vec<f64> = parts.iter().map(|r| n(&r[2])).collect();
+    let (lo, hi) = means
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(l, h), &m| (l.min(m), h.max(m)));
+    // "808.4 s, 224.2 s, 72.3%" and the like: the numbers of a cell in order.
+    let figures = |prefix: &str| -> Vec<f64> {
+        let r = facts
+            .iter()
+            .find(|r| r[0].starts_with(prefix))
+            .unwrap_or_else(|| panic!("no row '{prefix}…'"));
+        r[1].split(", ")
+            .map(|f| {
+                num(f
+                    .split(" (")
+                    .next()
+                    .unwrap()
+                    .trim_end_matches(['s', 'm', '%', ' ']))
+            })
+            .collect()
+    };
+    let (a, b, red) = {
+        let f = figures("the check as modelled");
+        (f[0], f[1], f[2])
+    };
+    assert!(((1.0 - b / a) * 100.0 - red).abs() <= 0.06, "{red}");
+    let shortest = figures("the shortest read")[0];
+    let uniform = figures("a phase drawn uniformly")[0];
+    assert!(
+        (shortest + 60_000.0 / 7_200.0 / 2.0 - uniform).abs() <= 0.011,
+        "{uniform}"
+    );
+    let (at_mean, less) = {
+        let f = figures("the reads at that mean");
+        (f[0], f[1])
+    };
+    assert!(
+        (uniform * reads / 1e3 - at_mean).abs() <= 0.005 * reads / 1e3 + 0.05,
+        "{at_mean}"
+    );
+    assert!((seconds - at_mean - less).abs() <= 0.11, "{less}");
+    let (check_at, red_at) = {
+        let f = figures("the check at that mean");
+        (f[0], f[1])
+    };
+    assert!((a - less - check_at).abs() <= 0.11, "{check_at}");
+    assert!(
+        ((1.0 - b / check_at) * 100.0 - red_at).abs() <= 0.06,
+        "{red_at}"
+    );
+    // The other draws: each "A s (+x%), B s (+y%), R%" against the check as modelled.
+    let draws: Vec<&Vec<String>> = facts
+        .iter()
+        .filter(|r| r[0].starts_with("another draw"))
+        .collect();
+    assert_eq!(draws.len(), 2, "{facts:?}");
+    let mut moved = Vec::new();
+    for d in &draws {
+        let cells: Vec<&str> = d[1].split(", ").collect();
+        let pct = |c: &str| num(c.split(" (").nth(1).unwrap().trim_end_matches("%)"));
+        let f = figures(&d[0]);
+        assert!(
+            ((f[0] / a - 1.0) * 100.0 - pct(cells[0])).abs() <= 0.06,
+            "{d:?}"
+        );
+        assert!(
+            ((f[1] / b - 1.0) * 100.0 - pct(cells[1])).abs() <= 0.06,
+            "{d:?}"
+        );
+        assert!(((1.0 - f[1] / f[0]) * 100.0 - f[2]).abs() <= 0.06, "{d:?}");
+        moved.push((pct(cells[0]), f[2] - red));
+    }
+    let text = doc_prose();
+    let signed = |x: f64| format!("{x:+.1}").replace("+-", "-");
+    for claim in [
+        format!(
+            "The model charges ext3-2007's {} indirect reads {mean:.2} ms each** on average, {seconds:.1} s of the check's {a:.1} s; by tenth of the disk {lo:.2} to {hi:.2} ms a read",
+            thousands(reads)
+        ),
+        format!("The shortest read takes {shortest:.2} ms"),
+        format!(
+            "cost {shortest:.2} + 4.17 = {uniform:.2} ms a read on average, {less:.1} s less than the model's draw: ext3-2007 {check_at:.1} s and the reduction {red_at:.1}% against {red:.1}%"
+        ),
+        format!(
+            "the model's draw lies {:.2} ms a read above the uniform mean, worth {:.1} points",
+            mean - uniform,
+            red - red_at
+        ),
+        format!(
+            "move ext3-2007 by {}% and {}% and the reduction by {} and {} points",
+            signed(moved[0].0),
+            signed(moved[1].0),
+            signed(moved[0].1),
+            signed(moved[1].1)
+        ),
+        format!("a phase drawn uniformly gives {red_at:.1}% (block metacluster-fsck-phase)"),
+    ] {
+        assert!(text.contains(&claim), "the prose no longer says: {claim}");
+    }
+}

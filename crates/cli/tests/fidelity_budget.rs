@@ -17,20 +17,25 @@ fn budget_rows(name: &str) -> Vec<Vec<String>> {
 /// The rows of the Markdown table in the generated block `name` of docs/`doc`, as
 /// [`budget_rows`] gives them.
 fn block_rows(doc: &str, name: &str) -> Vec<Vec<String>> {
+    let block = block_text(doc, name);
+    let rows = table_rows(&block);
+    // At least the run as shipped and one factor switched.
+    assert!(rows.len() >= 2, "{name}: {block}");
+    rows
+}
+
+/// The text of the generated block `name` of docs/`doc`, between its markers.
+fn block_text(doc: &str, name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../docs")
         .join(doc);
     let text = std::fs::read_to_string(path).unwrap();
     let begin = format!("<!-- BEGIN generated {name} -->");
-    let block = text
-        .split(&begin)
+    text.split(&begin)
         .nth(1)
         .and_then(|t| t.split("<!-- END generated").next())
-        .unwrap_or_else(|| panic!("docs/{doc} has no generated block {name}"));
-    let rows = table_rows(block);
-    // At least the run as shipped and one factor switched.
-    assert!(rows.len() >= 2, "{name}: {block}");
-    rows
+        .unwrap_or_else(|| panic!("docs/{doc} has no generated block {name}"))
+        .to_string()
 }
 
 /// The rows of the pipe table in `text` (its lines that start with `|`), each a list of its
@@ -2503,13 +2508,7 @@ fn netbook_together_block_adds_up_and_the_prose_follows() {
 /// prose (and the summary's metacluster-fsck row) gives the block's figures.
 #[test]
 fn metacluster_fsck_phase_block_adds_up_and_the_prose_follows() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fidelity.md");
-    let doc = std::fs::read_to_string(path).unwrap();
-    let block = doc
-        .split("<!-- BEGIN generated metacluster-fsck-phase -->")
-        .nth(1)
-        .and_then(|t| t.split("<!-- END generated").next())
-        .expect("docs/fidelity.md has the phase block");
+    let block = block_text("fidelity.md", "metacluster-fsck-phase");
     let tables: Vec<Vec<Vec<String>>> = block
         .split("\n\n")
         .filter(|p| p.trim_start().starts_with('|'))

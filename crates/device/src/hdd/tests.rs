@@ -281,9 +281,7 @@ fn shipped_presets_load_and_hold_their_capacity() {
         ("sata-400g-2007-alt-samsung", 781_422_768),
         ("sata-2t-5400-2010-alt-wd", 3_907_029_168),
     ] {
-        let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-        // A missing preset fails the test rather than skipping it.
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let (path, text) = shipped_preset(name);
         let d = Hdd::from_toml_str(&text, &path).unwrap();
         assert_eq!(d.name(), name);
         assert!(
@@ -349,8 +347,7 @@ fn every_hdd_preset_models_the_buffer_it_cites() {
 #[ignore]
 fn preset_random_read_iops_first_16g() {
     for name in ["sata-400g-2007", "sata-500g-2008"] {
-        let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap();
+        let (path, text) = shipped_preset(name);
         let mut d = Hdd::from_toml_str(&text, &path).unwrap();
         let span = 16u64 * 1_000_000_000 / 512;
         for bs_k in [4u32, 64, 256] {
@@ -459,6 +456,14 @@ fn track_read_ahead_stops_at_the_last_logical_sector_of_the_track() {
     let t = d.submit(0.0, &req(Op::Read, 10, 10)) + 50e6;
     let miss = d.submit(t, &req(Op::Read, 99, 1)) - t;
     assert!(miss > 0.4e6, "sector 99 is on the next track: {miss}");
+}
+
+/// A shipped preset's path and text.
+fn shipped_preset(name: &str) -> (String, String) {
+    let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    // A missing preset fails the test rather than skipping it.
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    (path, text)
 }
 
 /// Every shipped hard-disk preset (`presets/*.toml` with `kind = "hdd"`), loaded. Fails, never
@@ -730,11 +735,7 @@ fn validation_drives_lay_their_skews_out_for_the_write_switch() {
 fn fio_write_and_read_jobs_match_the_documented_rates() {
     use crate::job::{run_job, JobSpec, Rw};
     let doc = hdd_model_doc();
-    let path = format!(
-        "{}/../../presets/sata-400g-2007.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap();
+    let (path, text) = shipped_preset("sata-400g-2007");
     for (label, rw, bs_bytes, iops) in [
         ("`--rw write --bs 512k`, MB/s", Rw::Write, 512 << 10, false),
         ("`--rw read --bs 512k`, MB/s", Rw::Read, 512 << 10, false),
@@ -788,8 +789,7 @@ fn fio_write_and_read_jobs_match_the_documented_rates() {
 #[test]
 fn sata_20t_7200_2022_holds_its_cited_figures() {
     let name = "sata-20t-7200-2022";
-    let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let (path, text) = shipped_preset(name);
     let mut d = Hdd::from_toml_str(&text, &path).unwrap();
     let spec = d.spec().clone();
     let rev_ms = 60e3 / spec.rpm;
@@ -949,10 +949,7 @@ fn write_segments_must_fit_the_buffer() {
         let e = Hdd::new(s).unwrap_err().to_string();
         assert!(e.contains("write_segments"), "{bad}: {e}");
     }
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/sata-400g-2007.toml"),
-    )
-    .unwrap();
+    let (_, text) = shipped_preset("sata-400g-2007");
     let without: String = text
         .lines()
         .filter(|l| !l.starts_with("write_segments"))
@@ -973,11 +970,7 @@ fn write_segments_must_fit_the_buffer() {
 /// 55%), which the drive family's cited sustained rate rules out for such a stream.
 #[test]
 fn sata_400g_2007_streams_a_sequential_read_at_its_cited_rate_only_from_its_read_ahead() {
-    let path = format!(
-        "{}/../../presets/sata-400g-2007.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap();
+    let (path, text) = shipped_preset("sata-400g-2007");
     let rate = |text: &str| {
         let mut d = Hdd::from_toml_str(text, &path).unwrap();
         let total: u64 = 400 << 20;
@@ -1021,11 +1014,7 @@ fn sata_400g_2007_streams_a_sequential_read_at_its_cited_rate_only_from_its_read
 /// docs/fidelity.md ("Where ext3-2007's seconds go, read by read") relies on both.
 #[test]
 fn a_fixed_stride_waits_the_same_phase_read_after_read_and_another_in_each_zone() {
-    let path = format!(
-        "{}/../../presets/sata-400g-2007.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap();
+    let (path, text) = shipped_preset("sata-400g-2007");
     let mut d = Hdd::from_toml_str(&text, &path).unwrap();
     let stride = 1025 * 8u64;
     let capacity = d.capacity_sectors();
@@ -1055,4 +1044,12 @@ fn a_fixed_stride_waits_the_same_phase_read_after_read_and_another_in_each_zone(
         .iter()
         .fold((f64::MAX, f64::MIN), |(l, h), &m| (l.min(m), h.max(m)));
     assert!(hi - lo > 3.0, "{zone_means:?}");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fidelity.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let claim = format!("the same stride takes {lo:.1} to {hi:.1} ms a read from one tenth");
+    assert!(
+        doc.contains(&claim),
+        "docs/fidelity.md no longer says: {claim}"
+    );
 }

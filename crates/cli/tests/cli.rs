@@ -947,6 +947,26 @@ fn trace_replay_and_bench_report_json() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `layoutlab trace replay INPUT --device sata-400g-2007 EXTRA...`.
+fn replay_on_400g(input: &Path, extra: &[&str]) -> std::process::Output {
+    let mut a = vec![
+        "trace",
+        "replay",
+        input.to_str().unwrap(),
+        "--device",
+        "sata-400g-2007",
+    ];
+    a.extend(extra);
+    layoutlab(&a)
+}
+
+/// The `wall_seconds` of a `trace replay --json` file.
+fn wall_seconds(json: &Path) -> f64 {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    v["wall_seconds"].as_f64().unwrap()
+}
+
 /// `trace replay --vary`: a what-if of the preset. Three 512 KiB writes, each one 4 KiB block
 /// past the last, issued back to back, then a cache flush: with the preset's one write segment
 /// each skip costs up to a revolution (8.3 ms at 7,200 rpm), with write cache stacking little.
@@ -966,29 +986,14 @@ fn trace_replay_varies_a_preset_value() {
     )
     .unwrap();
     let replay = |extra: &[&str], json: &Path| {
-        let mut a = vec![
-            "trace",
-            "replay",
-            csv.to_str().unwrap(),
-            "--device",
-            "sata-400g-2007",
-            "--json",
-            json.to_str().unwrap(),
-        ];
-        a.extend(extra);
-        layoutlab(&a)
-    };
-    let seconds = |json: &Path| -> f64 {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-        v["wall_seconds"].as_f64().unwrap()
+        replay_on_400g(&csv, &[&["--json", json.to_str().unwrap()], extra].concat())
     };
     let (plain, stacked) = (dir.join("plain.json"), dir.join("stacked.json"));
     let o = replay(&[], &plain);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = replay(&["--vary", "cache.write_segments=16"], &stacked);
     assert!(o.status.success(), "{}", stderr(&o));
-    let saved = seconds(&plain) - seconds(&stacked);
+    let saved = wall_seconds(&plain) - wall_seconds(&stacked);
     // Then a flush: the time the media took. Two skips, each up to a revolution (8.33 ms)
     // with one segment: 16.67 ms here.
     assert!(saved > 0.0125 && saved < 0.0168, "saved {saved} s");
@@ -1030,17 +1035,7 @@ fn trace_replay_splits_reads_into_pages() {
     )
     .unwrap();
     let replay = |extra: &[&str], json: &Path| {
-        let mut a = vec![
-            "trace",
-            "replay",
-            csv.to_str().unwrap(),
-            "--device",
-            "sata-400g-2007",
-            "--json",
-            json.to_str().unwrap(),
-        ];
-        a.extend(extra);
-        layoutlab(&a)
+        replay_on_400g(&csv, &[&["--json", json.to_str().unwrap()], extra].concat())
     };
     let read = |json: &Path| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
@@ -1085,18 +1080,7 @@ fn trace_replay_writes_the_modelled_trace() {
     )
     .unwrap();
     let (json, modelled) = (dir.join("r.json"), dir.join("modelled.csv"));
-    let run = |input: &Path, extra: &[&str]| {
-        let mut a = vec![
-            "trace",
-            "replay",
-            input.to_str().unwrap(),
-            "--device",
-            "sata-400g-2007",
-        ];
-        a.extend(extra);
-        layoutlab(&a)
-    };
-    let o = run(
+    let o = replay_on_400g(
         &csv,
         &[
             "--json",
@@ -1106,10 +1090,7 @@ fn trace_replay_writes_the_modelled_trace() {
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let wall = serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&json).unwrap())
-        .unwrap()["wall_seconds"]
-        .as_f64()
-        .unwrap();
+    let wall = wall_seconds(&json);
     let text = std::fs::read_to_string(&modelled).unwrap();
     let rows: Vec<Vec<&str>> = text
         .lines()
@@ -1148,13 +1129,9 @@ fn trace_replay_writes_the_modelled_trace() {
         "{wall} s: {text}"
     );
     let again = dir.join("again.json");
-    let o = run(&modelled, &["--json", again.to_str().unwrap()]);
+    let o = replay_on_400g(&modelled, &["--json", again.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let wall2 =
-        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&again).unwrap())
-            .unwrap()["wall_seconds"]
-            .as_f64()
-            .unwrap();
+    let wall2 = wall_seconds(&again);
     assert!((wall2 - wall).abs() < 1e-6, "{wall} s, again {wall2} s");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1005,7 +1005,9 @@ fn sata_400g_2007_streams_a_sequential_read_at_its_cited_rate_only_from_its_read
 }
 
 /// ext3-2007's indirect blocks lie one every 1,025 blocks (1,024 data blocks between them), and
-/// e2fsck reads them one by one, each a few µs of CPU after the last completed: a fixed stride.
+/// e2fsck reads them one by one, each 43 µs of its CPU after the last completed (the median
+/// between two such reads in the phase block's capture, docs/fidelity.md; 33-65 µs from the
+/// 10th to the 90th percentile): a fixed stride.
 /// On a model of exact rotational position each read of such a stride waits the same part of a
 /// revolution as the one before, or one of a few parts (the stride crosses one more track
 /// boundary or cylinder now and then): a phase set by the zone's sectors per track and the
@@ -1026,7 +1028,7 @@ fn a_fixed_stride_waits_the_same_phase_read_after_read_and_another_in_each_zone(
         for _ in 0..120 {
             let done = d.submit(t, &req(Op::Read, sector, 8));
             service.push((done - t) / 1e6);
-            t = done + 10_000.0;
+            t = done + 43_000.0;
             sector += stride;
         }
         // The first read comes from far away; after it, a handful of distinct waits.
